@@ -1,0 +1,567 @@
+//! The `Agent` trait and the turn context an agent works through.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{CoreError, Result};
+use crate::event::{EventKind, StepPhase};
+use crate::service::{Access, Draft, TaskService};
+use crate::store::Claim;
+use crate::types::{
+    Artifact, AuthWait, Caller, InputKind, InputRequest, InputResponse, Message, Part, Review,
+    ReviewDecision, Role, Task,
+};
+
+/// A skill the agent offers (an A2A skill, an MCP tool).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Skill {
+    /// Stable id, also the MCP tool name.
+    pub id: String,
+    /// Human-readable name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// JSON schema of its arguments.
+    pub input_schema: Value,
+}
+
+/// What an agent says about itself.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentInfo {
+    /// The agent's name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// Its version.
+    pub version: String,
+    /// Its skills.
+    pub skills: Vec<Skill>,
+    /// JSON schema of the parameter keys an input may carry besides `message`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameters_schema: Option<Value>,
+}
+
+/// How a turn ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TurnOutcome {
+    /// The work is done; an optional final message becomes the status message.
+    Completed {
+        /// Final message.
+        message: Option<Message>,
+    },
+    /// The work failed (an agent fault, shown to the caller).
+    Failed {
+        /// What went wrong.
+        message: String,
+    },
+    /// The agent refuses the work.
+    Rejected {
+        /// Why.
+        reason: String,
+    },
+    /// The turn ends waiting for what it requested through the context (input,
+    /// an authorisation, a review); the message says what is awaited.
+    Waiting {
+        /// Status message.
+        message: Option<Message>,
+    },
+}
+
+/// An error from agent code. The task fails with a safe message; the details are
+/// only logged.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// Anything the agent could not handle.
+    #[error("internal agent error: {0}")]
+    Internal(String),
+    /// A core operation failed inside the turn (for example the task was canceled).
+    #[error(transparent)]
+    Core(#[from] CoreError),
+}
+
+/// An agent: runs one turn of a task at a time. It must be safe to run a turn
+/// twice (a turn whose worker died is re-run), and should watch `ctx.cancelled()`.
+#[async_trait]
+pub trait Agent: Send + Sync + 'static {
+    /// The agent's card.
+    fn info(&self) -> AgentInfo;
+
+    /// Runs one turn.
+    async fn run_turn(&self, ctx: &TurnContext) -> Result<TurnOutcome, AgentError>;
+
+    /// A direct reply without a task, for protocols that allow one. `None` (the
+    /// default) means the message starts a task.
+    async fn direct_reply(&self, _caller: &Caller, _message: &Message) -> Option<Message> {
+        None
+    }
+}
+
+/// Checks input before anything is stored or seen by the agent.
+pub trait InputGuardrail: Send + Sync + 'static {
+    /// `Err(CoreError::DeniedByGuardrail)` refuses the input.
+    fn check(&self, caller: &Caller, message: &Message) -> Result<()>;
+}
+
+/// An example guardrail: refuses input containing any of the listed phrases
+/// (case-insensitive).
+#[derive(Clone, Debug)]
+pub struct DenyPhrases {
+    phrases: Vec<String>,
+}
+
+impl DenyPhrases {
+    /// A guardrail refusing these phrases.
+    pub fn new(phrases: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        Self {
+            phrases: phrases
+                .into_iter()
+                .map(|p| p.into().to_lowercase())
+                .filter(|p| !p.is_empty())
+                .collect(),
+        }
+    }
+}
+
+impl InputGuardrail for DenyPhrases {
+    fn check(&self, _caller: &Caller, message: &Message) -> Result<()> {
+        let text = message.text().to_lowercase();
+        match self.phrases.iter().find(|p| text.contains(p.as_str())) {
+            Some(p) => Err(CoreError::DeniedByGuardrail {
+                reason: format!("input contains a denied phrase ({p:?})"),
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A change a turn makes, buffered until the next flush.
+#[derive(Debug)]
+enum Pending {
+    Begin(Vec<String>),
+    Text(Message),
+    Chunk {
+        artifact: Artifact,
+        append: bool,
+        last_chunk: bool,
+    },
+    Step(String, StepPhase),
+    State(Value),
+    Delta(Value),
+    Input(InputRequest),
+    Auth(AuthWait),
+    Review(Review),
+}
+
+struct Buffer {
+    items: Vec<Pending>,
+    oldest: Option<Instant>,
+    requested_keys: Vec<String>,
+}
+
+pub(crate) struct TurnShared {
+    service: TaskService,
+    claim: Claim,
+    buffer: Mutex<Buffer>,
+    flush_lock: tokio::sync::Mutex<()>,
+    flush_interval: Duration,
+    pub(crate) cancel: CancellationToken,
+}
+
+/// What an agent sees and does during one turn. Emitted changes are buffered and
+/// committed in batches (at most `flush_interval` apart, and at the end of the turn).
+#[derive(Clone)]
+pub struct TurnContext {
+    task: Arc<Task>,
+    input: Arc<Vec<Message>>,
+    shared: Arc<TurnShared>,
+}
+
+impl std::fmt::Debug for TurnContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TurnContext")
+            .field("task", &self.task.id)
+            .field("input", &self.input.len())
+            .finish()
+    }
+}
+
+impl TurnContext {
+    pub(crate) fn new(
+        task: Task,
+        input: Vec<Message>,
+        new_ids: Vec<String>,
+        service: TaskService,
+        claim: Claim,
+        flush_interval: Duration,
+        cancel: CancellationToken,
+    ) -> Self {
+        Self {
+            task: Arc::new(task),
+            input: Arc::new(input),
+            shared: Arc::new(TurnShared {
+                service,
+                claim,
+                buffer: Mutex::new(Buffer {
+                    items: vec![Pending::Begin(new_ids)],
+                    oldest: Some(Instant::now()),
+                    requested_keys: Vec::new(),
+                }),
+                flush_lock: tokio::sync::Mutex::new(()),
+                flush_interval,
+                cancel,
+            }),
+        }
+    }
+
+    /// The task as it was when the turn started.
+    pub fn task(&self) -> &Task {
+        &self.task
+    }
+
+    /// The input this turn handles, in arrival order (the first message on the
+    /// first turn; answers and queued messages on later ones).
+    pub fn input(&self) -> &[Message] {
+        &self.input
+    }
+
+    /// Stored answers to input requests, by key.
+    pub fn answers(&self) -> &BTreeMap<String, InputResponse> {
+        &self.task.input_answers
+    }
+
+    /// True if the provider has been authorised for this task.
+    pub fn is_granted(&self, provider: &str) -> bool {
+        self.task.granted_providers.contains(provider)
+    }
+
+    /// The decision on a review, if taken.
+    pub fn review_decision(&self, review_id: &str) -> Option<ReviewDecision> {
+        self.task.review_decisions.get(review_id).copied()
+    }
+
+    /// The agent state as it was when the turn started.
+    pub fn state(&self) -> Option<&Value> {
+        self.task.agent_state.as_ref()
+    }
+
+    /// True once the task is canceled (or the worker lost the task).
+    pub fn is_cancelled(&self) -> bool {
+        self.shared.cancel.is_cancelled()
+    }
+
+    /// Resolves when the task is canceled (or the worker lost the task).
+    pub async fn cancelled(&self) {
+        self.shared.cancel.cancelled().await
+    }
+
+    pub(crate) fn cancel_turn(&self) {
+        self.shared.cancel.cancel();
+    }
+
+    fn push(&self, item: Pending) {
+        if let Ok(mut b) = self.shared.buffer.lock() {
+            if let Pending::Input(r) = &item {
+                b.requested_keys.push(r.key.clone());
+            }
+            if b.oldest.is_none() {
+                b.oldest = Some(Instant::now());
+            }
+            b.items.push(item);
+        }
+    }
+
+    async fn push_and_maybe_flush(&self, item: Pending) -> Result<()> {
+        self.push(item);
+        if self.flush_due() {
+            self.flush().await?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn flush_due(&self) -> bool {
+        self.shared.buffer.lock().is_ok_and(|b| {
+            b.oldest
+                .is_some_and(|t| t.elapsed() >= self.shared.flush_interval)
+        })
+    }
+
+    /// Emits an agent text message.
+    pub async fn emit_text(&self, text: impl Into<String>) -> Result<()> {
+        self.push_and_maybe_flush(Pending::Text(Message::agent_text(text)))
+            .await
+    }
+
+    /// Emits an agent message.
+    pub async fn emit_message(&self, mut message: Message) -> Result<()> {
+        message.role = Role::Agent;
+        self.push_and_maybe_flush(Pending::Text(message)).await
+    }
+
+    /// Emits a chunk of an artifact. `append` extends the artifact with the same id;
+    /// `last_chunk` marks it complete.
+    pub async fn emit_artifact_chunk(
+        &self,
+        artifact_id: &str,
+        name: Option<&str>,
+        parts: Vec<Part>,
+        append: bool,
+        last_chunk: bool,
+    ) -> Result<()> {
+        let artifact = Artifact {
+            artifact_id: artifact_id.to_string(),
+            name: name.map(str::to_string),
+            description: None,
+            parts,
+            metadata: Default::default(),
+            complete: last_chunk,
+        };
+        self.push_and_maybe_flush(Pending::Chunk {
+            artifact,
+            append,
+            last_chunk,
+        })
+        .await
+    }
+
+    /// Emits a whole artifact in one chunk.
+    pub async fn emit_artifact(&self, artifact_id: &str, name: Option<&str>, parts: Vec<Part>) -> Result<()> {
+        self.emit_artifact_chunk(artifact_id, name, parts, false, true)
+            .await
+    }
+
+    /// Marks a named step as started.
+    pub async fn step_started(&self, name: &str) -> Result<()> {
+        self.push_and_maybe_flush(Pending::Step(name.to_string(), StepPhase::Started))
+            .await
+    }
+
+    /// Marks a named step as finished.
+    pub async fn step_finished(&self, name: &str) -> Result<()> {
+        self.push_and_maybe_flush(Pending::Step(name.to_string(), StepPhase::Finished))
+            .await
+    }
+
+    /// Replaces the agent state.
+    pub async fn set_state(&self, snapshot: Value) -> Result<()> {
+        self.push_and_maybe_flush(Pending::State(snapshot)).await
+    }
+
+    /// Changes the agent state with a JSON Patch (RFC 6902 array of operations).
+    pub async fn patch_state(&self, delta: Value) -> Result<()> {
+        if serde_json::from_value::<json_patch::Patch>(delta.clone()).is_err() {
+            return Err(CoreError::InvalidInput {
+                field: "stateDelta".into(),
+                reason: "not a JSON Patch".into(),
+            });
+        }
+        self.push_and_maybe_flush(Pending::Delta(delta)).await
+    }
+
+    /// Requests keyed input; the answer must satisfy `schema`. End the turn with
+    /// [`TurnOutcome::Waiting`] to wait for it.
+    pub fn request_input(&self, key: &str, prompt: &str, schema: Value) -> Result<()> {
+        crate::ids::validate_external_id("input key", key)?;
+        self.push(Pending::Input(InputRequest {
+            key: key.to_string(),
+            prompt: prompt.to_string(),
+            schema,
+            since: chrono::Utc::now(),
+            kind: InputKind::Form,
+            subject: None,
+        }));
+        Ok(())
+    }
+
+    /// Requires an authorisation of `provider` for `operation`. Several operations
+    /// waiting on one provider make one authorisation. End the turn with
+    /// [`TurnOutcome::Waiting`].
+    pub fn require_auth(&self, provider: &str, operation: &str, url: Option<&str>) -> Result<()> {
+        crate::ids::validate_external_id("provider", provider)?;
+        self.push(Pending::Auth(AuthWait {
+            provider: provider.to_string(),
+            since: chrono::Utc::now(),
+            operations: vec![operation.to_string()],
+            url: url.map(str::to_string),
+        }));
+        Ok(())
+    }
+
+    /// Requests a review by `reviewer` (the task's responsible user when `None`).
+    /// Returns the review id. End the turn with [`TurnOutcome::Waiting`].
+    pub fn request_review(&self, review_id: &str, reviewer: Option<&str>, summary: &str) -> Result<String> {
+        crate::ids::validate_external_id("review id", review_id)?;
+        self.push(Pending::Review(Review {
+            id: review_id.to_string(),
+            reviewer: reviewer
+                .map(str::to_string)
+                .unwrap_or_else(|| self.task.responsible_user.clone()),
+            summary: summary.to_string(),
+            since: chrono::Utc::now(),
+        }));
+        Ok(review_id.to_string())
+    }
+
+    /// Commits everything emitted so far. Fails if the task was canceled or the
+    /// lease lost (the cancellation token fires too).
+    pub async fn flush(&self) -> Result<()> {
+        self.commit(None).await.map(|_| ())
+    }
+
+    fn take(&self) -> (Vec<Pending>, Vec<String>) {
+        match self.shared.buffer.lock() {
+            Ok(mut b) => {
+                b.oldest = None;
+                (std::mem::take(&mut b.items), b.requested_keys.clone())
+            }
+            Err(_) => (Vec::new(), Vec::new()),
+        }
+    }
+
+    /// Commits the buffer, plus the turn's outcome when given.
+    pub(crate) async fn commit(&self, outcome: Option<&Finish>) -> Result<Task> {
+        let _guard = self.shared.flush_lock.lock().await;
+        let (items, requested) = self.take();
+        if items.is_empty() && outcome.is_none() {
+            return Ok((*self.task).clone());
+        }
+        let shared = &self.shared;
+        let res = shared
+            .service
+            .mutate(&self.task.id, Access::System, Some(&shared.claim), |d| {
+                for item in &items {
+                    apply(d, item)?;
+                }
+                if let Some(o) = outcome {
+                    crate::runtime::finish(d, o, &requested)?;
+                }
+                Ok(())
+            })
+            .await;
+        match res {
+            Ok((t, ())) => Ok(t),
+            Err(e) => {
+                if matches!(e, CoreError::Terminal { .. } | CoreError::LeaseLost | CoreError::NotFound) {
+                    shared.cancel.cancel();
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
+/// How the runtime ends a turn.
+#[derive(Debug)]
+pub(crate) enum Finish {
+    Outcome(TurnOutcome),
+    Crashed,
+}
+
+fn apply(d: &mut Draft, item: &Pending) -> Result<()> {
+    let now = d.now();
+    match item {
+        Pending::Begin(ids) => crate::service::apply_begin(d, ids)?,
+        Pending::Text(m) => {
+            d.ensure_active()?;
+            let mut m = m.clone();
+            m.received_at.get_or_insert(now);
+            m.committed_at = Some(now);
+            d.task.history.push(m.clone());
+            d.record(EventKind::Message {
+                message: m,
+                queued: false,
+            });
+        }
+        Pending::Chunk {
+            artifact,
+            append,
+            last_chunk,
+        } => {
+            d.ensure_active()?;
+            let t = &mut d.task;
+            match t
+                .artifacts
+                .iter_mut()
+                .find(|a| a.artifact_id == artifact.artifact_id)
+            {
+                Some(existing) if *append => {
+                    existing.parts.extend(artifact.parts.iter().cloned());
+                    existing.complete = *last_chunk;
+                }
+                Some(existing) => *existing = artifact.clone(),
+                None => t.artifacts.push(artifact.clone()),
+            }
+            d.record(EventKind::Artifact {
+                artifact: artifact.clone(),
+                append: *append,
+                last_chunk: *last_chunk,
+            });
+        }
+        Pending::Step(name, phase) => d.record(EventKind::Step {
+            name: name.clone(),
+            phase: *phase,
+        }),
+        Pending::State(v) => {
+            d.task.agent_state = Some(v.clone());
+            d.record(EventKind::StateSnapshot { snapshot: v.clone() });
+        }
+        Pending::Delta(delta) => {
+            let patch: json_patch::Patch =
+                serde_json::from_value(delta.clone()).map_err(|e| CoreError::InvalidInput {
+                    field: "stateDelta".into(),
+                    reason: e.to_string(),
+                })?;
+            let mut state = d.task.agent_state.clone().unwrap_or(Value::Object(Default::default()));
+            json_patch::patch(&mut state, &patch).map_err(|e| CoreError::InvalidInput {
+                field: "stateDelta".into(),
+                reason: e.to_string(),
+            })?;
+            d.task.agent_state = Some(state);
+            d.record(EventKind::StateDelta { delta: delta.clone() });
+        }
+        Pending::Input(r) => {
+            d.task.superseded_keys.remove(&r.key);
+            d.task.answered_keys.remove(&r.key);
+            d.task.input_answers.remove(&r.key);
+            d.task.input_requests.insert(r.key.clone(), r.clone());
+            d.record(EventKind::InputRequested {
+                requests: vec![r.clone()],
+            });
+        }
+        Pending::Auth(a) => {
+            if d.task.granted_providers.contains(&a.provider) {
+                return Ok(());
+            }
+            match d.task.pending_auth.iter_mut().find(|p| p.provider == a.provider) {
+                Some(p) => {
+                    for op in &a.operations {
+                        if !p.operations.contains(op) {
+                            p.operations.push(op.clone());
+                        }
+                    }
+                }
+                None => {
+                    d.task.pending_auth.push(a.clone());
+                    d.record(EventKind::AuthRequired { auth: a.clone() });
+                }
+            }
+        }
+        Pending::Review(r) => {
+            if d.task.review_decisions.contains_key(&r.id)
+                || d.task.pending_reviews.iter().any(|p| p.id == r.id)
+            {
+                return Ok(());
+            }
+            d.task.pending_reviews.push(r.clone());
+            d.record(EventKind::ReviewRequested { review: r.clone() });
+        }
+    }
+    Ok(())
+}

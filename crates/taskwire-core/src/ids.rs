@@ -1,0 +1,148 @@
+//! Identifiers: task ids are 128-bit random, context ids are caller-chosen or random.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::CoreError;
+
+/// Longest accepted context id, message id or other caller-chosen identifier.
+pub const MAX_EXTERNAL_ID_LEN: usize = 256;
+
+/// Returns 16 bytes from the operating system's cryptographically secure generator.
+fn random_128() -> [u8; 16] {
+    let mut buf = [0u8; 16];
+    // getrandom only fails when the OS has no entropy source at all; fall back to
+    // a time-and-counter mix so that id generation never panics.
+    if getrandom::fill(&mut buf).is_err() {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        buf[..8].copy_from_slice(&(t as u64).to_le_bytes());
+        buf[8..].copy_from_slice(&n.to_le_bytes());
+    }
+    buf
+}
+
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[(b >> 4) as usize] as char);
+        s.push(DIGITS[(b & 0xf) as usize] as char);
+    }
+    s
+}
+
+/// A fresh 128-bit random identifier as 32 lowercase hex digits.
+pub fn random_id() -> String {
+    hex(&random_128())
+}
+
+/// The id of a task: 128 random bits as 32 lowercase hex digits.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct TaskId(String);
+
+impl TaskId {
+    /// A new random task id.
+    pub fn new() -> Self {
+        Self(random_id())
+    }
+
+    /// Parses a task id received from outside, rejecting anything that is not 32 hex digits.
+    pub fn parse(s: &str) -> Result<Self, CoreError> {
+        if s.len() == 32 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
+            Ok(Self(s.to_ascii_lowercase()))
+        } else {
+            Err(CoreError::InvalidInput {
+                field: "taskId".into(),
+                reason: "a task id is 32 hexadecimal digits".into(),
+            })
+        }
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Default for TaskId {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Display for TaskId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for TaskId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TaskId({})", self.0)
+    }
+}
+
+/// Checks a caller-chosen identifier (context id, message id, artifact id, input key).
+///
+/// Accepted: 1 to 256 characters, none of them control characters.
+pub fn validate_external_id(field: &str, s: &str) -> Result<(), CoreError> {
+    if s.is_empty() {
+        return Err(CoreError::InvalidInput {
+            field: field.into(),
+            reason: "must not be empty".into(),
+        });
+    }
+    if s.len() > MAX_EXTERNAL_ID_LEN {
+        return Err(CoreError::InvalidInput {
+            field: field.into(),
+            reason: format!("longer than {MAX_EXTERNAL_ID_LEN} bytes"),
+        });
+    }
+    if s.chars().any(char::is_control) {
+        return Err(CoreError::InvalidInput {
+            field: field.into(),
+            reason: "contains control characters".into(),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_ids_are_random_and_parse() {
+        let a = TaskId::new();
+        let b = TaskId::new();
+        assert_ne!(a, b);
+        assert_eq!(a.as_str().len(), 32);
+        assert_eq!(TaskId::parse(a.as_str()).ok(), Some(a));
+    }
+
+    #[test]
+    fn malformed_task_ids_are_rejected() {
+        for bad in ["", "xyz", "0123456789abcdef0123456789abcdeg", "../../etc/passwd"] {
+            assert!(matches!(
+                TaskId::parse(bad),
+                Err(CoreError::InvalidInput { ref field, .. }) if field == "taskId"
+            ));
+        }
+    }
+
+    #[test]
+    fn external_ids_are_bounded() {
+        assert!(validate_external_id("contextId", "ctx-1").is_ok());
+        assert!(validate_external_id("contextId", "").is_err());
+        assert!(validate_external_id("contextId", &"a".repeat(257)).is_err());
+        assert!(validate_external_id("contextId", "a\nb").is_err());
+    }
+}

@@ -1,0 +1,41 @@
+//! The task core of taskwire: one task model, one transition table, one event log
+//! and one runtime, which every protocol adapter exposes.
+//!
+//! - [`types`]: tasks, messages, parts, artifacts, input requests, authorisations, reviews.
+//! - [`transition`]: the transition table; every state change is checked there.
+//! - [`event`]: the per-task event log every stream, subscription and poll reads.
+//! - [`store`]: the storage contract ([`TaskStore`]) and the wake-up hub.
+//! - [`service`]: commands and queries ([`TaskService`]), each a compare-and-set commit.
+//! - [`agent`]: the [`Agent`] trait and the [`TurnContext`] an agent works through.
+//! - [`runtime`]: claim queue, workers, leases, reaper, sweeper.
+//! - [`memory`]: the in-memory store; [`scripted`]: the reference agent.
+
+pub mod agent;
+pub mod error;
+pub mod event;
+pub mod ids;
+pub mod limits;
+pub mod memory;
+pub mod runtime;
+pub mod scripted;
+pub mod service;
+pub mod store;
+mod subscribe;
+#[cfg(feature = "store-suite")]
+pub mod store_suite;
+pub mod transition;
+pub mod types;
+
+pub use agent::{Agent, AgentError, AgentInfo, InputGuardrail, Skill, TurnContext, TurnOutcome};
+pub use error::{CoreError, StoreError};
+pub use event::{Event, EventKind, StepPhase};
+pub use ids::TaskId;
+pub use limits::Limits;
+pub use memory::MemoryStore;
+pub use runtime::{Runtime, RuntimeConfig};
+pub use scripted::ScriptedAgent;
+pub use service::{Access, CreateTask, Created, TaskDefaults, TaskService};
+pub use store::{TaskStore, WakeHub};
+pub use types::{
+    Artifact, Caller, Message, Part, PartContent, Role, Task, TaskState, Timestamp,
+};

@@ -1,0 +1,387 @@
+//! The in-memory store: everything in one mutex-guarded map. For tests, benchmarks
+//! and `--store memory://`; nothing survives the process.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::error::StoreError;
+use crate::event::Event;
+use crate::ids::TaskId;
+use crate::store::{
+    decode_cursor, encode_cursor, Claim, Commit, CreateOutcome, IdempotencyKey, ListPage,
+    ListQuery, QueueOp, TaskStore, TaskWake, WakeHub,
+};
+use crate::types::{Task, TaskState, Timestamp};
+
+#[derive(Debug)]
+struct Entry {
+    lease: Option<(String, Timestamp)>,
+    epoch: u64,
+    attempts: u32,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    tasks: HashMap<TaskId, Task>,
+    events: HashMap<TaskId, Vec<Event>>,
+    idem: HashMap<IdempotencyKey, TaskId>,
+    idem_of: HashMap<TaskId, IdempotencyKey>,
+    queue: HashMap<TaskId, Entry>,
+    /// Candidates for claiming, in FIFO order; stale ids are skipped on pop.
+    ready: VecDeque<TaskId>,
+    /// (created_at micros, id) for newest-first listing.
+    order: BTreeSet<(i64, TaskId)>,
+}
+
+/// A store that keeps everything in memory.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    inner: Mutex<Inner>,
+    hub: WakeHub,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, Inner>, StoreError> {
+        self.inner
+            .lock()
+            .map_err(|_| StoreError::Backend("memory store mutex poisoned".into()))
+    }
+}
+
+fn holds(entry: Option<&Entry>, claim: &Claim) -> bool {
+    matches!(entry, Some(e) if e.epoch == claim.epoch
+        && e.lease.as_ref().is_some_and(|(w, _)| *w == claim.worker))
+}
+
+#[async_trait]
+impl TaskStore for MemoryStore {
+    fn kind(&self) -> &'static str {
+        "memory"
+    }
+
+    fn hub(&self) -> &WakeHub {
+        &self.hub
+    }
+
+    async fn create(
+        &self,
+        task: Task,
+        events: Vec<Event>,
+        key: Option<IdempotencyKey>,
+        enqueue: bool,
+    ) -> Result<CreateOutcome, StoreError> {
+        let wake = TaskWake {
+            last_seq: task.last_seq,
+            state: task.state,
+        };
+        let id = task.id.clone();
+        {
+            let mut g = self.lock()?;
+            if let Some(k) = &key {
+                if let Some(existing) = g.idem.get(k).and_then(|id| g.tasks.get(id)) {
+                    return Ok(CreateOutcome::Existing(existing.clone()));
+                }
+            }
+            if g.tasks.contains_key(&id) {
+                return Err(StoreError::Backend("duplicate task id".into()));
+            }
+            if let Some(k) = key {
+                g.idem.insert(k.clone(), id.clone());
+                g.idem_of.insert(id.clone(), k);
+            }
+            g.order.insert((task.created_at.timestamp_micros(), id.clone()));
+            g.events.insert(id.clone(), events);
+            if enqueue {
+                g.queue.insert(
+                    id.clone(),
+                    Entry {
+                        lease: None,
+                        epoch: 0,
+                        attempts: 0,
+                    },
+                );
+                g.ready.push_back(id.clone());
+            }
+            g.tasks.insert(id.clone(), task.clone());
+        }
+        self.hub.publish(&id, wake);
+        if enqueue {
+            self.hub.work_queued();
+        }
+        Ok(CreateOutcome::Created(task))
+    }
+
+    async fn get(&self, id: &TaskId) -> Result<Option<Task>, StoreError> {
+        Ok(self.lock()?.tasks.get(id).cloned())
+    }
+
+    async fn commit(&self, c: Commit) -> Result<(), StoreError> {
+        let id = c.task.id.clone();
+        let wake = TaskWake {
+            last_seq: c.task.last_seq,
+            state: c.task.state,
+        };
+        let mut queued = false;
+        {
+            let mut g = self.lock()?;
+            let cur = g.tasks.get(&id).ok_or(StoreError::NotFound)?;
+            if cur.version != c.expected_version {
+                return Err(StoreError::Conflict);
+            }
+            if let Some(f) = &c.fence {
+                if !holds(g.queue.get(&id), f) {
+                    return Err(StoreError::LeaseLost);
+                }
+            }
+            match c.queue {
+                QueueOp::Keep => {}
+                QueueOp::Enqueue => {
+                    if !g.queue.contains_key(&id) {
+                        g.queue.insert(
+                            id.clone(),
+                            Entry {
+                                lease: None,
+                                epoch: 0,
+                                attempts: 0,
+                            },
+                        );
+                        g.ready.push_back(id.clone());
+                        queued = true;
+                    }
+                }
+                QueueOp::Requeue => {
+                    if let Some(e) = g.queue.get_mut(&id) {
+                        e.lease = None;
+                    } else {
+                        g.queue.insert(
+                            id.clone(),
+                            Entry {
+                                lease: None,
+                                epoch: 0,
+                                attempts: 0,
+                            },
+                        );
+                    }
+                    g.ready.push_back(id.clone());
+                    queued = true;
+                }
+                QueueOp::Remove => {
+                    g.queue.remove(&id);
+                }
+            }
+            g.events.entry(id.clone()).or_default().extend(c.events);
+            g.tasks.insert(id.clone(), c.task);
+        }
+        self.hub.publish(&id, wake);
+        if queued {
+            self.hub.work_queued();
+        }
+        Ok(())
+    }
+
+    async fn events(
+        &self,
+        id: &TaskId,
+        after_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError> {
+        let g = self.lock()?;
+        let Some(log) = g.events.get(id) else {
+            return Ok(Vec::new());
+        };
+        // Sequence numbers start at 1 and have no gaps, so seq n sits at index n-1.
+        let start = usize::try_from(after_seq).unwrap_or(usize::MAX).min(log.len());
+        Ok(log[start..].iter().take(limit).cloned().collect())
+    }
+
+    async fn list(&self, q: &ListQuery) -> Result<ListPage, StoreError> {
+        let g = self.lock()?;
+        let after = match &q.cursor {
+            Some(c) => Some(decode_cursor(c).ok_or_else(|| {
+                StoreError::Backend("invalid cursor".into()) // mapped to InvalidInput by the service
+            })?),
+            None => None,
+        };
+        let matches = |t: &Task| {
+            t.tenant == q.tenant
+                && q.owner.as_ref().is_none_or(|o| *o == t.owner)
+                && q.reviewer
+                    .as_ref()
+                    .is_none_or(|r| t.pending_reviews.iter().any(|rv| rv.reviewer == *r))
+                && q.context_id.as_ref().is_none_or(|c| *c == t.context_id)
+                && q.state.is_none_or(|s| s == t.state)
+                && q.updated_after.is_none_or(|u| t.updated_at > u)
+        };
+        let size = q.page_size.clamp(1, 1000);
+        let mut tasks = Vec::new();
+        let mut total = 0u64;
+        let mut next = None;
+        for (micros, id) in g.order.iter().rev() {
+            let Some(t) = g.tasks.get(id) else { continue };
+            if !matches(t) {
+                continue;
+            }
+            total += 1;
+            let past_cursor = match &after {
+                Some((cm, cid)) => (*micros, id.as_str()) < (*cm, cid.as_str()),
+                None => true,
+            };
+            if past_cursor {
+                if tasks.len() < size {
+                    tasks.push(t.clone());
+                } else if next.is_none() {
+                    if let Some(last) = tasks.last() {
+                        next = Some(encode_cursor(last.created_at, &last.id));
+                    }
+                }
+            }
+        }
+        Ok(ListPage {
+            tasks,
+            next_cursor: next,
+            total,
+        })
+    }
+
+    async fn claim(
+        &self,
+        worker: &str,
+        max: usize,
+        lease: Duration,
+        now: Timestamp,
+    ) -> Result<Vec<Claim>, StoreError> {
+        let until = now + chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::MAX);
+        let mut g = self.lock()?;
+        let mut out = Vec::new();
+        while out.len() < max {
+            let Some(id) = g.ready.pop_front() else { break };
+            let Some(e) = g.queue.get_mut(&id) else { continue };
+            if e.lease.is_some() {
+                continue;
+            }
+            e.lease = Some((worker.to_string(), until));
+            e.epoch += 1;
+            e.attempts += 1;
+            out.push(Claim {
+                task_id: id,
+                worker: worker.to_string(),
+                epoch: e.epoch,
+                attempts: e.attempts,
+            });
+        }
+        Ok(out)
+    }
+
+    async fn renew(
+        &self,
+        claim: &Claim,
+        lease: Duration,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let until = now + chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::MAX);
+        let mut g = self.lock()?;
+        if !holds(g.queue.get(&claim.task_id), claim) {
+            return Ok(false);
+        }
+        if let Some(e) = g.queue.get_mut(&claim.task_id) {
+            e.lease = Some((claim.worker.clone(), until));
+        }
+        Ok(true)
+    }
+
+    async fn release(&self, claim: &Claim) -> Result<(), StoreError> {
+        {
+            let mut g = self.lock()?;
+            if !holds(g.queue.get(&claim.task_id), claim) {
+                return Ok(());
+            }
+            if let Some(e) = g.queue.get_mut(&claim.task_id) {
+                e.lease = None;
+            }
+            g.ready.push_back(claim.task_id.clone());
+        }
+        self.hub.work_queued();
+        Ok(())
+    }
+
+    async fn drop_claim(&self, claim: &Claim) -> Result<(), StoreError> {
+        let mut g = self.lock()?;
+        if holds(g.queue.get(&claim.task_id), claim) {
+            g.queue.remove(&claim.task_id);
+        }
+        Ok(())
+    }
+
+    async fn reap(&self, now: Timestamp) -> Result<Vec<TaskId>, StoreError> {
+        let mut reaped = Vec::new();
+        {
+            let mut g = self.lock()?;
+            for (id, e) in g.queue.iter_mut() {
+                if e.lease.as_ref().is_some_and(|(_, until)| *until < now) {
+                    e.lease = None;
+                    reaped.push(id.clone());
+                }
+            }
+            g.ready.extend(reaped.iter().cloned());
+        }
+        if !reaped.is_empty() {
+            self.hub.work_queued();
+        }
+        Ok(reaped)
+    }
+
+    async fn sweep(&self, now: Timestamp, limit: usize) -> Result<usize, StoreError> {
+        let mut g = self.lock()?;
+        let doomed: Vec<(TaskId, i64)> = g
+            .tasks
+            .values()
+            .filter(|t| t.state.is_terminal() && t.expires_at.is_some_and(|e| e < now))
+            .take(limit)
+            .map(|t| (t.id.clone(), t.created_at.timestamp_micros()))
+            .collect();
+        for (id, micros) in &doomed {
+            g.tasks.remove(id);
+            g.events.remove(id);
+            g.queue.remove(id);
+            g.order.remove(&(*micros, id.clone()));
+            if let Some(k) = g.idem_of.remove(id) {
+                g.idem.remove(&k);
+            }
+        }
+        Ok(doomed.len())
+    }
+
+    async fn idle_expired(&self, now: Timestamp, limit: usize) -> Result<Vec<TaskId>, StoreError> {
+        let g = self.lock()?;
+        Ok(g.tasks
+            .values()
+            .filter(|t| !t.state.is_terminal() && t.idle_expires_at.is_some_and(|e| e < now))
+            .take(limit)
+            .map(|t| t.id.clone())
+            .collect())
+    }
+
+    async fn queue_depth(&self) -> Result<u64, StoreError> {
+        Ok(self.lock()?.queue.len() as u64)
+    }
+
+    async fn count_by_state(&self) -> Result<Vec<(TaskState, u64)>, StoreError> {
+        let g = self.lock()?;
+        let mut counts: HashMap<TaskState, u64> = HashMap::new();
+        for t in g.tasks.values() {
+            *counts.entry(t.state).or_default() += 1;
+        }
+        Ok(TaskState::ALL
+            .into_iter()
+            .map(|s| (s, counts.get(&s).copied().unwrap_or(0)))
+            .collect())
+    }
+}

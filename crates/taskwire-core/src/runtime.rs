@@ -1,0 +1,491 @@
+//! The runtime: a claim loop feeding a bounded pool of turns, lease renewal, a
+//! reaper for lapsed leases, a sweeper for retention and inactivity, and draining
+//! on shutdown.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::Utc;
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{debug, info, warn};
+
+use crate::agent::{Agent, Finish, TurnContext, TurnOutcome};
+use crate::error::{CoreError, Result};
+use crate::ids::random_id;
+use crate::service::{plan_turn, Draft, TaskService};
+use crate::store::{Claim, QueueOp};
+use crate::types::{Message, TaskError, TaskState, TerminalCause};
+
+/// Runtime settings.
+#[derive(Clone, Debug)]
+pub struct RuntimeConfig {
+    /// This node's name in leases (random by default).
+    pub node_id: String,
+    /// Most turns running at once.
+    pub max_concurrent_turns: usize,
+    /// Lease length; a turn renews it at a third of this.
+    pub lease: Duration,
+    /// How often lapsed leases are reaped.
+    pub reap_interval: Duration,
+    /// How often retention and inactivity are enforced.
+    pub sweep_interval: Duration,
+    /// How often the queue is polled when no wake-up arrives.
+    pub poll_interval: Duration,
+    /// Longest time emitted changes wait in a turn's buffer before being committed.
+    pub flush_interval: Duration,
+    /// Claims of one queue entry after which the task fails.
+    pub max_attempts: u32,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        Self {
+            node_id: format!("node-{}", &random_id()[..8]),
+            max_concurrent_turns: 256,
+            lease: Duration::from_secs(30),
+            reap_interval: Duration::from_secs(5),
+            sweep_interval: Duration::from_secs(60),
+            poll_interval: Duration::from_millis(500),
+            flush_interval: Duration::from_millis(5),
+            max_attempts: 5,
+        }
+    }
+}
+
+type Running = Arc<Mutex<HashMap<u64, (Claim, tokio::task::AbortHandle)>>>;
+
+/// A started runtime. Dropping it does not stop it: call [`Runtime::shutdown`].
+#[derive(Debug)]
+pub struct Runtime {
+    stop: CancellationToken,
+    tracker: TaskTracker,
+    loops: Vec<JoinHandle<()>>,
+    running: Running,
+    service: TaskService,
+}
+
+impl Runtime {
+    /// Starts the claim loop, reaper and sweeper for `agent` over the service's store.
+    pub fn start(service: TaskService, agent: Arc<dyn Agent>, config: RuntimeConfig) -> Self {
+        let stop = CancellationToken::new();
+        let tracker = TaskTracker::new();
+        let running: Running = Arc::new(Mutex::new(HashMap::new()));
+        let config = Arc::new(config);
+        let loops = vec![
+            tokio::spawn(claim_loop(
+                service.clone(),
+                agent,
+                config.clone(),
+                stop.clone(),
+                tracker.clone(),
+                running.clone(),
+            )),
+            tokio::spawn(reaper_loop(service.clone(), config.clone(), stop.clone())),
+            tokio::spawn(sweeper_loop(service.clone(), config, stop.clone())),
+        ];
+        Self {
+            stop,
+            tracker,
+            loops,
+            running,
+            service,
+        }
+    }
+
+    /// Turns running now.
+    pub fn running_turns(&self) -> usize {
+        self.running.lock().map(|m| m.len()).unwrap_or(0)
+    }
+
+    /// Stops claiming, lets running turns finish for up to `drain`, then aborts the
+    /// rest and releases their leases so another node (or the next start) takes them.
+    pub async fn shutdown(self, drain: Duration) {
+        self.stop.cancel();
+        for l in &self.loops {
+            l.abort();
+        }
+        self.tracker.close();
+        if tokio::time::timeout(drain, self.tracker.wait()).await.is_err() {
+            let left: Vec<(Claim, tokio::task::AbortHandle)> = self
+                .running
+                .lock()
+                .map(|mut m| m.drain().map(|(_, v)| v).collect())
+                .unwrap_or_default();
+            warn!(turns = left.len(), "drain timeout: aborting turns and releasing leases");
+            for (claim, handle) in left {
+                handle.abort();
+                if let Err(e) = self.service.store().release(&claim).await {
+                    warn!(task = %claim.task_id, error = %e, "releasing lease failed");
+                }
+            }
+        }
+        info!("runtime stopped");
+    }
+}
+
+async fn claim_loop(
+    service: TaskService,
+    agent: Arc<dyn Agent>,
+    config: Arc<RuntimeConfig>,
+    stop: CancellationToken,
+    tracker: TaskTracker,
+    running: Running,
+) {
+    let permits = Arc::new(Semaphore::new(config.max_concurrent_turns.max(1)));
+    let store = service.store().clone();
+    let mut next_turn_id = 0u64;
+    loop {
+        if stop.is_cancelled() {
+            return;
+        }
+        // Wait for at least one free slot.
+        let first = tokio::select! {
+            p = permits.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => return },
+            _ = stop.cancelled() => return,
+        };
+        let free = permits.available_permits() + 1;
+        let notified = store.hub().work_notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let claims = match store
+            .claim(&config.node_id, free.min(128), config.lease, Utc::now())
+            .await
+        {
+            Ok(c) => c,
+            Err(e) => {
+                warn!(error = %e, "claim failed");
+                drop(first);
+                tokio::select! {
+                    _ = tokio::time::sleep(config.poll_interval) => {},
+                    _ = stop.cancelled() => return,
+                }
+                continue;
+            }
+        };
+        if claims.is_empty() {
+            drop(first);
+            tokio::select! {
+                _ = &mut notified => {},
+                _ = tokio::time::sleep(config.poll_interval) => {},
+                _ = stop.cancelled() => return,
+            }
+            continue;
+        }
+        let mut first = Some(first);
+        for claim in claims {
+            let permit = match first.take() {
+                Some(p) => p,
+                None => match permits.clone().try_acquire_owned() {
+                    Ok(p) => p,
+                    Err(_) => {
+                        // Cannot happen (we claimed at most `free`), but never hold a
+                        // lease we cannot run: give it back.
+                        let _ = store.release(&claim).await;
+                        continue;
+                    }
+                },
+            };
+            next_turn_id += 1;
+            let turn_id = next_turn_id;
+            let service = service.clone();
+            let agent = agent.clone();
+            let config = config.clone();
+            let running2 = running.clone();
+            let c2 = claim.clone();
+            let handle = tracker.spawn(async move {
+                run_claim(service, agent, config, c2).await;
+                if let Ok(mut m) = running2.lock() {
+                    m.remove(&turn_id);
+                }
+                drop(permit);
+            });
+            if let Ok(mut m) = running.lock() {
+                if !handle.is_finished() {
+                    m.insert(turn_id, (claim, handle.abort_handle()));
+                }
+            }
+        }
+    }
+}
+
+async fn run_claim(service: TaskService, agent: Arc<dyn Agent>, config: Arc<RuntimeConfig>, claim: Claim) {
+    let store = service.store().clone();
+    let id = claim.task_id.clone();
+    let task = match store.get(&id).await {
+        Ok(Some(t)) => t,
+        Ok(None) => {
+            let _ = store.drop_claim(&claim).await;
+            return;
+        }
+        Err(e) => {
+            warn!(task = %id, error = %e, "loading claimed task failed");
+            let _ = store.release(&claim).await;
+            return;
+        }
+    };
+    if claim.attempts > config.max_attempts {
+        let r = service
+            .mutate(&id, crate::service::Access::System, Some(&claim), |d| {
+                if d.task.state.is_terminal() {
+                    return Ok(());
+                }
+                d.transition_with(
+                    TaskState::Failed,
+                    Some(Message::agent_text("internal error")),
+                    Some(TerminalCause::Internal),
+                    Some(TaskError {
+                        code: "internal".into(),
+                        message: format!("the task was attempted {} times without finishing", claim.attempts - 1),
+                    }),
+                )
+            })
+            .await;
+        if let Err(e) = r {
+            debug!(task = %id, error = %e, "failing an exhausted task");
+        }
+        let _ = store.drop_claim(&claim).await;
+        return;
+    }
+    let (input, new_ids) = match plan_turn(&task) {
+        Ok(p) => p,
+        Err(_) => {
+            // Terminal, or waiting for someone: nothing to run.
+            let _ = store.drop_claim(&claim).await;
+            return;
+        }
+    };
+    let cancel = CancellationToken::new();
+    let ctx = TurnContext::new(
+        task,
+        input,
+        new_ids,
+        service.clone(),
+        claim.clone(),
+        config.flush_interval,
+        cancel.clone(),
+    );
+    let supervisor = tokio::spawn(supervise(ctx.clone(), service.clone(), claim.clone(), config.clone()));
+    let started = std::time::Instant::now();
+    let agent_ctx = ctx.clone();
+    let result = tokio::spawn(async move { agent.run_turn(&agent_ctx).await }).await;
+    supervisor.abort();
+    metrics::histogram!("taskwire_turn_seconds").record(started.elapsed().as_secs_f64());
+    let finish = match result {
+        Ok(Ok(outcome)) => Finish::Outcome(outcome),
+        Ok(Err(crate::agent::AgentError::Core(e))) if cancel.is_cancelled() => {
+            debug!(task = %id, error = %e, "turn stopped after cancellation");
+            return;
+        }
+        Ok(Err(e)) => {
+            warn!(task = %id, error = %e, "agent error");
+            Finish::Crashed
+        }
+        Err(join) => {
+            warn!(task = %id, panicked = join.is_panic(), "agent turn panicked or was aborted");
+            Finish::Crashed
+        }
+    };
+    match ctx.commit(Some(&finish)).await {
+        Ok(_) => {}
+        Err(CoreError::Terminal { .. } | CoreError::LeaseLost | CoreError::NotFound) => {
+            debug!(task = %id, "turn outcome discarded: the task ended or moved on");
+        }
+        Err(e) => {
+            warn!(task = %id, error = %e, "committing turn outcome failed; the reaper will re-run it");
+        }
+    }
+}
+
+/// Renews the lease, flushes the buffer on time, and fires the cancellation token
+/// when the task ends elsewhere (for example a cancel from any node).
+async fn supervise(ctx: TurnContext, service: TaskService, claim: Claim, config: Arc<RuntimeConfig>) {
+    let store = service.store().clone();
+    let mut rx = store.hub().watch(&claim.task_id);
+    let renew_every = config.lease / 3;
+    let mut next_renew = tokio::time::Instant::now() + renew_every;
+    let tick = config.flush_interval.max(Duration::from_millis(1));
+    let mut flush_timer = tokio::time::interval(tick);
+    flush_timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep_until(next_renew) => {
+                match store.renew(&claim, config.lease, Utc::now()).await {
+                    Ok(true) => next_renew = tokio::time::Instant::now() + renew_every,
+                    Ok(false) => { ctx.cancel_turn(); return; }
+                    Err(e) => {
+                        warn!(task = %claim.task_id, error = %e, "lease renewal failed");
+                        next_renew = tokio::time::Instant::now() + Duration::from_secs(1);
+                    }
+                }
+            }
+            _ = flush_timer.tick() => {
+                if ctx.flush_due() && ctx.flush().await.is_err() {
+                    return;
+                }
+            }
+            changed = rx.changed() => {
+                if changed.is_err() {
+                    rx = store.hub().watch(&claim.task_id);
+                    continue;
+                }
+                let state = rx.borrow_and_update().state;
+                if state.is_terminal() {
+                    ctx.cancel_turn();
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Applies a turn's outcome to the draft (called inside the final commit).
+pub(crate) fn finish(d: &mut Draft, finish: &Finish, requested: &[String]) -> Result<()> {
+    d.ensure_active()?;
+    d.task.turn_open = false;
+    let queued = d.task.has_queued_input();
+    match finish {
+        Finish::Outcome(TurnOutcome::Completed { message }) => {
+            if queued {
+                // Input arrived during the turn: it is handled in another turn
+                // before the task may end.
+                if let Some(m) = message {
+                    push_agent_message(d, m.clone());
+                }
+                d.set_queue(QueueOp::Requeue);
+                return Ok(());
+            }
+            d.transition_with(
+                TaskState::Completed,
+                message.clone(),
+                Some(TerminalCause::Completed),
+                None,
+            )
+        }
+        Finish::Outcome(TurnOutcome::Failed { message }) => d.transition_with(
+            TaskState::Failed,
+            Some(Message::agent_text(message.clone())),
+            Some(TerminalCause::AgentFailed),
+            Some(TaskError {
+                code: "agent_failed".into(),
+                message: message.clone(),
+            }),
+        ),
+        Finish::Outcome(TurnOutcome::Rejected { reason }) => d.transition_with(
+            TaskState::Rejected,
+            Some(Message::agent_text(reason.clone())),
+            Some(TerminalCause::Rejected),
+            Some(TaskError {
+                code: "rejected".into(),
+                message: reason.clone(),
+            }),
+        ),
+        Finish::Outcome(TurnOutcome::Waiting { message }) => {
+            // Requests of earlier turns that this turn did not raise again are superseded.
+            let stale: Vec<String> = d
+                .task
+                .input_requests
+                .keys()
+                .filter(|k| !requested.contains(k))
+                .cloned()
+                .collect();
+            if !stale.is_empty() {
+                for k in &stale {
+                    d.task.input_requests.remove(k);
+                    d.task.superseded_keys.insert(k.clone());
+                }
+                d.record(crate::event::EventKind::InputSuperseded { keys: stale });
+            }
+            if queued {
+                d.set_queue(QueueOp::Requeue);
+                return Ok(());
+            }
+            match d.task.waiting_state() {
+                Some(s) => {
+                    d.transition(s, message.clone())?;
+                    d.set_queue(QueueOp::Remove);
+                    Ok(())
+                }
+                None => d.transition_with(
+                    TaskState::Failed,
+                    Some(Message::agent_text("internal error")),
+                    Some(TerminalCause::Internal),
+                    Some(TaskError {
+                        code: "internal".into(),
+                        message: "the agent waited without requesting anything".into(),
+                    }),
+                ),
+            }
+        }
+        Finish::Crashed => d.transition_with(
+            TaskState::Failed,
+            Some(Message::agent_text("internal error")),
+            Some(TerminalCause::Internal),
+            Some(TaskError {
+                code: "internal".into(),
+                message: "internal error".into(),
+            }),
+        ),
+    }
+}
+
+fn push_agent_message(d: &mut Draft, mut m: Message) {
+    let now = d.now();
+    m.received_at.get_or_insert(now);
+    m.committed_at = Some(now);
+    d.task.history.push(m.clone());
+    d.record(crate::event::EventKind::Message {
+        message: m,
+        queued: false,
+    });
+}
+
+async fn reaper_loop(service: TaskService, config: Arc<RuntimeConfig>, stop: CancellationToken) {
+    let mut every = tokio::time::interval(config.reap_interval.max(Duration::from_millis(10)));
+    loop {
+        tokio::select! {
+            _ = every.tick() => {}
+            _ = stop.cancelled() => return,
+        }
+        match service.store().reap(Utc::now()).await {
+            Ok(ids) if !ids.is_empty() => {
+                metrics::counter!("taskwire_lease_expiries_total").increment(ids.len() as u64);
+                info!(count = ids.len(), "re-queued tasks whose lease lapsed");
+            }
+            Ok(_) => {}
+            Err(e) => warn!(error = %e, "reaper failed"),
+        }
+    }
+}
+
+async fn sweeper_loop(service: TaskService, config: Arc<RuntimeConfig>, stop: CancellationToken) {
+    let mut every = tokio::time::interval(config.sweep_interval.max(Duration::from_millis(10)));
+    loop {
+        tokio::select! {
+            _ = every.tick() => {}
+            _ = stop.cancelled() => return,
+        }
+        let now = Utc::now();
+        match service.store().sweep(now, 1000).await {
+            Ok(n) if n > 0 => {
+                metrics::counter!("taskwire_tasks_swept_total").increment(n as u64);
+                debug!(count = n, "swept expired tasks");
+            }
+            Ok(_) => {}
+            Err(e) => warn!(error = %e, "sweeper failed"),
+        }
+        match service.store().idle_expired(now, 1000).await {
+            Ok(ids) => {
+                for id in ids {
+                    if let Err(e) = service.expire_idle(&id).await {
+                        debug!(task = %id, error = %e, "idle expiry skipped");
+                    }
+                }
+            }
+            Err(e) => warn!(error = %e, "idle scan failed"),
+        }
+    }
+}

@@ -1,0 +1,917 @@
+//! Commands and queries on tasks. Every change goes through [`TaskService::mutate`]:
+//! read the snapshot, check access, build the change on a [`Draft`] (which checks the
+//! transition table), then commit it with a compare-and-set on the version.
+
+use std::collections::BTreeMap;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use futures::Stream;
+use serde_json::Map;
+
+use crate::agent::InputGuardrail;
+use crate::error::{CoreError, Result, StoreError};
+use crate::event::{Event, EventKind};
+use crate::ids::{random_id, validate_external_id, TaskId};
+use crate::limits::Limits;
+use crate::store::{
+    decode_cursor, Claim, Commit, CreateOutcome, IdempotencyKey, ListPage, ListQuery, QueueOp,
+    TaskStore,
+};
+use crate::transition;
+use crate::types::{
+    Caller, InputAction, InputResponse, Message, Metadata, ReviewDecision, Role, Task, TaskError,
+    TaskState, TerminalCause, Timestamp,
+};
+
+/// How many times a command re-reads and retries after losing a compare-and-set.
+const MAX_CAS_RETRIES: usize = 64;
+
+/// Who performs a command.
+#[derive(Clone, Copy, Debug)]
+pub enum Access<'a> {
+    /// A caller: the task must be theirs (same tenant and owner), or it is "not found".
+    Owner(&'a Caller),
+    /// A reviewer: the caller must be the owner or the reviewer of a pending review.
+    Reviewer(&'a Caller),
+    /// The runtime itself (workers, reaper, sweeper, trusted callbacks).
+    System,
+}
+
+impl Access<'_> {
+    fn allows(&self, t: &Task) -> bool {
+        match self {
+            Access::Owner(c) => t.is_visible_to(c),
+            Access::Reviewer(c) => {
+                t.tenant == c.tenant
+                    && (t.owner == c.principal
+                        || t.pending_reviews.iter().any(|r| r.reviewer == c.principal))
+            }
+            Access::System => true,
+        }
+    }
+}
+
+/// Defaults applied to new tasks.
+#[derive(Clone, Debug)]
+pub struct TaskDefaults {
+    /// How long terminal tasks and their logs are kept (None: forever).
+    pub ttl: Option<Duration>,
+    /// Inactivity lifespan of tasks waiting on a person (None: no lifespan).
+    pub idle_lifespan: Option<Duration>,
+}
+
+impl Default for TaskDefaults {
+    fn default() -> Self {
+        Self {
+            ttl: Some(Duration::from_secs(7 * 24 * 3600)),
+            idle_lifespan: None,
+        }
+    }
+}
+
+/// A request to create a task.
+#[derive(Clone, Debug)]
+pub struct CreateTask {
+    /// The first message; its `message_id` is the idempotency key.
+    pub message: Message,
+    /// Join this context (conversation); a new random one otherwise.
+    pub context_id: Option<String>,
+    /// Task metadata.
+    pub metadata: Metadata,
+    /// Retention after terminal; the service default otherwise.
+    pub ttl: Option<Duration>,
+    /// The task on whose behalf this one is created (its responsible user carries over).
+    pub parent: Option<TaskId>,
+}
+
+impl CreateTask {
+    /// A create request from a first message, with defaults for everything else.
+    pub fn new(message: Message) -> Self {
+        Self {
+            message,
+            context_id: None,
+            metadata: Map::new(),
+            ttl: None,
+            parent: None,
+        }
+    }
+}
+
+/// What create returned.
+#[derive(Clone, Debug)]
+pub struct Created {
+    /// The task.
+    pub task: Task,
+    /// False when an earlier create with the same key returned this task.
+    pub created: bool,
+}
+
+/// What answering input requests did.
+#[derive(Clone, Debug)]
+pub struct Answered {
+    /// The task after the answers.
+    pub task: Task,
+    /// Keys whose answers were stored.
+    pub applied: Vec<String>,
+    /// Keys that were unknown, already answered or superseded.
+    pub ignored: Vec<String>,
+}
+
+/// A change being built on a task snapshot.
+#[derive(Debug)]
+pub struct Draft {
+    /// The snapshot being changed.
+    pub task: Task,
+    events: Vec<EventKind>,
+    queue: QueueOp,
+    now: Timestamp,
+    was_terminal: bool,
+    transitions: Vec<(TaskState, TaskState)>,
+}
+
+impl Draft {
+    fn new(task: Task, now: Timestamp) -> Self {
+        let was_terminal = task.state.is_terminal();
+        Self {
+            task,
+            events: Vec::new(),
+            queue: QueueOp::Keep,
+            now,
+            was_terminal,
+            transitions: Vec::new(),
+        }
+    }
+
+    /// The time the change is made at.
+    pub fn now(&self) -> Timestamp {
+        self.now
+    }
+
+    /// Fails with `Terminal` if the task is terminal.
+    pub fn ensure_active(&self) -> Result<()> {
+        if self.task.state.is_terminal() {
+            Err(CoreError::Terminal {
+                state: self.task.state,
+            })
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Records an event.
+    pub fn record(&mut self, kind: EventKind) {
+        self.events.push(kind);
+    }
+
+    /// Sets what happens to the queue entry.
+    pub fn set_queue(&mut self, op: QueueOp) {
+        self.queue = op;
+    }
+
+    /// Changes state through the transition table, with a status message.
+    pub fn transition(&mut self, to: TaskState, message: Option<Message>) -> Result<()> {
+        self.transition_with(to, message, None, None)
+    }
+
+    /// Changes state, recording why a terminal state was reached.
+    pub fn transition_with(
+        &mut self,
+        to: TaskState,
+        message: Option<Message>,
+        cause: Option<TerminalCause>,
+        error: Option<TaskError>,
+    ) -> Result<()> {
+        let from = self.task.state;
+        transition::check(from, to)?;
+        let t = &mut self.task;
+        t.state = to;
+        t.state_changed_at = self.now;
+        t.status_message = message.clone();
+        if to.is_terminal() {
+            t.terminal_cause = cause;
+            t.error = error.clone();
+            t.idle_expires_at = None;
+            t.turn_open = false;
+            t.expires_at = t
+                .ttl_ms
+                .map(|ms| self.now + chrono::Duration::milliseconds(ms.min(i64::MAX as u64) as i64));
+            // Nothing is outstanding on a terminal task.
+            let open: Vec<String> = std::mem::take(&mut t.input_requests).into_keys().collect();
+            t.superseded_keys.extend(open);
+            t.pending_auth.clear();
+            t.pending_reviews.clear();
+            self.queue = QueueOp::Remove;
+        } else if to.is_interrupted() {
+            t.idle_expires_at = t
+                .idle_lifespan_ms
+                .map(|ms| self.now + chrono::Duration::milliseconds(ms.min(i64::MAX as u64) as i64));
+        } else {
+            t.idle_expires_at = None;
+        }
+        self.transitions.push((from, to));
+        self.events.push(EventKind::Status {
+            from,
+            to,
+            message,
+            cause,
+            error,
+        });
+        Ok(())
+    }
+
+    /// Resumes an interrupted task: back to working and onto the queue.
+    pub fn resume(&mut self) -> Result<()> {
+        self.transition(TaskState::Working, None)?;
+        self.queue = QueueOp::Enqueue;
+        Ok(())
+    }
+
+    /// After a wait was resolved: resume if nothing is pending any more, or move
+    /// to the state that matches what is still pending.
+    pub fn settle_wait(&mut self) -> Result<()> {
+        if !self.task.state.is_interrupted() {
+            return Ok(());
+        }
+        match self.task.waiting_state() {
+            None => self.resume(),
+            Some(s) if s != self.task.state => {
+                let msg = self.task.status_message.clone();
+                self.transition(s, msg)
+            }
+            Some(_) => Ok(()),
+        }
+    }
+
+    fn into_commit(mut self, fence: Option<Claim>) -> Result<(Commit, Vec<(TaskState, TaskState)>)> {
+        if self.was_terminal {
+            return Err(CoreError::Terminal {
+                state: self.task.state,
+            });
+        }
+        let expected_version = self.task.version;
+        let version = expected_version + 1;
+        let mut events = Vec::with_capacity(self.events.len());
+        for kind in self.events {
+            self.task.last_seq += 1;
+            events.push(Event {
+                task_id: self.task.id.clone(),
+                seq: self.task.last_seq,
+                version,
+                at: self.now,
+                kind,
+            });
+        }
+        self.task.version = version;
+        self.task.updated_at = self.now;
+        Ok((
+            Commit {
+                task: self.task,
+                expected_version,
+                events,
+                queue: self.queue,
+                fence,
+            },
+            self.transitions,
+        ))
+    }
+}
+
+/// A stream of events from a task's log.
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<Event>> + Send>>;
+
+/// The command and query surface of the core, shared by every adapter.
+#[derive(Clone)]
+pub struct TaskService {
+    store: Arc<dyn TaskStore>,
+    agent_name: Arc<str>,
+    limits: Arc<Limits>,
+    defaults: Arc<TaskDefaults>,
+    guardrails: Arc<Vec<Arc<dyn InputGuardrail>>>,
+}
+
+impl std::fmt::Debug for TaskService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskService")
+            .field("store", &self.store.kind())
+            .field("agent", &self.agent_name)
+            .finish()
+    }
+}
+
+impl TaskService {
+    /// A service over a store, for tasks run by the named agent.
+    pub fn new(store: Arc<dyn TaskStore>, agent_name: impl Into<String>) -> Self {
+        Self {
+            store,
+            agent_name: Arc::from(agent_name.into()),
+            limits: Arc::new(Limits::default()),
+            defaults: Arc::new(TaskDefaults::default()),
+            guardrails: Arc::new(Vec::new()),
+        }
+    }
+
+    /// Replaces the input limits.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = Arc::new(limits);
+        self
+    }
+
+    /// Replaces the task defaults (TTL, inactivity lifespan).
+    pub fn with_defaults(mut self, defaults: TaskDefaults) -> Self {
+        self.defaults = Arc::new(defaults);
+        self
+    }
+
+    /// Adds an input guardrail; guardrails run in order before anything is stored.
+    pub fn with_guardrail(mut self, g: Arc<dyn InputGuardrail>) -> Self {
+        let mut v: Vec<_> = self.guardrails.iter().cloned().collect();
+        v.push(g);
+        self.guardrails = Arc::new(v);
+        self
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn TaskStore> {
+        &self.store
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The agent's name.
+    pub fn agent_name(&self) -> &str {
+        &self.agent_name
+    }
+
+    fn check_input(&self, caller: &Caller, m: &Message) -> Result<()> {
+        self.limits.check_message(m)?;
+        if m.role != Role::User {
+            return Err(CoreError::InvalidInput {
+                field: "role".into(),
+                reason: "input messages must have the user role".into(),
+            });
+        }
+        for g in self.guardrails.iter() {
+            g.check(caller, m)?;
+        }
+        Ok(())
+    }
+
+    /// Applies `f` to the task and commits the result with a compare-and-set,
+    /// re-reading and retrying when another writer got there first.
+    pub async fn mutate<T>(
+        &self,
+        id: &TaskId,
+        access: Access<'_>,
+        fence: Option<&Claim>,
+        mut f: impl FnMut(&mut Draft) -> Result<T>,
+    ) -> Result<(Task, T)> {
+        for _ in 0..MAX_CAS_RETRIES {
+            let task = self.store.get(id).await?.ok_or(CoreError::NotFound)?;
+            if !access.allows(&task) {
+                return Err(CoreError::NotFound);
+            }
+            let mut draft = Draft::new(task, Utc::now());
+            let out = f(&mut draft)?;
+            if draft.events.is_empty() && draft.queue == QueueOp::Keep {
+                return Ok((draft.task, out));
+            }
+            let (commit, transitions) = draft.into_commit(fence.cloned())?;
+            let task = commit.task.clone();
+            match self.store.commit(commit).await {
+                Ok(()) => {
+                    for (from, to) in transitions {
+                        metrics::counter!("taskwire_transitions_total",
+                            "from" => from.as_str(), "to" => to.as_str())
+                        .increment(1);
+                    }
+                    return Ok((task, out));
+                }
+                Err(StoreError::Conflict) => {
+                    tokio::task::yield_now().await;
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(CoreError::Contention)
+    }
+
+    /// Creates a task (idempotent on tenant, owner and the first message's id) and
+    /// queues its first turn. Returns once the task is durably stored.
+    pub async fn create(&self, caller: &Caller, req: CreateTask) -> Result<Created> {
+        let mut message = req.message;
+        self.check_input(caller, &message)?;
+        self.limits.check_metadata("metadata", &req.metadata)?;
+        if let Some(c) = &req.context_id {
+            validate_external_id("contextId", c)?;
+        }
+        let responsible_user = match &req.parent {
+            Some(pid) => {
+                let parent = self.store.get(pid).await?.ok_or(CoreError::NotFound)?;
+                if parent.tenant != caller.tenant {
+                    return Err(CoreError::NotFound);
+                }
+                parent.responsible_user
+            }
+            None => caller.principal.clone(),
+        };
+        let now = Utc::now();
+        message.received_at = Some(now);
+        message.committed_at = None;
+        let key = IdempotencyKey {
+            tenant: caller.tenant.clone(),
+            owner: caller.principal.clone(),
+            message_id: message.message_id.clone(),
+        };
+        let id = TaskId::new();
+        let context_id = req.context_id.unwrap_or_else(random_id);
+        let ttl = req.ttl.or(self.defaults.ttl);
+        let task = Task {
+            id: id.clone(),
+            context_id: context_id.clone(),
+            tenant: caller.tenant.clone(),
+            owner: caller.principal.clone(),
+            responsible_user,
+            parent_task: req.parent,
+            agent: self.agent_name.to_string(),
+            state: TaskState::Submitted,
+            status_message: None,
+            state_changed_at: now,
+            terminal_cause: None,
+            error: None,
+            created_at: now,
+            updated_at: now,
+            version: 1,
+            last_seq: 2,
+            history: vec![message.clone()],
+            artifacts: Vec::new(),
+            metadata: req.metadata,
+            agent_state: None,
+            input_requests: BTreeMap::new(),
+            input_answers: BTreeMap::new(),
+            answered_keys: Default::default(),
+            superseded_keys: Default::default(),
+            pending_auth: Vec::new(),
+            granted_providers: Default::default(),
+            pending_reviews: Vec::new(),
+            review_decisions: BTreeMap::new(),
+            turns: 0,
+            turn_open: false,
+            turn_input: Vec::new(),
+            ttl_ms: ttl.map(|d| d.as_millis().min(u64::MAX as u128) as u64),
+            expires_at: None,
+            idle_lifespan_ms: self
+                .defaults
+                .idle_lifespan
+                .map(|d| d.as_millis().min(u64::MAX as u128) as u64),
+            idle_expires_at: None,
+        };
+        let ev = |seq, kind| Event {
+            task_id: id.clone(),
+            seq,
+            version: 1,
+            at: now,
+            kind,
+        };
+        let events = vec![
+            ev(
+                1,
+                EventKind::Created {
+                    context_id,
+                    agent: self.agent_name.to_string(),
+                },
+            ),
+            ev(
+                2,
+                EventKind::Message {
+                    message,
+                    queued: true,
+                },
+            ),
+        ];
+        match self.store.create(task, events, Some(key), true).await? {
+            CreateOutcome::Created(task) => {
+                metrics::counter!("taskwire_tasks_created_total").increment(1);
+                Ok(Created {
+                    task,
+                    created: true,
+                })
+            }
+            CreateOutcome::Existing(task) => Ok(Created {
+                task,
+                created: false,
+            }),
+        }
+    }
+
+    /// Sends input to a task. An interrupted task that waits only for input resumes;
+    /// otherwise the message is queued for the next turn (a turn in flight is never
+    /// interrupted). A terminal task refuses it.
+    pub async fn send_input(&self, caller: &Caller, id: &TaskId, message: Message) -> Result<Task> {
+        self.check_input(caller, &message)?;
+        let (task, ()) = self
+            .mutate(id, Access::Owner(caller), None, |d| {
+                d.ensure_active()?;
+                if d.task.history.len() >= self.limits.max_history {
+                    return Err(CoreError::TooLarge {
+                        what: "history".into(),
+                        size: d.task.history.len() + 1,
+                        limit: self.limits.max_history,
+                    });
+                }
+                if d.task.history.iter().any(|m| m.message_id == message.message_id) {
+                    // A retried send of the same message: already stored, nothing to do.
+                    return Ok(());
+                }
+                let mut m = message.clone();
+                m.received_at = Some(d.now());
+                m.committed_at = None;
+                // A message may carry a provider authorisation.
+                let grants = authorisations_in(&m);
+                d.task.history.push(m.clone());
+                d.record(EventKind::Message {
+                    message: m,
+                    queued: true,
+                });
+                for p in grants {
+                    grant_in(d, &p);
+                }
+                if d.task.state.is_interrupted()
+                    && d.task.pending_reviews.is_empty()
+                    && d.task.pending_auth.is_empty()
+                {
+                    // The message answers whatever was asked: open requests are superseded.
+                    let open: Vec<String> =
+                        std::mem::take(&mut d.task.input_requests).into_keys().collect();
+                    if !open.is_empty() {
+                        d.task.superseded_keys.extend(open.iter().cloned());
+                        d.record(EventKind::InputSuperseded { keys: open });
+                    }
+                    d.resume()?;
+                } else {
+                    d.settle_wait()?;
+                }
+                Ok(())
+            })
+            .await?;
+        Ok(task)
+    }
+
+    /// Answers input requests by key. Unknown, answered and superseded keys are ignored;
+    /// partial answers are stored. The task resumes once nothing is pending.
+    pub async fn answer_inputs(
+        &self,
+        caller: &Caller,
+        id: &TaskId,
+        answers: BTreeMap<String, InputResponse>,
+    ) -> Result<Answered> {
+        for (k, r) in &answers {
+            validate_external_id("inputResponses key", k)?;
+            if let Some(c) = &r.content {
+                let size = crate::types::json_size(c);
+                if size > self.limits.max_message_bytes {
+                    return Err(CoreError::TooLarge {
+                        what: format!("inputResponses[{k}]"),
+                        size,
+                        limit: self.limits.max_message_bytes,
+                    });
+                }
+            }
+            if r.action == InputAction::Accept && r.content.is_none() {
+                return Err(CoreError::InvalidInput {
+                    field: format!("inputResponses[{k}].content"),
+                    reason: "an accepted answer needs content".into(),
+                });
+            }
+        }
+        let (task, (applied, ignored)) = self
+            .mutate(id, Access::Owner(caller), None, |d| {
+                d.ensure_active()?;
+                let mut applied = Vec::new();
+                let mut ignored = Vec::new();
+                for (k, r) in &answers {
+                    if d.task.input_requests.remove(k).is_some() {
+                        d.task.input_answers.insert(k.clone(), r.clone());
+                        d.task.answered_keys.insert(k.clone());
+                        applied.push(k.clone());
+                    } else {
+                        ignored.push(k.clone());
+                    }
+                }
+                if !applied.is_empty() {
+                    d.record(EventKind::InputAnswered {
+                        keys: applied.clone(),
+                    });
+                    d.settle_wait()?;
+                }
+                Ok((applied, ignored))
+            })
+            .await?;
+        Ok(Answered {
+            task,
+            applied,
+            ignored,
+        })
+    }
+
+    /// Grants a provider authorisation: every operation waiting on it resumes at once.
+    /// Granting a provider nothing waits for is a no-op.
+    pub async fn grant_auth(&self, access: Access<'_>, id: &TaskId, provider: &str) -> Result<Task> {
+        validate_external_id("provider", provider)?;
+        let (task, ()) = self
+            .mutate(id, access, None, |d| {
+                d.ensure_active()?;
+                grant_in(d, provider);
+                d.settle_wait()
+            })
+            .await?;
+        Ok(task)
+    }
+
+    /// Decides a review. Only its reviewer may; anyone else gets "not found". A
+    /// rejection ends the task rejected; an approval resumes it once nothing else waits.
+    pub async fn decide_review(
+        &self,
+        caller: &Caller,
+        id: &TaskId,
+        review_id: &str,
+        decision: ReviewDecision,
+    ) -> Result<Task> {
+        let (task, ()) = self
+            .mutate(id, Access::Reviewer(caller), None, |d| {
+                d.ensure_active()?;
+                let Some(pos) = d
+                    .task
+                    .pending_reviews
+                    .iter()
+                    .position(|r| r.id == review_id && r.reviewer == caller.principal)
+                else {
+                    return Err(CoreError::NotFound);
+                };
+                d.task.pending_reviews.remove(pos);
+                d.task
+                    .review_decisions
+                    .insert(review_id.to_string(), decision);
+                d.record(EventKind::ReviewDecided {
+                    review_id: review_id.to_string(),
+                    decision,
+                    by: caller.principal.clone(),
+                });
+                match decision {
+                    ReviewDecision::Reject => d.transition_with(
+                        TaskState::Rejected,
+                        Some(Message::agent_text("rejected by reviewer")),
+                        Some(TerminalCause::Rejected),
+                        Some(TaskError {
+                            code: "rejected".into(),
+                            message: "rejected by reviewer".into(),
+                        }),
+                    ),
+                    ReviewDecision::Approve => d.settle_wait(),
+                }
+            })
+            .await?;
+        Ok(task)
+    }
+
+    /// Cancels a task. Idempotent on a canceled task; a task that ended otherwise
+    /// cannot be canceled. A running turn sees its cancellation token fire.
+    pub async fn cancel(&self, access: Access<'_>, id: &TaskId, reason: Option<String>) -> Result<Task> {
+        let (task, ()) = self
+            .mutate(id, access, None, |d| match d.task.state {
+                TaskState::Canceled => Ok(()),
+                s if s.is_terminal() => Err(CoreError::NotCancelable { state: s }),
+                _ => d.transition_with(
+                    TaskState::Canceled,
+                    reason.clone().map(Message::agent_text),
+                    Some(TerminalCause::Canceled),
+                    None,
+                ),
+            })
+            .await?;
+        Ok(task)
+    }
+
+    /// Ends a task whose inactivity deadline passed (used by the sweeper).
+    pub async fn expire_idle(&self, id: &TaskId) -> Result<Task> {
+        let (task, ()) = self
+            .mutate(id, Access::System, None, |d| {
+                let due = d.task.idle_expires_at.is_some_and(|e| e <= d.now());
+                if d.task.state.is_terminal() || !due {
+                    return Ok(());
+                }
+                d.transition_with(
+                    TaskState::Canceled,
+                    Some(Message::agent_text("inactivity lifespan expired")),
+                    Some(TerminalCause::Expired),
+                    None,
+                )
+            })
+            .await?;
+        Ok(task)
+    }
+
+    /// Reads a task.
+    pub async fn get(&self, caller: &Caller, id: &TaskId) -> Result<Task> {
+        let t = self.store.get(id).await?.ok_or(CoreError::NotFound)?;
+        if t.is_visible_to(caller) {
+            Ok(t)
+        } else {
+            Err(CoreError::NotFound)
+        }
+    }
+
+    /// Reads a task as a reviewer may see it (owner, or reviewer of a pending review).
+    pub async fn get_as(&self, access: Access<'_>, id: &TaskId) -> Result<Task> {
+        let t = self.store.get(id).await?.ok_or(CoreError::NotFound)?;
+        if access.allows(&t) {
+            Ok(t)
+        } else {
+            Err(CoreError::NotFound)
+        }
+    }
+
+    /// Lists the caller's tasks with filters and an opaque cursor.
+    pub async fn list(&self, caller: &Caller, mut q: ListQuery) -> Result<ListPage> {
+        if let Some(c) = &q.cursor {
+            if decode_cursor(c).is_none() {
+                return Err(CoreError::InvalidInput {
+                    field: "pageToken".into(),
+                    reason: "not a cursor this server issued".into(),
+                });
+            }
+        }
+        if let Some(c) = &q.context_id {
+            validate_external_id("contextId", c)?;
+        }
+        if q.page_size == 0 {
+            q.page_size = 50;
+        }
+        if q.page_size > 1000 {
+            return Err(CoreError::InvalidInput {
+                field: "pageSize".into(),
+                reason: "at most 1000".into(),
+            });
+        }
+        q.tenant = caller.tenant.clone();
+        q.owner = Some(caller.principal.clone());
+        q.reviewer = None;
+        Ok(self.store.list(&q).await?)
+    }
+
+    /// Lists tasks with a pending review addressed to the caller.
+    pub async fn list_reviews(&self, caller: &Caller, page_size: usize, cursor: Option<String>) -> Result<ListPage> {
+        let q = ListQuery {
+            tenant: caller.tenant.clone(),
+            reviewer: Some(caller.principal.clone()),
+            page_size: page_size.clamp(1, 1000),
+            cursor,
+            ..ListQuery::default()
+        };
+        Ok(self.store.list(&q).await?)
+    }
+
+    /// Reads the event log after `after_seq`.
+    pub async fn events(&self, caller: &Caller, id: &TaskId, after_seq: u64, limit: usize) -> Result<Vec<Event>> {
+        self.get(caller, id).await?;
+        Ok(self.store.events(id, after_seq, limit).await?)
+    }
+
+    /// Subscribes to a task's log: every event after `after_seq`, then live events,
+    /// with no gap and no duplicate. The stream ends after the terminal status event.
+    pub async fn subscribe(&self, access: Access<'_>, id: &TaskId, after_seq: u64) -> Result<EventStream> {
+        // Watch before reading so that nothing committed in between is missed.
+        let rx = self.store.hub().watch(id);
+        let task = self.store.get(id).await?.ok_or(CoreError::NotFound)?;
+        if !access.allows(&task) {
+            return Err(CoreError::NotFound);
+        }
+        Ok(crate::subscribe::stream(self.store.clone(), id.clone(), after_seq, rx))
+    }
+
+    /// Waits until `pred` holds for the task (checked after every change), or the
+    /// task is terminal, or `timeout` passes; returns the latest snapshot.
+    pub async fn wait_until(
+        &self,
+        caller: &Caller,
+        id: &TaskId,
+        timeout: Duration,
+        pred: impl Fn(&Task) -> bool,
+    ) -> Result<Task> {
+        let mut rx = self.store.hub().watch(id);
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let t = self.get(caller, id).await?;
+            if pred(&t) || t.state.is_terminal() {
+                return Ok(t);
+            }
+            let changed = tokio::time::timeout_at(deadline, rx.changed()).await;
+            match changed {
+                Err(_) => return self.get(caller, id).await,
+                Ok(Err(_)) => {
+                    // The hub dropped the channel; fall back to polling.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    rx = self.store.hub().watch(id);
+                }
+                Ok(Ok(())) => {}
+            }
+        }
+    }
+}
+
+/// Providers a message says were authorised: `metadata.authorization.provider`
+/// (one) or `metadata.authorization.providers` (several).
+fn authorisations_in(m: &Message) -> Vec<String> {
+    let Some(a) = m.metadata.get("authorization") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if let Some(p) = a.get("provider").and_then(|v| v.as_str()) {
+        out.push(p.to_string());
+    }
+    if let Some(ps) = a.get("providers").and_then(|v| v.as_array()) {
+        out.extend(ps.iter().filter_map(|v| v.as_str().map(str::to_string)));
+    }
+    out
+}
+
+fn grant_in(d: &mut Draft, provider: &str) {
+    let before = d.task.pending_auth.len();
+    d.task.pending_auth.retain(|a| a.provider != provider);
+    if d.task.pending_auth.len() != before {
+        d.task.granted_providers.insert(provider.to_string());
+        d.record(EventKind::AuthGranted {
+            provider: provider.to_string(),
+        });
+    }
+}
+
+/// Plans a turn on a claimed task without changing it: returns the input the turn
+/// sees and the ids of queued messages it takes. A re-run after a lost lease replays
+/// the input of the turn that did not finish.
+pub(crate) fn plan_turn(task: &Task) -> Result<(Vec<Message>, Vec<String>)> {
+    match task.state {
+        s if s.is_terminal() => return Err(CoreError::Terminal { state: s }),
+        TaskState::Submitted | TaskState::Working => {}
+        s => {
+            return Err(CoreError::WrongState {
+                what: "starting a turn".into(),
+                state: s,
+            })
+        }
+    }
+    let new_ids: Vec<String> = task.queued_input().map(|m| m.message_id.clone()).collect();
+    let input = task
+        .history
+        .iter()
+        .filter(|m| {
+            (task.turn_open && task.turn_input.contains(&m.message_id))
+                || new_ids.contains(&m.message_id)
+        })
+        .cloned()
+        .collect();
+    Ok((input, new_ids))
+}
+
+/// Applies the start of a planned turn: working state, the planned input committed.
+pub(crate) fn apply_begin(d: &mut Draft, new_ids: &[String]) -> Result<()> {
+    d.ensure_active()?;
+    if d.task.state == TaskState::Submitted {
+        d.transition(TaskState::Working, None)?;
+    }
+    if d.task.state != TaskState::Working {
+        return Err(CoreError::WrongState {
+            what: "starting a turn".into(),
+            state: d.task.state,
+        });
+    }
+    let now = d.now();
+    let mut committed = Vec::new();
+    for m in d.task.history.iter_mut() {
+        if m.committed_at.is_none() && new_ids.contains(&m.message_id) {
+            m.committed_at = Some(now);
+            committed.push(m.message_id.clone());
+        }
+    }
+    if d.task.turn_open {
+        d.task.turn_input.extend(committed.iter().cloned());
+    } else {
+        d.task.turns += 1;
+        d.task.turn_open = true;
+        d.task.turn_input = committed.clone();
+        let turn = d.task.turns;
+        d.record(EventKind::TurnStarted { turn });
+    }
+    if !committed.is_empty() {
+        d.record(EventKind::InputCommitted {
+            message_ids: committed,
+        });
+    }
+    Ok(())
+}

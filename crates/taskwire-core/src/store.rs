@@ -1,0 +1,299 @@
+//! The storage contract. The store is the only source of truth: tasks, their event
+//! logs, idempotency keys and the claimable work queue live there, and every change
+//! is one atomic compare-and-set commit.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use tokio::sync::{broadcast, watch, Notify};
+
+use crate::error::StoreError;
+use crate::event::Event;
+use crate::ids::TaskId;
+use crate::types::{Task, TaskState, Timestamp};
+
+/// The idempotency key of a create: the same key returns the same task.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct IdempotencyKey {
+    /// Tenant.
+    pub tenant: String,
+    /// Owner (principal).
+    pub owner: String,
+    /// The messageId of the creating message.
+    pub message_id: String,
+}
+
+/// What a create did.
+#[derive(Clone, Debug)]
+pub enum CreateOutcome {
+    /// The task was inserted.
+    Created(Task),
+    /// A task with the same idempotency key exists; it is returned unchanged.
+    Existing(Task),
+}
+
+/// What a commit does to the task's queue entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum QueueOp {
+    /// Leave the queue entry as it is.
+    #[default]
+    Keep,
+    /// Make sure an entry exists: insert one available now, or leave an existing one
+    /// (queued or leased) alone. Used to resume an interrupted task.
+    Enqueue,
+    /// Release the lease and make the entry available now (another turn is due).
+    Requeue,
+    /// Delete the entry (the task is terminal or waits for someone outside).
+    Remove,
+}
+
+/// A worker's lease on one queue entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Claim {
+    /// The task.
+    pub task_id: TaskId,
+    /// The worker holding the lease.
+    pub worker: String,
+    /// Fencing token: incremented by every claim of the entry.
+    pub epoch: u64,
+    /// How many times the entry has been claimed.
+    pub attempts: u32,
+}
+
+/// One atomic change: replace the task's snapshot if its version still matches,
+/// append events, and apply a queue operation.
+#[derive(Clone, Debug)]
+pub struct Commit {
+    /// The new snapshot; its `version` is `expected_version + 1`.
+    pub task: Task,
+    /// The version the change was computed from.
+    pub expected_version: u64,
+    /// New events, with consecutive sequence numbers after the old `last_seq`.
+    pub events: Vec<Event>,
+    /// What happens to the queue entry.
+    pub queue: QueueOp,
+    /// If set, the commit only succeeds while this lease is still held.
+    pub fence: Option<Claim>,
+}
+
+/// Filters and paging for listing tasks. Tenant is mandatory; owner and reviewer narrow.
+#[derive(Clone, Debug, Default)]
+pub struct ListQuery {
+    /// Tenant.
+    pub tenant: String,
+    /// Only tasks of this owner.
+    pub owner: Option<String>,
+    /// Only tasks with a pending review addressed to this principal.
+    pub reviewer: Option<String>,
+    /// Only this context.
+    pub context_id: Option<String>,
+    /// Only this state.
+    pub state: Option<TaskState>,
+    /// Only tasks updated strictly after this time.
+    pub updated_after: Option<Timestamp>,
+    /// Page size (1..=1000).
+    pub page_size: usize,
+    /// Opaque cursor from a previous page.
+    pub cursor: Option<String>,
+}
+
+/// A page of tasks, newest first.
+#[derive(Clone, Debug)]
+pub struct ListPage {
+    /// The tasks.
+    pub tasks: Vec<Task>,
+    /// Cursor of the next page, if there is one.
+    pub next_cursor: Option<String>,
+    /// Total number of tasks that match the filters.
+    pub total: u64,
+}
+
+/// The latest known position of a task's log, as published to watchers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskWake {
+    /// Sequence number of the latest event.
+    pub last_seq: u64,
+    /// The task's state after it.
+    pub state: TaskState,
+}
+
+/// The in-process fan-out of changes: per-task watch channels, a firehose of all
+/// changes, and a signal that new work was queued. Stores publish to it after each
+/// commit; a distributed store also publishes what other nodes committed (for
+/// example from LISTEN/NOTIFY).
+#[derive(Debug)]
+pub struct WakeHub {
+    tasks: Mutex<HashMap<TaskId, watch::Sender<TaskWake>>>,
+    all: broadcast::Sender<(TaskId, TaskWake)>,
+    work: Notify,
+}
+
+impl Default for WakeHub {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl WakeHub {
+    /// An empty hub.
+    pub fn new() -> Self {
+        let (all, _) = broadcast::channel(4096);
+        Self {
+            tasks: Mutex::new(HashMap::new()),
+            all,
+            work: Notify::new(),
+        }
+    }
+
+    /// Publishes that `task` has events up to `wake.last_seq`.
+    pub fn publish(&self, task: &TaskId, wake: TaskWake) {
+        if let Ok(mut map) = self.tasks.lock() {
+            if let Some(tx) = map.get(task) {
+                if tx.receiver_count() == 0 {
+                    map.remove(task);
+                } else {
+                    tx.send_if_modified(|cur| {
+                        if wake.last_seq > cur.last_seq {
+                            *cur = wake;
+                            true
+                        } else {
+                            false
+                        }
+                    });
+                }
+            }
+        }
+        if self.all.receiver_count() > 0 {
+            let _ = self.all.send((task.clone(), wake));
+        }
+    }
+
+    /// Watches one task. Subscribe before reading the log, then read, then wait.
+    pub fn watch(&self, task: &TaskId) -> watch::Receiver<TaskWake> {
+        let initial = TaskWake {
+            last_seq: 0,
+            state: TaskState::Submitted,
+        };
+        match self.tasks.lock() {
+            Ok(mut map) => map
+                .entry(task.clone())
+                .or_insert_with(|| watch::channel(initial).0)
+                .subscribe(),
+            // A poisoned map cannot publish; hand out a channel that never fires and
+            // let the subscriber's periodic re-read carry it.
+            Err(_) => watch::channel(initial).1,
+        }
+    }
+
+    /// Every change of every task (lossy under lag: re-read the store on `Lagged`).
+    pub fn firehose(&self) -> broadcast::Receiver<(TaskId, TaskWake)> {
+        self.all.subscribe()
+    }
+
+    /// Signals that work was queued.
+    pub fn work_queued(&self) {
+        self.work.notify_waiters();
+    }
+
+    /// A future that resolves when work is queued; create (and `enable`) it before
+    /// checking the queue so that no signal is missed.
+    pub fn work_notified(&self) -> tokio::sync::futures::Notified<'_> {
+        self.work.notified()
+    }
+}
+
+/// The storage contract every store implements and the shared suite checks.
+#[async_trait]
+pub trait TaskStore: Send + Sync + 'static {
+    /// A short name for logs (`memory`, `sqlite`, `postgres`).
+    fn kind(&self) -> &'static str;
+
+    /// The fan-out hub the store publishes to.
+    fn hub(&self) -> &WakeHub;
+
+    /// Inserts a task with its first events, optionally enqueued, unless the
+    /// idempotency key already names a task, which is then returned. Durable when it returns.
+    async fn create(
+        &self,
+        task: Task,
+        events: Vec<Event>,
+        key: Option<IdempotencyKey>,
+        enqueue: bool,
+    ) -> Result<CreateOutcome, StoreError>;
+
+    /// Reads a task.
+    async fn get(&self, id: &TaskId) -> Result<Option<Task>, StoreError>;
+
+    /// Applies a commit atomically: `Conflict` if the version moved, `LeaseLost` if the
+    /// fence no longer holds, `NotFound` if the task is gone.
+    async fn commit(&self, commit: Commit) -> Result<(), StoreError>;
+
+    /// Events with `seq > after_seq`, in order, at most `limit`.
+    async fn events(
+        &self,
+        id: &TaskId,
+        after_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError>;
+
+    /// Lists tasks, newest first, with an opaque cursor.
+    async fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError>;
+
+    /// Leases up to `max` available queue entries to `worker` until `now + lease`.
+    async fn claim(
+        &self,
+        worker: &str,
+        max: usize,
+        lease: Duration,
+        now: Timestamp,
+    ) -> Result<Vec<Claim>, StoreError>;
+
+    /// Extends a lease; false if it is no longer held.
+    async fn renew(&self, claim: &Claim, lease: Duration, now: Timestamp)
+        -> Result<bool, StoreError>;
+
+    /// Gives a lease back, making the entry available now (used when draining).
+    async fn release(&self, claim: &Claim) -> Result<(), StoreError>;
+
+    /// Deletes a queue entry held under `claim` (a claimed task that needs no turn).
+    async fn drop_claim(&self, claim: &Claim) -> Result<(), StoreError>;
+
+    /// Makes every entry whose lease lapsed before `now` available again; returns their tasks.
+    async fn reap(&self, now: Timestamp) -> Result<Vec<TaskId>, StoreError>;
+
+    /// Deletes up to `limit` terminal tasks whose `expires_at` is before `now`, with
+    /// their events and idempotency keys; returns how many.
+    async fn sweep(&self, now: Timestamp, limit: usize) -> Result<usize, StoreError>;
+
+    /// Up to `limit` non-terminal tasks whose inactivity deadline is before `now`.
+    async fn idle_expired(&self, now: Timestamp, limit: usize) -> Result<Vec<TaskId>, StoreError>;
+
+    /// Number of queue entries (available and leased).
+    async fn queue_depth(&self) -> Result<u64, StoreError>;
+
+    /// Number of tasks per state.
+    async fn count_by_state(&self) -> Result<Vec<(TaskState, u64)>, StoreError>;
+}
+
+/// Encodes a list cursor from the last task of a page.
+pub fn encode_cursor(created_at: Timestamp, id: &TaskId) -> String {
+    use base64::Engine;
+    let raw = format!("{}:{}", created_at.timestamp_micros(), id);
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw.as_bytes())
+}
+
+/// Decodes a list cursor into (created_at in microseconds, task id).
+pub fn decode_cursor(cursor: &str) -> Option<(i64, String)> {
+    use base64::Engine;
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(cursor.as_bytes())
+        .ok()?;
+    let raw = String::from_utf8(raw).ok()?;
+    let (micros, id) = raw.split_once(':')?;
+    let micros = micros.parse().ok()?;
+    TaskId::parse(id).ok()?;
+    Some((micros, id.to_string()))
+}

@@ -1,0 +1,631 @@
+//! Domain types shared by every adapter: tasks, messages, parts, artifacts and the
+//! pending interactions (input requests, provider authorisations, reviews).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::ids::TaskId;
+
+/// A point in time, UTC.
+pub type Timestamp = DateTime<Utc>;
+
+/// Free-form JSON metadata.
+pub type Metadata = Map<String, Value>;
+
+/// Who is calling: an authenticated principal within a tenant.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Caller {
+    /// The tenant the principal belongs to; tasks never cross tenants.
+    pub tenant: String,
+    /// The principal (user or service) that makes the request.
+    pub principal: String,
+}
+
+impl Caller {
+    /// A caller from a tenant and a principal.
+    pub fn new(tenant: impl Into<String>, principal: impl Into<String>) -> Self {
+        Self {
+            tenant: tenant.into(),
+            principal: principal.into(),
+        }
+    }
+
+    /// The single local caller used when no authentication is configured.
+    pub fn local() -> Self {
+        Self::new("default", "local")
+    }
+}
+
+/// The lifecycle state of a task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TaskState {
+    /// Accepted and durably stored, waiting for a worker.
+    Submitted,
+    /// A turn is running or queued.
+    Working,
+    /// Waiting for input (keyed input requests, or a review by the responsible user).
+    InputRequired,
+    /// Waiting for the responsible user to authorise a provider.
+    AuthRequired,
+    /// Ended successfully.
+    Completed,
+    /// Ended with an error.
+    Failed,
+    /// Ended by cancellation.
+    Canceled,
+    /// Ended because the agent (or a reviewer) refused the work.
+    Rejected,
+}
+
+impl TaskState {
+    /// Every state, in declaration order.
+    pub const ALL: [TaskState; 8] = [
+        TaskState::Submitted,
+        TaskState::Working,
+        TaskState::InputRequired,
+        TaskState::AuthRequired,
+        TaskState::Completed,
+        TaskState::Failed,
+        TaskState::Canceled,
+        TaskState::Rejected,
+    ];
+
+    /// True for completed, failed, canceled and rejected.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            TaskState::Completed | TaskState::Failed | TaskState::Canceled | TaskState::Rejected
+        )
+    }
+
+    /// True for input-required and auth-required: the task waits for someone outside.
+    pub fn is_interrupted(self) -> bool {
+        matches!(self, TaskState::InputRequired | TaskState::AuthRequired)
+    }
+
+    /// The kebab-case name used in storage, logs and metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskState::Submitted => "submitted",
+            TaskState::Working => "working",
+            TaskState::InputRequired => "input-required",
+            TaskState::AuthRequired => "auth-required",
+            TaskState::Completed => "completed",
+            TaskState::Failed => "failed",
+            TaskState::Canceled => "canceled",
+            TaskState::Rejected => "rejected",
+        }
+    }
+
+    /// Parses the kebab-case name.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+}
+
+impl fmt::Display for TaskState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Who sent a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The caller (the user or a client agent).
+    User,
+    /// The agent.
+    Agent,
+}
+
+/// The content of a part.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum PartContent {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// Raw bytes (base64 in JSON).
+    Raw {
+        /// The bytes.
+        #[serde(with = "b64")]
+        bytes: Vec<u8>,
+    },
+    /// A reference to content by URL.
+    Url {
+        /// The URL.
+        url: String,
+    },
+    /// Structured JSON data.
+    Data {
+        /// The value.
+        data: Value,
+    },
+}
+
+/// One piece of a message or artifact.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Part {
+    /// What the part holds.
+    #[serde(flatten)]
+    pub content: PartContent,
+    /// The media type (for example `text/plain`, `image/png`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media_type: Option<String>,
+    /// A file name, for file-like parts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filename: Option<String>,
+    /// Part metadata.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub metadata: Metadata,
+}
+
+impl Part {
+    /// A text part.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::from_content(PartContent::Text { text: text.into() })
+    }
+
+    /// A structured data part.
+    pub fn data(data: Value) -> Self {
+        Self::from_content(PartContent::Data { data })
+    }
+
+    /// A raw bytes part.
+    pub fn raw(bytes: Vec<u8>, media_type: impl Into<String>) -> Self {
+        let mut p = Self::from_content(PartContent::Raw { bytes });
+        p.media_type = Some(media_type.into());
+        p
+    }
+
+    /// A URL part.
+    pub fn url(url: impl Into<String>) -> Self {
+        Self::from_content(PartContent::Url { url: url.into() })
+    }
+
+    /// A part with no media type, filename or metadata.
+    pub fn from_content(content: PartContent) -> Self {
+        Self {
+            content,
+            media_type: None,
+            filename: None,
+            metadata: Map::new(),
+        }
+    }
+
+    /// The text, if this is a text part.
+    pub fn as_text(&self) -> Option<&str> {
+        match &self.content {
+            PartContent::Text { text } => Some(text),
+            _ => None,
+        }
+    }
+
+    /// Approximate size in bytes, used for limits.
+    pub fn approx_size(&self) -> usize {
+        let body = match &self.content {
+            PartContent::Text { text } => text.len(),
+            PartContent::Raw { bytes } => bytes.len(),
+            PartContent::Url { url } => url.len(),
+            PartContent::Data { data } => json_size(data),
+        };
+        body + self.media_type.as_ref().map_or(0, String::len)
+            + self.filename.as_ref().map_or(0, String::len)
+            + metadata_size(&self.metadata)
+    }
+}
+
+/// Serialized size of a JSON value in bytes.
+pub fn json_size(v: &Value) -> usize {
+    serde_json::to_vec(v).map(|b| b.len()).unwrap_or(usize::MAX)
+}
+
+/// Serialized size of a metadata map in bytes (0 when empty).
+pub fn metadata_size(m: &Metadata) -> usize {
+    if m.is_empty() {
+        0
+    } else {
+        serde_json::to_vec(m).map(|b| b.len()).unwrap_or(usize::MAX)
+    }
+}
+
+mod b64 {
+    use base64::Engine;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(bytes))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let s = String::deserialize(d)?;
+        base64::engine::general_purpose::STANDARD
+            .decode(s.as_bytes())
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// A message: one turn of conversation from the user or the agent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Message {
+    /// Sender-chosen id; the create idempotency key for the first message of a task.
+    pub message_id: String,
+    /// Who sent it.
+    pub role: Role,
+    /// The content.
+    pub parts: Vec<Part>,
+    /// Message metadata.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub metadata: Metadata,
+    /// When the task received it (inputs) or the agent produced it (outputs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub received_at: Option<Timestamp>,
+    /// When the agent saw it (inputs) or it was committed (outputs); `None` for input
+    /// queued for a later turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub committed_at: Option<Timestamp>,
+}
+
+impl Message {
+    /// A message with a random id.
+    pub fn new(role: Role, parts: Vec<Part>) -> Self {
+        Self {
+            message_id: crate::ids::random_id(),
+            role,
+            parts,
+            metadata: Map::new(),
+            received_at: None,
+            committed_at: None,
+        }
+    }
+
+    /// A user message with one text part.
+    pub fn user_text(text: impl Into<String>) -> Self {
+        Self::new(Role::User, vec![Part::text(text)])
+    }
+
+    /// An agent message with one text part.
+    pub fn agent_text(text: impl Into<String>) -> Self {
+        Self::new(Role::Agent, vec![Part::text(text)])
+    }
+
+    /// The concatenated text of all text parts, separated by newlines.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for t in self.parts.iter().filter_map(Part::as_text) {
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(t);
+        }
+        out
+    }
+
+    /// The first text part, if any.
+    pub fn first_text(&self) -> Option<&str> {
+        self.parts.iter().find_map(Part::as_text)
+    }
+}
+
+/// An output of the task, possibly built from several chunks.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Artifact {
+    /// Agent-chosen id, unique within the task.
+    pub artifact_id: String,
+    /// A name (for example `echo`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// A description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The content.
+    pub parts: Vec<Part>,
+    /// Artifact metadata.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub metadata: Metadata,
+    /// False while more chunks are expected.
+    #[serde(default = "yes")]
+    pub complete: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Artifact {
+    /// The concatenated text of the artifact's text parts.
+    pub fn text(&self) -> String {
+        self.parts.iter().filter_map(Part::as_text).collect()
+    }
+}
+
+/// A keyed request for input, with the JSON schema the answer must satisfy.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InputRequest {
+    /// The key answers are given under; unique within the task.
+    pub key: String,
+    /// What is asked, for a person.
+    pub prompt: String,
+    /// JSON schema of the expected answer (an object schema).
+    pub schema: Value,
+    /// When it was raised.
+    pub since: Timestamp,
+    /// What kind of interaction this is.
+    #[serde(default)]
+    pub kind: InputKind,
+    /// For a review or an authorisation: the id of the review or the provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+}
+
+/// The kinds of interaction an input request stands for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InputKind {
+    /// A form to fill in.
+    #[default]
+    Form,
+}
+
+/// How someone answered an input request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InputAction {
+    /// Answered with content.
+    Accept,
+    /// Refused to answer.
+    Decline,
+    /// Dismissed without deciding.
+    Cancel,
+}
+
+/// An answer to one input request.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InputResponse {
+    /// What the responder did.
+    pub action: InputAction,
+    /// The content, for `accept`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<Value>,
+}
+
+impl InputResponse {
+    /// An accepted answer carrying `content`.
+    pub fn accept(content: Value) -> Self {
+        Self {
+            action: InputAction::Accept,
+            content: Some(content),
+        }
+    }
+}
+
+/// A provider authorisation the task waits for. One per provider, however many
+/// operations wait on it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthWait {
+    /// The provider to connect (for example `github`).
+    pub provider: String,
+    /// When the first operation started waiting.
+    pub since: Timestamp,
+    /// The operations waiting on it.
+    pub operations: Vec<String>,
+    /// Where the user completes the authorisation, if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+}
+
+/// A review step waiting for a reviewer's decision.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Review {
+    /// Id of the review, unique within the task.
+    pub id: String,
+    /// The principal who must decide.
+    pub reviewer: String,
+    /// What is to be reviewed.
+    pub summary: String,
+    /// When it was raised.
+    pub since: Timestamp,
+}
+
+/// A reviewer's decision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReviewDecision {
+    /// Go ahead.
+    Approve,
+    /// Stop: the task ends rejected.
+    Reject,
+}
+
+/// Why a task ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TerminalCause {
+    /// The agent completed the work.
+    Completed,
+    /// The agent reported a failure of the work (an agent fault, with its message).
+    AgentFailed,
+    /// An internal or protocol error (the agent crashed, retries ran out).
+    Internal,
+    /// The agent or a reviewer refused the work.
+    Rejected,
+    /// A guardrail locked the task.
+    Restricted,
+    /// Someone canceled it.
+    Canceled,
+    /// The inactivity lifespan ran out.
+    Expired,
+}
+
+/// An error attached to a failed or rejected task.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskError {
+    /// A stable, machine-readable code (`agent_failed`, `internal`, `rejected`, …).
+    pub code: String,
+    /// A message safe to show to the caller.
+    pub message: String,
+}
+
+/// A task: the stateful unit of work every protocol exposes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Task {
+    /// 128-bit random id.
+    pub id: TaskId,
+    /// The conversation the task belongs to.
+    pub context_id: String,
+    /// Tenant; tasks are invisible across tenants.
+    pub tenant: String,
+    /// The principal that created the task; only they may read or drive it.
+    pub owner: String,
+    /// The human responsible for the task (the owner, or the parent task's responsible user).
+    pub responsible_user: String,
+    /// The task on whose behalf this one was created, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_task: Option<TaskId>,
+    /// Name of the agent processing it.
+    pub agent: String,
+    /// Lifecycle state.
+    pub state: TaskState,
+    /// The agent's latest status message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_message: Option<Message>,
+    /// When the state last changed.
+    pub state_changed_at: Timestamp,
+    /// Why the task ended (terminal tasks only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminal_cause: Option<TerminalCause>,
+    /// The error of a failed or rejected task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<TaskError>,
+    /// Creation time.
+    pub created_at: Timestamp,
+    /// Time of the last change of any kind.
+    pub updated_at: Timestamp,
+    /// Incremented by every committed change; the compare-and-set token.
+    pub version: u64,
+    /// Sequence number of the last event in the task's event log.
+    pub last_seq: u64,
+    /// Inputs and agent messages in commit order (queued inputs last, uncommitted).
+    pub history: Vec<Message>,
+    /// Outputs.
+    pub artifacts: Vec<Artifact>,
+    /// Task metadata given at creation.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub metadata: Metadata,
+    /// The agent's shared state (AG-UI state), if it keeps one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_state: Option<Value>,
+    /// Open input requests by key.
+    #[serde(default)]
+    pub input_requests: BTreeMap<String, InputRequest>,
+    /// Stored answers by key.
+    #[serde(default)]
+    pub input_answers: BTreeMap<String, InputResponse>,
+    /// Keys that have been answered (later answers to them are ignored).
+    #[serde(default)]
+    pub answered_keys: BTreeSet<String>,
+    /// Keys that were superseded before being answered (answers to them are ignored).
+    #[serde(default)]
+    pub superseded_keys: BTreeSet<String>,
+    /// Provider authorisations the task waits for.
+    #[serde(default)]
+    pub pending_auth: Vec<AuthWait>,
+    /// Providers granted so far.
+    #[serde(default)]
+    pub granted_providers: BTreeSet<String>,
+    /// Reviews waiting for a decision.
+    #[serde(default)]
+    pub pending_reviews: Vec<Review>,
+    /// Decisions taken, by review id.
+    #[serde(default)]
+    pub review_decisions: BTreeMap<String, ReviewDecision>,
+    /// Number of turns started so far.
+    pub turns: u32,
+    /// True while a turn has started and not ended (a re-run after a lost lease
+    /// replays the same input).
+    #[serde(default)]
+    pub turn_open: bool,
+    /// Ids of the input messages handed to the current (or last) turn.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turn_input: Vec<String>,
+    /// How long the task and its event log are kept once terminal, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
+    /// When a terminal task is deleted (terminal time plus TTL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<Timestamp>,
+    /// Inactivity lifespan in milliseconds, if one applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_lifespan_ms: Option<u64>,
+    /// When the task ends for inactivity if nothing happens (null when terminal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_expires_at: Option<Timestamp>,
+}
+
+impl Task {
+    /// True if the task belongs to the caller.
+    pub fn is_visible_to(&self, caller: &Caller) -> bool {
+        self.tenant == caller.tenant && self.owner == caller.principal
+    }
+
+    /// Input messages the agent has not seen yet, in arrival order.
+    pub fn queued_input(&self) -> impl Iterator<Item = &Message> {
+        self.history
+            .iter()
+            .filter(|m| m.role == Role::User && m.committed_at.is_none())
+    }
+
+    /// True if any input waits for a later turn.
+    pub fn has_queued_input(&self) -> bool {
+        self.queued_input().next().is_some()
+    }
+
+    /// The first message of the task.
+    pub fn first_message(&self) -> Option<&Message> {
+        self.history.first()
+    }
+
+    /// An artifact by id.
+    pub fn artifact(&self, id: &str) -> Option<&Artifact> {
+        self.artifacts.iter().find(|a| a.artifact_id == id)
+    }
+
+    /// Reviews whose reviewer is the task's responsible user.
+    pub fn reviews_for_responsible_user(&self) -> impl Iterator<Item = &Review> {
+        self.pending_reviews
+            .iter()
+            .filter(|r| r.reviewer == self.responsible_user)
+    }
+
+    /// The state an interrupted task should be in, given what it waits for.
+    ///
+    /// Open input requests or any pending review make it input-required (a review by
+    /// someone other than the responsible user is still a wait, and only a protocol
+    /// view can tell the two apart); otherwise pending authorisations make it
+    /// auth-required; with nothing pending it returns `None`.
+    pub fn waiting_state(&self) -> Option<TaskState> {
+        if !self.input_requests.is_empty() || !self.pending_reviews.is_empty() {
+            Some(TaskState::InputRequired)
+        } else if !self.pending_auth.is_empty() {
+            Some(TaskState::AuthRequired)
+        } else {
+            None
+        }
+    }
+}
