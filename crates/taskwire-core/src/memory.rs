@@ -160,6 +160,7 @@ impl TaskStore for MemoryStore {
                 QueueOp::Requeue => {
                     if let Some(e) = g.queue.get_mut(&id) {
                         e.lease = None;
+                        e.attempts = 0;
                     } else {
                         g.queue.insert(
                             id.clone(),
