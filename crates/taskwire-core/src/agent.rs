@@ -332,7 +332,12 @@ impl TurnContext {
     }
 
     /// Emits a whole artifact in one chunk.
-    pub async fn emit_artifact(&self, artifact_id: &str, name: Option<&str>, parts: Vec<Part>) -> Result<()> {
+    pub async fn emit_artifact(
+        &self,
+        artifact_id: &str,
+        name: Option<&str>,
+        parts: Vec<Part>,
+    ) -> Result<()> {
         self.emit_artifact_chunk(artifact_id, name, parts, false, true)
             .await
     }
@@ -396,7 +401,12 @@ impl TurnContext {
 
     /// Requests a review by `reviewer` (the task's responsible user when `None`).
     /// Returns the review id. End the turn with [`TurnOutcome::Waiting`].
-    pub fn request_review(&self, review_id: &str, reviewer: Option<&str>, summary: &str) -> Result<String> {
+    pub fn request_review(
+        &self,
+        review_id: &str,
+        reviewer: Option<&str>,
+        summary: &str,
+    ) -> Result<String> {
         crate::ids::validate_external_id("review id", review_id)?;
         self.push(Pending::Review(Review {
             id: review_id.to_string(),
@@ -448,7 +458,10 @@ impl TurnContext {
         match res {
             Ok((t, ())) => Ok(t),
             Err(e) => {
-                if matches!(e, CoreError::Terminal { .. } | CoreError::LeaseLost | CoreError::NotFound) {
+                if matches!(
+                    e,
+                    CoreError::Terminal { .. } | CoreError::LeaseLost | CoreError::NotFound
+                ) {
                     shared.cancel.cancel();
                 }
                 Err(e)
@@ -510,7 +523,9 @@ fn apply(d: &mut Draft, item: &Pending) -> Result<()> {
         }),
         Pending::State(v) => {
             d.task.agent_state = Some(v.clone());
-            d.record(EventKind::StateSnapshot { snapshot: v.clone() });
+            d.record(EventKind::StateSnapshot {
+                snapshot: v.clone(),
+            });
         }
         Pending::Delta(delta) => {
             let patch: json_patch::Patch =
@@ -518,13 +533,19 @@ fn apply(d: &mut Draft, item: &Pending) -> Result<()> {
                     field: "stateDelta".into(),
                     reason: e.to_string(),
                 })?;
-            let mut state = d.task.agent_state.clone().unwrap_or(Value::Object(Default::default()));
+            let mut state = d
+                .task
+                .agent_state
+                .clone()
+                .unwrap_or(Value::Object(Default::default()));
             json_patch::patch(&mut state, &patch).map_err(|e| CoreError::InvalidInput {
                 field: "stateDelta".into(),
                 reason: e.to_string(),
             })?;
             d.task.agent_state = Some(state);
-            d.record(EventKind::StateDelta { delta: delta.clone() });
+            d.record(EventKind::StateDelta {
+                delta: delta.clone(),
+            });
         }
         Pending::Input(r) => {
             d.task.superseded_keys.remove(&r.key);
@@ -539,7 +560,12 @@ fn apply(d: &mut Draft, item: &Pending) -> Result<()> {
             if d.task.granted_providers.contains(&a.provider) {
                 return Ok(());
             }
-            match d.task.pending_auth.iter_mut().find(|p| p.provider == a.provider) {
+            match d
+                .task
+                .pending_auth
+                .iter_mut()
+                .find(|p| p.provider == a.provider)
+            {
                 Some(p) => {
                     for op in &a.operations {
                         if !p.operations.contains(op) {

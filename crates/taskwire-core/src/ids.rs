@@ -130,7 +130,12 @@ mod tests {
 
     #[test]
     fn malformed_task_ids_are_rejected() {
-        for bad in ["", "xyz", "0123456789abcdef0123456789abcdeg", "../../etc/passwd"] {
+        for bad in [
+            "",
+            "xyz",
+            "0123456789abcdef0123456789abcdeg",
+            "../../etc/passwd",
+        ] {
             assert!(matches!(
                 TaskId::parse(bad),
                 Err(CoreError::InvalidInput { ref field, .. }) if field == "taskId"

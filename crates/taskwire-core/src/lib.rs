@@ -20,9 +20,9 @@ pub mod runtime;
 pub mod scripted;
 pub mod service;
 pub mod store;
-mod subscribe;
 #[cfg(feature = "store-suite")]
 pub mod store_suite;
+mod subscribe;
 pub mod transition;
 pub mod types;
 
@@ -36,6 +36,4 @@ pub use runtime::{Runtime, RuntimeConfig};
 pub use scripted::ScriptedAgent;
 pub use service::{Access, CreateTask, Created, TaskDefaults, TaskService};
 pub use store::{TaskStore, WakeHub};
-pub use types::{
-    Artifact, Caller, Message, Part, PartContent, Role, Task, TaskState, Timestamp,
-};
+pub use types::{Artifact, Caller, Message, Part, PartContent, Role, Task, TaskState, Timestamp};

@@ -87,16 +87,22 @@ mod tests {
     fn oversized_messages_are_named() {
         let l = Limits::default();
         let big = Message::user_text("x".repeat(l.max_message_bytes + 1));
-        assert!(matches!(l.check_message(&big), Err(CoreError::TooLarge { what, .. }) if what == "message"));
+        assert!(
+            matches!(l.check_message(&big), Err(CoreError::TooLarge { what, .. }) if what == "message")
+        );
     }
 
     #[test]
     fn too_many_parts_and_empty_messages() {
         let l = Limits::default();
         let many = Message::new(Role::User, vec![Part::text("a"); l.max_parts + 1]);
-        assert!(matches!(l.check_message(&many), Err(CoreError::TooLarge { what, .. }) if what == "parts"));
+        assert!(
+            matches!(l.check_message(&many), Err(CoreError::TooLarge { what, .. }) if what == "parts")
+        );
         let none = Message::new(Role::User, vec![]);
-        assert!(matches!(l.check_message(&none), Err(CoreError::InvalidInput { field, .. }) if field == "parts"));
+        assert!(
+            matches!(l.check_message(&none), Err(CoreError::InvalidInput { field, .. }) if field == "parts")
+        );
     }
 
     #[test]
@@ -105,12 +111,16 @@ mod tests {
         let mut m = Message::user_text("hi");
         m.metadata
             .insert("blob".into(), json!("y".repeat(l.max_metadata_bytes)));
-        assert!(matches!(l.check_message(&m), Err(CoreError::TooLarge { what, .. }) if what == "message.metadata"));
+        assert!(
+            matches!(l.check_message(&m), Err(CoreError::TooLarge { what, .. }) if what == "message.metadata")
+        );
         let mut m = Message::user_text("hi");
         m.parts[0]
             .metadata
             .insert("blob".into(), json!("y".repeat(l.max_metadata_bytes)));
-        assert!(matches!(l.check_message(&m), Err(CoreError::TooLarge { what, .. }) if what == "parts[0].metadata"));
+        assert!(
+            matches!(l.check_message(&m), Err(CoreError::TooLarge { what, .. }) if what == "parts[0].metadata")
+        );
     }
 
     #[test]
@@ -118,6 +128,8 @@ mod tests {
         let l = Limits::default();
         let mut m = Message::user_text("hi");
         m.message_id = String::new();
-        assert!(matches!(l.check_message(&m), Err(CoreError::InvalidInput { field, .. }) if field == "messageId"));
+        assert!(
+            matches!(l.check_message(&m), Err(CoreError::InvalidInput { field, .. }) if field == "messageId")
+        );
     }
 }

@@ -97,7 +97,8 @@ impl TaskStore for MemoryStore {
                 g.idem.insert(k.clone(), id.clone());
                 g.idem_of.insert(id.clone(), k);
             }
-            g.order.insert((task.created_at.timestamp_micros(), id.clone()));
+            g.order
+                .insert((task.created_at.timestamp_micros(), id.clone()));
             g.events.insert(id.clone(), events);
             if enqueue {
                 g.queue.insert(
@@ -199,7 +200,9 @@ impl TaskStore for MemoryStore {
             return Ok(Vec::new());
         };
         // Sequence numbers start at 1 and have no gaps, so seq n sits at index n-1.
-        let start = usize::try_from(after_seq).unwrap_or(usize::MAX).min(log.len());
+        let start = usize::try_from(after_seq)
+            .unwrap_or(usize::MAX)
+            .min(log.len());
         Ok(log[start..].iter().take(limit).cloned().collect())
     }
 
@@ -264,7 +267,9 @@ impl TaskStore for MemoryStore {
         let mut out = Vec::new();
         while out.len() < max {
             let Some(id) = g.ready.pop_front() else { break };
-            let Some(e) = g.queue.get_mut(&id) else { continue };
+            let Some(e) = g.queue.get_mut(&id) else {
+                continue;
+            };
             if e.lease.is_some() {
                 continue;
             }

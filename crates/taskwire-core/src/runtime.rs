@@ -109,13 +109,19 @@ impl Runtime {
             l.abort();
         }
         self.tracker.close();
-        if tokio::time::timeout(drain, self.tracker.wait()).await.is_err() {
+        if tokio::time::timeout(drain, self.tracker.wait())
+            .await
+            .is_err()
+        {
             let left: Vec<(Claim, tokio::task::AbortHandle)> = self
                 .running
                 .lock()
                 .map(|mut m| m.drain().map(|(_, v)| v).collect())
                 .unwrap_or_default();
-            warn!(turns = left.len(), "drain timeout: aborting turns and releasing leases");
+            warn!(
+                turns = left.len(),
+                "drain timeout: aborting turns and releasing leases"
+            );
             for (claim, handle) in left {
                 handle.abort();
                 if let Err(e) = self.service.store().release(&claim).await {
@@ -212,7 +218,12 @@ async fn claim_loop(
     }
 }
 
-async fn run_claim(service: TaskService, agent: Arc<dyn Agent>, config: Arc<RuntimeConfig>, claim: Claim) {
+async fn run_claim(
+    service: TaskService,
+    agent: Arc<dyn Agent>,
+    config: Arc<RuntimeConfig>,
+    claim: Claim,
+) {
     let store = service.store().clone();
     let id = claim.task_id.clone();
     let task = match store.get(&id).await {
@@ -239,7 +250,10 @@ async fn run_claim(service: TaskService, agent: Arc<dyn Agent>, config: Arc<Runt
                     Some(TerminalCause::Internal),
                     Some(TaskError {
                         code: "internal".into(),
-                        message: format!("the task was attempted {} times without finishing", claim.attempts - 1),
+                        message: format!(
+                            "the task was attempted {} times without finishing",
+                            claim.attempts - 1
+                        ),
                     }),
                 )
             })
@@ -268,7 +282,12 @@ async fn run_claim(service: TaskService, agent: Arc<dyn Agent>, config: Arc<Runt
         config.flush_interval,
         cancel.clone(),
     );
-    let supervisor = tokio::spawn(supervise(ctx.clone(), service.clone(), claim.clone(), config.clone()));
+    let supervisor = tokio::spawn(supervise(
+        ctx.clone(),
+        service.clone(),
+        claim.clone(),
+        config.clone(),
+    ));
     let started = std::time::Instant::now();
     let agent_ctx = ctx.clone();
     let result = tokio::spawn(async move { agent.run_turn(&agent_ctx).await }).await;
@@ -302,7 +321,12 @@ async fn run_claim(service: TaskService, agent: Arc<dyn Agent>, config: Arc<Runt
 
 /// Renews the lease, flushes the buffer on time, and fires the cancellation token
 /// when the task ends elsewhere (for example a cancel from any node).
-async fn supervise(ctx: TurnContext, service: TaskService, claim: Claim, config: Arc<RuntimeConfig>) {
+async fn supervise(
+    ctx: TurnContext,
+    service: TaskService,
+    claim: Claim,
+    config: Arc<RuntimeConfig>,
+) {
     let store = service.store().clone();
     let mut rx = store.hub().watch(&claim.task_id);
     let renew_every = config.lease / 3;

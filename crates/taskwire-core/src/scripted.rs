@@ -205,11 +205,13 @@ impl Agent for ScriptedAgent {
                 Directive::Ask(q) => {
                     let key = ask_key(i);
                     let answer = match ctx.answers().get(&key) {
-                        Some(r) if r.action == InputAction::Accept => r
-                            .content
-                            .as_ref()
-                            .and_then(|c| c.get("answer"))
-                            .map(|a| a.as_str().map(str::to_string).unwrap_or_else(|| a.to_string())),
+                        Some(r) if r.action == InputAction::Accept => {
+                            r.content.as_ref().and_then(|c| c.get("answer")).map(|a| {
+                                a.as_str()
+                                    .map(str::to_string)
+                                    .unwrap_or_else(|| a.to_string())
+                            })
+                        }
                         Some(_) => {
                             return Ok(TurnOutcome::Rejected {
                                 reason: "input declined".into(),
@@ -219,8 +221,12 @@ impl Agent for ScriptedAgent {
                     };
                     match answer {
                         Some(a) => {
-                            ctx.emit_artifact(&format!("answer-{i}"), Some("answer"), vec![Part::text(format!("answer: {a}"))])
-                                .await?;
+                            ctx.emit_artifact(
+                                &format!("answer-{i}"),
+                                Some("answer"),
+                                vec![Part::text(format!("answer: {a}"))],
+                            )
+                            .await?;
                         }
                         None => {
                             ctx.request_input(&key, q, ask_schema())?;
@@ -236,7 +242,9 @@ impl Agent for ScriptedAgent {
                         ctx.require_auth(p, &format!("line-{i}"), None)?;
                         ctx.set_state(save_pc(i)).await?;
                         return Ok(TurnOutcome::Waiting {
-                            message: Some(Message::agent_text(format!("authorization required: {p}"))),
+                            message: Some(Message::agent_text(format!(
+                                "authorization required: {p}"
+                            ))),
                         });
                     }
                 }
@@ -293,7 +301,11 @@ impl Agent for ScriptedAgent {
                 }
                 Directive::Message => reply_text = first.as_ref().map(Message::text),
                 Directive::Echo(t) => {
-                    let id = if script.len() == 1 { "echo".to_string() } else { format!("echo-{i}") };
+                    let id = if script.len() == 1 {
+                        "echo".to_string()
+                    } else {
+                        format!("echo-{i}")
+                    };
                     ctx.emit_artifact(&id, Some("echo"), vec![Part::text(t.clone())])
                         .await?;
                 }
@@ -314,23 +326,41 @@ mod tests {
 
     #[test]
     fn directives_parse() {
-        assert_eq!(Directive::parse("ask what?"), Directive::Ask("what?".into()));
-        assert_eq!(Directive::parse("auth github"), Directive::Auth("github".into()));
+        assert_eq!(
+            Directive::parse("ask what?"),
+            Directive::Ask("what?".into())
+        );
+        assert_eq!(
+            Directive::parse("auth github"),
+            Directive::Auth("github".into())
+        );
         assert_eq!(Directive::parse("review"), Directive::Review);
-        assert_eq!(Directive::parse("fail boom"), Directive::Fail("boom".into()));
-        assert_eq!(Directive::parse("reject no"), Directive::Reject("no".into()));
+        assert_eq!(
+            Directive::parse("fail boom"),
+            Directive::Fail("boom".into())
+        );
+        assert_eq!(
+            Directive::parse("reject no"),
+            Directive::Reject("no".into())
+        );
         assert_eq!(Directive::parse("crash"), Directive::Crash);
         assert_eq!(Directive::parse("sleep 20"), Directive::Sleep(20));
         assert_eq!(Directive::parse("stream 3"), Directive::Stream(3));
         assert_eq!(Directive::parse("steps 2"), Directive::Steps(2));
         assert_eq!(Directive::parse("message"), Directive::Message);
-        assert_eq!(Directive::parse("sleep forever"), Directive::Echo("sleep forever".into()));
+        assert_eq!(
+            Directive::parse("sleep forever"),
+            Directive::Echo("sleep forever".into())
+        );
         assert_eq!(Directive::parse("hello"), Directive::Echo("hello".into()));
     }
 
     #[test]
     fn plain_text_is_one_echo() {
-        assert_eq!(parse_script("hello\nworld"), vec![Directive::Echo("hello\nworld".into())]);
+        assert_eq!(
+            parse_script("hello\nworld"),
+            vec![Directive::Echo("hello\nworld".into())]
+        );
         assert_eq!(
             parse_script("steps 1\nhello"),
             vec![Directive::Steps(1), Directive::Echo("hello".into())]

@@ -195,9 +195,9 @@ impl Draft {
             t.error = error.clone();
             t.idle_expires_at = None;
             t.turn_open = false;
-            t.expires_at = t
-                .ttl_ms
-                .map(|ms| self.now + chrono::Duration::milliseconds(ms.min(i64::MAX as u64) as i64));
+            t.expires_at = t.ttl_ms.map(|ms| {
+                self.now + chrono::Duration::milliseconds(ms.min(i64::MAX as u64) as i64)
+            });
             // Nothing is outstanding on a terminal task.
             let open: Vec<String> = std::mem::take(&mut t.input_requests).into_keys().collect();
             t.superseded_keys.extend(open);
@@ -205,9 +205,9 @@ impl Draft {
             t.pending_reviews.clear();
             self.queue = QueueOp::Remove;
         } else if to.is_interrupted() {
-            t.idle_expires_at = t
-                .idle_lifespan_ms
-                .map(|ms| self.now + chrono::Duration::milliseconds(ms.min(i64::MAX as u64) as i64));
+            t.idle_expires_at = t.idle_lifespan_ms.map(|ms| {
+                self.now + chrono::Duration::milliseconds(ms.min(i64::MAX as u64) as i64)
+            });
         } else {
             t.idle_expires_at = None;
         }
@@ -245,7 +245,10 @@ impl Draft {
         }
     }
 
-    fn into_commit(mut self, fence: Option<Claim>) -> Result<(Commit, Vec<(TaskState, TaskState)>)> {
+    fn into_commit(
+        mut self,
+        fence: Option<Claim>,
+    ) -> Result<(Commit, Vec<(TaskState, TaskState)>)> {
         if self.was_terminal {
             return Err(CoreError::Terminal {
                 state: self.task.state,
@@ -525,7 +528,11 @@ impl TaskService {
                         limit: self.limits.max_history,
                     });
                 }
-                if d.task.history.iter().any(|m| m.message_id == message.message_id) {
+                if d.task
+                    .history
+                    .iter()
+                    .any(|m| m.message_id == message.message_id)
+                {
                     // A retried send of the same message: already stored, nothing to do.
                     return Ok(());
                 }
@@ -547,8 +554,9 @@ impl TaskService {
                     && d.task.pending_auth.is_empty()
                 {
                     // The message answers whatever was asked: open requests are superseded.
-                    let open: Vec<String> =
-                        std::mem::take(&mut d.task.input_requests).into_keys().collect();
+                    let open: Vec<String> = std::mem::take(&mut d.task.input_requests)
+                        .into_keys()
+                        .collect();
                     if !open.is_empty() {
                         d.task.superseded_keys.extend(open.iter().cloned());
                         d.record(EventKind::InputSuperseded { keys: open });
@@ -622,7 +630,12 @@ impl TaskService {
 
     /// Grants a provider authorisation: every operation waiting on it resumes at once.
     /// Granting a provider nothing waits for is a no-op.
-    pub async fn grant_auth(&self, access: Access<'_>, id: &TaskId, provider: &str) -> Result<Task> {
+    pub async fn grant_auth(
+        &self,
+        access: Access<'_>,
+        id: &TaskId,
+        provider: &str,
+    ) -> Result<Task> {
         validate_external_id("provider", provider)?;
         let (task, ()) = self
             .mutate(id, access, None, |d| {
@@ -682,7 +695,12 @@ impl TaskService {
 
     /// Cancels a task. Idempotent on a canceled task; a task that ended otherwise
     /// cannot be canceled. A running turn sees its cancellation token fire.
-    pub async fn cancel(&self, access: Access<'_>, id: &TaskId, reason: Option<String>) -> Result<Task> {
+    pub async fn cancel(
+        &self,
+        access: Access<'_>,
+        id: &TaskId,
+        reason: Option<String>,
+    ) -> Result<Task> {
         let (task, ()) = self
             .mutate(id, access, None, |d| match d.task.state {
                 TaskState::Canceled => Ok(()),
@@ -766,7 +784,12 @@ impl TaskService {
     }
 
     /// Lists tasks with a pending review addressed to the caller.
-    pub async fn list_reviews(&self, caller: &Caller, page_size: usize, cursor: Option<String>) -> Result<ListPage> {
+    pub async fn list_reviews(
+        &self,
+        caller: &Caller,
+        page_size: usize,
+        cursor: Option<String>,
+    ) -> Result<ListPage> {
         let q = ListQuery {
             tenant: caller.tenant.clone(),
             reviewer: Some(caller.principal.clone()),
@@ -778,21 +801,37 @@ impl TaskService {
     }
 
     /// Reads the event log after `after_seq`.
-    pub async fn events(&self, caller: &Caller, id: &TaskId, after_seq: u64, limit: usize) -> Result<Vec<Event>> {
+    pub async fn events(
+        &self,
+        caller: &Caller,
+        id: &TaskId,
+        after_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>> {
         self.get(caller, id).await?;
         Ok(self.store.events(id, after_seq, limit).await?)
     }
 
     /// Subscribes to a task's log: every event after `after_seq`, then live events,
     /// with no gap and no duplicate. The stream ends after the terminal status event.
-    pub async fn subscribe(&self, access: Access<'_>, id: &TaskId, after_seq: u64) -> Result<EventStream> {
+    pub async fn subscribe(
+        &self,
+        access: Access<'_>,
+        id: &TaskId,
+        after_seq: u64,
+    ) -> Result<EventStream> {
         // Watch before reading so that nothing committed in between is missed.
         let rx = self.store.hub().watch(id);
         let task = self.store.get(id).await?.ok_or(CoreError::NotFound)?;
         if !access.allows(&task) {
             return Err(CoreError::NotFound);
         }
-        Ok(crate::subscribe::stream(self.store.clone(), id.clone(), after_seq, rx))
+        Ok(crate::subscribe::stream(
+            self.store.clone(),
+            id.clone(),
+            after_seq,
+            rx,
+        ))
     }
 
     /// Waits until `pred` holds for the task (checked after every change), or the

@@ -252,8 +252,12 @@ pub trait TaskStore: Send + Sync + 'static {
     ) -> Result<Vec<Claim>, StoreError>;
 
     /// Extends a lease; false if it is no longer held.
-    async fn renew(&self, claim: &Claim, lease: Duration, now: Timestamp)
-        -> Result<bool, StoreError>;
+    async fn renew(
+        &self,
+        claim: &Claim,
+        lease: Duration,
+        now: Timestamp,
+    ) -> Result<bool, StoreError>;
 
     /// Gives a lease back, making the entry available now (used when draining).
     async fn release(&self, claim: &Claim) -> Result<(), StoreError>;

@@ -57,8 +57,14 @@ pub async fn run_all(factory: Factory<'_>) {
 
 pub async fn create_is_idempotent(store: Arc<dyn TaskStore>) {
     let svc = service(store);
-    let a = svc.create(&alice(), CreateTask::new(msg("m1", "hi"))).await.unwrap();
-    let b = svc.create(&alice(), CreateTask::new(msg("m1", "hi"))).await.unwrap();
+    let a = svc
+        .create(&alice(), CreateTask::new(msg("m1", "hi")))
+        .await
+        .unwrap();
+    let b = svc
+        .create(&alice(), CreateTask::new(msg("m1", "hi")))
+        .await
+        .unwrap();
     assert!(a.created && !b.created);
     assert_eq!(a.task.id, b.task.id);
     // Another owner or tenant with the same message id gets its own task.
@@ -67,7 +73,10 @@ pub async fn create_is_idempotent(store: Arc<dyn TaskStore>) {
         .await
         .unwrap();
     let d = svc
-        .create(&Caller::new("t2", "alice"), CreateTask::new(msg("m1", "hi")))
+        .create(
+            &Caller::new("t2", "alice"),
+            CreateTask::new(msg("m1", "hi")),
+        )
         .await
         .unwrap();
     assert!(c.created && d.created);
@@ -78,7 +87,11 @@ pub async fn create_is_idempotent(store: Arc<dyn TaskStore>) {
 
 pub async fn commit_is_compare_and_set(store: Arc<dyn TaskStore>) {
     let svc = service(store.clone());
-    let t = svc.create(&alice(), CreateTask::new(msg("m1", "hi"))).await.unwrap().task;
+    let t = svc
+        .create(&alice(), CreateTask::new(msg("m1", "hi")))
+        .await
+        .unwrap()
+        .task;
     let mut next = t.clone();
     next.version += 1;
     next.metadata.insert("k".into(), json!(1));
@@ -125,9 +138,15 @@ pub async fn commit_is_compare_and_set(store: Arc<dyn TaskStore>) {
 
 pub async fn events_are_ordered_and_paged(store: Arc<dyn TaskStore>) {
     let svc = service(store.clone());
-    let t = svc.create(&alice(), CreateTask::new(msg("m1", "hi"))).await.unwrap().task;
+    let t = svc
+        .create(&alice(), CreateTask::new(msg("m1", "hi")))
+        .await
+        .unwrap()
+        .task;
     for i in 0..20 {
-        svc.send_input(&alice(), &t.id, msg(&format!("in-{i}"), "more")).await.unwrap();
+        svc.send_input(&alice(), &t.id, msg(&format!("in-{i}"), "more"))
+            .await
+            .unwrap();
     }
     let all = store.events(&t.id, 0, 1000).await.unwrap();
     assert_eq!(all.len(), 22);
@@ -135,7 +154,10 @@ pub async fn events_are_ordered_and_paged(store: Arc<dyn TaskStore>) {
         assert_eq!(e.seq, i as u64 + 1);
     }
     let page = store.events(&t.id, 5, 3).await.unwrap();
-    assert_eq!(page.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![6, 7, 8]);
+    assert_eq!(
+        page.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        vec![6, 7, 8]
+    );
     assert!(store.events(&t.id, 22, 10).await.unwrap().is_empty());
     let t2 = store.get(&t.id).await.unwrap().unwrap();
     assert_eq!(t2.last_seq, 22);
@@ -144,14 +166,24 @@ pub async fn events_are_ordered_and_paged(store: Arc<dyn TaskStore>) {
 
 pub async fn fence_guards_commits(store: Arc<dyn TaskStore>) {
     let svc = service(store.clone());
-    let t = svc.create(&alice(), CreateTask::new(msg("m1", "hi"))).await.unwrap().task;
-    let claims = store.claim("w1", 10, Duration::from_secs(30), Utc::now()).await.unwrap();
+    let t = svc
+        .create(&alice(), CreateTask::new(msg("m1", "hi")))
+        .await
+        .unwrap()
+        .task;
+    let claims = store
+        .claim("w1", 10, Duration::from_secs(30), Utc::now())
+        .await
+        .unwrap();
     assert_eq!(claims.len(), 1);
     let claim = claims[0].clone();
     // With the lease held, a fenced commit succeeds.
     let (t1, ()) = svc
         .mutate(&t.id, Access::System, Some(&claim), |d| {
-            d.record(EventKind::Step { name: "s".into(), phase: crate::event::StepPhase::Started });
+            d.record(EventKind::Step {
+                name: "s".into(),
+                phase: crate::event::StepPhase::Started,
+            });
             Ok(())
         })
         .await
@@ -162,7 +194,10 @@ pub async fn fence_guards_commits(store: Arc<dyn TaskStore>) {
     stale.epoch += 7;
     let err = svc
         .mutate(&t.id, Access::System, Some(&stale), |d| {
-            d.record(EventKind::Step { name: "s".into(), phase: crate::event::StepPhase::Finished });
+            d.record(EventKind::Step {
+                name: "s".into(),
+                phase: crate::event::StepPhase::Finished,
+            });
             Ok(())
         })
         .await
@@ -174,7 +209,10 @@ pub async fn fence_guards_commits(store: Arc<dyn TaskStore>) {
     assert_eq!(reaped, vec![t.id.clone()]);
     let err = svc
         .mutate(&t.id, Access::System, Some(&claim), |d| {
-            d.record(EventKind::Step { name: "s".into(), phase: crate::event::StepPhase::Finished });
+            d.record(EventKind::Step {
+                name: "s".into(),
+                phase: crate::event::StepPhase::Finished,
+            });
             Ok(())
         })
         .await
@@ -186,31 +224,60 @@ pub async fn claims_leases_and_reaping(store: Arc<dyn TaskStore>) {
     let svc = service(store.clone());
     let mut ids = Vec::new();
     for i in 0..5 {
-        ids.push(svc.create(&alice(), CreateTask::new(msg(&format!("m{i}"), "hi"))).await.unwrap().task.id);
+        ids.push(
+            svc.create(&alice(), CreateTask::new(msg(&format!("m{i}"), "hi")))
+                .await
+                .unwrap()
+                .task
+                .id,
+        );
     }
     let now = Utc::now();
-    let a = store.claim("w1", 3, Duration::from_secs(10), now).await.unwrap();
-    let b = store.claim("w2", 10, Duration::from_secs(10), now).await.unwrap();
+    let a = store
+        .claim("w1", 3, Duration::from_secs(10), now)
+        .await
+        .unwrap();
+    let b = store
+        .claim("w2", 10, Duration::from_secs(10), now)
+        .await
+        .unwrap();
     assert_eq!(a.len(), 3);
     assert_eq!(b.len(), 2);
-    let mut claimed: Vec<_> = a.iter().chain(b.iter()).map(|c| c.task_id.clone()).collect();
+    let mut claimed: Vec<_> = a
+        .iter()
+        .chain(b.iter())
+        .map(|c| c.task_id.clone())
+        .collect();
     claimed.sort();
     let mut want = ids.clone();
     want.sort();
     assert_eq!(claimed, want, "every entry claimed exactly once");
-    assert!(store.claim("w3", 10, Duration::from_secs(10), now).await.unwrap().is_empty());
+    assert!(store
+        .claim("w3", 10, Duration::from_secs(10), now)
+        .await
+        .unwrap()
+        .is_empty());
     for c in a.iter().chain(b.iter()) {
         assert_eq!(c.epoch, 1);
         assert_eq!(c.attempts, 1);
     }
     // Renewal works for the holder only.
-    assert!(store.renew(&a[0], Duration::from_secs(10), now).await.unwrap());
+    assert!(store
+        .renew(&a[0], Duration::from_secs(10), now)
+        .await
+        .unwrap());
     let mut other = a[0].clone();
     other.worker = "w9".into();
-    assert!(!store.renew(&other, Duration::from_secs(10), now).await.unwrap());
+    assert!(!store
+        .renew(&other, Duration::from_secs(10), now)
+        .await
+        .unwrap());
     // Release makes one available again with a new epoch on the next claim.
     store.release(&a[1]).await.unwrap();
-    let again = store.claim("w3", 10, Duration::from_secs(10), now).await.unwrap();
+    let again = store
+        .claim("w3", 10, Duration::from_secs(10), now)
+        .await
+        .unwrap();
     assert_eq!(again.len(), 1);
     assert_eq!(again[0].task_id, a[1].task_id);
     assert_eq!(again[0].epoch, 2);
@@ -223,39 +290,70 @@ pub async fn claims_leases_and_reaping(store: Arc<dyn TaskStore>) {
     let mut reaped = store.reap(later).await.unwrap();
     reaped.sort();
     assert_eq!(reaped.len(), 4);
-    assert!(store.reap(later).await.unwrap().is_empty(), "reaping is not repeated");
-    let re = store.claim("w4", 10, Duration::from_secs(10), later).await.unwrap();
+    assert!(
+        store.reap(later).await.unwrap().is_empty(),
+        "reaping is not repeated"
+    );
+    let re = store
+        .claim("w4", 10, Duration::from_secs(10), later)
+        .await
+        .unwrap();
     assert_eq!(re.len(), 4);
 }
 
 pub async fn queue_operations(store: Arc<dyn TaskStore>) {
     let svc = service(store.clone());
-    let t = svc.create(&alice(), CreateTask::new(msg("m1", "hi"))).await.unwrap().task;
-    let c = store.claim("w1", 1, Duration::from_secs(30), Utc::now()).await.unwrap().remove(0);
+    let t = svc
+        .create(&alice(), CreateTask::new(msg("m1", "hi")))
+        .await
+        .unwrap()
+        .task;
+    let c = store
+        .claim("w1", 1, Duration::from_secs(30), Utc::now())
+        .await
+        .unwrap()
+        .remove(0);
     // Enqueue on a leased entry leaves it leased.
     svc.mutate(&t.id, Access::System, None, |d| {
         d.set_queue(QueueOp::Enqueue);
-        d.record(EventKind::Step { name: "x".into(), phase: crate::event::StepPhase::Started });
+        d.record(EventKind::Step {
+            name: "x".into(),
+            phase: crate::event::StepPhase::Started,
+        });
         Ok(())
     })
     .await
     .unwrap();
-    assert!(store.claim("w2", 1, Duration::from_secs(30), Utc::now()).await.unwrap().is_empty());
+    assert!(store
+        .claim("w2", 1, Duration::from_secs(30), Utc::now())
+        .await
+        .unwrap()
+        .is_empty());
     // Requeue (fenced) frees it.
     svc.mutate(&t.id, Access::System, Some(&c), |d| {
         d.set_queue(QueueOp::Requeue);
-        d.record(EventKind::Step { name: "x".into(), phase: crate::event::StepPhase::Finished });
+        d.record(EventKind::Step {
+            name: "x".into(),
+            phase: crate::event::StepPhase::Finished,
+        });
         Ok(())
     })
     .await
     .unwrap();
-    let c2 = store.claim("w2", 1, Duration::from_secs(30), Utc::now()).await.unwrap().remove(0);
+    let c2 = store
+        .claim("w2", 1, Duration::from_secs(30), Utc::now())
+        .await
+        .unwrap()
+        .remove(0);
     assert_eq!(c2.epoch, c.epoch + 1);
     assert_eq!(c2.attempts, 1, "a requeue starts a fresh attempt count");
     // Remove deletes it.
     svc.mutate(&t.id, Access::System, Some(&c2), |d| {
         d.set_queue(QueueOp::Remove);
-        d.record(EventKind::Step { name: "y".into(), phase: crate::event::StepPhase::Started });
+        d.record(EventKind::Step {
+            name: "y".into(),
+            phase: crate::event::StepPhase::Started,
+        });
         Ok(())
     })
     .await
@@ -264,7 +362,10 @@ pub async fn queue_operations(store: Arc<dyn TaskStore>) {
     // Enqueue on no entry inserts one.
     svc.mutate(&t.id, Access::System, None, |d| {
         d.set_queue(QueueOp::Enqueue);
-        d.record(EventKind::Step { name: "y".into(), phase: crate::event::StepPhase::Finished });
+        d.record(EventKind::Step {
+            name: "y".into(),
+            phase: crate::event::StepPhase::Finished,
+        });
         Ok(())
     })
     .await
@@ -277,20 +378,42 @@ pub async fn listing_filters_and_cursor(store: Arc<dyn TaskStore>) {
     let mut mine = Vec::new();
     for i in 0..7 {
         let mut req = CreateTask::new(msg(&format!("m{i}"), "hi"));
-        req.context_id = Some(if i % 2 == 0 { "even".into() } else { "odd".into() });
+        req.context_id = Some(if i % 2 == 0 {
+            "even".into()
+        } else {
+            "odd".into()
+        });
         mine.push(svc.create(&alice(), req).await.unwrap().task);
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
-    svc.create(&Caller::new("t1", "bob"), CreateTask::new(msg("b", "hi"))).await.unwrap();
-    svc.create(&Caller::new("t2", "alice"), CreateTask::new(msg("c", "hi"))).await.unwrap();
-    svc.cancel(Access::Owner(&alice()), &mine[0].id, None).await.unwrap();
+    svc.create(&Caller::new("t1", "bob"), CreateTask::new(msg("b", "hi")))
+        .await
+        .unwrap();
+    svc.create(&Caller::new("t2", "alice"), CreateTask::new(msg("c", "hi")))
+        .await
+        .unwrap();
+    svc.cancel(Access::Owner(&alice()), &mine[0].id, None)
+        .await
+        .unwrap();
 
-    let q = |size| ListQuery { page_size: size, ..ListQuery::default() };
+    let q = |size| ListQuery {
+        page_size: size,
+        ..ListQuery::default()
+    };
     // Paging: newest first, no duplicates, no gaps.
     let mut seen = Vec::new();
     let mut cursor = None;
     loop {
-        let page = svc.list(&alice(), ListQuery { cursor: cursor.clone(), ..q(3) }).await.unwrap();
+        let page = svc
+            .list(
+                &alice(),
+                ListQuery {
+                    cursor: cursor.clone(),
+                    ..q(3)
+                },
+            )
+            .await
+            .unwrap();
         assert_eq!(page.total, 7);
         seen.extend(page.tasks.iter().map(|t| t.id.clone()));
         match page.next_cursor {
@@ -301,46 +424,102 @@ pub async fn listing_filters_and_cursor(store: Arc<dyn TaskStore>) {
     let want: Vec<_> = mine.iter().rev().map(|t| t.id.clone()).collect();
     assert_eq!(seen, want);
     let even = svc
-        .list(&alice(), ListQuery { context_id: Some("even".into()), ..q(50) })
+        .list(
+            &alice(),
+            ListQuery {
+                context_id: Some("even".into()),
+                ..q(50)
+            },
+        )
         .await
         .unwrap();
     assert_eq!(even.tasks.len(), 4);
     assert!(even.tasks.iter().all(|t| t.context_id == "even"));
     let canceled = svc
-        .list(&alice(), ListQuery { state: Some(TaskState::Canceled), ..q(50) })
+        .list(
+            &alice(),
+            ListQuery {
+                state: Some(TaskState::Canceled),
+                ..q(50)
+            },
+        )
         .await
         .unwrap();
     assert_eq!(canceled.tasks.len(), 1);
     assert_eq!(canceled.tasks[0].id, mine[0].id);
     let recent = svc
-        .list(&alice(), ListQuery { updated_after: Some(mine[6].updated_at), ..q(50) })
+        .list(
+            &alice(),
+            ListQuery {
+                updated_after: Some(mine[6].updated_at),
+                ..q(50)
+            },
+        )
         .await
         .unwrap();
     // Only the canceled one changed after the last create.
-    assert_eq!(recent.tasks.iter().map(|t| t.id.clone()).collect::<Vec<_>>(), vec![mine[0].id.clone()]);
-    let bad = svc.list(&alice(), ListQuery { cursor: Some("garbage".into()), ..q(5) }).await;
+    assert_eq!(
+        recent
+            .tasks
+            .iter()
+            .map(|t| t.id.clone())
+            .collect::<Vec<_>>(),
+        vec![mine[0].id.clone()]
+    );
+    let bad = svc
+        .list(
+            &alice(),
+            ListQuery {
+                cursor: Some("garbage".into()),
+                ..q(5)
+            },
+        )
+        .await;
     assert!(matches!(bad, Err(CoreError::InvalidInput { .. })));
 }
 
 pub async fn sweep_removes_expired_terminal_tasks(store: Arc<dyn TaskStore>) {
-    let svc = service(store.clone()).with_defaults(TaskDefaults { ttl: Some(Duration::from_millis(1)), idle_lifespan: None });
-    let done = svc.create(&alice(), CreateTask::new(msg("m1", "hi"))).await.unwrap().task;
-    let live = svc.create(&alice(), CreateTask::new(msg("m2", "hi"))).await.unwrap().task;
-    svc.cancel(Access::Owner(&alice()), &done.id, None).await.unwrap();
+    let svc = service(store.clone()).with_defaults(TaskDefaults {
+        ttl: Some(Duration::from_millis(1)),
+        idle_lifespan: None,
+    });
+    let done = svc
+        .create(&alice(), CreateTask::new(msg("m1", "hi")))
+        .await
+        .unwrap()
+        .task;
+    let live = svc
+        .create(&alice(), CreateTask::new(msg("m2", "hi")))
+        .await
+        .unwrap()
+        .task;
+    svc.cancel(Access::Owner(&alice()), &done.id, None)
+        .await
+        .unwrap();
     let later = Utc::now() + chrono::Duration::seconds(1);
     assert_eq!(store.sweep(later, 100).await.unwrap(), 1);
     assert!(store.get(&done.id).await.unwrap().is_none());
     assert!(store.events(&done.id, 0, 10).await.unwrap().is_empty());
     assert!(store.get(&live.id).await.unwrap().is_some());
     // The idempotency key went with it: the same message id creates a new task.
-    let again = svc.create(&alice(), CreateTask::new(msg("m1", "hi"))).await.unwrap();
+    let again = svc
+        .create(&alice(), CreateTask::new(msg("m1", "hi")))
+        .await
+        .unwrap();
     assert!(again.created);
     assert_ne!(again.task.id, done.id);
 }
 
 pub async fn idle_expiry_candidates(store: Arc<dyn TaskStore>) {
-    let svc = service(store.clone()).with_defaults(TaskDefaults { ttl: None, idle_lifespan: Some(Duration::from_millis(10)) });
-    let t = svc.create(&alice(), CreateTask::new(msg("m1", "ask what?"))).await.unwrap().task;
+    let svc = service(store.clone()).with_defaults(TaskDefaults {
+        ttl: None,
+        idle_lifespan: Some(Duration::from_millis(10)),
+    });
+    let t = svc
+        .create(&alice(), CreateTask::new(msg("m1", "ask what?")))
+        .await
+        .unwrap()
+        .task;
     svc.mutate(&t.id, Access::System, None, |d| {
         d.transition(TaskState::Working, None)?;
         d.task.input_requests.insert(
@@ -361,8 +540,15 @@ pub async fn idle_expiry_candidates(store: Arc<dyn TaskStore>) {
     let got = store.get(&t.id).await.unwrap().unwrap();
     assert!(got.idle_expires_at.is_some());
     let later = Utc::now() + chrono::Duration::seconds(1);
-    assert_eq!(store.idle_expired(later, 10).await.unwrap(), vec![t.id.clone()]);
-    assert!(store.idle_expired(Utc::now() - chrono::Duration::seconds(10), 10).await.unwrap().is_empty());
+    assert_eq!(
+        store.idle_expired(later, 10).await.unwrap(),
+        vec![t.id.clone()]
+    );
+    assert!(store
+        .idle_expired(Utc::now() - chrono::Duration::seconds(10), 10)
+        .await
+        .unwrap()
+        .is_empty());
     tokio::time::sleep(Duration::from_millis(20)).await;
     let ended = svc.expire_idle(&t.id).await.unwrap();
     assert_eq!(ended.state, TaskState::Canceled);
@@ -372,21 +558,42 @@ pub async fn idle_expiry_candidates(store: Arc<dyn TaskStore>) {
 
 pub async fn counts(store: Arc<dyn TaskStore>) {
     let svc = service(store.clone());
-    let a = svc.create(&alice(), CreateTask::new(msg("m1", "hi"))).await.unwrap().task;
-    svc.create(&alice(), CreateTask::new(msg("m2", "hi"))).await.unwrap();
-    svc.cancel(Access::Owner(&alice()), &a.id, None).await.unwrap();
+    let a = svc
+        .create(&alice(), CreateTask::new(msg("m1", "hi")))
+        .await
+        .unwrap()
+        .task;
+    svc.create(&alice(), CreateTask::new(msg("m2", "hi")))
+        .await
+        .unwrap();
+    svc.cancel(Access::Owner(&alice()), &a.id, None)
+        .await
+        .unwrap();
     let counts: BTreeMap<_, _> = store.count_by_state().await.unwrap().into_iter().collect();
     assert_eq!(counts.get(&TaskState::Submitted), Some(&1));
     assert_eq!(counts.get(&TaskState::Canceled), Some(&1));
-    assert_eq!(store.queue_depth().await.unwrap(), 1, "a canceled task leaves the queue");
+    assert_eq!(
+        store.queue_depth().await.unwrap(),
+        1,
+        "a canceled task leaves the queue"
+    );
 }
 
 pub async fn hub_is_published(store: Arc<dyn TaskStore>) {
     let svc = service(store.clone());
-    let t = svc.create(&alice(), CreateTask::new(msg("m1", "hi"))).await.unwrap().task;
+    let t = svc
+        .create(&alice(), CreateTask::new(msg("m1", "hi")))
+        .await
+        .unwrap()
+        .task;
     let mut rx = store.hub().watch(&t.id);
-    svc.cancel(Access::Owner(&alice()), &t.id, None).await.unwrap();
-    tokio::time::timeout(Duration::from_secs(5), rx.changed()).await.unwrap().unwrap();
+    svc.cancel(Access::Owner(&alice()), &t.id, None)
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(5), rx.changed())
+        .await
+        .unwrap()
+        .unwrap();
     let w = *rx.borrow();
     assert_eq!(w.state, TaskState::Canceled);
     assert_eq!(w.last_seq, 3);
@@ -397,46 +604,78 @@ pub async fn runtime_end_to_end(store: Arc<dyn TaskStore>) {
     let rt = Runtime::start(
         svc.clone(),
         Arc::new(ScriptedAgent::new()),
-        RuntimeConfig { poll_interval: Duration::from_millis(20), ..RuntimeConfig::default() },
+        RuntimeConfig {
+            poll_interval: Duration::from_millis(20),
+            ..RuntimeConfig::default()
+        },
     );
     let wait = |id| {
         let svc = svc.clone();
         async move {
-            svc.wait_until(&alice(), &id, Duration::from_secs(10), |t| t.state.is_interrupted())
-                .await
-                .unwrap()
+            svc.wait_until(&alice(), &id, Duration::from_secs(10), |t| {
+                t.state.is_interrupted()
+            })
+            .await
+            .unwrap()
         }
     };
     // Echo.
-    let t = svc.create(&alice(), CreateTask::new(msg("e1", "hello"))).await.unwrap().task;
+    let t = svc
+        .create(&alice(), CreateTask::new(msg("e1", "hello")))
+        .await
+        .unwrap()
+        .task;
     let t = wait(t.id).await;
     assert_eq!(t.state, TaskState::Completed);
     assert_eq!(t.artifacts[0].name.as_deref(), Some("echo"));
     assert_eq!(t.artifacts[0].text(), "hello");
     // Ask, answered by key.
-    let t = svc.create(&alice(), CreateTask::new(msg("a1", "ask your name?"))).await.unwrap().task;
+    let t = svc
+        .create(&alice(), CreateTask::new(msg("a1", "ask your name?")))
+        .await
+        .unwrap()
+        .task;
     let t = wait(t.id).await;
     assert_eq!(t.state, TaskState::InputRequired);
     let mut answers = BTreeMap::new();
     answers.insert(ask_key(0), InputResponse::accept(json!({"answer": "Ada"})));
     svc.answer_inputs(&alice(), &t.id, answers).await.unwrap();
     let t = svc
-        .wait_until(&alice(), &t.id, Duration::from_secs(10), |t| t.state.is_terminal())
+        .wait_until(&alice(), &t.id, Duration::from_secs(10), |t| {
+            t.state.is_terminal()
+        })
         .await
         .unwrap();
     assert_eq!(t.state, TaskState::Completed);
     assert_eq!(t.artifacts[0].text(), "answer: Ada");
     // Cancel a sleeping task: the stream ends with canceled.
-    let t = svc.create(&alice(), CreateTask::new(msg("s1", "sleep 5000"))).await.unwrap().task;
-    svc.wait_until(&alice(), &t.id, Duration::from_secs(10), |t| t.state == TaskState::Working)
+    let t = svc
+        .create(&alice(), CreateTask::new(msg("s1", "sleep 5000")))
+        .await
+        .unwrap()
+        .task;
+    svc.wait_until(&alice(), &t.id, Duration::from_secs(10), |t| {
+        t.state == TaskState::Working
+    })
+    .await
+    .unwrap();
+    let mut sub = svc
+        .subscribe(Access::Owner(&alice()), &t.id, 0)
         .await
         .unwrap();
-    let mut sub = svc.subscribe(Access::Owner(&alice()), &t.id, 0).await.unwrap();
-    svc.cancel(Access::Owner(&alice()), &t.id, None).await.unwrap();
+    svc.cancel(Access::Owner(&alice()), &t.id, None)
+        .await
+        .unwrap();
     let mut last = None;
-    while let Some(e) = tokio::time::timeout(Duration::from_secs(10), sub.next()).await.unwrap() {
+    while let Some(e) = tokio::time::timeout(Duration::from_secs(10), sub.next())
+        .await
+        .unwrap()
+    {
         last = Some(e.unwrap());
     }
-    assert_eq!(last.unwrap().kind.terminal_state(), Some(TaskState::Canceled));
+    assert_eq!(
+        last.unwrap().kind.terminal_state(),
+        Some(TaskState::Canceled)
+    );
     rt.shutdown(Duration::from_secs(5)).await;
 }

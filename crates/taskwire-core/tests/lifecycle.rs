@@ -45,7 +45,9 @@ impl Env {
 
     async fn settle(&self, t: &Task) -> Task {
         self.svc
-            .wait_until(&alice(), &t.id, Duration::from_secs(10), |t| t.state.is_interrupted())
+            .wait_until(&alice(), &t.id, Duration::from_secs(10), |t| {
+                t.state.is_interrupted()
+            })
             .await
             .expect("wait")
     }
@@ -77,19 +79,30 @@ async fn echo_completes_with_an_echo_artifact() {
     assert_eq!(t.artifacts[0].name.as_deref(), Some("echo"));
     assert_eq!(t.artifacts[0].text(), "hello world");
     assert_eq!(t.turns, 1);
-    assert!(t.history[0].committed_at.is_some(), "the agent saw the input");
+    assert!(
+        t.history[0].committed_at.is_some(),
+        "the agent saw the input"
+    );
     env.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ask_is_answered_by_a_plain_message() {
     let env = Env::new();
-    let t = env.settle(&env.create("ask What is your name?").await).await;
+    let t = env
+        .settle(&env.create("ask What is your name?").await)
+        .await;
     assert_eq!(t.state, TaskState::InputRequired);
-    assert_eq!(t.status_message.as_ref().map(Message::text).as_deref(), Some("What is your name?"));
+    assert_eq!(
+        t.status_message.as_ref().map(Message::text).as_deref(),
+        Some("What is your name?")
+    );
     let req = t.input_requests.get(&ask_key(0)).expect("keyed request");
     assert_eq!(req.schema["properties"]["answer"]["type"], "string");
-    env.svc.send_input(&alice(), &t.id, Message::user_text("Ada")).await.unwrap();
+    env.svc
+        .send_input(&alice(), &t.id, Message::user_text("Ada"))
+        .await
+        .unwrap();
     let t = env.terminal(&t).await;
     assert_eq!(t.state, TaskState::Completed);
     assert_eq!(t.artifacts[0].text(), "answer: Ada");
@@ -100,11 +113,16 @@ async fn ask_is_answered_by_a_plain_message() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn partial_unknown_and_superseded_answers() {
     let env = Env::new();
-    let t = env.settle(&env.create("ask first?\nask second?").await).await;
+    let t = env
+        .settle(&env.create("ask first?\nask second?").await)
+        .await;
     assert_eq!(t.state, TaskState::InputRequired);
     // Unknown key: ignored, task still waits.
     let mut a = BTreeMap::new();
-    a.insert("nope".to_string(), InputResponse::accept(json!({"answer": "x"})));
+    a.insert(
+        "nope".to_string(),
+        InputResponse::accept(json!({"answer": "x"})),
+    );
     let r = env.svc.answer_inputs(&alice(), &t.id, a).await.unwrap();
     assert!(r.applied.is_empty());
     assert_eq!(r.ignored, vec!["nope".to_string()]);
@@ -112,7 +130,11 @@ async fn partial_unknown_and_superseded_answers() {
     // The right key resumes; the script then asks the second question.
     let mut a = BTreeMap::new();
     a.insert(ask_key(0), InputResponse::accept(json!({"answer": "one"})));
-    let r = env.svc.answer_inputs(&alice(), &t.id, a.clone()).await.unwrap();
+    let r = env
+        .svc
+        .answer_inputs(&alice(), &t.id, a.clone())
+        .await
+        .unwrap();
     assert_eq!(r.applied, vec![ask_key(0)]);
     let t2 = env
         .svc
@@ -140,7 +162,13 @@ async fn declined_input_ends_rejected() {
     let env = Env::new();
     let t = env.settle(&env.create("ask ok?").await).await;
     let mut a = BTreeMap::new();
-    a.insert(ask_key(0), InputResponse { action: InputAction::Decline, content: None });
+    a.insert(
+        ask_key(0),
+        InputResponse {
+            action: InputAction::Decline,
+            content: None,
+        },
+    );
     env.svc.answer_inputs(&alice(), &t.id, a).await.unwrap();
     let t = env.terminal(&t).await;
     assert_eq!(t.state, TaskState::Rejected);
@@ -150,16 +178,29 @@ async fn declined_input_ends_rejected() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auth_is_one_wait_per_provider_and_one_grant_resolves_it() {
     let env = Env::new();
-    let t = env.settle(&env.create("auth github\nauth github\necho done").await).await;
+    let t = env
+        .settle(&env.create("auth github\nauth github\necho done").await)
+        .await;
     assert_eq!(t.state, TaskState::AuthRequired);
     assert_eq!(t.pending_auth.len(), 1);
     assert_eq!(t.pending_auth[0].provider, "github");
     // Granting an unrelated provider changes nothing.
-    let same = env.svc.grant_auth(Access::Owner(&alice()), &t.id, "gitlab").await.unwrap();
+    let same = env
+        .svc
+        .grant_auth(Access::Owner(&alice()), &t.id, "gitlab")
+        .await
+        .unwrap();
     assert_eq!(same.version, t.version);
-    env.svc.grant_auth(Access::Owner(&alice()), &t.id, "github").await.unwrap();
+    env.svc
+        .grant_auth(Access::Owner(&alice()), &t.id, "github")
+        .await
+        .unwrap();
     let t = env.terminal(&t).await;
-    assert_eq!(t.state, TaskState::Completed, "both waits on github resolved by one grant");
+    assert_eq!(
+        t.state,
+        TaskState::Completed,
+        "both waits on github resolved by one grant"
+    );
     assert!(t.granted_providers.contains("github"));
     env.stop().await;
 }
@@ -170,7 +211,8 @@ async fn a_message_can_carry_an_authorisation() {
     let t = env.settle(&env.create("auth slack\nhello").await).await;
     assert_eq!(t.state, TaskState::AuthRequired);
     let mut m = Message::user_text("signed in");
-    m.metadata.insert("authorization".into(), json!({"provider": "slack"}));
+    m.metadata
+        .insert("authorization".into(), json!({"provider": "slack"}));
     env.svc.send_input(&alice(), &t.id, m).await.unwrap();
     let t = env.terminal(&t).await;
     assert_eq!(t.state, TaskState::Completed);
@@ -186,14 +228,23 @@ async fn review_approve_continues_and_reject_ends_rejected() {
     assert_eq!(rv.reviewer, "alice");
     // Someone else cannot decide it.
     let mallory = Caller::new("t1", "mallory");
-    let err = env.svc.decide_review(&mallory, &t.id, &rv.id, ReviewDecision::Approve).await;
+    let err = env
+        .svc
+        .decide_review(&mallory, &t.id, &rv.id, ReviewDecision::Approve)
+        .await;
     assert!(matches!(err, Err(CoreError::NotFound)));
-    env.svc.decide_review(&alice(), &t.id, &rv.id, ReviewDecision::Approve).await.unwrap();
+    env.svc
+        .decide_review(&alice(), &t.id, &rv.id, ReviewDecision::Approve)
+        .await
+        .unwrap();
     assert_eq!(env.terminal(&t).await.state, TaskState::Completed);
 
     let t = env.settle(&env.create("review").await).await;
     let rv = t.pending_reviews[0].clone();
-    env.svc.decide_review(&alice(), &t.id, &rv.id, ReviewDecision::Reject).await.unwrap();
+    env.svc
+        .decide_review(&alice(), &t.id, &rv.id, ReviewDecision::Reject)
+        .await
+        .unwrap();
     let t = env.terminal(&t).await;
     assert_eq!(t.state, TaskState::Rejected);
     env.stop().await;
@@ -204,10 +255,16 @@ async fn fail_reject_and_crash() {
     let env = Env::new();
     let t = env.terminal(&env.create("fail disk full").await).await;
     assert_eq!(t.state, TaskState::Failed);
-    assert_eq!(t.error.as_ref().map(|e| e.message.as_str()), Some("disk full"));
+    assert_eq!(
+        t.error.as_ref().map(|e| e.message.as_str()),
+        Some("disk full")
+    );
     let t = env.terminal(&env.create("reject not allowed").await).await;
     assert_eq!(t.state, TaskState::Rejected);
-    assert_eq!(t.error.as_ref().map(|e| e.message.as_str()), Some("not allowed"));
+    assert_eq!(
+        t.error.as_ref().map(|e| e.message.as_str()),
+        Some("not allowed")
+    );
     let t = env.terminal(&env.create("crash").await).await;
     assert_eq!(t.state, TaskState::Failed);
     let e = t.error.expect("error");
@@ -228,12 +285,20 @@ async fn stream_and_steps_are_logged() {
     let chunks: Vec<(bool, bool)> = events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::Artifact { append, last_chunk, .. } => Some((*append, *last_chunk)),
+            EventKind::Artifact {
+                append, last_chunk, ..
+            } => Some((*append, *last_chunk)),
             _ => None,
         })
         .collect();
-    assert_eq!(chunks, vec![(false, false), (true, false), (true, false), (true, true)]);
-    let steps = events.iter().filter(|e| matches!(e.kind, EventKind::Step { .. })).count();
+    assert_eq!(
+        chunks,
+        vec![(false, false), (true, false), (true, false), (true, true)]
+    );
+    let steps = events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Step { .. }))
+        .count();
     assert_eq!(steps, 4);
     env.stop().await;
 }
@@ -241,9 +306,14 @@ async fn stream_and_steps_are_logged() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn message_directive_is_a_direct_reply() {
     let agent = ScriptedAgent::new();
-    let reply = agent.direct_reply(&alice(), &Message::user_text("message\nhi")).await;
+    let reply = agent
+        .direct_reply(&alice(), &Message::user_text("message\nhi"))
+        .await;
     assert_eq!(reply.map(|m| m.text()).as_deref(), Some("message\nhi"));
-    assert!(agent.direct_reply(&alice(), &Message::user_text("hello")).await.is_none());
+    assert!(agent
+        .direct_reply(&alice(), &Message::user_text("hello"))
+        .await
+        .is_none());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -251,19 +321,30 @@ async fn input_during_a_turn_is_queued_in_order_and_never_lost() {
     let env = Env::new();
     let t = env.create("sleep 300").await;
     env.svc
-        .wait_until(&alice(), &t.id, Duration::from_secs(10), |t| t.state == TaskState::Working)
+        .wait_until(&alice(), &t.id, Duration::from_secs(10), |t| {
+            t.state == TaskState::Working
+        })
         .await
         .unwrap();
     for i in 1..=3 {
         let mut m = Message::user_text(format!("input {i}"));
         m.message_id = format!("in-{i}");
         let after = env.svc.send_input(&alice(), &t.id, m).await.unwrap();
-        assert_eq!(after.state, TaskState::Working, "the turn in flight is not interrupted");
+        assert_eq!(
+            after.state,
+            TaskState::Working,
+            "the turn in flight is not interrupted"
+        );
     }
     let t = env.terminal(&t).await;
     assert_eq!(t.state, TaskState::Completed);
     assert_eq!(t.turns, 2, "queued input ran in one later turn");
-    let echoed: Vec<String> = t.artifacts.iter().filter(|a| a.artifact_id.starts_with("echo-")).map(|a| a.text()).collect();
+    let echoed: Vec<String> = t
+        .artifacts
+        .iter()
+        .filter(|a| a.artifact_id.starts_with("echo-"))
+        .map(|a| a.text())
+        .collect();
     assert_eq!(echoed, vec!["input 1", "input 2", "input 3"]);
     assert!(t.history.iter().all(|m| m.committed_at.is_some()));
     env.stop().await;
@@ -273,10 +354,23 @@ async fn input_during_a_turn_is_queued_in_order_and_never_lost() {
 async fn terminal_tasks_refuse_input_and_cancel() {
     let env = Env::new();
     let t = env.terminal(&env.create("hello").await).await;
-    let err = env.svc.send_input(&alice(), &t.id, Message::user_text("more")).await;
-    assert!(matches!(err, Err(CoreError::Terminal { state: TaskState::Completed })));
+    let err = env
+        .svc
+        .send_input(&alice(), &t.id, Message::user_text("more"))
+        .await;
+    assert!(matches!(
+        err,
+        Err(CoreError::Terminal {
+            state: TaskState::Completed
+        })
+    ));
     let err = env.svc.cancel(Access::Owner(&alice()), &t.id, None).await;
-    assert!(matches!(err, Err(CoreError::NotCancelable { state: TaskState::Completed })));
+    assert!(matches!(
+        err,
+        Err(CoreError::NotCancelable {
+            state: TaskState::Completed
+        })
+    ));
     let after = env.svc.get(&alice(), &t.id).await.unwrap();
     assert_eq!(after.version, t.version, "a terminal task is never mutated");
     env.stop().await;
@@ -287,12 +381,22 @@ async fn cancel_is_idempotent_and_cooperative() {
     let env = Env::new();
     let t = env.create("sleep 10000").await;
     env.svc
-        .wait_until(&alice(), &t.id, Duration::from_secs(10), |t| t.state == TaskState::Working)
+        .wait_until(&alice(), &t.id, Duration::from_secs(10), |t| {
+            t.state == TaskState::Working
+        })
         .await
         .unwrap();
     let started = std::time::Instant::now();
-    let a = env.svc.cancel(Access::Owner(&alice()), &t.id, None).await.unwrap();
-    let b = env.svc.cancel(Access::Owner(&alice()), &t.id, None).await.unwrap();
+    let a = env
+        .svc
+        .cancel(Access::Owner(&alice()), &t.id, None)
+        .await
+        .unwrap();
+    let b = env
+        .svc
+        .cancel(Access::Owner(&alice()), &t.id, None)
+        .await
+        .unwrap();
     assert_eq!(a.state, TaskState::Canceled);
     assert_eq!(a.version, b.version, "a second cancel changes nothing");
     // The runtime drains quickly because the sleeping turn saw its token.
@@ -305,9 +409,14 @@ async fn another_callers_task_is_not_found() {
     let env = Env::new();
     let t = env.create("ask hm?").await;
     for other in [Caller::new("t1", "bob"), Caller::new("t2", "alice")] {
-        assert!(matches!(env.svc.get(&other, &t.id).await, Err(CoreError::NotFound)));
         assert!(matches!(
-            env.svc.send_input(&other, &t.id, Message::user_text("x")).await,
+            env.svc.get(&other, &t.id).await,
+            Err(CoreError::NotFound)
+        ));
+        assert!(matches!(
+            env.svc
+                .send_input(&other, &t.id, Message::user_text("x"))
+                .await,
             Err(CoreError::NotFound)
         ));
         assert!(matches!(
@@ -329,7 +438,11 @@ async fn create_is_idempotent_and_starts_no_new_work() {
     let env = Env::new();
     let mut m = Message::user_text("hello");
     m.message_id = "same".into();
-    let a = env.svc.create(&alice(), CreateTask::new(m.clone())).await.unwrap();
+    let a = env
+        .svc
+        .create(&alice(), CreateTask::new(m.clone()))
+        .await
+        .unwrap();
     let t = env.terminal(&a.task).await;
     let b = env.svc.create(&alice(), CreateTask::new(m)).await.unwrap();
     assert!(!b.created);
@@ -365,9 +478,15 @@ async fn bad_input_gets_typed_errors() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn guardrail_refuses_before_the_agent_sees_anything() {
     let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
-    let svc = TaskService::new(store.clone(), "scripted")
-        .with_guardrail(Arc::new(taskwire_core::agent::DenyPhrases::new(["drop table"])));
-    let err = svc.create(&alice(), CreateTask::new(Message::user_text("please DROP TABLE x"))).await;
+    let svc = TaskService::new(store.clone(), "scripted").with_guardrail(Arc::new(
+        taskwire_core::agent::DenyPhrases::new(["drop table"]),
+    ));
+    let err = svc
+        .create(
+            &alice(),
+            CreateTask::new(Message::user_text("please DROP TABLE x")),
+        )
+        .await;
     assert!(matches!(err, Err(CoreError::DeniedByGuardrail { .. })));
     assert_eq!(store.queue_depth().await.unwrap(), 0);
 }
@@ -378,9 +497,18 @@ async fn a_task_survives_its_worker_dying() {
     // the lease lapses, and a live runtime completes it.
     let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
     let svc = TaskService::new(store.clone(), "scripted");
-    let t = svc.create(&alice(), CreateTask::new(Message::user_text("hello"))).await.unwrap().task;
+    let t = svc
+        .create(&alice(), CreateTask::new(Message::user_text("hello")))
+        .await
+        .unwrap()
+        .task;
     let dead = store
-        .claim("dead-worker", 1, Duration::from_millis(100), chrono::Utc::now())
+        .claim(
+            "dead-worker",
+            1,
+            Duration::from_millis(100),
+            chrono::Utc::now(),
+        )
         .await
         .unwrap();
     assert_eq!(dead.len(), 1);
@@ -393,12 +521,18 @@ async fn a_task_survives_its_worker_dying() {
             ..RuntimeConfig::default()
         },
     );
-    let t = svc.wait_until(&alice(), &t.id, Duration::from_secs(10), |_| false).await.unwrap();
+    let t = svc
+        .wait_until(&alice(), &t.id, Duration::from_secs(10), |_| false)
+        .await
+        .unwrap();
     assert_eq!(t.state, TaskState::Completed);
     // The dead worker's late commit is refused.
     let late = svc
         .mutate(&t.id, Access::System, Some(&dead[0]), |d| {
-            d.record(EventKind::Step { name: "late".into(), phase: taskwire_core::StepPhase::Started });
+            d.record(EventKind::Step {
+                name: "late".into(),
+                phase: taskwire_core::StepPhase::Started,
+            });
             Ok(())
         })
         .await;
@@ -414,10 +548,17 @@ async fn subscriber_that_drops_and_resumes_sees_no_gap_and_no_duplicate() {
     // Read a few events, drop the subscription, resume from the last seq, repeatedly.
     let mut after = 0;
     loop {
-        let mut sub = env.svc.subscribe(Access::Owner(&alice()), &t.id, after).await.unwrap();
+        let mut sub = env
+            .svc
+            .subscribe(Access::Owner(&alice()), &t.id, after)
+            .await
+            .unwrap();
         let mut n = 0;
         let mut ended = true;
-        while let Some(e) = tokio::time::timeout(Duration::from_secs(10), sub.next()).await.unwrap() {
+        while let Some(e) = tokio::time::timeout(Duration::from_secs(10), sub.next())
+            .await
+            .unwrap()
+        {
             let e = e.unwrap();
             after = e.seq;
             seen.push(e.seq);
@@ -455,15 +596,27 @@ async fn idle_lifespan_ends_a_waiting_task() {
             ..RuntimeConfig::default()
         },
     );
-    let t = svc.create(&alice(), CreateTask::new(Message::user_text("ask anyone?"))).await.unwrap().task;
+    let t = svc
+        .create(&alice(), CreateTask::new(Message::user_text("ask anyone?")))
+        .await
+        .unwrap()
+        .task;
     let waiting = svc
-        .wait_until(&alice(), &t.id, Duration::from_secs(10), |t| t.state.is_interrupted())
+        .wait_until(&alice(), &t.id, Duration::from_secs(10), |t| {
+            t.state.is_interrupted()
+        })
         .await
         .unwrap();
     assert!(waiting.idle_expires_at.is_some());
-    let t = svc.wait_until(&alice(), &t.id, Duration::from_secs(10), |_| false).await.unwrap();
+    let t = svc
+        .wait_until(&alice(), &t.id, Duration::from_secs(10), |_| false)
+        .await
+        .unwrap();
     assert_eq!(t.state, TaskState::Canceled);
-    assert_eq!(t.terminal_cause, Some(taskwire_core::types::TerminalCause::Expired));
+    assert_eq!(
+        t.terminal_cause,
+        Some(taskwire_core::types::TerminalCause::Expired)
+    );
     assert!(t.idle_expires_at.is_none());
     rt.shutdown(Duration::from_secs(5)).await;
 }

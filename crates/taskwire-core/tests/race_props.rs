@@ -101,7 +101,10 @@ async fn run(cmds: Vec<Cmd>) {
                 }
                 Cmd::Answer => {
                     let mut a = std::collections::BTreeMap::new();
-                    a.insert("k".to_string(), InputResponse::accept(json!({"answer": "y"})));
+                    a.insert(
+                        "k".to_string(),
+                        InputResponse::accept(json!({"answer": "y"})),
+                    );
                     let _ = svc.answer_inputs(&alice(), &id, a).await;
                 }
                 Cmd::Reap => {
@@ -139,7 +142,11 @@ async fn run(cmds: Vec<Cmd>) {
         .collect();
     assert!(terminal.len() <= 1, "one terminal state wins: {terminal:?}");
     if let Some(&i) = terminal.first() {
-        assert_eq!(i, events.len() - 1, "nothing is appended after a terminal state");
+        assert_eq!(
+            i,
+            events.len() - 1,
+            "nothing is appended after a terminal state"
+        );
         assert_eq!(Some(fin.state), events[i].kind.terminal_state());
     } else {
         assert!(!fin.state.is_terminal());
@@ -149,7 +156,10 @@ async fn run(cmds: Vec<Cmd>) {
     for e in &events {
         if let EventKind::Status { from, to, .. } = &e.kind {
             assert_eq!(*from, state);
-            assert!(taskwire_core::transition::is_allowed(*from, *to), "{from} -> {to}");
+            assert!(
+                taskwire_core::transition::is_allowed(*from, *to),
+                "{from} -> {to}"
+            );
             state = *to;
         }
     }
