@@ -1,1 +1,60 @@
+//! The taskwire server: one listener, one task service, one runtime, and every
+//! protocol adapter mounted on top. The `taskwire` binary is built on this crate,
+//! and so can any program that serves its own agent:
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use taskwire::{AuthConfig, Server};
+//! use taskwire_core::{MemoryStore, ScriptedAgent};
+//!
+//! # async fn demo() -> Result<(), taskwire::Error> {
+//! let server = Server::builder()
+//!     .agent(Arc::new(ScriptedAgent::new()))
+//!     .store(Arc::new(MemoryStore::new()))
+//!     .listen("127.0.0.1:7420".parse::<std::net::SocketAddr>().expect("address"))
+//!     .auth(AuthConfig::Local)
+//!     .build()
+//!     .await?;
+//! println!("listening on {}", server.local_addr());
+//! server.run(async { let _ = tokio::signal::ctrl_c().await; }).await
+//! # }
+//! ```
+//!
+//! # What the listener serves
+//!
+//! - `GET /healthz`: 200 `ok` while the process runs.
+//! - `GET /readyz`: 200 when the store answers, 503 when it does not or once
+//!   shutdown has begun.
+//! - `GET /metrics`: Prometheus text; every name starts with `taskwire_` (see
+//!   [`telemetry::names`]).
+//! - Everything mounted with [`ServerBuilder::adapter`] or [`ServerBuilder::mount`],
+//!   behind the auth layer ([`auth`]), which puts the [`taskwire_core::Caller`] in
+//!   the request extensions or answers 401 with a JSON error body.
+//!
+//! # Adapters
+//!
+//! A protocol adapter implements [`Adapter`]: given an [`AdapterContext`] (the shared
+//! [`taskwire_core::TaskService`], the agent, the address), it returns an
+//! `axum::Router` of authenticated routes and optionally one of public routes.
+//! Adapter crates are compiled into the binary through cargo features of this
+//! crate; [`cli::build_server`] is where each feature adds its adapter. Health and
+//! metrics stay unauthenticated; nothing else is.
+//!
+//! # Shutdown
+//!
+//! [`Server::run`] serves until its shutdown future resolves, then stops accepting
+//! connections, answers `/readyz` with 503, lets turns in flight finish for up to
+//! the drain timeout, aborts the rest and releases their leases (so the next start,
+//! or another node, re-runs them).
 
+pub mod auth;
+pub mod cli;
+mod error;
+mod server;
+pub mod telemetry;
+
+pub use auth::{AuthConfig, TokenTable};
+pub use error::Error;
+pub use server::{
+    check_listen_policy, Adapter, AdapterContext, Listen, Server, ServerBuilder, DEFAULT_LISTEN,
+};

@@ -1,0 +1,339 @@
+//! The `taskwire` command line: argument parsing and the `serve` command, built on
+//! [`Server`](crate::Server) like any other embedding program.
+
+use std::future::Future;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use taskwire_core::agent::DenyPhrases;
+use taskwire_core::{
+    Agent, Limits, MemoryStore, RuntimeConfig, ScriptedAgent, TaskDefaults, TaskStore,
+};
+use tracing::info;
+use tracing_subscriber::filter::LevelFilter;
+use tracing_subscriber::EnvFilter;
+
+use crate::auth::AuthConfig;
+use crate::error::Error;
+use crate::server::{check_listen_policy, Server};
+
+/// The agents this binary can run, for `--agent`.
+pub const AGENTS: &str = "scripted";
+
+#[cfg(feature = "sqlite")]
+const STORE_SCHEMES: &str = "sqlite://PATH[?synchronous=full|normal] or memory://";
+#[cfg(not(feature = "sqlite"))]
+const STORE_SCHEMES: &str = "memory:// (this build has no SQLite support)";
+
+/// taskwire: one agent task, every agent protocol.
+#[derive(Debug, Parser)]
+#[command(name = "taskwire", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve an agent's tasks over HTTP (health, readiness, metrics and every
+    /// adapter compiled in) until SIGTERM or Ctrl-C.
+    Serve(ServeArgs),
+}
+
+/// Log output format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// How long terminal tasks are kept: a duration, or `never` to keep them forever.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ttl(pub Option<Duration>);
+
+/// Arguments of `taskwire serve`. Every flag can also be set through the
+/// environment variable named in its help.
+#[derive(Clone, Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on (host:port; port 0 picks a free port). Without
+    /// --auth-tokens only loopback addresses are allowed.
+    #[arg(
+        long,
+        env = "TASKWIRE_LISTEN",
+        value_name = "ADDR",
+        default_value = "127.0.0.1:7420"
+    )]
+    pub listen: SocketAddr,
+
+    /// Where tasks are stored: sqlite://PATH (optionally ?synchronous=full|normal),
+    /// or memory:// (nothing survives a restart).
+    #[arg(
+        long,
+        env = "TASKWIRE_STORE",
+        value_name = "URL",
+        default_value = "sqlite://taskwire.db"
+    )]
+    pub store: String,
+
+    /// The agent that runs tasks. `scripted` is the built-in reference agent driven
+    /// by directives (ask, auth, review, fail, reject, crash, sleep, stream, steps,
+    /// message; anything else is echoed).
+    #[arg(
+        long,
+        env = "TASKWIRE_AGENT",
+        value_name = "NAME",
+        default_value = "scripted"
+    )]
+    pub agent: String,
+
+    /// Bearer token file: one `TOKEN PRINCIPAL [TENANT]` per line, `#` comments,
+    /// tenant `default` when omitted. Without it every caller is one local principal.
+    #[arg(long, env = "TASKWIRE_AUTH_TOKENS", value_name = "FILE")]
+    pub auth_tokens: Option<PathBuf>,
+
+    /// Allow listening on a non-loopback address without --auth-tokens (every
+    /// caller who can reach the port acts as the local principal).
+    #[arg(long, env = "TASKWIRE_INSECURE_NO_AUTH")]
+    pub insecure_no_auth: bool,
+
+    /// Log format. The level is filtered by RUST_LOG (tracing EnvFilter syntax,
+    /// default `info`).
+    #[arg(long, env = "TASKWIRE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+
+    /// On SIGTERM or Ctrl-C, how long turns in flight may run on before they are
+    /// aborted and their leases released (e.g. 10s, 500ms, 1m).
+    #[arg(long, env = "TASKWIRE_DRAIN_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub drain_timeout: Duration,
+
+    /// Most agent turns running at once.
+    #[arg(long, env = "TASKWIRE_MAX_CONCURRENT_TURNS", value_name = "N", default_value_t = 256, value_parser = parse_positive_usize)]
+    pub max_concurrent_turns: usize,
+
+    /// Lease of a running turn on its task; renewed every third of it. A turn whose
+    /// worker dies is re-run once its lease lapses.
+    #[arg(long, env = "TASKWIRE_LEASE", value_name = "DURATION", default_value = "30s", value_parser = parse_positive_duration)]
+    pub lease: Duration,
+
+    /// How long terminal tasks and their event logs are kept, or `never`.
+    #[arg(long, env = "TASKWIRE_TASK_TTL", value_name = "DURATION|never", default_value = "7d", value_parser = parse_ttl)]
+    pub task_ttl: Ttl,
+
+    /// Inactivity lifespan: a task waiting for input, an authorisation or a review
+    /// for longer than this is canceled. Unset: tasks wait forever.
+    #[arg(long, env = "TASKWIRE_IDLE_LIFESPAN", value_name = "DURATION", value_parser = parse_positive_duration)]
+    pub idle_lifespan: Option<Duration>,
+
+    /// Largest accepted message, all parts and metadata together, in bytes.
+    #[arg(long, env = "TASKWIRE_MAX_MESSAGE_BYTES", value_name = "BYTES", default_value_t = 1024 * 1024, value_parser = parse_positive_usize)]
+    pub max_message_bytes: usize,
+
+    /// Refuse input containing this phrase (case-insensitive); repeat for several.
+    /// The environment variable takes a comma-separated list.
+    #[arg(
+        long = "deny-phrase",
+        env = "TASKWIRE_DENY_PHRASES",
+        value_name = "PHRASE",
+        value_delimiter = ','
+    )]
+    pub deny_phrases: Vec<String>,
+}
+
+/// Parses a duration such as `10s`, `500ms`, `1m 30s` or `7d`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s.trim())
+        .map_err(|e| format!("{e} (expected a duration such as 10s, 500ms, 1m or 7d)"))
+}
+
+fn parse_positive_duration(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d.is_zero() {
+        Err("must be longer than zero".into())
+    } else {
+        Ok(d)
+    }
+}
+
+fn parse_ttl(s: &str) -> Result<Ttl, String> {
+    if s.trim().eq_ignore_ascii_case("never") {
+        Ok(Ttl(None))
+    } else {
+        parse_positive_duration(s).map(|d| Ttl(Some(d)))
+    }
+}
+
+fn parse_positive_usize(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("{e} (expected a whole number)")),
+    }
+}
+
+/// The agent named by `--agent`.
+pub fn agent_by_name(name: &str) -> Result<Arc<dyn Agent>, Error> {
+    match name {
+        "scripted" => Ok(Arc::new(ScriptedAgent::new())),
+        other => Err(Error::UnknownAgent {
+            name: other.to_string(),
+            available: AGENTS,
+        }),
+    }
+}
+
+/// Opens the store named by `--store`.
+pub fn open_store(url: &str) -> Result<Arc<dyn TaskStore>, Error> {
+    let scheme = url.split_once("://").map(|(s, _)| s);
+    match scheme {
+        Some("memory") if url == "memory://" => Ok(Arc::new(MemoryStore::new())),
+        #[cfg(feature = "sqlite")]
+        Some("sqlite") => taskwire_store_sqlite::SqliteStore::open(url)
+            .map(|s| Arc::new(s) as Arc<dyn TaskStore>)
+            .map_err(|e| Error::StoreOpen {
+                url: url.to_string(),
+                reason: e.to_string(),
+            }),
+        _ => Err(Error::UnknownStore {
+            url: url.to_string(),
+            expected: STORE_SCHEMES,
+        }),
+    }
+}
+
+/// Sets up logging to stderr: text or JSON, filtered by RUST_LOG (default `info`).
+pub fn init_tracing(format: LogFormat) -> Result<(), Error> {
+    let filter = EnvFilter::builder()
+        .with_default_directive(LevelFilter::INFO.into())
+        .from_env()
+        .map_err(|e| Error::Logging(format!("invalid RUST_LOG: {e}")))?;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let res = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+    res.map_err(|e| Error::Logging(e.to_string()))
+}
+
+/// The server `serve` would run with these arguments, bound but not running.
+pub async fn build_server(args: &ServeArgs) -> Result<Server, Error> {
+    let auth = match &args.auth_tokens {
+        Some(path) => AuthConfig::token_file(path)?,
+        None => AuthConfig::Local,
+    };
+    // Refuse before touching the store.
+    check_listen_policy(args.listen, &auth, args.insecure_no_auth)?;
+    let agent = agent_by_name(&args.agent)?;
+    let store = open_store(&args.store)?;
+    let runtime_config = RuntimeConfig {
+        max_concurrent_turns: args.max_concurrent_turns,
+        lease: args.lease,
+        ..RuntimeConfig::default()
+    };
+    let limits = Limits {
+        max_message_bytes: args.max_message_bytes,
+        ..Limits::default()
+    };
+    let mut builder = Server::builder()
+        .agent(agent)
+        .store(store)
+        .listen(args.listen)
+        .auth(auth)
+        .allow_unauthenticated_remote(args.insecure_no_auth)
+        .runtime_config(runtime_config)
+        .limits(limits)
+        .task_defaults(TaskDefaults {
+            ttl: args.task_ttl.0,
+            idle_lifespan: args.idle_lifespan,
+        })
+        .drain_timeout(args.drain_timeout);
+    let phrases: Vec<&String> = args
+        .deny_phrases
+        .iter()
+        .filter(|p| !p.trim().is_empty())
+        .collect();
+    if !phrases.is_empty() {
+        builder = builder.guardrail(Arc::new(DenyPhrases::new(phrases)));
+    }
+    builder.build().await
+}
+
+/// Runs `serve`: builds the server, prints `listening on ADDR` on stdout, and
+/// serves until SIGTERM or Ctrl-C, then drains.
+pub async fn serve(args: ServeArgs) -> Result<(), Error> {
+    // Install the signal handlers before announcing the address, so that a signal
+    // sent as soon as the address is known is never missed.
+    let shutdown = shutdown_signal()?;
+    let server = build_server(&args).await?;
+    let addr = server.local_addr();
+    info!(%addr, store = %redact_store_url(&args.store), agent = %args.agent, "listening");
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "listening on {addr}")?;
+        out.flush()?;
+    }
+    server.run(shutdown).await
+}
+
+/// The store URL without its query (which may one day carry credentials).
+fn redact_store_url(url: &str) -> &str {
+    url.split_once('?').map_or(url, |(base, _)| base)
+}
+
+/// A future that resolves on the first SIGTERM or SIGINT (Ctrl-C). The handlers are
+/// installed when this is called, not when the future is first polled.
+pub fn shutdown_signal() -> Result<impl Future<Output = ()> + Send + 'static, Error> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate())?;
+        let mut int = signal(SignalKind::interrupt())?;
+        Ok(async move {
+            tokio::select! {
+                _ = term.recv() => info!("SIGTERM received"),
+                _ = int.recv() => info!("interrupt received"),
+            }
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        Ok(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                info!("Ctrl-C received");
+            } else {
+                std::future::pending::<()>().await;
+            }
+        })
+    }
+}
+
+/// The binary's main: runs the command and turns errors into a message on stderr
+/// and a nonzero exit code.
+pub fn main(cli: Cli) -> ExitCode {
+    let result = match cli.command {
+        Command::Serve(args) => init_tracing(args.log_format).and_then(|()| {
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .map_err(Error::Io)?
+                .block_on(serve(args))
+        }),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
