@@ -1,0 +1,112 @@
+//! Conversions between core values and stored columns.
+
+use std::time::Duration;
+
+use taskwire_core::{Event, StoreError, Task, Timestamp};
+
+/// A time in nanoseconds since the epoch, saturated outside 1677..2262.
+pub(crate) fn ns(t: Timestamp) -> i64 {
+    t.timestamp_nanos_opt().unwrap_or(if t.timestamp() < 0 {
+        i64::MIN
+    } else {
+        i64::MAX
+    })
+}
+
+/// A duration in nanoseconds, saturated.
+pub(crate) fn dur_ns(d: Duration) -> i64 {
+    i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)
+}
+
+/// An unsigned counter as a column value, saturated.
+pub(crate) fn int(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// A column value as an unsigned counter (negative values read as 0).
+pub(crate) fn uint(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+/// A page size or limit as a SQL `LIMIT`, saturated.
+pub(crate) fn limit(v: usize) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// The columns of one task row, computed on the caller's thread so that the
+/// writer thread only binds values.
+#[derive(Debug)]
+pub(crate) struct TaskRow {
+    pub(crate) id: String,
+    pub(crate) tenant: String,
+    pub(crate) owner: String,
+    pub(crate) context_id: String,
+    pub(crate) state: &'static str,
+    pub(crate) terminal: bool,
+    pub(crate) version: i64,
+    pub(crate) created_us: i64,
+    pub(crate) updated_ns: i64,
+    pub(crate) expires_ns: Option<i64>,
+    pub(crate) idle_ns: Option<i64>,
+    pub(crate) reviewers: Option<String>,
+    pub(crate) body: Vec<u8>,
+}
+
+impl TaskRow {
+    pub(crate) fn new(task: &Task) -> Result<Self, StoreError> {
+        let body = serde_json::to_vec(task)
+            .map_err(|e| StoreError::Backend(format!("encoding task: {e}")))?;
+        let reviewers = if task.pending_reviews.is_empty() {
+            None
+        } else {
+            let mut names: Vec<&str> = task
+                .pending_reviews
+                .iter()
+                .map(|r| r.reviewer.as_str())
+                .collect();
+            names.sort_unstable();
+            names.dedup();
+            Some(
+                serde_json::to_string(&names)
+                    .map_err(|e| StoreError::Backend(format!("encoding reviewers: {e}")))?,
+            )
+        };
+        Ok(Self {
+            id: task.id.as_str().to_string(),
+            tenant: task.tenant.clone(),
+            owner: task.owner.clone(),
+            context_id: task.context_id.clone(),
+            state: task.state.as_str(),
+            terminal: task.state.is_terminal(),
+            version: int(task.version),
+            created_us: task.created_at.timestamp_micros(),
+            updated_ns: ns(task.updated_at),
+            expires_ns: task.expires_at.map(ns),
+            idle_ns: task.idle_expires_at.map(ns),
+            reviewers,
+            body,
+        })
+    }
+}
+
+/// One event row: sequence number and JSON body.
+pub(crate) type EventRow = (i64, Vec<u8>);
+
+pub(crate) fn event_rows(events: &[Event]) -> Result<Vec<EventRow>, StoreError> {
+    events
+        .iter()
+        .map(|e| {
+            serde_json::to_vec(e)
+                .map(|b| (int(e.seq), b))
+                .map_err(|err| StoreError::Backend(format!("encoding event: {err}")))
+        })
+        .collect()
+}
+
+pub(crate) fn decode_task(body: &[u8]) -> Result<Task, StoreError> {
+    serde_json::from_slice(body).map_err(|e| StoreError::Corrupt(format!("task: {e}")))
+}
+
+pub(crate) fn decode_event(body: &[u8]) -> Result<Event, StoreError> {
+    serde_json::from_slice(body).map_err(|e| StoreError::Corrupt(format!("event: {e}")))
+}

@@ -1,0 +1,635 @@
+//! The writer thread and group commit.
+//!
+//! Every write request is sent over a channel to one thread that owns the only
+//! writing connection. It takes whatever requests are pending (up to `max_batch`),
+//! applies them in order inside one `BEGIN IMMEDIATE … COMMIT`, and only after the
+//! commit publishes the wakes and answers each request. A request that loses
+//! (version conflict, lost lease, unknown task) checks its conditions with reads
+//! before it writes anything, so it never disturbs the others. Should SQLite itself
+//! fail in the middle of a batch, the batch is rolled back and each request is
+//! retried in a transaction of its own, so one bad request cannot fail its neighbours.
+
+use std::sync::mpsc;
+use std::sync::Arc;
+
+use rusqlite::{params, Connection, OptionalExtension};
+use taskwire_core::store::{Claim, IdempotencyKey, QueueOp, TaskWake};
+use taskwire_core::{StoreError, Task, TaskId, WakeHub};
+use tokio::sync::oneshot;
+
+use crate::error::backend;
+use crate::row::{decode_task, int, uint, EventRow, TaskRow};
+
+/// Where a request's answer goes.
+pub(crate) type Reply<T> = oneshot::Sender<Result<T, StoreError>>;
+
+/// One write request.
+pub(crate) enum Op {
+    /// Insert a task unless its idempotency key names one; answers `Some(existing)`
+    /// in that case and `None` when the task was inserted.
+    Create {
+        id: TaskId,
+        row: TaskRow,
+        events: Vec<EventRow>,
+        key: Option<IdempotencyKey>,
+        enqueue: bool,
+        wake: TaskWake,
+        reply: Reply<Option<Box<Task>>>,
+    },
+    /// Compare-and-set commit.
+    Commit {
+        id: TaskId,
+        row: TaskRow,
+        expected_version: i64,
+        events: Vec<EventRow>,
+        queue: QueueOp,
+        fence: Option<Claim>,
+        wake: TaskWake,
+        reply: Reply<()>,
+    },
+    /// Lease up to `max` available entries until `until` (ns).
+    Claim {
+        worker: String,
+        max: i64,
+        until: i64,
+        reply: Reply<Vec<Claim>>,
+    },
+    /// Extend a lease until `until` (ns).
+    Renew {
+        claim: Claim,
+        until: i64,
+        reply: Reply<bool>,
+    },
+    /// Give a lease back.
+    Release { claim: Claim, reply: Reply<()> },
+    /// Delete a leased entry.
+    DropClaim { claim: Claim, reply: Reply<()> },
+    /// Free entries whose lease lapsed before `now` (ns).
+    Reap { now: i64, reply: Reply<Vec<TaskId>> },
+    /// Delete expired terminal tasks.
+    Sweep {
+        now: i64,
+        limit: i64,
+        reply: Reply<usize>,
+    },
+}
+
+/// The outcome of one request inside the transaction; published and answered only
+/// once the transaction is committed.
+enum Done {
+    Create(Result<Option<Box<Task>>, StoreError>),
+    /// `Ok(true)` when the commit made an entry available.
+    Commit(Result<bool, StoreError>),
+    Claim(Result<Vec<Claim>, StoreError>),
+    Renew(Result<bool, StoreError>),
+    /// `Ok(true)` when the lease was held and the entry is available again.
+    Release(Result<bool, StoreError>),
+    DropClaim(Result<(), StoreError>),
+    Reap(Result<Vec<TaskId>, StoreError>),
+    Sweep(Result<usize, StoreError>),
+}
+
+impl Op {
+    /// Answers the request with an error.
+    fn reject(self, e: StoreError) {
+        match self {
+            Op::Create { reply, .. } => {
+                let _ = reply.send(Err(e));
+            }
+            Op::Commit { reply, .. } | Op::Release { reply, .. } | Op::DropClaim { reply, .. } => {
+                let _ = reply.send(Err(e));
+            }
+            Op::Claim { reply, .. } => {
+                let _ = reply.send(Err(e));
+            }
+            Op::Renew { reply, .. } => {
+                let _ = reply.send(Err(e));
+            }
+            Op::Reap { reply, .. } => {
+                let _ = reply.send(Err(e));
+            }
+            Op::Sweep { reply, .. } => {
+                let _ = reply.send(Err(e));
+            }
+        }
+    }
+
+    /// The outcome of this request when it could not be applied at all.
+    fn failed(&self, e: StoreError) -> Done {
+        match self {
+            Op::Create { .. } => Done::Create(Err(e)),
+            Op::Commit { .. } => Done::Commit(Err(e)),
+            Op::Claim { .. } => Done::Claim(Err(e)),
+            Op::Renew { .. } => Done::Renew(Err(e)),
+            Op::Release { .. } => Done::Release(Err(e)),
+            Op::DropClaim { .. } => Done::DropClaim(Err(e)),
+            Op::Reap { .. } => Done::Reap(Err(e)),
+            Op::Sweep { .. } => Done::Sweep(Err(e)),
+        }
+    }
+}
+
+const IDEM_GET: &str = "SELECT t.body FROM idempotency i JOIN tasks t ON t.id = i.task_id \
+     WHERE i.tenant = ?1 AND i.owner = ?2 AND i.message_id = ?3";
+const IDEM_PUT: &str = "INSERT OR REPLACE INTO idempotency (tenant, owner, message_id, task_id) \
+     VALUES (?1, ?2, ?3, ?4)";
+const TASK_INSERT: &str = "INSERT INTO tasks (id, tenant, owner, context_id, state, terminal, \
+     version, created_us, updated_ns, expires_ns, idle_ns, reviewers, body) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) ON CONFLICT (id) DO NOTHING";
+const TASK_HEAD: &str =
+    "SELECT version, tenant, owner, context_id, created_us FROM tasks WHERE id = ?1";
+const TASK_UPDATE: &str = "UPDATE tasks SET state = ?2, terminal = ?3, version = ?4, \
+     updated_ns = ?5, expires_ns = ?6, idle_ns = ?7, reviewers = ?8, body = ?9 WHERE id = ?1";
+const TASK_UPDATE_ALL: &str = "UPDATE tasks SET state = ?2, terminal = ?3, version = ?4, \
+     updated_ns = ?5, expires_ns = ?6, idle_ns = ?7, reviewers = ?8, body = ?9, \
+     tenant = ?10, owner = ?11, context_id = ?12, created_us = ?13 WHERE id = ?1";
+const EVENT_INSERT: &str = "INSERT INTO events (task_id, seq, body) VALUES (?1, ?2, ?3)";
+const QUEUE_PUT: &str = "INSERT OR REPLACE INTO queue \
+     (task_id, available, lease_owner, lease_until, epoch, attempts, ready_seq) \
+     VALUES (?1, 1, NULL, NULL, 0, 0, ?2)";
+const QUEUE_ENQUEUE: &str = "INSERT INTO queue \
+     (task_id, available, lease_owner, lease_until, epoch, attempts, ready_seq) \
+     VALUES (?1, 1, NULL, NULL, 0, 0, ?2) ON CONFLICT (task_id) DO NOTHING";
+const QUEUE_REQUEUE: &str = "INSERT INTO queue \
+     (task_id, available, lease_owner, lease_until, epoch, attempts, ready_seq) \
+     VALUES (?1, 1, NULL, NULL, 0, 0, ?2) ON CONFLICT (task_id) DO UPDATE SET \
+     available = 1, lease_owner = NULL, lease_until = NULL, attempts = 0, \
+     ready_seq = excluded.ready_seq";
+const QUEUE_DELETE: &str = "DELETE FROM queue WHERE task_id = ?1";
+const QUEUE_HOLDS: &str =
+    "SELECT 1 FROM queue WHERE task_id = ?1 AND epoch = ?2 AND lease_owner = ?3";
+const CLAIM_PICK: &str = "SELECT task_id, epoch, attempts FROM queue WHERE available = 1 \
+     ORDER BY ready_seq LIMIT ?1";
+const CLAIM_TAKE: &str = "UPDATE queue SET available = 0, lease_owner = ?2, lease_until = ?3, \
+     epoch = ?4, attempts = ?5 WHERE task_id = ?1";
+const RENEW: &str = "UPDATE queue SET lease_until = ?4 \
+     WHERE task_id = ?1 AND epoch = ?2 AND lease_owner = ?3";
+const RELEASE: &str = "UPDATE queue SET available = 1, lease_owner = NULL, lease_until = NULL, \
+     ready_seq = ?4 WHERE task_id = ?1 AND epoch = ?2 AND lease_owner = ?3";
+const DROP_CLAIM: &str = "DELETE FROM queue WHERE task_id = ?1 AND epoch = ?2 AND lease_owner = ?3";
+const REAP_PICK: &str = "SELECT task_id FROM queue WHERE available = 0 AND lease_until < ?1 \
+     ORDER BY lease_until";
+const REAP_FREE: &str = "UPDATE queue SET available = 1, lease_owner = NULL, lease_until = NULL, \
+     ready_seq = ?2 WHERE task_id = ?1";
+const SWEEP_PICK: &str = "SELECT id FROM tasks WHERE terminal = 1 AND expires_ns IS NOT NULL \
+     AND expires_ns < ?1 LIMIT ?2";
+const SWEEP_TASK: &str = "DELETE FROM tasks WHERE id = ?1";
+const SWEEP_EVENTS: &str = "DELETE FROM events WHERE task_id = ?1";
+const SWEEP_IDEM: &str = "DELETE FROM idempotency WHERE task_id = ?1";
+
+/// The state of the writer thread.
+pub(crate) struct Writer {
+    conn: Connection,
+    hub: Arc<WakeHub>,
+    max_batch: usize,
+    /// The next FIFO position for a claimable entry.
+    next_ready: i64,
+}
+
+fn parse_id(s: &str) -> Result<TaskId, StoreError> {
+    TaskId::parse(s).map_err(|_| StoreError::Corrupt(format!("stored task id {s:?}")))
+}
+
+impl Writer {
+    pub(crate) fn new(
+        conn: Connection,
+        hub: Arc<WakeHub>,
+        max_batch: usize,
+    ) -> Result<Self, rusqlite::Error> {
+        let last: i64 =
+            conn.query_row("SELECT COALESCE(MAX(ready_seq), 0) FROM queue", [], |r| {
+                r.get(0)
+            })?;
+        Ok(Self {
+            conn,
+            hub,
+            max_batch: max_batch.max(1),
+            next_ready: last.saturating_add(1),
+        })
+    }
+
+    /// Serves requests until every sender is gone.
+    pub(crate) fn run(mut self, rx: mpsc::Receiver<Op>) {
+        let mut batch = Vec::with_capacity(self.max_batch.min(1024));
+        while let Ok(first) = rx.recv() {
+            batch.push(first);
+            while batch.len() < self.max_batch {
+                match rx.try_recv() {
+                    Ok(op) => batch.push(op),
+                    Err(_) => break,
+                }
+            }
+            self.run_batch(&mut batch);
+        }
+    }
+
+    fn run_batch(&mut self, batch: &mut Vec<Op>) {
+        let mut done = Vec::with_capacity(batch.len());
+        if let Err(e) = self.apply_all(batch, &mut done) {
+            tracing::warn!(error = %e, requests = batch.len(),
+                "sqlite group commit failed; retrying its requests one by one");
+            let _ = self.conn.execute_batch("ROLLBACK");
+            done.clear();
+            for op in batch.iter() {
+                done.push(self.apply_alone(op));
+            }
+        }
+        let mut work = false;
+        for (op, d) in batch.iter().zip(&done) {
+            work |= self.publish(op, d);
+        }
+        if work {
+            self.hub.work_queued();
+        }
+        for (op, d) in batch.drain(..).zip(done) {
+            answer(op, d);
+        }
+    }
+
+    /// Applies a whole batch in one transaction.
+    fn apply_all(&mut self, batch: &[Op], done: &mut Vec<Done>) -> Result<(), rusqlite::Error> {
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        for op in batch {
+            let d = self.apply(op)?;
+            done.push(d);
+        }
+        self.conn.execute_batch("COMMIT")
+    }
+
+    /// Applies one request in a transaction of its own.
+    fn apply_alone(&mut self, op: &Op) -> Done {
+        let r = self
+            .conn
+            .execute_batch("BEGIN IMMEDIATE")
+            .and_then(|()| self.apply(op))
+            .and_then(|d| self.conn.execute_batch("COMMIT").map(|()| d));
+        match r {
+            Ok(d) => d,
+            Err(e) => {
+                if !self.conn.is_autocommit() {
+                    let _ = self.conn.execute_batch("ROLLBACK");
+                }
+                op.failed(backend(e))
+            }
+        }
+    }
+
+    fn ready_seq(&mut self) -> i64 {
+        let s = self.next_ready;
+        self.next_ready = self.next_ready.saturating_add(1);
+        s
+    }
+
+    /// Applies one request inside the open transaction. `Err` means SQLite failed
+    /// and the transaction must be abandoned; a request that merely loses answers
+    /// `Ok` with its error, having written nothing.
+    fn apply(&mut self, op: &Op) -> Result<Done, rusqlite::Error> {
+        Ok(match op {
+            Op::Create {
+                row,
+                events,
+                key,
+                enqueue,
+                ..
+            } => Done::Create(self.create(row, events, key.as_ref(), *enqueue)?),
+            Op::Commit {
+                row,
+                expected_version,
+                events,
+                queue,
+                fence,
+                ..
+            } => {
+                Done::Commit(self.commit(row, *expected_version, events, *queue, fence.as_ref())?)
+            }
+            Op::Claim {
+                worker, max, until, ..
+            } => Done::Claim(self.claim(worker, *max, *until)?),
+            Op::Renew { claim, until, .. } => {
+                let n = self.conn.prepare_cached(RENEW)?.execute(params![
+                    claim.task_id.as_str(),
+                    int(claim.epoch),
+                    claim.worker,
+                    until
+                ])?;
+                Done::Renew(Ok(n > 0))
+            }
+            Op::Release { claim, .. } => {
+                let seq = self.ready_seq();
+                let n = self.conn.prepare_cached(RELEASE)?.execute(params![
+                    claim.task_id.as_str(),
+                    int(claim.epoch),
+                    claim.worker,
+                    seq
+                ])?;
+                Done::Release(Ok(n > 0))
+            }
+            Op::DropClaim { claim, .. } => {
+                self.conn.prepare_cached(DROP_CLAIM)?.execute(params![
+                    claim.task_id.as_str(),
+                    int(claim.epoch),
+                    claim.worker
+                ])?;
+                Done::DropClaim(Ok(()))
+            }
+            Op::Reap { now, .. } => Done::Reap(self.reap(*now)?),
+            Op::Sweep { now, limit, .. } => Done::Sweep(self.sweep(*now, *limit)?),
+        })
+    }
+
+    fn create(
+        &mut self,
+        row: &TaskRow,
+        events: &[EventRow],
+        key: Option<&IdempotencyKey>,
+        enqueue: bool,
+    ) -> Result<Result<Option<Box<Task>>, StoreError>, rusqlite::Error> {
+        if let Some(k) = key {
+            let existing: Option<Vec<u8>> = self
+                .conn
+                .prepare_cached(IDEM_GET)?
+                .query_row(params![k.tenant, k.owner, k.message_id], |r| r.get(0))
+                .optional()?;
+            if let Some(body) = existing {
+                return Ok(decode_task(&body).map(|t| Some(Box::new(t))));
+            }
+        }
+        let inserted = self.conn.prepare_cached(TASK_INSERT)?.execute(params![
+            row.id,
+            row.tenant,
+            row.owner,
+            row.context_id,
+            row.state,
+            row.terminal,
+            row.version,
+            row.created_us,
+            row.updated_ns,
+            row.expires_ns,
+            row.idle_ns,
+            row.reviewers,
+            row.body,
+        ])?;
+        if inserted == 0 {
+            return Ok(Err(StoreError::Backend("duplicate task id".into())));
+        }
+        if let Some(k) = key {
+            self.conn.prepare_cached(IDEM_PUT)?.execute(params![
+                k.tenant,
+                k.owner,
+                k.message_id,
+                row.id
+            ])?;
+        }
+        self.insert_events(&row.id, events)?;
+        if enqueue {
+            let seq = self.ready_seq();
+            self.conn
+                .prepare_cached(QUEUE_PUT)?
+                .execute(params![row.id, seq])?;
+        }
+        Ok(Ok(None))
+    }
+
+    fn insert_events(&mut self, task_id: &str, events: &[EventRow]) -> Result<(), rusqlite::Error> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let mut stmt = self.conn.prepare_cached(EVENT_INSERT)?;
+        for (seq, body) in events {
+            stmt.execute(params![task_id, seq, body])?;
+        }
+        Ok(())
+    }
+
+    fn commit(
+        &mut self,
+        row: &TaskRow,
+        expected_version: i64,
+        events: &[EventRow],
+        queue: QueueOp,
+        fence: Option<&Claim>,
+    ) -> Result<Result<bool, StoreError>, rusqlite::Error> {
+        let head: Option<(i64, String, String, String, i64)> = self
+            .conn
+            .prepare_cached(TASK_HEAD)?
+            .query_row(params![row.id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })
+            .optional()?;
+        let Some((version, tenant, owner, context_id, created_us)) = head else {
+            return Ok(Err(StoreError::NotFound));
+        };
+        if version != expected_version {
+            return Ok(Err(StoreError::Conflict));
+        }
+        if let Some(f) = fence {
+            let holds = self.conn.prepare_cached(QUEUE_HOLDS)?.exists(params![
+                row.id,
+                int(f.epoch),
+                f.worker
+            ])?;
+            if !holds {
+                return Ok(Err(StoreError::LeaseLost));
+            }
+        }
+        let mut queued = false;
+        match queue {
+            QueueOp::Keep => {}
+            QueueOp::Enqueue => {
+                let seq = self.ready_seq();
+                queued = self
+                    .conn
+                    .prepare_cached(QUEUE_ENQUEUE)?
+                    .execute(params![row.id, seq])?
+                    > 0;
+            }
+            QueueOp::Requeue => {
+                let seq = self.ready_seq();
+                self.conn
+                    .prepare_cached(QUEUE_REQUEUE)?
+                    .execute(params![row.id, seq])?;
+                queued = true;
+            }
+            QueueOp::Remove => {
+                self.conn
+                    .prepare_cached(QUEUE_DELETE)?
+                    .execute(params![row.id])?;
+            }
+        }
+        self.insert_events(&row.id, events)?;
+        let same_identity = tenant == row.tenant
+            && owner == row.owner
+            && context_id == row.context_id
+            && created_us == row.created_us;
+        if same_identity {
+            self.conn.prepare_cached(TASK_UPDATE)?.execute(params![
+                row.id,
+                row.state,
+                row.terminal,
+                row.version,
+                row.updated_ns,
+                row.expires_ns,
+                row.idle_ns,
+                row.reviewers,
+                row.body,
+            ])?;
+        } else {
+            self.conn.prepare_cached(TASK_UPDATE_ALL)?.execute(params![
+                row.id,
+                row.state,
+                row.terminal,
+                row.version,
+                row.updated_ns,
+                row.expires_ns,
+                row.idle_ns,
+                row.reviewers,
+                row.body,
+                row.tenant,
+                row.owner,
+                row.context_id,
+                row.created_us,
+            ])?;
+        }
+        Ok(Ok(queued))
+    }
+
+    fn claim(
+        &mut self,
+        worker: &str,
+        max: i64,
+        until: i64,
+    ) -> Result<Result<Vec<Claim>, StoreError>, rusqlite::Error> {
+        if max <= 0 {
+            return Ok(Ok(Vec::new()));
+        }
+        let picked: Vec<(String, i64, i64)> = self
+            .conn
+            .prepare_cached(CLAIM_PICK)?
+            .query_map(params![max], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<Result<_, _>>()?;
+        let mut parsed = Vec::with_capacity(picked.len());
+        for (id, epoch, attempts) in picked {
+            match parse_id(&id) {
+                Ok(task_id) => parsed.push((id, task_id, epoch, attempts)),
+                Err(e) => return Ok(Err(e)),
+            }
+        }
+        let mut stmt = self.conn.prepare_cached(CLAIM_TAKE)?;
+        let mut out = Vec::with_capacity(parsed.len());
+        for (id, task_id, epoch, attempts) in parsed {
+            let epoch = epoch.saturating_add(1);
+            let attempts = attempts.saturating_add(1);
+            stmt.execute(params![id, worker, until, epoch, attempts])?;
+            out.push(Claim {
+                task_id,
+                worker: worker.to_string(),
+                epoch: uint(epoch),
+                attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
+            });
+        }
+        Ok(Ok(out))
+    }
+
+    fn reap(&mut self, now: i64) -> Result<Result<Vec<TaskId>, StoreError>, rusqlite::Error> {
+        let picked: Vec<String> = self
+            .conn
+            .prepare_cached(REAP_PICK)?
+            .query_map(params![now], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        let mut ids = Vec::with_capacity(picked.len());
+        for id in &picked {
+            match parse_id(id) {
+                Ok(t) => ids.push(t),
+                Err(e) => return Ok(Err(e)),
+            }
+        }
+        for id in &picked {
+            let seq = self.ready_seq();
+            self.conn
+                .prepare_cached(REAP_FREE)?
+                .execute(params![id, seq])?;
+        }
+        Ok(Ok(ids))
+    }
+
+    fn sweep(
+        &mut self,
+        now: i64,
+        limit: i64,
+    ) -> Result<Result<usize, StoreError>, rusqlite::Error> {
+        if limit <= 0 {
+            return Ok(Ok(0));
+        }
+        let doomed: Vec<String> = self
+            .conn
+            .prepare_cached(SWEEP_PICK)?
+            .query_map(params![now, limit], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        for id in &doomed {
+            self.conn.prepare_cached(SWEEP_TASK)?.execute(params![id])?;
+            self.conn
+                .prepare_cached(SWEEP_EVENTS)?
+                .execute(params![id])?;
+            self.conn
+                .prepare_cached(QUEUE_DELETE)?
+                .execute(params![id])?;
+            self.conn.prepare_cached(SWEEP_IDEM)?.execute(params![id])?;
+        }
+        Ok(Ok(doomed.len()))
+    }
+
+    /// Publishes what a committed request changed; true if it made work available.
+    fn publish(&self, op: &Op, done: &Done) -> bool {
+        match (op, done) {
+            (
+                Op::Create {
+                    id, enqueue, wake, ..
+                },
+                Done::Create(Ok(None)),
+            ) => {
+                self.hub.publish(id, *wake);
+                *enqueue
+            }
+            (Op::Commit { id, wake, .. }, Done::Commit(Ok(queued))) => {
+                self.hub.publish(id, *wake);
+                *queued
+            }
+            (_, Done::Release(Ok(held))) => *held,
+            (_, Done::Reap(Ok(ids))) => !ids.is_empty(),
+            _ => false,
+        }
+    }
+}
+
+/// Answers a request with its outcome.
+fn answer(op: Op, done: Done) {
+    match (op, done) {
+        (Op::Create { reply, .. }, Done::Create(r)) => {
+            let _ = reply.send(r);
+        }
+        (Op::Commit { reply, .. }, Done::Commit(r)) => {
+            let _ = reply.send(r.map(|_| ()));
+        }
+        (Op::Claim { reply, .. }, Done::Claim(r)) => {
+            let _ = reply.send(r);
+        }
+        (Op::Renew { reply, .. }, Done::Renew(r)) => {
+            let _ = reply.send(r);
+        }
+        (Op::Release { reply, .. }, Done::Release(r)) => {
+            let _ = reply.send(r.map(|_| ()));
+        }
+        (Op::DropClaim { reply, .. }, Done::DropClaim(r)) => {
+            let _ = reply.send(r);
+        }
+        (Op::Reap { reply, .. }, Done::Reap(r)) => {
+            let _ = reply.send(r);
+        }
+        (Op::Sweep { reply, .. }, Done::Sweep(r)) => {
+            let _ = reply.send(r);
+        }
+        (op, _) => op.reject(StoreError::Backend(
+            "sqlite writer: outcome does not match the request".into(),
+        )),
+    }
+}
