@@ -1,0 +1,182 @@
+//! Command-line parsing: defaults, overrides, bad values, help text.
+
+use std::time::Duration;
+
+use clap::{CommandFactory, Parser};
+use taskwire::cli::{
+    agent_by_name, open_store, parse_duration, Cli, Command, LogFormat, ServeArgs, Ttl,
+};
+use taskwire::Error;
+
+fn serve(args: &[&str]) -> Result<ServeArgs, clap::Error> {
+    let argv = ["taskwire", "serve"]
+        .into_iter()
+        .chain(args.iter().copied());
+    Cli::try_parse_from(argv).map(|cli| match cli.command {
+        Command::Serve(a) => a,
+    })
+}
+
+#[test]
+fn serve_defaults() {
+    let a = serve(&[]).expect("defaults parse");
+    assert_eq!(a.listen, "127.0.0.1:7420".parse().expect("addr"));
+    assert_eq!(a.store, "sqlite://taskwire.db");
+    assert_eq!(a.agent, "scripted");
+    assert_eq!(a.auth_tokens, None);
+    assert!(!a.insecure_no_auth);
+    assert_eq!(a.log_format, LogFormat::Text);
+    assert_eq!(a.drain_timeout, Duration::from_secs(10));
+    assert_eq!(a.max_concurrent_turns, 256);
+    assert_eq!(a.lease, Duration::from_secs(30));
+    assert_eq!(a.task_ttl, Ttl(Some(Duration::from_secs(7 * 24 * 3600))));
+    assert_eq!(a.idle_lifespan, None);
+    assert_eq!(a.max_message_bytes, 1024 * 1024);
+    assert!(a.deny_phrases.is_empty());
+}
+
+#[test]
+fn serve_overrides() {
+    let a = serve(&[
+        "--listen",
+        "[::1]:0",
+        "--store",
+        "memory://",
+        "--auth-tokens",
+        "/etc/taskwire/tokens",
+        "--insecure-no-auth",
+        "--log-format",
+        "json",
+        "--drain-timeout",
+        "500ms",
+        "--max-concurrent-turns",
+        "8",
+        "--lease",
+        "1m 30s",
+        "--task-ttl",
+        "never",
+        "--idle-lifespan",
+        "2h",
+        "--max-message-bytes",
+        "4096",
+        "--deny-phrase",
+        "drop table",
+        "--deny-phrase",
+        "rm -rf",
+    ])
+    .expect("parse");
+    assert_eq!(a.listen, "[::1]:0".parse().expect("addr"));
+    assert_eq!(a.store, "memory://");
+    assert_eq!(
+        a.auth_tokens.as_deref(),
+        Some(std::path::Path::new("/etc/taskwire/tokens"))
+    );
+    assert!(a.insecure_no_auth);
+    assert_eq!(a.log_format, LogFormat::Json);
+    assert_eq!(a.drain_timeout, Duration::from_millis(500));
+    assert_eq!(a.max_concurrent_turns, 8);
+    assert_eq!(a.lease, Duration::from_secs(90));
+    assert_eq!(a.task_ttl, Ttl(None));
+    assert_eq!(a.idle_lifespan, Some(Duration::from_secs(7200)));
+    assert_eq!(a.max_message_bytes, 4096);
+    assert_eq!(a.deny_phrases, vec!["drop table", "rm -rf"]);
+}
+
+#[test]
+fn bad_values_are_rejected_with_the_flag_named() {
+    for (args, flag) in [
+        (&["--listen", "localhost"][..], "--listen"),
+        (&["--drain-timeout", "10"][..], "--drain-timeout"),
+        (&["--drain-timeout", "soon"][..], "--drain-timeout"),
+        (&["--lease", "0s"][..], "--lease"),
+        (
+            &["--max-concurrent-turns", "0"][..],
+            "--max-concurrent-turns",
+        ),
+        (&["--max-message-bytes", "1MiB"][..], "--max-message-bytes"),
+        (&["--log-format", "xml"][..], "--log-format"),
+        (&["--task-ttl", "sometimes"][..], "--task-ttl"),
+    ] {
+        let err = serve(args).expect_err("rejected").to_string();
+        assert!(err.contains(flag), "{args:?}: {err}");
+    }
+    assert!(
+        Cli::try_parse_from(["taskwire"]).is_err(),
+        "a subcommand is required"
+    );
+    assert!(Cli::try_parse_from(["taskwire", "conformance"]).is_err());
+}
+
+#[test]
+fn durations() {
+    assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+    assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+    assert_eq!(parse_duration(" 1m "), Ok(Duration::from_secs(60)));
+    assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
+    assert!(parse_duration("10").expect_err("no unit").contains("10s"));
+}
+
+#[test]
+fn every_flag_has_an_env_var_and_help() {
+    let mut cmd = Cli::command();
+    cmd.build();
+    let serve = cmd.find_subcommand("serve").expect("serve");
+    for arg in serve.get_arguments() {
+        let id = arg.get_id().as_str();
+        if id == "help" || id == "version" {
+            continue;
+        }
+        let env = arg.get_env().and_then(|e| e.to_str()).unwrap_or_default();
+        assert!(
+            env.starts_with("TASKWIRE_"),
+            "--{id} has no TASKWIRE_ env var"
+        );
+        assert!(arg.get_help().is_some(), "--{id} has no help");
+    }
+    let help = serve.clone().render_long_help().to_string();
+    for env in [
+        "TASKWIRE_LISTEN",
+        "TASKWIRE_STORE",
+        "TASKWIRE_AGENT",
+        "TASKWIRE_AUTH_TOKENS",
+    ] {
+        assert!(help.contains(env), "{env} not in help:\n{help}");
+    }
+}
+
+#[test]
+fn unknown_agents_and_stores_are_clear_errors() {
+    let err = agent_by_name("gpt").err().expect("unknown agent");
+    assert!(matches!(err, Error::UnknownAgent { .. }));
+    assert!(err.to_string().contains("scripted"), "{err}");
+    assert!(agent_by_name("scripted").is_ok());
+
+    for url in [
+        "postgres://db/x",
+        "taskwire.db",
+        "memory://x",
+        "sqlite:taskwire.db",
+        "",
+    ] {
+        let err = open_store(url).err().expect("unknown store");
+        assert!(matches!(err, Error::UnknownStore { .. }), "{url}: {err}");
+        assert!(err.to_string().contains("memory://"), "{err}");
+    }
+    assert_eq!(open_store("memory://").expect("memory").kind(), "memory");
+}
+
+#[cfg(feature = "sqlite")]
+#[test]
+fn sqlite_urls_open_the_sqlite_store() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!(
+        "sqlite://{}?synchronous=normal",
+        dir.path().join("t.db").display()
+    );
+    let store = open_store(&url).expect("sqlite store");
+    assert_eq!(store.kind(), "sqlite");
+    let err = open_store("sqlite://x.db?synchronous=sometimes")
+        .err()
+        .expect("bad option");
+    assert!(matches!(err, Error::StoreOpen { .. }), "{err}");
+}
