@@ -1,0 +1,329 @@
+//! Behaviour particular to the SQLite store: schema and WAL set-up, group commit
+//! under concurrency, isolation of failing requests, and wakes.
+
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers outside #[test] functions panic on failure by design"
+)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use taskwire_core::store::{Commit, QueueOp};
+use taskwire_core::{
+    Caller, CreateTask, Event, EventKind, Message, StepPhase, StoreError, TaskService, TaskStore,
+};
+use taskwire_store_sqlite::{SqliteError, SqliteOptions, SqliteStore, Synchronous};
+
+fn open(dir: &tempfile::TempDir) -> Arc<SqliteStore> {
+    Arc::new(SqliteStore::open(&dir.path().join("t.db").display().to_string()).unwrap())
+}
+
+fn msg(id: &str) -> Message {
+    let mut m = Message::user_text("hi");
+    m.message_id = id.to_string();
+    m
+}
+
+fn step(task: &taskwire_core::Task, seq: u64) -> Event {
+    Event {
+        task_id: task.id.clone(),
+        seq,
+        version: task.version + 1,
+        at: Utc::now(),
+        kind: EventKind::Step {
+            name: "s".into(),
+            phase: StepPhase::Started,
+        },
+    }
+}
+
+#[test]
+fn schema_is_migrated_in_wal_mode_and_a_newer_schema_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nested/dir/s.db");
+    let store = SqliteStore::open_with(&path, SqliteOptions::default()).unwrap();
+    assert!(store.path().is_absolute());
+    drop(store);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 1);
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+    // Reopening applies nothing twice.
+    drop(SqliteStore::open_with(&path, SqliteOptions::default()).unwrap());
+    conn.pragma_update(None, "user_version", 99).unwrap();
+    drop(conn);
+    let err = SqliteStore::open_with(&path, SqliteOptions::default()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            SqliteError::SchemaTooNew {
+                found: 99,
+                supported: 1
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_addresses_are_errors() {
+    for bad in [
+        "sqlite://",
+        "sqlite://x.db?synchronous=sometimes",
+        "redis://x",
+    ] {
+        assert!(
+            matches!(SqliteStore::open(bad), Err(SqliteError::InvalidUrl { .. })),
+            "{bad}"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // A directory is not a database.
+    assert!(SqliteStore::open(&dir.path().display().to_string()).is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_commits_on_one_task_have_one_winner_and_spare_their_neighbours() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    let svc = TaskService::new(store.clone(), "scripted");
+    let t = svc
+        .create(&Caller::local(), CreateTask::new(msg("m")))
+        .await
+        .unwrap()
+        .task;
+    let mut racers = Vec::new();
+    for i in 0..64 {
+        let store = store.clone();
+        let mut next = t.clone();
+        next.version += 1;
+        next.last_seq += 1;
+        next.metadata.insert("winner".into(), i.into());
+        let events = vec![step(&t, t.last_seq + 1)];
+        racers.push(tokio::spawn(async move {
+            store
+                .commit(Commit {
+                    task: next,
+                    expected_version: 1,
+                    events,
+                    queue: QueueOp::Keep,
+                    fence: None,
+                })
+                .await
+        }));
+    }
+    let mut creators = Vec::new();
+    for i in 0..64 {
+        let svc = svc.clone();
+        creators.push(tokio::spawn(async move {
+            svc.create(&Caller::local(), CreateTask::new(msg(&format!("n{i}"))))
+                .await
+        }));
+    }
+    let mut wins = 0;
+    for r in futures::future::join_all(racers).await {
+        match r.unwrap() {
+            Ok(()) => wins += 1,
+            Err(StoreError::Conflict) => {}
+            Err(e) => panic!("unexpected {e}"),
+        }
+    }
+    assert_eq!(wins, 1);
+    for c in futures::future::join_all(creators).await {
+        assert!(c.unwrap().unwrap().created);
+    }
+    let got = store.get(&t.id).await.unwrap().unwrap();
+    assert_eq!(got.version, 2);
+    assert_eq!(store.events(&t.id, 0, 100).await.unwrap().len(), 3);
+    assert_eq!(store.queue_depth().await.unwrap(), 65);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_request_leaves_no_trace_and_spares_its_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    let svc = TaskService::new(store.clone(), "scripted");
+    let t = svc
+        .create(&Caller::local(), CreateTask::new(msg("m")))
+        .await
+        .unwrap()
+        .task;
+    for round in 0..20 {
+        // An event that reuses sequence number 1 violates the log's primary key
+        // after the queue entry was already deleted in the same request.
+        let mut next = t.clone();
+        next.version += 1;
+        let bad = {
+            let store = store.clone();
+            let events = vec![step(&t, 1)];
+            tokio::spawn(async move {
+                store
+                    .commit(Commit {
+                        task: next,
+                        expected_version: 1,
+                        events,
+                        queue: QueueOp::Remove,
+                        fence: None,
+                    })
+                    .await
+            })
+        };
+        let mut good = Vec::new();
+        for i in 0..16 {
+            let svc = svc.clone();
+            good.push(tokio::spawn(async move {
+                svc.create(
+                    &Caller::local(),
+                    CreateTask::new(msg(&format!("g{round}-{i}"))),
+                )
+                .await
+            }));
+        }
+        let err = bad.await.unwrap().unwrap_err();
+        assert!(matches!(err, StoreError::Backend(_)), "{err:?}");
+        for g in futures::future::join_all(good).await {
+            assert!(g.unwrap().unwrap().created);
+        }
+    }
+    let got = store.get(&t.id).await.unwrap().unwrap();
+    assert_eq!(got, t, "the failed commit changed nothing");
+    assert_eq!(store.events(&t.id, 0, 100).await.unwrap().len(), 2);
+    assert_eq!(
+        store.queue_depth().await.unwrap(),
+        1 + 20 * 16,
+        "its queue entry is still there"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_creates_with_one_key_make_one_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    let svc = TaskService::new(store.clone(), "scripted");
+    let mut all = Vec::new();
+    for _ in 0..32 {
+        let svc = svc.clone();
+        all.push(tokio::spawn(async move {
+            svc.create(&Caller::local(), CreateTask::new(msg("same")))
+                .await
+                .unwrap()
+        }));
+    }
+    let results: Vec<_> = futures::future::join_all(all)
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(results.iter().filter(|r| r.created).count(), 1);
+    assert!(results.iter().all(|r| r.task.id == results[0].task.id));
+    assert_eq!(store.queue_depth().await.unwrap(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wakes_follow_the_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    let svc = TaskService::new(store.clone(), "scripted");
+    let notified = store.hub().work_notified();
+    tokio::pin!(notified);
+    notified.as_mut().enable();
+    let t = svc
+        .create(&Caller::local(), CreateTask::new(msg("m")))
+        .await
+        .unwrap()
+        .task;
+    tokio::time::timeout(Duration::from_secs(5), notified)
+        .await
+        .unwrap();
+    // A watcher woken by a commit reads the committed state.
+    let mut rx = store.hub().watch(&t.id);
+    let claim = store
+        .claim("w", 1, Duration::from_secs(30), Utc::now())
+        .await
+        .unwrap()
+        .remove(0);
+    let reader = {
+        let store = store.clone();
+        let id = t.id.clone();
+        tokio::spawn(async move {
+            rx.changed().await.unwrap();
+            let seen = *rx.borrow();
+            let task = store.get(&id).await.unwrap().unwrap();
+            assert_eq!(task.last_seq, seen.last_seq);
+            store.events(&id, 0, 100).await.unwrap().len() as u64
+        })
+    };
+    let mut next = t.clone();
+    next.version += 1;
+    next.last_seq += 1;
+    let notified = store.hub().work_notified();
+    tokio::pin!(notified);
+    notified.as_mut().enable();
+    store
+        .commit(Commit {
+            task: next,
+            expected_version: 1,
+            events: vec![step(&t, 3)],
+            queue: QueueOp::Requeue,
+            fence: Some(claim),
+        })
+        .await
+        .unwrap();
+    assert_eq!(reader.await.unwrap(), 3);
+    tokio::time::timeout(Duration::from_secs(5), notified)
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_concurrent_creates_are_all_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(
+        SqliteStore::open_with(
+            dir.path().join("many.db"),
+            SqliteOptions {
+                synchronous: Synchronous::Full,
+                ..SqliteOptions::default()
+            },
+        )
+        .unwrap(),
+    );
+    let svc = TaskService::new(store.clone(), "scripted");
+    let started = Instant::now();
+    let mut callers = Vec::new();
+    for c in 0..64 {
+        let svc = svc.clone();
+        callers.push(tokio::spawn(async move {
+            let mut ids = Vec::new();
+            for i in 0..50 {
+                let t = svc
+                    .create(&Caller::local(), CreateTask::new(msg(&format!("{c}-{i}"))))
+                    .await
+                    .unwrap();
+                ids.push(t.task.id);
+            }
+            ids
+        }));
+    }
+    let ids: Vec<_> = futures::future::join_all(callers)
+        .await
+        .into_iter()
+        .flat_map(Result::unwrap)
+        .collect();
+    eprintln!(
+        "{} creates from 64 callers in {:?} (debug build, synchronous=full)",
+        ids.len(),
+        started.elapsed()
+    );
+    assert_eq!(store.queue_depth().await.unwrap(), 3200);
+    for id in ids.iter().step_by(97) {
+        assert!(store.get(id).await.unwrap().is_some());
+    }
+}
