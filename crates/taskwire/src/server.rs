@@ -449,10 +449,13 @@ impl Server {
     /// accepting connections and answers `/readyz` with 503, lets turns in flight
     /// (and open HTTP requests) finish for up to the drain timeout, aborts the turns
     /// still running and releases their leases, and returns.
-    pub async fn run(
-        self,
-        shutdown: impl Future<Output = ()> + Send + 'static,
-    ) -> Result<(), Error> {
+    ///
+    /// `shutdown` is any future (its output is ignored), for example
+    /// `tokio::signal::ctrl_c()` or a oneshot receiver.
+    pub async fn run<F>(self, shutdown: F) -> Result<(), Error>
+    where
+        F: Future + Send + 'static,
+    {
         let Server {
             listener,
             local_addr,
