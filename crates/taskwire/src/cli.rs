@@ -2,7 +2,7 @@
 //! [`Server`](crate::Server) like any other embedding program.
 
 use std::future::Future;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -217,7 +217,8 @@ pub fn init_tracing(format: LogFormat) -> Result<(), Error> {
         .map_err(|e| Error::Logging(format!("invalid RUST_LOG: {e}")))?;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
     let res = match format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),
@@ -276,18 +277,12 @@ pub async fn serve(args: ServeArgs) -> Result<(), Error> {
     let shutdown = shutdown_signal()?;
     let server = build_server(&args).await?;
     let addr = server.local_addr();
-    info!(%addr, store = %redact_store_url(&args.store), agent = %args.agent, "listening");
     {
         let mut out = std::io::stdout().lock();
         writeln!(out, "listening on {addr}")?;
         out.flush()?;
     }
     server.run(shutdown).await
-}
-
-/// The store URL without its query (which may one day carry credentials).
-fn redact_store_url(url: &str) -> &str {
-    url.split_once('?').map_or(url, |(base, _)| base)
 }
 
 /// A future that resolves on the first SIGTERM or SIGINT (Ctrl-C). The handlers are
