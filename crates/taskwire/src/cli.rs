@@ -22,6 +22,9 @@ use crate::auth::AuthConfig;
 use crate::error::Error;
 use crate::server::{check_listen_policy, Server};
 
+/// Exit status after a second SIGTERM/Ctrl-C cut the drain short.
+pub const FORCED_EXIT_CODE: i32 = 130;
+
 /// The agents this binary can run, for `--agent`.
 pub const AGENTS: &str = "scripted";
 
@@ -285,8 +288,9 @@ pub async fn serve(args: ServeArgs) -> Result<(), Error> {
     server.run(shutdown).await
 }
 
-/// A future that resolves on the first SIGTERM or SIGINT (Ctrl-C). The handlers are
-/// installed when this is called, not when the future is first polled.
+/// A future that resolves on the first SIGTERM or SIGINT (Ctrl-C); a second one
+/// exits the process at once with [`FORCED_EXIT_CODE`]. The handlers are installed
+/// when this is called, not when the future is first polled.
 pub fn shutdown_signal() -> Result<impl Future<Output = ()> + Send + 'static, Error> {
     #[cfg(unix)]
     {
@@ -298,6 +302,16 @@ pub fn shutdown_signal() -> Result<impl Future<Output = ()> + Send + 'static, Er
                 _ = term.recv() => info!("SIGTERM received"),
                 _ = int.recv() => info!("interrupt received"),
             }
+            // A second signal while draining means "now": exit without waiting.
+            // Leases of the turns cut short lapse and the reaper re-runs them.
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = term.recv() => {},
+                    _ = int.recv() => {},
+                }
+                tracing::warn!("second signal: exiting without draining");
+                std::process::exit(FORCED_EXIT_CODE);
+            });
         })
     }
     #[cfg(not(unix))]

@@ -56,5 +56,6 @@ pub mod telemetry;
 pub use auth::{AuthConfig, TokenTable};
 pub use error::Error;
 pub use server::{
-    check_listen_policy, Adapter, AdapterContext, Listen, Server, ServerBuilder, DEFAULT_LISTEN,
+    body_limit, check_listen_policy, Adapter, AdapterContext, Listen, Server, ServerBuilder,
+    DEFAULT_LISTEN,
 };

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::State;
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::get;
@@ -272,6 +272,7 @@ impl ServerBuilder {
             warn!(%local_addr, "listening on a non-loopback address WITHOUT authentication: every caller is the local principal");
         }
 
+        let body_limit = body_limit(&self.limits);
         let metrics = telemetry::install();
         let mut service = TaskService::new(store.clone(), agent.info().name)
             .with_limits(self.limits)
@@ -305,10 +306,12 @@ impl ServerBuilder {
         for r in self.routers {
             protected = merge(protected, r, "mounted router")?;
         }
-        let protected = protected.layer(axum::middleware::from_fn_with_state(
-            self.auth.clone(),
-            auth::middleware,
-        ));
+        let protected = protected
+            .layer(axum::middleware::from_fn_with_state(
+                self.auth.clone(),
+                auth::middleware,
+            ))
+            .layer(DefaultBodyLimit::max(body_limit));
         let router = merge(public, protected, "protected routes")?
             .layer(axum::middleware::from_fn(telemetry::http_middleware));
 
@@ -323,6 +326,16 @@ impl ServerBuilder {
             drain_timeout: self.drain_timeout,
         })
     }
+}
+
+/// The largest request body the adapter routes accept by default: room for one
+/// message of `max_message_bytes` encoded in JSON (base64 grows bytes by a third)
+/// plus the protocol envelope. A route may set its own `DefaultBodyLimit`.
+pub fn body_limit(limits: &Limits) -> usize {
+    limits
+        .max_message_bytes
+        .saturating_mul(2)
+        .saturating_add(64 * 1024)
 }
 
 /// Merges two routers, turning axum's panic on overlapping routes into an error.

@@ -547,3 +547,34 @@ async fn the_builder_refuses_a_remote_address_without_auth() {
     let err = Server::builder().build().await.expect_err("no agent");
     assert!(matches!(err, Error::MissingAgent), "{err}");
 }
+
+#[tokio::test]
+async fn request_bodies_are_bounded_by_the_message_limit() {
+    let limits = taskwire_core::Limits {
+        max_message_bytes: 1000,
+        ..taskwire_core::Limits::default()
+    };
+    let limit = taskwire::body_limit(&limits);
+    let echo_len = Router::new().route(
+        "/len",
+        axum::routing::post(|body: String| async move { body.len().to_string() }),
+    );
+    let s = start(base().limits(limits).mount(echo_len)).await;
+    let http = reqwest::Client::new();
+    let r = http
+        .post(s.url("/len"))
+        .body("x".repeat(limit))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.text().await.expect("body"), limit.to_string());
+    let r = http
+        .post(s.url("/len"))
+        .body("x".repeat(limit + 1))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 413);
+    s.stop().await;
+}
