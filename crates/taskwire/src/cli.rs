@@ -33,9 +33,10 @@ const STORE_SCHEMES: &str = "sqlite://PATH[?synchronous=full|normal] or memory:/
 #[cfg(not(feature = "sqlite"))]
 const STORE_SCHEMES: &str = "memory:// (this build has no SQLite support)";
 
-/// taskwire: one agent task, every agent protocol.
+/// taskwire: one agent task, every agent protocol. Serves an agent's tasks and
+/// (as adapters are compiled in) exposes them over each protocol on one listener.
 #[derive(Debug, Parser)]
-#[command(name = "taskwire", version, about, long_about = None)]
+#[command(name = "taskwire", version)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -280,11 +281,12 @@ pub async fn serve(args: ServeArgs) -> Result<(), Error> {
     let shutdown = shutdown_signal()?;
     let server = build_server(&args).await?;
     let addr = server.local_addr();
-    {
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "listening on {addr}")?;
-        out.flush()?;
+    // Best effort: a closed stdout must not stop the server.
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = writeln!(out, "listening on {addr}").and_then(|()| out.flush()) {
+        tracing::debug!(error = %e, "could not print the address on stdout");
     }
+    drop(out);
     server.run(shutdown).await
 }
 

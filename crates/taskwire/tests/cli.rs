@@ -180,3 +180,43 @@ fn sqlite_urls_open_the_sqlite_store() {
         .expect("bad option");
     assert!(matches!(err, Error::StoreOpen { .. }), "{err}");
 }
+
+#[tokio::test]
+async fn serve_flags_reach_the_service() {
+    let args = serve(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--store",
+        "memory://",
+        "--deny-phrase",
+        "Forbidden Words",
+        "--max-message-bytes",
+        "64",
+    ])
+    .expect("parse");
+    let server = taskwire::cli::build_server(&args).await.expect("build");
+    assert_ne!(server.local_addr().port(), 0);
+    let service = server.service();
+    assert_eq!(service.limits().max_message_bytes, 64);
+    assert_eq!(service.agent_name(), "scripted");
+    let me = taskwire_core::Caller::local();
+    let create =
+        |text: &str| taskwire_core::CreateTask::new(taskwire_core::Message::user_text(text));
+    let err = service
+        .create(&me, create("these are forbidden words"))
+        .await
+        .expect_err("denied");
+    assert!(
+        matches!(err, taskwire_core::CoreError::DeniedByGuardrail { .. }),
+        "{err}"
+    );
+    let err = service
+        .create(&me, create(&"x".repeat(65)))
+        .await
+        .expect_err("too large");
+    assert!(
+        matches!(err, taskwire_core::CoreError::TooLarge { .. }),
+        "{err}"
+    );
+    service.create(&me, create("fine")).await.expect("allowed");
+}
