@@ -282,16 +282,21 @@ async fn run_claim(
         config.flush_interval,
         cancel.clone(),
     );
-    let supervisor = tokio::spawn(supervise(
-        ctx.clone(),
-        service.clone(),
-        claim.clone(),
-        config.clone(),
-    ));
     let started = std::time::Instant::now();
-    let agent_ctx = ctx.clone();
-    let result = tokio::spawn(async move { agent.run_turn(&agent_ctx).await }).await;
-    supervisor.abort();
+    // The agent runs inline (a panic is caught, not propagated); the supervisor runs
+    // beside it in the same task and only starts working if the turn lasts.
+    let result = {
+        use futures::FutureExt;
+        let agent_fut = std::panic::AssertUnwindSafe(agent.run_turn(&ctx)).catch_unwind();
+        tokio::pin!(agent_fut);
+        let sup = supervise(ctx.clone(), service.clone(), claim.clone(), config.clone());
+        tokio::pin!(sup);
+        tokio::select! {
+            biased;
+            r = &mut agent_fut => r,
+            _ = &mut sup => agent_fut.await,
+        }
+    };
     metrics::histogram!("taskwire_turn_seconds").record(started.elapsed().as_secs_f64());
     let finish = match result {
         Ok(Ok(outcome)) => Finish::Outcome(outcome),
@@ -303,8 +308,8 @@ async fn run_claim(
             warn!(task = %id, error = %e, "agent error");
             Finish::Crashed
         }
-        Err(join) => {
-            warn!(task = %id, panicked = join.is_panic(), "agent turn panicked or was aborted");
+        Err(_panic) => {
+            warn!(task = %id, "agent turn panicked");
             Finish::Crashed
         }
     };
@@ -327,11 +332,24 @@ async fn supervise(
     claim: Claim,
     config: Arc<RuntimeConfig>,
 ) {
+    let tick = config.flush_interval.max(Duration::from_millis(1));
+    // Most turns end before this: they never pay for the timers and the watch.
+    tokio::time::sleep(tick).await;
     let store = service.store().clone();
     let mut rx = store.hub().watch(&claim.task_id);
+    // A cancel committed before the watch existed is not in the channel: read it.
+    match store.get(&claim.task_id).await {
+        Ok(Some(t)) if !t.state.is_terminal() => {}
+        Ok(_) => {
+            ctx.cancel_turn();
+            return;
+        }
+        Err(e) => {
+            warn!(task = %claim.task_id, error = %e, "reading the task in the supervisor failed")
+        }
+    }
     let renew_every = config.lease / 3;
     let mut next_renew = tokio::time::Instant::now() + renew_every;
-    let tick = config.flush_interval.max(Duration::from_millis(1));
     let mut flush_timer = tokio::time::interval(tick);
     flush_timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
