@@ -33,7 +33,10 @@ unsafe impl GlobalAlloc for Counting {
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(new_size as isize - layout.size() as isize, Ordering::Relaxed);
+        LIVE.fetch_add(
+            new_size as isize - layout.size() as isize,
+            Ordering::Relaxed,
+        );
         // SAFETY: same contract as the caller's.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -63,11 +66,17 @@ struct Args {
     synchronous: String,
 }
 
-fn open(kind: &str, dir: &tempfile::TempDir, synchronous: &str) -> Result<Arc<dyn TaskStore>, String> {
+fn open(
+    kind: &str,
+    dir: &tempfile::TempDir,
+    synchronous: &str,
+) -> Result<Arc<dyn TaskStore>, String> {
     match kind {
         "memory" => Ok(Arc::new(MemoryStore::new())),
         "sqlite" => {
-            let path = dir.path().join(format!("bench-{}.db", taskwire_core::ids::random_id()));
+            let path = dir
+                .path()
+                .join(format!("bench-{}.db", taskwire_core::ids::random_id()));
             let url = format!("sqlite://{}?synchronous={synchronous}", path.display());
             taskwire_store_sqlite::SqliteStore::open(&url)
                 .map(|s| Arc::new(s) as Arc<dyn TaskStore>)
@@ -108,7 +117,9 @@ async fn throughput(store: Arc<dyn TaskStore>, callers: usize, secs: f64) -> (u6
                     }
                 };
                 match svc
-                    .wait_until(&caller, &t.id, Duration::from_secs(30), |t| t.state.is_terminal())
+                    .wait_until(&caller, &t.id, Duration::from_secs(30), |t| {
+                        t.state.is_terminal()
+                    })
                     .await
                 {
                     Ok(t) if t.state.is_terminal() => {
@@ -134,7 +145,9 @@ async fn idle_bytes(n: usize) -> f64 {
     let svc = TaskService::new(store.clone(), "scripted");
     let caller = Caller::local();
     // Warm up allocations that are not per task.
-    let _ = svc.create(&caller, CreateTask::new(Message::user_text("warm-up"))).await;
+    let _ = svc
+        .create(&caller, CreateTask::new(Message::user_text("warm-up")))
+        .await;
     let before = LIVE.load(Ordering::Relaxed);
     for _ in 0..n {
         if svc
