@@ -86,7 +86,15 @@ fn open(
     }
 }
 
-async fn throughput(store: Arc<dyn TaskStore>, callers: usize, secs: f64) -> (u64, f64) {
+/// Result of one throughput run.
+struct Run {
+    tasks: u64,
+    per_sec: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+}
+
+async fn throughput(store: Arc<dyn TaskStore>, callers: usize, secs: f64) -> Run {
     let svc = TaskService::new(store, "scripted");
     let rt = Runtime::start(
         svc.clone(),
@@ -105,7 +113,9 @@ async fn throughput(store: Arc<dyn TaskStore>, callers: usize, secs: f64) -> (u6
         let done = done.clone();
         joins.push(tokio::spawn(async move {
             let caller = Caller::new("bench", format!("caller-{c}"));
+            let mut lat = Vec::new();
             while Instant::now() < deadline {
+                let t0 = Instant::now();
                 let t = match svc
                     .create(&caller, CreateTask::new(Message::user_text("hello")))
                     .await
@@ -113,7 +123,7 @@ async fn throughput(store: Arc<dyn TaskStore>, callers: usize, secs: f64) -> (u6
                     Ok(c) => c.task,
                     Err(e) => {
                         eprintln!("create failed: {e}");
-                        return;
+                        return lat;
                     }
                 };
                 match svc
@@ -124,20 +134,36 @@ async fn throughput(store: Arc<dyn TaskStore>, callers: usize, secs: f64) -> (u6
                 {
                     Ok(t) if t.state.is_terminal() => {
                         done.fetch_add(1, Ordering::Relaxed);
+                        lat.push(t0.elapsed().as_secs_f64() * 1000.0);
                     }
                     Ok(t) => eprintln!("task {} not finished: {}", t.id, t.state),
                     Err(e) => eprintln!("wait failed: {e}"),
                 }
             }
+            lat
         }));
     }
+    let mut lat = Vec::new();
     for j in joins {
-        let _ = j.await;
+        if let Ok(l) = j.await {
+            lat.extend(l);
+        }
     }
+    lat.sort_by(|a, b| a.total_cmp(b));
+    let pct = |p: f64| {
+        lat.get(((lat.len() as f64 * p) as usize).min(lat.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or(0.0)
+    };
     let elapsed = start.elapsed().as_secs_f64();
     rt.shutdown(Duration::from_secs(5)).await;
     let n = done.load(Ordering::Relaxed);
-    (n, n as f64 / elapsed)
+    Run {
+        tasks: n,
+        per_sec: n as f64 / elapsed,
+        p50_ms: pct(0.5),
+        p99_ms: pct(0.99),
+    }
 }
 
 async fn idle_bytes(n: usize) -> f64 {
@@ -174,8 +200,10 @@ async fn main() {
             std::process::exit(2);
         }
     };
-    println!("| store | callers | tasks | tasks/s |");
-    println!("|---|---:|---:|---:|");
+    // Memory first, while nothing else is allocated or being freed.
+    let bytes = idle_bytes(args.idle_tasks.max(1)).await;
+    println!("| store | callers | tasks | tasks/s | p50 ms | p99 ms |");
+    println!("|---|---:|---:|---:|---:|---:|");
     for kind in &args.stores {
         for &c in &args.callers {
             let store = match open(kind, &dir, &args.synchronous) {
@@ -185,11 +213,13 @@ async fn main() {
                     std::process::exit(2);
                 }
             };
-            let (n, rate) = throughput(store, c.max(1), args.seconds).await;
-            println!("| {kind} | {c} | {n} | {rate:.0} |");
+            let r = throughput(store, c.max(1), args.seconds).await;
+            println!(
+                "| {kind} | {c} | {} | {:.0} | {:.2} | {:.2} |",
+                r.tasks, r.per_sec, r.p50_ms, r.p99_ms
+            );
         }
     }
-    let bytes = idle_bytes(args.idle_tasks.max(1)).await;
     println!();
     println!(
         "memory store: {bytes:.0} bytes of heap per stored idle task (one 5-byte text message, {} tasks)",

@@ -1,11 +1,14 @@
 //! The in-memory store: everything in one mutex-guarded map. For tests, benchmarks
 //! and `--store memory://`; nothing survives the process.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use async_trait::async_trait;
+
+/// Hash maps keyed by ids, with a fast seeded hasher.
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 use crate::error::StoreError;
 use crate::event::Event;
@@ -381,7 +384,7 @@ impl TaskStore for MemoryStore {
 
     async fn count_by_state(&self) -> Result<Vec<(TaskState, u64)>, StoreError> {
         let g = self.lock()?;
-        let mut counts: HashMap<TaskState, u64> = HashMap::new();
+        let mut counts: HashMap<TaskState, u64> = HashMap::default();
         for t in g.tasks.values() {
             *counts.entry(t.state).or_default() += 1;
         }

@@ -2,7 +2,6 @@
 //! logs, idempotency keys and the claimable work queue live there, and every change
 //! is one atomic compare-and-set commit.
 
-use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -126,7 +125,9 @@ pub struct TaskWake {
 /// example from LISTEN/NOTIFY).
 #[derive(Debug)]
 pub struct WakeHub {
-    tasks: Mutex<HashMap<TaskId, watch::Sender<TaskWake>>>,
+    tasks: Mutex<
+        std::collections::HashMap<TaskId, watch::Sender<TaskWake>, foldhash::fast::RandomState>,
+    >,
     all: broadcast::Sender<(TaskId, TaskWake)>,
     work: Notify,
 }
@@ -142,7 +143,7 @@ impl WakeHub {
     pub fn new() -> Self {
         let (all, _) = broadcast::channel(4096);
         Self {
-            tasks: Mutex::new(HashMap::new()),
+            tasks: Mutex::new(Default::default()),
             all,
             work: Notify::new(),
         }
