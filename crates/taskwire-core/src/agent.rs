@@ -49,6 +49,26 @@ pub struct AgentInfo {
     pub parameters_schema: Option<Value>,
 }
 
+impl AgentInfo {
+    /// An agent card with a name and description, version 0.1.0, no skills and no
+    /// parameters schema.
+    pub fn new(name: impl Into<String>, description: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            version: "0.1.0".into(),
+            skills: Vec::new(),
+            parameters_schema: None,
+        }
+    }
+
+    /// Adds a skill.
+    pub fn with_skill(mut self, skill: Skill) -> Self {
+        self.skills.push(skill);
+        self
+    }
+}
+
 /// How a turn ended.
 #[derive(Clone, Debug, PartialEq)]
 pub enum TurnOutcome {

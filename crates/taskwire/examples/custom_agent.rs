@@ -9,16 +9,7 @@ struct Upper;
 #[async_trait]
 impl Agent for Upper {
     fn info(&self) -> AgentInfo {
-        let (name, version) = ("upper".into(), "0.1.0".into());
-        let (description, skills) = ("Replies in upper case.".into(), Vec::new());
-        let parameters_schema = None;
-        AgentInfo {
-            name,
-            description,
-            version,
-            skills,
-            parameters_schema,
-        }
+        AgentInfo::new("upper", "Replies in upper case.")
     }
 
     async fn run_turn(&self, ctx: &TurnContext) -> Result<TurnOutcome, AgentError> {
@@ -30,6 +21,7 @@ impl Agent for Upper {
         Ok(TurnOutcome::Completed { message: None })
     }
 }
+
 /// `cargo run -p taskwire --example custom_agent`; serves 127.0.0.1:7420 until Ctrl-C.
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
