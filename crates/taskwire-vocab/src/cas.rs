@@ -1,0 +1,1 @@
+//! The cas view of the core vocabulary (filled in by the cas adapter work).

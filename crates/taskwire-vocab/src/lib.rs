@@ -1,0 +1,36 @@
+//! The translation layer: pure functions and tables between the core's vocabulary
+//! (task states, terminal causes, pending interactions, parts, errors) and each
+//! protocol's. Every adapter maps through here; none keeps a mapping of its own.
+//!
+//! Each module owns one protocol's view. Where a mapping loses information the
+//! function says so with a [`Loss`], and a test pins it.
+
+pub mod a2a;
+pub mod agui;
+pub mod cas;
+pub mod mcp;
+
+/// What a lossy mapping drops, in words a person can act on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Loss(pub &'static str);
+
+/// Errors of the translation layer (a protocol value the core has no meaning for).
+#[derive(Debug, thiserror::Error)]
+pub enum VocabError {
+    /// A value of the protocol that has no core counterpart.
+    #[error("unknown {what}: {value}")]
+    Unknown {
+        /// What kind of value (state, part kind, …).
+        what: &'static str,
+        /// The value received.
+        value: String,
+    },
+    /// A value that is well-formed but not acceptable as input.
+    #[error("invalid {field}: {reason}")]
+    Invalid {
+        /// The field.
+        field: String,
+        /// Why.
+        reason: String,
+    },
+}
