@@ -86,10 +86,25 @@ fn open(
     }
 }
 
+/// CPU time (user + system) this process has used so far, in microseconds.
+fn cpu_micros() -> f64 {
+    let mut ru = std::mem::MaybeUninit::<libc::rusage>::uninit();
+    // SAFETY: getrusage writes a full rusage into the pointer it is given.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, ru.as_mut_ptr()) };
+    if rc != 0 {
+        return 0.0;
+    }
+    // SAFETY: rc == 0 means the struct was initialised.
+    let ru = unsafe { ru.assume_init() };
+    let tv = |t: libc::timeval| t.tv_sec as f64 * 1e6 + t.tv_usec as f64;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
 /// Result of one throughput run.
 struct Run {
     tasks: u64,
     per_sec: f64,
+    cpu_us_per_task: f64,
     p50_ms: f64,
     p99_ms: f64,
 }
@@ -107,6 +122,7 @@ async fn throughput(store: Arc<dyn TaskStore>, callers: usize, secs: f64) -> Run
     let done = Arc::new(AtomicU64::new(0));
     let deadline = Instant::now() + Duration::from_secs_f64(secs);
     let start = Instant::now();
+    let cpu0 = cpu_micros();
     let mut joins = Vec::new();
     for c in 0..callers {
         let svc = svc.clone();
@@ -156,11 +172,13 @@ async fn throughput(store: Arc<dyn TaskStore>, callers: usize, secs: f64) -> Run
             .unwrap_or(0.0)
     };
     let elapsed = start.elapsed().as_secs_f64();
+    let cpu = cpu_micros() - cpu0;
     rt.shutdown(Duration::from_secs(5)).await;
     let n = done.load(Ordering::Relaxed);
     Run {
         tasks: n,
         per_sec: n as f64 / elapsed,
+        cpu_us_per_task: cpu / n.max(1) as f64,
         p50_ms: pct(0.5),
         p99_ms: pct(0.99),
     }
@@ -202,8 +220,8 @@ async fn main() {
     };
     // Memory first, while nothing else is allocated or being freed.
     let bytes = idle_bytes(args.idle_tasks.max(1)).await;
-    println!("| store | callers | tasks | tasks/s | p50 ms | p99 ms |");
-    println!("|---|---:|---:|---:|---:|---:|");
+    println!("| store | callers | tasks | tasks/s | p50 ms | p99 ms | CPU µs/task |");
+    println!("|---|---:|---:|---:|---:|---:|---:|");
     for kind in &args.stores {
         for &c in &args.callers {
             let store = match open(kind, &dir, &args.synchronous) {
@@ -215,8 +233,8 @@ async fn main() {
             };
             let r = throughput(store, c.max(1), args.seconds).await;
             println!(
-                "| {kind} | {c} | {} | {:.0} | {:.2} | {:.2} |",
-                r.tasks, r.per_sec, r.p50_ms, r.p99_ms
+                "| {kind} | {c} | {} | {:.0} | {:.2} | {:.2} | {:.1} |",
+                r.tasks, r.per_sec, r.p50_ms, r.p99_ms, r.cpu_us_per_task
             );
         }
     }
