@@ -1,1 +1,559 @@
-//! The agui view of the core vocabulary (filled in by the agui adapter work).
+//! The AG-UI view of the core vocabulary.
+//!
+//! AG-UI has no task states: a task is seen as a thread (its context) in which every
+//! turn is a run. What a core state means on the wire is how the run ends:
+//!
+//! | core | AG-UI |
+//! |---|---|
+//! | submitted, working | run open, events flowing |
+//! | input-required (input requests) | `RUN_FINISHED` outcome interrupt, reason `input_required` |
+//! | input-required (review) | `RUN_FINISHED` outcome interrupt, reason `confirmation` |
+//! | auth-required | `RUN_FINISHED` outcome interrupt, reason `taskwire:auth_required` |
+//! | completed | `RUN_FINISHED` with `result` (no outcome: success) |
+//! | failed (agent fault) | `RUN_ERROR` code `agent_failed` |
+//! | failed (internal) | `RUN_ERROR` code `internal` |
+//! | rejected | `RUN_ERROR` code `rejected` |
+//! | restricted | `RUN_ERROR` code `restricted` |
+//! | canceled | `RUN_FINISHED` outcome `cancelled` |
+//! | canceled (inactivity expired) | `RUN_FINISHED` outcome `cancelled` ([`LOSS_EXPIRED_AS_CANCELLED`]) |
+//!
+//! Interrupt ids name the pending interaction they stand for, so a resume can be
+//! routed back to it without any state in the adapter: see [`InterruptRef`].
+
+use serde_json::{json, Value};
+use taskwire_core::types::{InputResponse, PartContent, ReviewDecision, TaskError, TerminalCause};
+use taskwire_core::{CoreError, Part, TaskState};
+
+use crate::{Loss, VocabError};
+
+/// The protocol version this view speaks (sent in `RUN_STARTED.protocolVersion`).
+pub const PROTOCOL_VERSION: &str = "1.0";
+
+/// Interrupt reason for keyed input requests.
+pub const REASON_INPUT_REQUIRED: &str = "input_required";
+/// Interrupt reason for a review by the responsible user.
+pub const REASON_CONFIRMATION: &str = "confirmation";
+/// Interrupt reason for a provider authorisation (namespaced, as custom reasons must be).
+pub const REASON_AUTH_REQUIRED: &str = "taskwire:auth_required";
+
+/// The activity type artifacts are rendered as (`ACTIVITY_SNAPSHOT` / `ACTIVITY_DELTA`).
+pub const ARTIFACT_ACTIVITY_TYPE: &str = "taskwire.artifact";
+
+/// `RUN_ERROR.code` values the adapter emits, besides the terminal error codes of
+/// the core (`agent_failed`, `internal`, `rejected`, `restricted`).
+pub mod codes {
+    /// A resume does not cover every open interrupt of the thread.
+    pub const RESUME_INCOMPLETE: &str = "resume_incomplete";
+    /// A resume names an interrupt the thread never raised.
+    pub const INTERRUPT_UNKNOWN: &str = "interrupt_unknown";
+    /// A resume names an interrupt that is no longer open (superseded, or its task ended).
+    pub const INTERRUPT_EXPIRED: &str = "interrupt_expired";
+    /// A resume answers an interrupt that was already answered differently.
+    pub const RESUME_CONFLICT: &str = "resume_conflict";
+    /// New input arrived while interrupts are open and no resume was given.
+    pub const INTERRUPT_PENDING: &str = "interrupt_pending";
+    /// The input carries no new user message and no resume: nothing to run.
+    pub const NO_NEW_INPUT: &str = "no_new_input";
+    /// The input is malformed.
+    pub const INVALID_INPUT: &str = "invalid_input";
+    /// The thread or task is not the caller's, or does not exist.
+    pub const NOT_FOUND: &str = "not_found";
+    /// Something is over a configured limit.
+    pub const TOO_LARGE: &str = "too_large";
+    /// An input guardrail refused the input.
+    pub const DENIED: &str = "denied";
+    /// The server is busy or shutting down; retry.
+    pub const UNAVAILABLE: &str = "unavailable";
+    /// The task is in a state that does not accept the command.
+    pub const WRONG_STATE: &str = "wrong_state";
+    /// An internal error.
+    pub const INTERNAL: &str = "internal";
+}
+
+/// The inactivity expiry of a waiting task reads as a cancelled run: AG-UI has no
+/// outcome for "nobody answered in time".
+pub const LOSS_EXPIRED_AS_CANCELLED: Loss = Loss(
+    "an inactivity expiry is reported as a cancelled run; the expiry cause is only in the message",
+);
+/// Non-text parts of agent messages are not part of the streamed text.
+pub const LOSS_NON_TEXT_PARTS: Loss =
+    Loss("non-text parts of an agent message are left out of its text (artifacts keep them)");
+/// Declining an authorisation has no core counterpart: the task is canceled.
+pub const LOSS_AUTH_DECLINE_CANCELS: Loss =
+    Loss("a cancelled resume of an authorisation interrupt cancels the whole task");
+/// A resume payload that is not an object is wrapped as `{"answer": payload}`.
+pub const LOSS_PAYLOAD_WRAPPED: Loss =
+    Loss("a non-object resume payload is stored as {\"answer\": payload}");
+
+/// How a run ends, derived from the task's state.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RunEnd {
+    /// The run is still open (submitted or working).
+    Open,
+    /// `RUN_FINISHED` without outcome (success), with a result.
+    Completed,
+    /// `RUN_FINISHED` with an interrupt outcome.
+    Interrupted,
+    /// `RUN_FINISHED` with outcome `cancelled`.
+    Cancelled,
+    /// `RUN_ERROR` with code and message.
+    Error {
+        /// `RUN_ERROR.code`.
+        code: String,
+        /// `RUN_ERROR.message`.
+        message: String,
+    },
+}
+
+/// How a run ends for a task that moved to `state`, with the terminal cause and
+/// error the status event carried. Returns the loss when one applies.
+pub fn run_end(
+    state: TaskState,
+    cause: Option<TerminalCause>,
+    error: Option<&TaskError>,
+) -> (RunEnd, Option<Loss>) {
+    let err = |default_code: &str, default_msg: &str| RunEnd::Error {
+        code: error
+            .map(|e| e.code.clone())
+            .unwrap_or_else(|| default_code.to_string()),
+        message: error
+            .map(|e| e.message.clone())
+            .unwrap_or_else(|| default_msg.to_string()),
+    };
+    match state {
+        TaskState::Submitted | TaskState::Working => (RunEnd::Open, None),
+        TaskState::InputRequired | TaskState::AuthRequired => (RunEnd::Interrupted, None),
+        TaskState::Completed => (RunEnd::Completed, None),
+        TaskState::Canceled => match cause {
+            Some(TerminalCause::Expired) => (RunEnd::Cancelled, Some(LOSS_EXPIRED_AS_CANCELLED)),
+            _ => (RunEnd::Cancelled, None),
+        },
+        TaskState::Failed => match cause {
+            Some(TerminalCause::Internal) => (err("internal", "internal error"), None),
+            _ => (err("agent_failed", "the task failed"), None),
+        },
+        TaskState::Rejected => match cause {
+            Some(TerminalCause::Restricted) => (err("restricted", "the task is restricted"), None),
+            _ => (err("rejected", "the task was rejected"), None),
+        },
+    }
+}
+
+/// What kind of pending interaction an interrupt stands for.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum InterruptKind {
+    /// A keyed input request (`input_required`).
+    Input(String),
+    /// A provider authorisation (`taskwire:auth_required`).
+    Auth(String),
+    /// A review (`confirmation`).
+    Review(String),
+}
+
+/// An interrupt id, decoded: the task and the pending interaction.
+///
+/// On the wire it is `<taskId>/<input|auth|review>/<key>`; the key may itself
+/// contain slashes.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct InterruptRef {
+    /// The task id.
+    pub task_id: String,
+    /// The interaction.
+    pub kind: InterruptKind,
+}
+
+impl InterruptRef {
+    /// The wire id.
+    pub fn id(&self) -> String {
+        let (k, v) = match &self.kind {
+            InterruptKind::Input(v) => ("input", v),
+            InterruptKind::Auth(v) => ("auth", v),
+            InterruptKind::Review(v) => ("review", v),
+        };
+        format!("{}/{k}/{v}", self.task_id)
+    }
+
+    /// Decodes a wire id.
+    pub fn parse(id: &str) -> Result<Self, VocabError> {
+        let bad = || VocabError::Unknown {
+            what: "interrupt id",
+            value: id.to_string(),
+        };
+        let mut it = id.splitn(3, '/');
+        let (Some(task), Some(kind), Some(key)) = (it.next(), it.next(), it.next()) else {
+            return Err(bad());
+        };
+        if task.is_empty() || key.is_empty() {
+            return Err(bad());
+        }
+        let kind = match kind {
+            "input" => InterruptKind::Input(key.to_string()),
+            "auth" => InterruptKind::Auth(key.to_string()),
+            "review" => InterruptKind::Review(key.to_string()),
+            _ => return Err(bad()),
+        };
+        Ok(Self {
+            task_id: task.to_string(),
+            kind,
+        })
+    }
+
+    /// The interrupt reason of this kind.
+    pub fn reason(&self) -> &'static str {
+        match self.kind {
+            InterruptKind::Input(_) => REASON_INPUT_REQUIRED,
+            InterruptKind::Auth(_) => REASON_AUTH_REQUIRED,
+            InterruptKind::Review(_) => REASON_CONFIRMATION,
+        }
+    }
+}
+
+/// A resume entry's status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResumeStatus {
+    /// `resolved`.
+    Resolved,
+    /// `cancelled`.
+    Cancelled,
+}
+
+impl ResumeStatus {
+    /// Parses the wire value.
+    pub fn parse(s: &str) -> Result<Self, VocabError> {
+        match s {
+            "resolved" => Ok(Self::Resolved),
+            "cancelled" => Ok(Self::Cancelled),
+            other => Err(VocabError::Unknown {
+                what: "resume status",
+                value: other.to_string(),
+            }),
+        }
+    }
+}
+
+/// The core answer to an input request from a resume entry. A non-object payload
+/// is wrapped as `{"answer": payload}` (with [`LOSS_PAYLOAD_WRAPPED`]); a resolved
+/// entry without payload is an error.
+pub fn input_response(
+    status: ResumeStatus,
+    payload: Option<&Value>,
+) -> Result<(InputResponse, Option<Loss>), VocabError> {
+    match status {
+        ResumeStatus::Cancelled => Ok((
+            InputResponse {
+                action: taskwire_core::types::InputAction::Cancel,
+                content: None,
+            },
+            None,
+        )),
+        ResumeStatus::Resolved => match payload {
+            Some(v @ Value::Object(_)) => Ok((InputResponse::accept(v.clone()), None)),
+            Some(Value::Null) | None => Err(VocabError::Invalid {
+                field: "resume.payload".into(),
+                reason: "a resolved input interrupt needs a payload".into(),
+            }),
+            Some(other) => Ok((
+                InputResponse::accept(json!({ "answer": other })),
+                Some(LOSS_PAYLOAD_WRAPPED),
+            )),
+        },
+    }
+}
+
+/// The review decision of a resume entry: `cancelled`, or a payload with
+/// `approved: false`, rejects; anything else approves.
+pub fn review_decision(status: ResumeStatus, payload: Option<&Value>) -> ReviewDecision {
+    match status {
+        ResumeStatus::Cancelled => ReviewDecision::Reject,
+        ResumeStatus::Resolved => {
+            let refused = payload
+                .and_then(|p| p.get("approved"))
+                .and_then(Value::as_bool)
+                == Some(false);
+            if refused {
+                ReviewDecision::Reject
+            } else {
+                ReviewDecision::Approve
+            }
+        }
+    }
+}
+
+/// What a resume of an authorisation interrupt does in the core.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AuthResume {
+    /// Grant the provider.
+    Grant,
+    /// Cancel the task ([`LOSS_AUTH_DECLINE_CANCELS`]).
+    CancelTask,
+}
+
+/// The core command of an authorisation resume.
+pub fn auth_resume(status: ResumeStatus) -> (AuthResume, Option<Loss>) {
+    match status {
+        ResumeStatus::Resolved => (AuthResume::Grant, None),
+        ResumeStatus::Cancelled => (AuthResume::CancelTask, Some(LOSS_AUTH_DECLINE_CANCELS)),
+    }
+}
+
+/// The text of an agent message's parts (text parts joined with newlines), with
+/// [`LOSS_NON_TEXT_PARTS`] when any part was not text.
+pub fn message_text(parts: &[Part]) -> (String, Option<Loss>) {
+    let mut out = String::new();
+    let mut lossy = false;
+    for p in parts {
+        match &p.content {
+            PartContent::Text { text } => {
+                if !out.is_empty() {
+                    out.push('\n');
+                }
+                out.push_str(text);
+            }
+            _ => lossy = true,
+        }
+    }
+    (out, lossy.then_some(LOSS_NON_TEXT_PARTS))
+}
+
+/// Core parts from an AG-UI user message `content`: a string is one text part; an
+/// array of input contents maps `text` to text parts, URL sources to URL parts and
+/// inline data sources to data parts (`{"type":"data","value","mimeType"}` kept as
+/// is, with the media type set).
+pub fn user_parts(content: &Value) -> Result<Vec<Part>, VocabError> {
+    match content {
+        Value::String(s) => Ok(vec![Part::text(s.clone())]),
+        Value::Array(items) => {
+            let mut parts = Vec::with_capacity(items.len());
+            for item in items {
+                let kind = item.get("type").and_then(Value::as_str).unwrap_or("");
+                match kind {
+                    "text" => {
+                        let text = item.get("text").and_then(Value::as_str).ok_or_else(|| {
+                            VocabError::Invalid {
+                                field: "content[].text".into(),
+                                reason: "a text part needs text".into(),
+                            }
+                        })?;
+                        parts.push(Part::text(text));
+                    }
+                    "image" | "audio" | "video" | "document" => {
+                        let source = item.get("source").ok_or_else(|| VocabError::Invalid {
+                            field: "content[].source".into(),
+                            reason: "a media part needs a source".into(),
+                        })?;
+                        let mime = source
+                            .get("mimeType")
+                            .and_then(Value::as_str)
+                            .map(str::to_string);
+                        let mut p = match source.get("type").and_then(Value::as_str) {
+                            Some("url") => {
+                                Part::url(source.get("value").and_then(Value::as_str).unwrap_or(""))
+                            }
+                            Some("data") => Part::data(source.clone()),
+                            _ => {
+                                return Err(VocabError::Invalid {
+                                    field: "content[].source.type".into(),
+                                    reason: "must be url or data".into(),
+                                })
+                            }
+                        };
+                        p.media_type = mime;
+                        parts.push(p);
+                    }
+                    other => {
+                        return Err(VocabError::Unknown {
+                            what: "input content type",
+                            value: other.to_string(),
+                        })
+                    }
+                }
+            }
+            Ok(parts)
+        }
+        _ => Err(VocabError::Invalid {
+            field: "content".into(),
+            reason: "must be a string or an array of input contents".into(),
+        }),
+    }
+}
+
+/// The `RUN_ERROR` code and message for a core error met while starting or
+/// resuming a run.
+pub fn core_error(e: &CoreError) -> (&'static str, String) {
+    let code = match e {
+        CoreError::NotFound => codes::NOT_FOUND,
+        CoreError::InvalidInput { .. } => codes::INVALID_INPUT,
+        CoreError::TooLarge { .. } => codes::TOO_LARGE,
+        CoreError::DeniedByGuardrail { .. } => codes::DENIED,
+        CoreError::Terminal { .. } => codes::INTERRUPT_EXPIRED,
+        CoreError::IllegalTransition { .. }
+        | CoreError::WrongState { .. }
+        | CoreError::NotCancelable { .. } => codes::WRONG_STATE,
+        CoreError::Contention | CoreError::ShuttingDown => codes::UNAVAILABLE,
+        CoreError::LeaseLost | CoreError::Store(_) => codes::INTERNAL,
+    };
+    let message = match e {
+        CoreError::Store(_) | CoreError::LeaseLost => "internal error".to_string(),
+        other => other.to_string(),
+    };
+    (code, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn completed_and_interrupted_are_lossless() {
+        assert_eq!(
+            run_end(TaskState::Completed, Some(TerminalCause::Completed), None),
+            (RunEnd::Completed, None)
+        );
+        assert_eq!(
+            run_end(TaskState::InputRequired, None, None),
+            (RunEnd::Interrupted, None)
+        );
+        assert_eq!(
+            run_end(TaskState::AuthRequired, None, None),
+            (RunEnd::Interrupted, None)
+        );
+        assert_eq!(run_end(TaskState::Working, None, None).0, RunEnd::Open);
+    }
+
+    #[test]
+    fn failures_keep_their_code() {
+        let e = TaskError {
+            code: "agent_failed".into(),
+            message: "boom".into(),
+        };
+        assert_eq!(
+            run_end(
+                TaskState::Failed,
+                Some(TerminalCause::AgentFailed),
+                Some(&e)
+            )
+            .0,
+            RunEnd::Error {
+                code: "agent_failed".into(),
+                message: "boom".into()
+            }
+        );
+        assert_eq!(
+            run_end(TaskState::Failed, Some(TerminalCause::Internal), None).0,
+            RunEnd::Error {
+                code: "internal".into(),
+                message: "internal error".into()
+            }
+        );
+        assert!(matches!(
+            run_end(TaskState::Rejected, Some(TerminalCause::Restricted), None).0,
+            RunEnd::Error { code, .. } if code == "restricted"
+        ));
+    }
+
+    #[test]
+    fn expiry_reads_as_cancelled_with_a_named_loss() {
+        assert_eq!(
+            run_end(TaskState::Canceled, Some(TerminalCause::Expired), None),
+            (RunEnd::Cancelled, Some(LOSS_EXPIRED_AS_CANCELLED))
+        );
+        assert_eq!(
+            run_end(TaskState::Canceled, Some(TerminalCause::Canceled), None),
+            (RunEnd::Cancelled, None)
+        );
+    }
+
+    #[test]
+    fn interrupt_ids_round_trip() {
+        for kind in [
+            InterruptKind::Input("ask-0".into()),
+            InterruptKind::Auth("github".into()),
+            InterruptKind::Review("review/with/slashes".into()),
+        ] {
+            let r = InterruptRef {
+                task_id: "abc".into(),
+                kind,
+            };
+            assert_eq!(InterruptRef::parse(&r.id()).unwrap(), r);
+        }
+        assert!(InterruptRef::parse("abc").is_err());
+        assert!(InterruptRef::parse("abc/other/x").is_err());
+        assert!(InterruptRef::parse("/input/x").is_err());
+        assert!(InterruptRef::parse("abc/input/").is_err());
+    }
+
+    #[test]
+    fn non_object_payload_is_wrapped_with_a_named_loss() {
+        let (r, loss) = input_response(ResumeStatus::Resolved, Some(&json!("blue"))).unwrap();
+        assert_eq!(r.content, Some(json!({"answer": "blue"})));
+        assert_eq!(loss, Some(LOSS_PAYLOAD_WRAPPED));
+        let (r, loss) =
+            input_response(ResumeStatus::Resolved, Some(&json!({"answer": "x"}))).unwrap();
+        assert_eq!(r.content, Some(json!({"answer": "x"})));
+        assert_eq!(loss, None);
+        assert!(input_response(ResumeStatus::Resolved, None).is_err());
+        let (r, _) = input_response(ResumeStatus::Cancelled, None).unwrap();
+        assert_eq!(r.action, taskwire_core::types::InputAction::Cancel);
+    }
+
+    #[test]
+    fn declining_an_authorisation_cancels_with_a_named_loss() {
+        assert_eq!(
+            auth_resume(ResumeStatus::Cancelled),
+            (AuthResume::CancelTask, Some(LOSS_AUTH_DECLINE_CANCELS))
+        );
+        assert_eq!(
+            auth_resume(ResumeStatus::Resolved),
+            (AuthResume::Grant, None)
+        );
+    }
+
+    #[test]
+    fn review_decisions() {
+        assert_eq!(
+            review_decision(ResumeStatus::Resolved, None),
+            ReviewDecision::Approve
+        );
+        assert_eq!(
+            review_decision(ResumeStatus::Resolved, Some(&json!({"approved": false}))),
+            ReviewDecision::Reject
+        );
+        assert_eq!(
+            review_decision(ResumeStatus::Cancelled, None),
+            ReviewDecision::Reject
+        );
+    }
+
+    #[test]
+    fn non_text_parts_are_a_named_loss() {
+        let (t, loss) = message_text(&[Part::text("a"), Part::text("b")]);
+        assert_eq!((t.as_str(), loss), ("a\nb", None));
+        let (t, loss) = message_text(&[Part::text("a"), Part::data(json!(1))]);
+        assert_eq!((t.as_str(), loss), ("a", Some(LOSS_NON_TEXT_PARTS)));
+    }
+
+    #[test]
+    fn user_content_maps_to_parts() {
+        assert_eq!(user_parts(&json!("hi")).unwrap(), vec![Part::text("hi")]);
+        let parts = user_parts(&json!([
+            {"type": "text", "text": "look"},
+            {"type": "image", "source": {"type": "url", "value": "https://x/y.png", "mimeType": "image/png"}}
+        ]))
+        .unwrap();
+        assert_eq!(parts[0], Part::text("look"));
+        assert_eq!(parts[1].media_type.as_deref(), Some("image/png"));
+        assert!(user_parts(&json!([{"type": "hologram"}])).is_err());
+        assert!(user_parts(&json!(3)).is_err());
+    }
+
+    #[test]
+    fn core_errors_map_to_codes() {
+        assert_eq!(core_error(&CoreError::NotFound).0, codes::NOT_FOUND);
+        assert_eq!(
+            core_error(&CoreError::Store(taskwire_core::StoreError::Backend(
+                "x".into()
+            ))),
+            (codes::INTERNAL, "internal error".to_string())
+        );
+    }
+}
