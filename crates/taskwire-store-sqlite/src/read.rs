@@ -74,9 +74,15 @@ impl Readers {
     }
 }
 
+const GET: &str = "SELECT body FROM tasks WHERE id = ?1";
+const EVENTS: &str = "SELECT body FROM events WHERE tid = (SELECT tid FROM tasks WHERE id = ?1) \
+     AND seq > ?2 ORDER BY seq LIMIT ?3";
+const IDLE: &str = "SELECT id FROM tasks WHERE terminal = 0 AND idle_ns IS NOT NULL \
+     AND idle_ns < ?1 ORDER BY idle_ns LIMIT ?2";
+
 pub(crate) fn get(conn: &Connection, id: &str) -> Result<Option<Task>, StoreError> {
     let body: Option<Vec<u8>> = conn
-        .prepare_cached("SELECT body FROM tasks WHERE id = ?1")
+        .prepare_cached(GET)
         .and_then(|mut s| s.query_row(params![id], |r| r.get(0)).optional())
         .map_err(backend)?;
     body.map(|b| decode_task(&b)).transpose()
@@ -88,11 +94,7 @@ pub(crate) fn events(
     after_seq: u64,
     max: usize,
 ) -> Result<Vec<Event>, StoreError> {
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT body FROM events WHERE task_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
-        )
-        .map_err(backend)?;
+    let mut stmt = conn.prepare_cached(EVENTS).map_err(backend)?;
     let rows = stmt
         .query_map(params![id, int(after_seq), limit(max)], |r| {
             r.get::<_, Vec<u8>>(0)
@@ -186,12 +188,7 @@ pub(crate) fn idle_expired(
     now: i64,
     max: usize,
 ) -> Result<Vec<TaskId>, StoreError> {
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT id FROM tasks WHERE terminal = 0 AND idle_ns IS NOT NULL AND idle_ns < ?1 \
-             ORDER BY idle_ns LIMIT ?2",
-        )
-        .map_err(backend)?;
+    let mut stmt = conn.prepare_cached(IDLE).map_err(backend)?;
     let rows = stmt
         .query_map(params![now, limit(max)], |r| r.get::<_, String>(0))
         .map_err(backend)?;
@@ -216,7 +213,7 @@ pub(crate) fn queue_depth(conn: &Connection) -> Result<u64, StoreError> {
 
 pub(crate) fn count_by_state(conn: &Connection) -> Result<Vec<(TaskState, u64)>, StoreError> {
     let mut stmt = conn
-        .prepare_cached("SELECT state, COUNT(*) FROM tasks GROUP BY state")
+        .prepare_cached("SELECT state, n FROM state_counts")
         .map_err(backend)?;
     let rows = stmt
         .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
@@ -231,4 +228,35 @@ pub(crate) fn count_by_state(conn: &Connection) -> Result<Vec<(TaskState, u64)>,
         }
     }
     Ok(counts.to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reads by id, the event log, idle candidates and the owner's listing (the
+    /// service always sets the owner) go through indexes.
+    #[test]
+    fn reads_use_indexes() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn =
+            crate::schema::open_writer(&dir.path().join("p.db"), &Default::default()).unwrap();
+        for sql in [
+            GET,
+            EVENTS,
+            IDLE,
+            "SELECT body FROM tasks WHERE tenant = ? AND owner = ? AND state = ? \
+             AND (created_us, id) < (?, ?) ORDER BY created_us DESC, id DESC LIMIT ?",
+            "SELECT body FROM tasks WHERE tenant = ? AND reviewers IS NOT NULL \
+             AND EXISTS (SELECT 1 FROM json_each(tasks.reviewers) WHERE json_each.value = ?) \
+             ORDER BY created_us DESC, id DESC LIMIT ?",
+        ] {
+            for detail in crate::schema::query_plan(&conn, sql).unwrap() {
+                assert!(
+                    crate::schema::plan_step_is_indexed(&detail) || detail.contains("json_each"),
+                    "{sql}\n  has plan step {detail:?}"
+                );
+            }
+        }
+    }
 }

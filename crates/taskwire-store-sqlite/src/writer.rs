@@ -129,53 +129,56 @@ impl Op {
     }
 }
 
-const IDEM_GET: &str = "SELECT t.body FROM idempotency i JOIN tasks t ON t.id = i.task_id \
+const IDEM_GET: &str = "SELECT t.body FROM idempotency i JOIN tasks t ON t.tid = i.tid \
      WHERE i.tenant = ?1 AND i.owner = ?2 AND i.message_id = ?3";
-const IDEM_PUT: &str = "INSERT OR REPLACE INTO idempotency (tenant, owner, message_id, task_id) \
+const IDEM_PUT: &str = "INSERT OR REPLACE INTO idempotency (tenant, owner, message_id, tid) \
      VALUES (?1, ?2, ?3, ?4)";
 const TASK_INSERT: &str = "INSERT INTO tasks (id, tenant, owner, context_id, state, terminal, \
      version, created_us, updated_ns, expires_ns, idle_ns, reviewers, body) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) ON CONFLICT (id) DO NOTHING";
 const TASK_HEAD: &str =
-    "SELECT version, tenant, owner, context_id, created_us FROM tasks WHERE id = ?1";
+    "SELECT tid, version, tenant, owner, context_id, created_us FROM tasks WHERE id = ?1";
 const TASK_UPDATE: &str = "UPDATE tasks SET state = ?2, terminal = ?3, version = ?4, \
-     updated_ns = ?5, expires_ns = ?6, idle_ns = ?7, reviewers = ?8, body = ?9 WHERE id = ?1";
+     updated_ns = ?5, expires_ns = ?6, idle_ns = ?7, reviewers = ?8, body = ?9 WHERE tid = ?1";
 const TASK_UPDATE_ALL: &str = "UPDATE tasks SET state = ?2, terminal = ?3, version = ?4, \
      updated_ns = ?5, expires_ns = ?6, idle_ns = ?7, reviewers = ?8, body = ?9, \
-     tenant = ?10, owner = ?11, context_id = ?12, created_us = ?13 WHERE id = ?1";
-const EVENT_INSERT: &str = "INSERT INTO events (task_id, seq, body) VALUES (?1, ?2, ?3)";
+     tenant = ?10, owner = ?11, context_id = ?12, created_us = ?13 WHERE tid = ?1";
+const EVENT_INSERT: &str = "INSERT INTO events (tid, seq, body) VALUES (?1, ?2, ?3)";
 const QUEUE_PUT: &str = "INSERT OR REPLACE INTO queue \
-     (task_id, available, lease_owner, lease_until, epoch, attempts, ready_seq) \
+     (tid, available, lease_owner, lease_until, epoch, attempts, ready_seq) \
      VALUES (?1, 1, NULL, NULL, 0, 0, ?2)";
 const QUEUE_ENQUEUE: &str = "INSERT INTO queue \
-     (task_id, available, lease_owner, lease_until, epoch, attempts, ready_seq) \
-     VALUES (?1, 1, NULL, NULL, 0, 0, ?2) ON CONFLICT (task_id) DO NOTHING";
+     (tid, available, lease_owner, lease_until, epoch, attempts, ready_seq) \
+     VALUES (?1, 1, NULL, NULL, 0, 0, ?2) ON CONFLICT (tid) DO NOTHING";
 const QUEUE_REQUEUE: &str = "INSERT INTO queue \
-     (task_id, available, lease_owner, lease_until, epoch, attempts, ready_seq) \
-     VALUES (?1, 1, NULL, NULL, 0, 0, ?2) ON CONFLICT (task_id) DO UPDATE SET \
+     (tid, available, lease_owner, lease_until, epoch, attempts, ready_seq) \
+     VALUES (?1, 1, NULL, NULL, 0, 0, ?2) ON CONFLICT (tid) DO UPDATE SET \
      available = 1, lease_owner = NULL, lease_until = NULL, attempts = 0, \
      ready_seq = excluded.ready_seq";
-const QUEUE_DELETE: &str = "DELETE FROM queue WHERE task_id = ?1";
-const QUEUE_HOLDS: &str =
-    "SELECT 1 FROM queue WHERE task_id = ?1 AND epoch = ?2 AND lease_owner = ?3";
-const CLAIM_PICK: &str = "SELECT task_id, epoch, attempts FROM queue WHERE available = 1 \
-     ORDER BY ready_seq LIMIT ?1";
+const QUEUE_DELETE: &str = "DELETE FROM queue WHERE tid = ?1";
+const QUEUE_HOLDS: &str = "SELECT 1 FROM queue WHERE tid = ?1 AND epoch = ?2 AND lease_owner = ?3";
+const CLAIM_PICK: &str = "SELECT q.tid, t.id, q.epoch, q.attempts \
+     FROM queue q JOIN tasks t ON t.tid = q.tid \
+     WHERE q.available = 1 ORDER BY q.ready_seq LIMIT ?1";
 const CLAIM_TAKE: &str = "UPDATE queue SET available = 0, lease_owner = ?2, lease_until = ?3, \
-     epoch = ?4, attempts = ?5 WHERE task_id = ?1";
-const RENEW: &str = "UPDATE queue SET lease_until = ?4 \
-     WHERE task_id = ?1 AND epoch = ?2 AND lease_owner = ?3";
-const RELEASE: &str = "UPDATE queue SET available = 1, lease_owner = NULL, lease_until = NULL, \
-     ready_seq = ?4 WHERE task_id = ?1 AND epoch = ?2 AND lease_owner = ?3";
-const DROP_CLAIM: &str = "DELETE FROM queue WHERE task_id = ?1 AND epoch = ?2 AND lease_owner = ?3";
-const REAP_PICK: &str = "SELECT task_id FROM queue WHERE available = 0 AND lease_until < ?1 \
-     ORDER BY lease_until";
+     epoch = ?4, attempts = ?5 WHERE tid = ?1";
+const REAP_PICK: &str = "SELECT q.tid, t.id FROM queue q JOIN tasks t ON t.tid = q.tid \
+     WHERE q.available = 0 AND q.lease_until < ?1 ORDER BY q.lease_until";
 const REAP_FREE: &str = "UPDATE queue SET available = 1, lease_owner = NULL, lease_until = NULL, \
-     ready_seq = ?2 WHERE task_id = ?1";
-const SWEEP_PICK: &str = "SELECT id FROM tasks WHERE terminal = 1 AND expires_ns IS NOT NULL \
+     ready_seq = ?2 WHERE tid = ?1";
+const SWEEP_PICK: &str = "SELECT tid FROM tasks WHERE terminal = 1 AND expires_ns IS NOT NULL \
      AND expires_ns < ?1 LIMIT ?2";
-const SWEEP_TASK: &str = "DELETE FROM tasks WHERE id = ?1";
-const SWEEP_EVENTS: &str = "DELETE FROM events WHERE task_id = ?1";
-const SWEEP_IDEM: &str = "DELETE FROM idempotency WHERE task_id = ?1";
+const SWEEP_TASK: &str = "DELETE FROM tasks WHERE tid = ?1";
+const SWEEP_EVENTS: &str = "DELETE FROM events WHERE tid = ?1";
+const SWEEP_IDEM: &str = "DELETE FROM idempotency WHERE tid = ?1";
+
+const RENEW: &str = "UPDATE queue SET lease_until = ?4 \
+     WHERE tid = (SELECT tid FROM tasks WHERE id = ?1) AND epoch = ?2 AND lease_owner = ?3";
+const RELEASE: &str = "UPDATE queue SET available = 1, lease_owner = NULL, lease_until = NULL, \
+     ready_seq = ?4 \
+     WHERE tid = (SELECT tid FROM tasks WHERE id = ?1) AND epoch = ?2 AND lease_owner = ?3";
+const DROP_CLAIM: &str = "DELETE FROM queue \
+     WHERE tid = (SELECT tid FROM tasks WHERE id = ?1) AND epoch = ?2 AND lease_owner = ?3";
 
 /// The state of the writer thread.
 pub(crate) struct Writer {
@@ -372,31 +375,32 @@ impl Writer {
         if inserted == 0 {
             return Ok(Err(StoreError::Backend("duplicate task id".into())));
         }
+        let tid = self.conn.last_insert_rowid();
         if let Some(k) = key {
             self.conn.prepare_cached(IDEM_PUT)?.execute(params![
                 k.tenant,
                 k.owner,
                 k.message_id,
-                row.id
+                tid
             ])?;
         }
-        self.insert_events(&row.id, events)?;
+        self.insert_events(tid, events)?;
         if enqueue {
             let seq = self.ready_seq();
             self.conn
                 .prepare_cached(QUEUE_PUT)?
-                .execute(params![row.id, seq])?;
+                .execute(params![tid, seq])?;
         }
         Ok(Ok(None))
     }
 
-    fn insert_events(&mut self, task_id: &str, events: &[EventRow]) -> Result<(), rusqlite::Error> {
+    fn insert_events(&mut self, tid: i64, events: &[EventRow]) -> Result<(), rusqlite::Error> {
         if events.is_empty() {
             return Ok(());
         }
         let mut stmt = self.conn.prepare_cached(EVENT_INSERT)?;
         for (seq, body) in events {
-            stmt.execute(params![task_id, seq, body])?;
+            stmt.execute(params![tid, seq, body])?;
         }
         Ok(())
     }
@@ -409,14 +413,21 @@ impl Writer {
         queue: QueueOp,
         fence: Option<&Claim>,
     ) -> Result<Result<bool, StoreError>, rusqlite::Error> {
-        let head: Option<(i64, String, String, String, i64)> = self
+        let head: Option<(i64, i64, String, String, String, i64)> = self
             .conn
             .prepare_cached(TASK_HEAD)?
             .query_row(params![row.id], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
             })
             .optional()?;
-        let Some((version, tenant, owner, context_id, created_us)) = head else {
+        let Some((tid, version, tenant, owner, context_id, created_us)) = head else {
             return Ok(Err(StoreError::NotFound));
         };
         if version != expected_version {
@@ -424,7 +435,7 @@ impl Writer {
         }
         if let Some(f) = fence {
             let holds = self.conn.prepare_cached(QUEUE_HOLDS)?.exists(params![
-                row.id,
+                tid,
                 int(f.epoch),
                 f.worker
             ])?;
@@ -440,30 +451,30 @@ impl Writer {
                 queued = self
                     .conn
                     .prepare_cached(QUEUE_ENQUEUE)?
-                    .execute(params![row.id, seq])?
+                    .execute(params![tid, seq])?
                     > 0;
             }
             QueueOp::Requeue => {
                 let seq = self.ready_seq();
                 self.conn
                     .prepare_cached(QUEUE_REQUEUE)?
-                    .execute(params![row.id, seq])?;
+                    .execute(params![tid, seq])?;
                 queued = true;
             }
             QueueOp::Remove => {
                 self.conn
                     .prepare_cached(QUEUE_DELETE)?
-                    .execute(params![row.id])?;
+                    .execute(params![tid])?;
             }
         }
-        self.insert_events(&row.id, events)?;
+        self.insert_events(tid, events)?;
         let same_identity = tenant == row.tenant
             && owner == row.owner
             && context_id == row.context_id
             && created_us == row.created_us;
         if same_identity {
             self.conn.prepare_cached(TASK_UPDATE)?.execute(params![
-                row.id,
+                tid,
                 row.state,
                 row.terminal,
                 row.version,
@@ -475,7 +486,7 @@ impl Writer {
             ])?;
         } else {
             self.conn.prepare_cached(TASK_UPDATE_ALL)?.execute(params![
-                row.id,
+                tid,
                 row.state,
                 row.terminal,
                 row.version,
@@ -502,24 +513,26 @@ impl Writer {
         if max <= 0 {
             return Ok(Ok(Vec::new()));
         }
-        let picked: Vec<(String, i64, i64)> = self
+        let picked: Vec<(i64, String, i64, i64)> = self
             .conn
             .prepare_cached(CLAIM_PICK)?
-            .query_map(params![max], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .query_map(params![max], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })?
             .collect::<Result<_, _>>()?;
         let mut parsed = Vec::with_capacity(picked.len());
-        for (id, epoch, attempts) in picked {
+        for (tid, id, epoch, attempts) in picked {
             match parse_id(&id) {
-                Ok(task_id) => parsed.push((id, task_id, epoch, attempts)),
+                Ok(task_id) => parsed.push((tid, task_id, epoch, attempts)),
                 Err(e) => return Ok(Err(e)),
             }
         }
         let mut stmt = self.conn.prepare_cached(CLAIM_TAKE)?;
         let mut out = Vec::with_capacity(parsed.len());
-        for (id, task_id, epoch, attempts) in parsed {
+        for (tid, task_id, epoch, attempts) in parsed {
             let epoch = epoch.saturating_add(1);
             let attempts = attempts.saturating_add(1);
-            stmt.execute(params![id, worker, until, epoch, attempts])?;
+            stmt.execute(params![tid, worker, until, epoch, attempts])?;
             out.push(Claim {
                 task_id,
                 worker: worker.to_string(),
@@ -531,23 +544,23 @@ impl Writer {
     }
 
     fn reap(&mut self, now: i64) -> Result<Result<Vec<TaskId>, StoreError>, rusqlite::Error> {
-        let picked: Vec<String> = self
+        let picked: Vec<(i64, String)> = self
             .conn
             .prepare_cached(REAP_PICK)?
-            .query_map(params![now], |r| r.get(0))?
+            .query_map(params![now], |r| Ok((r.get(0)?, r.get(1)?)))?
             .collect::<Result<_, _>>()?;
         let mut ids = Vec::with_capacity(picked.len());
-        for id in &picked {
+        for (_, id) in &picked {
             match parse_id(id) {
                 Ok(t) => ids.push(t),
                 Err(e) => return Ok(Err(e)),
             }
         }
-        for id in &picked {
+        for (tid, _) in &picked {
             let seq = self.ready_seq();
             self.conn
                 .prepare_cached(REAP_FREE)?
-                .execute(params![id, seq])?;
+                .execute(params![tid, seq])?;
         }
         Ok(Ok(ids))
     }
@@ -560,7 +573,7 @@ impl Writer {
         if limit <= 0 {
             return Ok(Ok(0));
         }
-        let doomed: Vec<String> = self
+        let doomed: Vec<i64> = self
             .conn
             .prepare_cached(SWEEP_PICK)?
             .query_map(params![now, limit], |r| r.get(0))?
@@ -631,5 +644,51 @@ fn answer(op: Op, done: Done) {
         (op, _) => op.reject(StoreError::Backend(
             "sqlite writer: outcome does not match the request".into(),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every statement the writer runs finds its rows through an index: no full
+    /// scan of a table and no temporary sort, however large the store grows.
+    #[test]
+    fn writer_statements_use_indexes() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn =
+            crate::schema::open_writer(&dir.path().join("p.db"), &Default::default()).unwrap();
+        for sql in [
+            IDEM_GET,
+            IDEM_PUT,
+            TASK_INSERT,
+            TASK_HEAD,
+            TASK_UPDATE,
+            TASK_UPDATE_ALL,
+            EVENT_INSERT,
+            QUEUE_PUT,
+            QUEUE_ENQUEUE,
+            QUEUE_REQUEUE,
+            QUEUE_DELETE,
+            QUEUE_HOLDS,
+            CLAIM_PICK,
+            CLAIM_TAKE,
+            RENEW,
+            RELEASE,
+            DROP_CLAIM,
+            REAP_PICK,
+            REAP_FREE,
+            SWEEP_PICK,
+            SWEEP_TASK,
+            SWEEP_EVENTS,
+            SWEEP_IDEM,
+        ] {
+            for detail in crate::schema::query_plan(&conn, sql).unwrap() {
+                assert!(
+                    crate::schema::plan_step_is_indexed(&detail),
+                    "{sql}\n  has plan step {detail:?}"
+                );
+            }
+        }
     }
 }
