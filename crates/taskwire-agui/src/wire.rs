@@ -1,0 +1,476 @@
+//! AG-UI 1.0 wire types (serde only): the events a run streams, the messages they
+//! carry and the `RunAgentInput` a client posts.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Event type names, as typed constants.
+pub mod event_type {
+    /// Opens a run.
+    pub const RUN_STARTED: &str = "RUN_STARTED";
+    /// Closes a run that did not fail.
+    pub const RUN_FINISHED: &str = "RUN_FINISHED";
+    /// Ends a run that failed.
+    pub const RUN_ERROR: &str = "RUN_ERROR";
+    /// Opens a step.
+    pub const STEP_STARTED: &str = "STEP_STARTED";
+    /// Closes a step.
+    pub const STEP_FINISHED: &str = "STEP_FINISHED";
+    /// Opens a streamed text message.
+    pub const TEXT_MESSAGE_START: &str = "TEXT_MESSAGE_START";
+    /// Appends to a streamed text message.
+    pub const TEXT_MESSAGE_CONTENT: &str = "TEXT_MESSAGE_CONTENT";
+    /// Closes a streamed text message.
+    pub const TEXT_MESSAGE_END: &str = "TEXT_MESSAGE_END";
+    /// Opens a tool call.
+    pub const TOOL_CALL_START: &str = "TOOL_CALL_START";
+    /// Appends tool call arguments.
+    pub const TOOL_CALL_ARGS: &str = "TOOL_CALL_ARGS";
+    /// Closes a tool call.
+    pub const TOOL_CALL_END: &str = "TOOL_CALL_END";
+    /// A tool result.
+    pub const TOOL_CALL_RESULT: &str = "TOOL_CALL_RESULT";
+    /// Opens a reasoning span.
+    pub const REASONING_START: &str = "REASONING_START";
+    /// Closes a reasoning span.
+    pub const REASONING_END: &str = "REASONING_END";
+    /// Opens a reasoning message.
+    pub const REASONING_MESSAGE_START: &str = "REASONING_MESSAGE_START";
+    /// Appends to a reasoning message.
+    pub const REASONING_MESSAGE_CONTENT: &str = "REASONING_MESSAGE_CONTENT";
+    /// Closes a reasoning message.
+    pub const REASONING_MESSAGE_END: &str = "REASONING_MESSAGE_END";
+    /// Replaces the state.
+    pub const STATE_SNAPSHOT: &str = "STATE_SNAPSHOT";
+    /// Patches the state.
+    pub const STATE_DELTA: &str = "STATE_DELTA";
+    /// Restates the messages.
+    pub const MESSAGES_SNAPSHOT: &str = "MESSAGES_SNAPSHOT";
+    /// Sets an activity message.
+    pub const ACTIVITY_SNAPSHOT: &str = "ACTIVITY_SNAPSHOT";
+    /// Patches an activity message.
+    pub const ACTIVITY_DELTA: &str = "ACTIVITY_DELTA";
+    /// A provider-native event.
+    pub const RAW: &str = "RAW";
+    /// An application event.
+    pub const CUSTOM: &str = "CUSTOM";
+}
+
+/// Names of the `CUSTOM` events this adapter emits for core events that have no
+/// AG-UI counterpart (so that nothing in the log is silently dropped).
+pub mod custom {
+    /// The task was created (`value`: `{taskId, contextId}`).
+    pub const TASK_CREATED: &str = "taskwire:task_created";
+    /// A status change that neither ends nor interrupts the run (`value`: `{from, to}`).
+    pub const STATUS: &str = "taskwire:status";
+    /// User input was received (`value`: `{messageId, queued}`); the client holds it.
+    pub const INPUT_RECEIVED: &str = "taskwire:input_received";
+    /// Queued input was handed to the agent (`value`: `{messageIds}`).
+    pub const INPUT_COMMITTED: &str = "taskwire:input_committed";
+    /// A turn started (`value`: `{turn}`).
+    pub const TURN_STARTED: &str = "taskwire:turn_started";
+    /// The agent asked for input (`value`: `{interruptIds}`).
+    pub const INPUT_REQUESTED: &str = "taskwire:input_requested";
+    /// Answers were stored (`value`: `{interruptIds}`).
+    pub const INPUT_ANSWERED: &str = "taskwire:input_answered";
+    /// Open requests were superseded (`value`: `{interruptIds}`).
+    pub const INPUT_SUPERSEDED: &str = "taskwire:input_superseded";
+    /// An authorisation is required (`value`: `{interruptId, provider, url?}`).
+    pub const AUTH_REQUIRED: &str = "taskwire:auth_required";
+    /// An authorisation was granted (`value`: `{interruptId, provider}`).
+    pub const AUTH_GRANTED: &str = "taskwire:auth_granted";
+    /// A review was requested (`value`: `{interruptId, reviewer, summary}`).
+    pub const REVIEW_REQUESTED: &str = "taskwire:review_requested";
+    /// A review was decided (`value`: `{interruptId, decision, by}`).
+    pub const REVIEW_DECIDED: &str = "taskwire:review_decided";
+    /// A step event that AG-UI's balance rules cannot carry (a start of an open
+    /// step, a finish of a step that is not open) (`value`: `{stepName, phase}`).
+    pub const STEP_UNBALANCED: &str = "taskwire:step";
+}
+
+/// One AG-UI event: the common fields plus the typed body.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Event {
+    /// The type and its fields.
+    #[serde(flatten)]
+    pub body: EventBody,
+    /// When it happened, in milliseconds since the epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<i64>,
+}
+
+impl Event {
+    /// An event without timestamp.
+    pub fn new(body: EventBody) -> Self {
+        Self {
+            body,
+            timestamp: None,
+        }
+    }
+
+    /// An event with a timestamp.
+    pub fn at(body: EventBody, timestamp: i64) -> Self {
+        Self {
+            body,
+            timestamp: Some(timestamp),
+        }
+    }
+
+    /// The event type name.
+    pub fn type_name(&self) -> &'static str {
+        self.body.type_name()
+    }
+}
+
+/// The typed part of an event.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(
+    tag = "type",
+    rename_all = "SCREAMING_SNAKE_CASE",
+    rename_all_fields = "camelCase"
+)]
+pub enum EventBody {
+    /// `RUN_STARTED`.
+    RunStarted {
+        /// The thread.
+        thread_id: String,
+        /// The run.
+        run_id: String,
+        /// The producer's protocol version.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        protocol_version: Option<String>,
+        /// The run this one continues.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent_run_id: Option<String>,
+    },
+    /// `RUN_FINISHED`.
+    RunFinished {
+        /// The thread.
+        thread_id: String,
+        /// The run.
+        run_id: String,
+        /// The run's return value.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<Value>,
+        /// How the run ended; absent means success.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outcome: Option<Outcome>,
+    },
+    /// `RUN_ERROR`.
+    RunError {
+        /// For a person.
+        message: String,
+        /// Machine-readable.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        code: Option<String>,
+    },
+    /// `STEP_STARTED`.
+    StepStarted {
+        /// The step.
+        step_name: String,
+    },
+    /// `STEP_FINISHED`.
+    StepFinished {
+        /// The step.
+        step_name: String,
+    },
+    /// `TEXT_MESSAGE_START`.
+    TextMessageStart {
+        /// The message.
+        message_id: String,
+        /// Its role.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        role: Option<String>,
+    },
+    /// `TEXT_MESSAGE_CONTENT`.
+    TextMessageContent {
+        /// The message.
+        message_id: String,
+        /// The fragment (never empty).
+        delta: String,
+    },
+    /// `TEXT_MESSAGE_END`.
+    TextMessageEnd {
+        /// The message.
+        message_id: String,
+    },
+    /// `TOOL_CALL_START` (accepted by the verifier; not emitted).
+    ToolCallStart {
+        /// The call.
+        tool_call_id: String,
+        /// The tool.
+        tool_call_name: String,
+    },
+    /// `TOOL_CALL_ARGS` (accepted by the verifier; not emitted).
+    ToolCallArgs {
+        /// The call.
+        tool_call_id: String,
+        /// Argument fragment.
+        delta: String,
+    },
+    /// `TOOL_CALL_END` (accepted by the verifier; not emitted).
+    ToolCallEnd {
+        /// The call.
+        tool_call_id: String,
+    },
+    /// `REASONING_MESSAGE_START` (accepted by the verifier; not emitted).
+    ReasoningMessageStart {
+        /// The message.
+        message_id: String,
+    },
+    /// `REASONING_MESSAGE_CONTENT` (accepted by the verifier; not emitted).
+    ReasoningMessageContent {
+        /// The message.
+        message_id: String,
+        /// Fragment.
+        delta: String,
+    },
+    /// `REASONING_MESSAGE_END` (accepted by the verifier; not emitted).
+    ReasoningMessageEnd {
+        /// The message.
+        message_id: String,
+    },
+    /// `STATE_SNAPSHOT`.
+    StateSnapshot {
+        /// The whole state.
+        snapshot: Value,
+    },
+    /// `STATE_DELTA`.
+    StateDelta {
+        /// RFC 6902 JSON Patch.
+        delta: Value,
+    },
+    /// `MESSAGES_SNAPSHOT`.
+    MessagesSnapshot {
+        /// Every message of the thread the producer owns, in order.
+        messages: Vec<Value>,
+    },
+    /// `ACTIVITY_SNAPSHOT`.
+    ActivitySnapshot {
+        /// The activity message.
+        message_id: String,
+        /// Its type.
+        activity_type: String,
+        /// Its content (an object).
+        content: Value,
+        /// Replace an existing activity message of that id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        replace: Option<bool>,
+    },
+    /// `ACTIVITY_DELTA`.
+    ActivityDelta {
+        /// The activity message.
+        message_id: String,
+        /// Its type.
+        activity_type: String,
+        /// RFC 6902 JSON Patch of its content.
+        patch: Value,
+    },
+    /// `CUSTOM`.
+    Custom {
+        /// The name (namespaced `taskwire:`).
+        name: String,
+        /// The value.
+        value: Value,
+    },
+}
+
+impl EventBody {
+    /// The event type name.
+    pub fn type_name(&self) -> &'static str {
+        use event_type as t;
+        match self {
+            EventBody::RunStarted { .. } => t::RUN_STARTED,
+            EventBody::RunFinished { .. } => t::RUN_FINISHED,
+            EventBody::RunError { .. } => t::RUN_ERROR,
+            EventBody::StepStarted { .. } => t::STEP_STARTED,
+            EventBody::StepFinished { .. } => t::STEP_FINISHED,
+            EventBody::TextMessageStart { .. } => t::TEXT_MESSAGE_START,
+            EventBody::TextMessageContent { .. } => t::TEXT_MESSAGE_CONTENT,
+            EventBody::TextMessageEnd { .. } => t::TEXT_MESSAGE_END,
+            EventBody::ToolCallStart { .. } => t::TOOL_CALL_START,
+            EventBody::ToolCallArgs { .. } => t::TOOL_CALL_ARGS,
+            EventBody::ToolCallEnd { .. } => t::TOOL_CALL_END,
+            EventBody::ReasoningMessageStart { .. } => t::REASONING_MESSAGE_START,
+            EventBody::ReasoningMessageContent { .. } => t::REASONING_MESSAGE_CONTENT,
+            EventBody::ReasoningMessageEnd { .. } => t::REASONING_MESSAGE_END,
+            EventBody::StateSnapshot { .. } => t::STATE_SNAPSHOT,
+            EventBody::StateDelta { .. } => t::STATE_DELTA,
+            EventBody::MessagesSnapshot { .. } => t::MESSAGES_SNAPSHOT,
+            EventBody::ActivitySnapshot { .. } => t::ACTIVITY_SNAPSHOT,
+            EventBody::ActivityDelta { .. } => t::ACTIVITY_DELTA,
+            EventBody::Custom { .. } => t::CUSTOM,
+        }
+    }
+}
+
+/// `RUN_FINISHED.outcome`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Outcome {
+    /// Completed (same as absent).
+    Success,
+    /// Paused, waiting for outside input.
+    Interrupt {
+        /// What is awaited (at least one).
+        interrupts: Vec<Interrupt>,
+    },
+    /// Stopped before it completed.
+    Cancelled,
+}
+
+/// Something a run needs from outside before it can continue.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Interrupt {
+    /// The id a resume entry names.
+    pub id: String,
+    /// `input_required`, `confirmation` or `taskwire:auth_required`.
+    pub reason: String,
+    /// For a person.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// JSON schema of the resume payload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_schema: Option<Value>,
+    /// When the interrupt expires (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+    /// Extra information (for an authorisation: `{provider, url?}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
+}
+
+/// What a client posts to run the agent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunAgentInput {
+    /// The thread (the core context).
+    pub thread_id: String,
+    /// The run id the client chose.
+    pub run_id: String,
+    /// The client's protocol version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
+    /// The run this one continues.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_run_id: Option<String>,
+    /// Client-side state (not used: the agent owns the state).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<Value>,
+    /// The whole thread, as the client holds it.
+    pub messages: Vec<InputMessage>,
+    /// Client tools (not used by the core).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<Value>,
+    /// Ambient context (not used by the core).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub context: Vec<Value>,
+    /// Forwarded properties (not used by the core).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forwarded_props: Option<Value>,
+    /// Answers to the thread's open interrupts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume: Option<Vec<ResumeEntry>>,
+}
+
+/// A message of the thread as the client sends it. Only `id`, `role` and
+/// `content` are read; other fields pass through untouched.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InputMessage {
+    /// Message id.
+    pub id: String,
+    /// `user`, `assistant`, `activity`, …
+    pub role: String,
+    /// A string, an array of input contents, or an object (activity).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<Value>,
+}
+
+/// An answer to one interrupt.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResumeEntry {
+    /// The interrupt.
+    pub interrupt_id: String,
+    /// `resolved` or `cancelled`.
+    pub status: String,
+    /// The answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<Value>,
+    /// Extra information.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
+}
+
+/// Message roles used in `MESSAGES_SNAPSHOT`.
+pub mod role {
+    /// The person.
+    pub const USER: &str = "user";
+    /// The agent.
+    pub const ASSISTANT: &str = "assistant";
+    /// Structured progress (artifacts).
+    pub const ACTIVITY: &str = "activity";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn events_serialize_camel_case_with_screaming_types() {
+        let e = Event::at(
+            EventBody::RunStarted {
+                thread_id: "t".into(),
+                run_id: "r".into(),
+                protocol_version: Some("1.0".into()),
+                parent_run_id: None,
+            },
+            5,
+        );
+        assert_eq!(
+            serde_json::to_value(&e).unwrap(),
+            json!({"type": "RUN_STARTED", "threadId": "t", "runId": "r", "protocolVersion": "1.0", "timestamp": 5})
+        );
+        let back: Event = serde_json::from_value(serde_json::to_value(&e).unwrap()).unwrap();
+        assert_eq!(back, e);
+        assert_eq!(e.type_name(), event_type::RUN_STARTED);
+    }
+
+    #[test]
+    fn outcomes_serialize_as_tagged_objects() {
+        assert_eq!(
+            serde_json::to_value(Outcome::Cancelled).unwrap(),
+            json!({"type": "cancelled"})
+        );
+        let o = Outcome::Interrupt {
+            interrupts: vec![Interrupt {
+                id: "a/input/k".into(),
+                reason: "input_required".into(),
+                message: None,
+                response_schema: None,
+                expires_at: None,
+                metadata: None,
+            }],
+        };
+        assert_eq!(
+            serde_json::to_value(o).unwrap(),
+            json!({"type": "interrupt", "interrupts": [{"id": "a/input/k", "reason": "input_required"}]})
+        );
+    }
+
+    #[test]
+    fn run_agent_input_parses_the_client_shape() {
+        let input: RunAgentInput = serde_json::from_value(json!({
+            "threadId": "t", "runId": "r", "messages": [{"id": "m", "role": "user", "content": "hi"}],
+            "tools": [], "context": [], "state": {}, "forwardedProps": {},
+            "resume": [{"interruptId": "x/input/k", "status": "resolved", "payload": {"answer": "y"}}]
+        }))
+        .unwrap();
+        assert_eq!(input.messages[0].content, Some(json!("hi")));
+        assert_eq!(input.resume.unwrap()[0].status, "resolved");
+    }
+}
