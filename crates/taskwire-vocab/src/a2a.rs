@@ -1,1 +1,542 @@
-//! The a2a view of the core vocabulary (filled in by the a2a adapter work).
+//! The A2A 1.0 view of the core vocabulary: task states, roles, parts and errors.
+//!
+//! Everything here is a pure function or a table over core types and the A2A
+//! wire names and numbers (`lf.a2a.v1`); the A2A adapter (`taskwire-a2a`) turns
+//! the results into its generated protobuf types. Lossy edges carry a [`Loss`].
+
+use taskwire_core::types::{Part, PartContent, Task, TaskState, TerminalCause};
+use taskwire_core::{CoreError, Role};
+
+use crate::{Loss, VocabError};
+
+/// `lf.a2a.v1.TaskState`, with the wire numbers of the 1.0 proto.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(i32)]
+pub enum A2aState {
+    /// `TASK_STATE_UNSPECIFIED`
+    Unspecified = 0,
+    /// `TASK_STATE_SUBMITTED`
+    Submitted = 1,
+    /// `TASK_STATE_WORKING`
+    Working = 2,
+    /// `TASK_STATE_COMPLETED` (terminal)
+    Completed = 3,
+    /// `TASK_STATE_FAILED` (terminal)
+    Failed = 4,
+    /// `TASK_STATE_CANCELED` (terminal)
+    Canceled = 5,
+    /// `TASK_STATE_INPUT_REQUIRED` (interrupted)
+    InputRequired = 6,
+    /// `TASK_STATE_REJECTED` (terminal)
+    Rejected = 7,
+    /// `TASK_STATE_AUTH_REQUIRED` (interrupted)
+    AuthRequired = 8,
+}
+
+impl A2aState {
+    /// Every state, in wire-number order.
+    pub const ALL: [A2aState; 9] = [
+        A2aState::Unspecified,
+        A2aState::Submitted,
+        A2aState::Working,
+        A2aState::Completed,
+        A2aState::Failed,
+        A2aState::Canceled,
+        A2aState::InputRequired,
+        A2aState::Rejected,
+        A2aState::AuthRequired,
+    ];
+
+    /// The wire number.
+    pub fn number(self) -> i32 {
+        self as i32
+    }
+
+    /// The state for a wire number.
+    pub fn from_number(n: i32) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.number() == n)
+    }
+
+    /// The ProtoJSON enum name (`TASK_STATE_COMPLETED`).
+    pub fn name(self) -> &'static str {
+        match self {
+            A2aState::Unspecified => "TASK_STATE_UNSPECIFIED",
+            A2aState::Submitted => "TASK_STATE_SUBMITTED",
+            A2aState::Working => "TASK_STATE_WORKING",
+            A2aState::Completed => "TASK_STATE_COMPLETED",
+            A2aState::Failed => "TASK_STATE_FAILED",
+            A2aState::Canceled => "TASK_STATE_CANCELED",
+            A2aState::InputRequired => "TASK_STATE_INPUT_REQUIRED",
+            A2aState::Rejected => "TASK_STATE_REJECTED",
+            A2aState::AuthRequired => "TASK_STATE_AUTH_REQUIRED",
+        }
+    }
+
+    /// True for COMPLETED, FAILED, CANCELED and REJECTED.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            A2aState::Completed | A2aState::Failed | A2aState::Canceled | A2aState::Rejected
+        )
+    }
+
+    /// True for INPUT_REQUIRED and AUTH_REQUIRED.
+    pub fn is_interrupted(self) -> bool {
+        matches!(self, A2aState::InputRequired | A2aState::AuthRequired)
+    }
+}
+
+/// A pending review is shown as INPUT_REQUIRED: A2A has no review state, so a
+/// client cannot tell "the agent asks you something" from "someone must approve".
+pub const LOSS_REVIEW_AS_INPUT_REQUIRED: Loss =
+    Loss("a pending review is shown as INPUT_REQUIRED; A2A cannot tell a review from a question");
+/// Agent faults and internal errors are both FAILED; the status message says which.
+pub const LOSS_INTERNAL_AS_FAILED: Loss =
+    Loss("an internal or protocol failure is shown as FAILED, like an agent fault");
+/// A guardrail lock is shown as the terminal state the core recorded (REJECTED or FAILED).
+pub const LOSS_RESTRICTED: Loss =
+    Loss("a task locked by a guardrail shows as REJECTED/FAILED without the restriction reason");
+/// An inactivity expiry is shown as CANCELED; nobody canceled it.
+pub const LOSS_EXPIRED_AS_CANCELED: Loss =
+    Loss("an inactivity expiry is shown as CANCELED; A2A has no expired state");
+/// A2A message `extensions` and `referenceTaskIds` have no core field and are dropped
+/// from input (they are not echoed back in history).
+pub const LOSS_MESSAGE_EXTENSIONS: Loss =
+    Loss("message extensions and referenceTaskIds are not stored and do not appear in history");
+/// Core message timestamps (received/committed) have no A2A field.
+pub const LOSS_MESSAGE_TIMESTAMPS: Loss =
+    Loss("message receive/commit timestamps are not part of an A2A Message");
+
+/// The A2A state of a core state. This table is total and lossless at the level of
+/// states; what a state *means* may lose detail, see [`task_state`].
+pub fn state_to_a2a(s: TaskState) -> A2aState {
+    match s {
+        TaskState::Submitted => A2aState::Submitted,
+        TaskState::Working => A2aState::Working,
+        TaskState::InputRequired => A2aState::InputRequired,
+        TaskState::AuthRequired => A2aState::AuthRequired,
+        TaskState::Completed => A2aState::Completed,
+        TaskState::Failed => A2aState::Failed,
+        TaskState::Canceled => A2aState::Canceled,
+        TaskState::Rejected => A2aState::Rejected,
+    }
+}
+
+/// The core state of an A2A state (for filters). UNSPECIFIED has none.
+pub fn state_from_a2a(s: A2aState) -> Result<TaskState, VocabError> {
+    Ok(match s {
+        A2aState::Submitted => TaskState::Submitted,
+        A2aState::Working => TaskState::Working,
+        A2aState::InputRequired => TaskState::InputRequired,
+        A2aState::AuthRequired => TaskState::AuthRequired,
+        A2aState::Completed => TaskState::Completed,
+        A2aState::Failed => TaskState::Failed,
+        A2aState::Canceled => TaskState::Canceled,
+        A2aState::Rejected => TaskState::Rejected,
+        A2aState::Unspecified => {
+            return Err(VocabError::Unknown {
+                what: "task state",
+                value: s.name().into(),
+            })
+        }
+    })
+}
+
+/// The A2A state of a task, with what the view loses about it.
+pub fn task_state(task: &Task) -> (A2aState, Option<Loss>) {
+    let s = state_to_a2a(task.state);
+    let loss = match (task.state, task.terminal_cause) {
+        (TaskState::InputRequired, _) if !task.pending_reviews.is_empty() => {
+            Some(LOSS_REVIEW_AS_INPUT_REQUIRED)
+        }
+        (_, Some(c)) => terminal_cause_loss(c),
+        _ => None,
+    };
+    (s, loss)
+}
+
+/// What the A2A terminal state loses about why a task ended.
+pub fn terminal_cause_loss(c: TerminalCause) -> Option<Loss> {
+    match c {
+        TerminalCause::Completed
+        | TerminalCause::AgentFailed
+        | TerminalCause::Rejected
+        | TerminalCause::Canceled => None,
+        TerminalCause::Internal => Some(LOSS_INTERNAL_AS_FAILED),
+        TerminalCause::Restricted => Some(LOSS_RESTRICTED),
+        TerminalCause::Expired => Some(LOSS_EXPIRED_AS_CANCELED),
+    }
+}
+
+/// `lf.a2a.v1.Role` wire number of a core role.
+pub fn role_to_a2a(r: Role) -> i32 {
+    match r {
+        Role::User => 1,
+        Role::Agent => 2,
+    }
+}
+
+/// The core role of an A2A role number; UNSPECIFIED and unknown numbers are refused.
+pub fn role_from_a2a(n: i32) -> Result<Role, VocabError> {
+    match n {
+        1 => Ok(Role::User),
+        2 => Ok(Role::Agent),
+        other => Err(VocabError::Invalid {
+            field: "message.role".into(),
+            reason: format!("must be ROLE_USER or ROLE_AGENT (got {other})"),
+        }),
+    }
+}
+
+/// The content of an A2A `Part` (its `content` oneof), in core terms.
+#[derive(Clone, Debug, PartialEq)]
+pub enum A2aPartContent {
+    /// `text`
+    Text(String),
+    /// `raw` (base64 in JSON)
+    Raw(Vec<u8>),
+    /// `url`
+    Url(String),
+    /// `data` (any JSON value)
+    Data(serde_json::Value),
+}
+
+/// The A2A part content of a core part. Lossless: the fields map one to one
+/// (mediaType, filename and metadata travel beside the content).
+pub fn part_content_to_a2a(p: &Part) -> A2aPartContent {
+    match &p.content {
+        PartContent::Text { text } => A2aPartContent::Text(text.clone()),
+        PartContent::Raw { bytes } => A2aPartContent::Raw(bytes.clone()),
+        PartContent::Url { url } => A2aPartContent::Url(url.clone()),
+        PartContent::Data { data } => A2aPartContent::Data(data.clone()),
+    }
+}
+
+/// The core part content of an A2A part's content; a part with no content is refused.
+pub fn part_content_from_a2a(
+    c: Option<A2aPartContent>,
+    index: usize,
+) -> Result<PartContent, VocabError> {
+    Ok(match c {
+        Some(A2aPartContent::Text(text)) => PartContent::Text { text },
+        Some(A2aPartContent::Raw(bytes)) => PartContent::Raw { bytes },
+        Some(A2aPartContent::Url(url)) => PartContent::Url { url },
+        Some(A2aPartContent::Data(data)) => PartContent::Data { data },
+        None => {
+            return Err(VocabError::Invalid {
+                field: format!("message.parts[{index}]"),
+                reason: "a part needs one of text, raw, url or data".into(),
+            })
+        }
+    })
+}
+
+/// The A2A error kinds: the A2A-specific codes and the standard JSON-RPC ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum A2aErrorKind {
+    /// -32001
+    TaskNotFound,
+    /// -32002
+    TaskNotCancelable,
+    /// -32003
+    PushNotificationNotSupported,
+    /// -32004
+    UnsupportedOperation,
+    /// -32005
+    ContentTypeNotSupported,
+    /// -32006
+    InvalidAgentResponse,
+    /// -32007
+    ExtendedAgentCardNotConfigured,
+    /// -32008
+    ExtensionSupportRequired,
+    /// -32009
+    VersionNotSupported,
+    /// -32700
+    ParseError,
+    /// -32600
+    InvalidRequest,
+    /// -32601
+    MethodNotFound,
+    /// -32602
+    InvalidParams,
+    /// -32603
+    Internal,
+}
+
+/// gRPC status codes used by the A2A binding (numbers as in `google.rpc.Code`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(i32)]
+pub enum GrpcCode {
+    /// 3
+    InvalidArgument = 3,
+    /// 5
+    NotFound = 5,
+    /// 9
+    FailedPrecondition = 9,
+    /// 12
+    Unimplemented = 12,
+    /// 13
+    Internal = 13,
+}
+
+/// Domain of every `google.rpc.ErrorInfo` the adapter emits.
+pub const ERROR_DOMAIN: &str = "a2a-protocol.org";
+/// `@type` of a `google.rpc.ErrorInfo` in JSON.
+pub const ERROR_INFO_TYPE: &str = "type.googleapis.com/google.rpc.ErrorInfo";
+
+impl A2aErrorKind {
+    /// The JSON-RPC error code.
+    pub fn code(self) -> i64 {
+        match self {
+            A2aErrorKind::TaskNotFound => -32001,
+            A2aErrorKind::TaskNotCancelable => -32002,
+            A2aErrorKind::PushNotificationNotSupported => -32003,
+            A2aErrorKind::UnsupportedOperation => -32004,
+            A2aErrorKind::ContentTypeNotSupported => -32005,
+            A2aErrorKind::InvalidAgentResponse => -32006,
+            A2aErrorKind::ExtendedAgentCardNotConfigured => -32007,
+            A2aErrorKind::ExtensionSupportRequired => -32008,
+            A2aErrorKind::VersionNotSupported => -32009,
+            A2aErrorKind::ParseError => -32700,
+            A2aErrorKind::InvalidRequest => -32600,
+            A2aErrorKind::MethodNotFound => -32601,
+            A2aErrorKind::InvalidParams => -32602,
+            A2aErrorKind::Internal => -32603,
+        }
+    }
+
+    /// The `google.rpc.ErrorInfo` reason.
+    pub fn reason(self) -> &'static str {
+        match self {
+            A2aErrorKind::TaskNotFound => "TASK_NOT_FOUND",
+            A2aErrorKind::TaskNotCancelable => "TASK_NOT_CANCELABLE",
+            A2aErrorKind::PushNotificationNotSupported => "PUSH_NOTIFICATION_NOT_SUPPORTED",
+            A2aErrorKind::UnsupportedOperation => "UNSUPPORTED_OPERATION",
+            A2aErrorKind::ContentTypeNotSupported => "CONTENT_TYPE_NOT_SUPPORTED",
+            A2aErrorKind::InvalidAgentResponse => "INVALID_AGENT_RESPONSE",
+            A2aErrorKind::ExtendedAgentCardNotConfigured => "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
+            A2aErrorKind::ExtensionSupportRequired => "EXTENSION_SUPPORT_REQUIRED",
+            A2aErrorKind::VersionNotSupported => "VERSION_NOT_SUPPORTED",
+            A2aErrorKind::ParseError => "PARSE_ERROR",
+            A2aErrorKind::InvalidRequest => "INVALID_REQUEST",
+            A2aErrorKind::MethodNotFound => "METHOD_NOT_FOUND",
+            A2aErrorKind::InvalidParams => "INVALID_PARAMS",
+            A2aErrorKind::Internal => "INTERNAL_ERROR",
+        }
+    }
+
+    /// The gRPC status code (A2A 1.0.1 mapping).
+    pub fn grpc_code(self) -> GrpcCode {
+        match self {
+            A2aErrorKind::TaskNotFound => GrpcCode::NotFound,
+            A2aErrorKind::TaskNotCancelable
+            | A2aErrorKind::PushNotificationNotSupported
+            | A2aErrorKind::UnsupportedOperation
+            | A2aErrorKind::ExtendedAgentCardNotConfigured
+            | A2aErrorKind::ExtensionSupportRequired
+            | A2aErrorKind::VersionNotSupported => GrpcCode::FailedPrecondition,
+            A2aErrorKind::ContentTypeNotSupported
+            | A2aErrorKind::ParseError
+            | A2aErrorKind::InvalidRequest
+            | A2aErrorKind::InvalidParams => GrpcCode::InvalidArgument,
+            A2aErrorKind::MethodNotFound => GrpcCode::Unimplemented,
+            A2aErrorKind::InvalidAgentResponse | A2aErrorKind::Internal => GrpcCode::Internal,
+        }
+    }
+}
+
+/// The A2A error for a core error, with a message safe to show the caller.
+/// Store, lease and shutdown failures become a generic internal error (their
+/// details are for logs only).
+pub fn error_from_core(e: &CoreError) -> (A2aErrorKind, String) {
+    match e {
+        CoreError::NotFound => (A2aErrorKind::TaskNotFound, "task not found".into()),
+        CoreError::Terminal { state } => (
+            A2aErrorKind::UnsupportedOperation,
+            format!(
+                "task is {}, which is terminal; it accepts no more messages",
+                state_to_a2a(*state).name()
+            ),
+        ),
+        CoreError::NotCancelable { state } => (
+            A2aErrorKind::TaskNotCancelable,
+            format!(
+                "task is {} and cannot be canceled",
+                state_to_a2a(*state).name()
+            ),
+        ),
+        CoreError::IllegalTransition { .. } | CoreError::WrongState { .. } => {
+            (A2aErrorKind::UnsupportedOperation, e.to_string())
+        }
+        CoreError::InvalidInput { .. }
+        | CoreError::TooLarge { .. }
+        | CoreError::DeniedByGuardrail { .. } => (A2aErrorKind::InvalidParams, e.to_string()),
+        CoreError::Contention => (
+            A2aErrorKind::Internal,
+            "too much contention on the task, retry".into(),
+        ),
+        CoreError::LeaseLost | CoreError::Store(_) | CoreError::ShuttingDown => {
+            (A2aErrorKind::Internal, "internal error".into())
+        }
+    }
+}
+
+/// Accepted media-type check: `mt` matches one of `accepted` exactly or through a
+/// `type/*` or `*/*` wildcard (parameters after `;` are ignored, case-insensitive).
+pub fn media_type_accepted(mt: &str, accepted: &[String]) -> bool {
+    let base = mt
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    let major = base.split('/').next().unwrap_or("");
+    accepted.iter().any(|a| {
+        let a = a.trim().to_ascii_lowercase();
+        a == base || a == "*/*" || a.strip_suffix("/*").is_some_and(|m| m == major)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Utc;
+
+    fn task(state: TaskState, cause: Option<TerminalCause>) -> Task {
+        let now = Utc::now();
+        serde_json::from_value::<Task>(serde_json::json!({
+            "id": taskwire_core::TaskId::new(),
+            "contextId": "c", "tenant": "t", "owner": "o", "responsibleUser": "o",
+            "agent": "a", "state": state, "stateChangedAt": now, "createdAt": now,
+            "updatedAt": now, "version": 1, "lastSeq": 1, "history": [], "artifacts": [],
+            "turns": 0, "terminalCause": cause,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn states_round_trip_and_numbers_match_the_proto() {
+        for s in TaskState::ALL {
+            assert_eq!(state_from_a2a(state_to_a2a(s)).unwrap(), s);
+            assert_eq!(
+                state_to_a2a(s).is_terminal(),
+                s.is_terminal(),
+                "terminal {s}"
+            );
+            assert_eq!(state_to_a2a(s).is_interrupted(), s.is_interrupted());
+        }
+        assert_eq!(A2aState::Canceled.number(), 5);
+        assert_eq!(A2aState::InputRequired.number(), 6);
+        assert_eq!(A2aState::AuthRequired.number(), 8);
+        assert!(state_from_a2a(A2aState::Unspecified).is_err());
+        for s in A2aState::ALL {
+            assert_eq!(A2aState::from_number(s.number()), Some(s));
+        }
+    }
+
+    #[test]
+    fn loss_review_pending_shows_as_input_required() {
+        let mut t = task(TaskState::InputRequired, None);
+        assert_eq!(task_state(&t), (A2aState::InputRequired, None));
+        t.pending_reviews.push(taskwire_core::types::Review {
+            id: "r".into(),
+            reviewer: "o".into(),
+            summary: "s".into(),
+            since: Utc::now(),
+        });
+        assert_eq!(
+            task_state(&t),
+            (A2aState::InputRequired, Some(LOSS_REVIEW_AS_INPUT_REQUIRED))
+        );
+    }
+
+    #[test]
+    fn loss_internal_failure_shows_as_failed() {
+        let t = task(TaskState::Failed, Some(TerminalCause::Internal));
+        assert_eq!(
+            task_state(&t),
+            (A2aState::Failed, Some(LOSS_INTERNAL_AS_FAILED))
+        );
+        let t = task(TaskState::Failed, Some(TerminalCause::AgentFailed));
+        assert_eq!(task_state(&t), (A2aState::Failed, None));
+    }
+
+    #[test]
+    fn loss_expired_shows_as_canceled() {
+        let t = task(TaskState::Canceled, Some(TerminalCause::Expired));
+        assert_eq!(
+            task_state(&t),
+            (A2aState::Canceled, Some(LOSS_EXPIRED_AS_CANCELED))
+        );
+    }
+
+    #[test]
+    fn loss_restricted_is_named() {
+        let t = task(TaskState::Rejected, Some(TerminalCause::Restricted));
+        assert_eq!(task_state(&t), (A2aState::Rejected, Some(LOSS_RESTRICTED)));
+    }
+
+    #[test]
+    fn parts_round_trip() {
+        for p in [
+            Part::text("hi"),
+            Part::raw(vec![1, 2, 3], "application/octet-stream"),
+            Part::url("https://example.com/x"),
+            Part::data(serde_json::json!({"k": [1, null]})),
+        ] {
+            let back = part_content_from_a2a(Some(part_content_to_a2a(&p)), 0).unwrap();
+            assert_eq!(back, p.content);
+        }
+        assert!(part_content_from_a2a(None, 2).is_err());
+    }
+
+    #[test]
+    fn roles() {
+        assert_eq!(role_from_a2a(role_to_a2a(Role::User)).unwrap(), Role::User);
+        assert_eq!(
+            role_from_a2a(role_to_a2a(Role::Agent)).unwrap(),
+            Role::Agent
+        );
+        assert!(role_from_a2a(0).is_err());
+    }
+
+    #[test]
+    fn errors_map_to_codes_and_reasons() {
+        let (k, _) = error_from_core(&CoreError::NotFound);
+        assert_eq!((k.code(), k.reason()), (-32001, "TASK_NOT_FOUND"));
+        assert_eq!(k.grpc_code(), GrpcCode::NotFound);
+        let (k, m) = error_from_core(&CoreError::Terminal {
+            state: TaskState::Completed,
+        });
+        assert_eq!(k, A2aErrorKind::UnsupportedOperation);
+        assert!(m.contains("TASK_STATE_COMPLETED"));
+        let (k, _) = error_from_core(&CoreError::NotCancelable {
+            state: TaskState::Completed,
+        });
+        assert_eq!(k.code(), -32002);
+        assert_eq!(k.grpc_code(), GrpcCode::FailedPrecondition);
+        let (k, m) = error_from_core(&CoreError::Store(taskwire_core::StoreError::Backend(
+            "secret dsn".into(),
+        )));
+        assert_eq!(k, A2aErrorKind::Internal);
+        assert!(!m.contains("secret"));
+        assert_eq!(A2aErrorKind::VersionNotSupported.code(), -32009);
+        assert_eq!(
+            A2aErrorKind::ContentTypeNotSupported.grpc_code(),
+            GrpcCode::InvalidArgument
+        );
+    }
+
+    #[test]
+    fn media_types() {
+        let acc = vec!["text/plain".to_string(), "image/*".to_string()];
+        assert!(media_type_accepted("text/plain; charset=utf-8", &acc));
+        assert!(media_type_accepted("image/png", &acc));
+        assert!(!media_type_accepted(
+            "application/x-unsupported-tck-type",
+            &acc
+        ));
+        assert!(media_type_accepted("x/y", &["*/*".to_string()]));
+    }
+}

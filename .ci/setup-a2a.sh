@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what the A2A interop tests need: a Python virtualenv under
+# target/a2a-interop-venv with the official `a2a-sdk` (extras grpc, http-server)
+# at a 1.x version that speaks A2A 1.0. Idempotent: a second run with the venv in
+# place and the pinned version installed does nothing.
+#
+# The interop tests (crates/taskwire-a2a/tests/interop.rs) look for the python
+# interpreter at $TASKWIRE_A2A_PYTHON, else at target/a2a-interop-venv/bin/python,
+# and skip with a message when neither exists.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${TASKWIRE_A2A_VENV:-$ROOT/target/a2a-interop-venv}"
+A2A_SDK_VERSION="${A2A_SDK_VERSION:-1.3.0}"
+PYTHON="${PYTHON:-python3}"
+
+if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" - "$A2A_SDK_VERSION" <<'PY' 2>/dev/null
+import sys
+from importlib.metadata import version
+assert version("a2a-sdk") == sys.argv[1]
+import a2a.client, grpc  # noqa: F401
+PY
+then
+  echo "setup-a2a: a2a-sdk $A2A_SDK_VERSION already installed in $VENV"
+  exit 0
+fi
+
+echo "setup-a2a: creating $VENV with a2a-sdk[grpc,http-server]==$A2A_SDK_VERSION"
+"$PYTHON" -m venv "$VENV"
+"$VENV/bin/python" -m pip install --quiet --upgrade pip
+"$VENV/bin/python" -m pip install --quiet "a2a-sdk[grpc,http-server]==$A2A_SDK_VERSION" httpx
+"$VENV/bin/python" -c 'import a2a.client, grpc; from importlib.metadata import version; print("setup-a2a: a2a-sdk", version("a2a-sdk"))'

@@ -1,0 +1,129 @@
+//! The agent card: built from the agent's info and the adapter config, with urls
+//! under the configured public base url (never the bind address).
+
+use std::collections::HashMap;
+
+use taskwire_core::AgentInfo;
+
+use crate::service::PROTOCOL_VERSION;
+use crate::{pb, A2aConfig};
+
+/// Where the agent card is served.
+pub const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";
+/// The JSON-RPC binding's path under the public url.
+pub const JSONRPC_PATH: &str = "/a2a";
+/// Name of the bearer security scheme on the card.
+pub const BEARER_SCHEME: &str = "bearer";
+
+/// `host:port` of a base url (the gRPC interface url), defaulting the port from
+/// the scheme.
+pub fn host_port(base: &str) -> String {
+    let rest = base.split_once("://").map_or(base, |(_, r)| r);
+    let authority = rest.split('/').next().unwrap_or(rest);
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
+    let has_port = match authority.rfind(']') {
+        Some(i) => authority[i..].contains(':'),
+        None => authority.contains(':'),
+    };
+    if has_port {
+        authority.to_string()
+    } else if base.starts_with("https://") {
+        format!("{authority}:443")
+    } else {
+        format!("{authority}:80")
+    }
+}
+
+/// The card (`extended` marks the authenticated variant).
+pub fn build(info: &AgentInfo, cfg: &A2aConfig, extended: bool) -> pb::AgentCard {
+    let base = cfg.public_url.trim_end_matches('/');
+    let mut interfaces = vec![pb::AgentInterface {
+        url: format!("{base}{JSONRPC_PATH}"),
+        protocol_binding: "JSONRPC".into(),
+        tenant: String::new(),
+        protocol_version: PROTOCOL_VERSION.into(),
+    }];
+    if cfg.grpc {
+        interfaces.push(pb::AgentInterface {
+            url: host_port(base),
+            protocol_binding: "GRPC".into(),
+            tenant: String::new(),
+            protocol_version: PROTOCOL_VERSION.into(),
+        });
+    }
+    let (security_schemes, security_requirements) = if cfg.bearer_auth {
+        let scheme = pb::SecurityScheme {
+            scheme: Some(pb::security_scheme::Scheme::HttpAuthSecurityScheme(
+                pb::HttpAuthSecurityScheme {
+                    description: "A bearer token from the server's --auth-tokens".into(),
+                    scheme: "Bearer".into(),
+                    bearer_format: String::new(),
+                },
+            )),
+        };
+        let req = pb::SecurityRequirement {
+            schemes: HashMap::from([(BEARER_SCHEME.to_string(), pb::StringList { list: vec![] })]),
+        };
+        (
+            HashMap::from([(BEARER_SCHEME.to_string(), scheme)]),
+            vec![req],
+        )
+    } else {
+        (HashMap::new(), Vec::new())
+    };
+    let description = if extended {
+        format!("{} (extended card)", info.description)
+    } else {
+        info.description.clone()
+    };
+    pb::AgentCard {
+        name: info.name.clone(),
+        description,
+        supported_interfaces: interfaces,
+        provider: None,
+        version: info.version.clone(),
+        documentation_url: None,
+        capabilities: Some(pb::AgentCapabilities {
+            streaming: Some(true),
+            push_notifications: Some(cfg.push_notifications),
+            extensions: Vec::new(),
+            extended_agent_card: Some(cfg.extended_card),
+        }),
+        security_schemes,
+        security_requirements,
+        default_input_modes: cfg.input_modes.clone(),
+        default_output_modes: vec!["text/plain".into(), "application/json".into()],
+        skills: info
+            .skills
+            .iter()
+            .map(|s| pb::AgentSkill {
+                id: s.id.clone(),
+                name: s.name.clone(),
+                description: s.description.clone(),
+                tags: vec![s.id.clone()],
+                examples: Vec::new(),
+                input_modes: Vec::new(),
+                output_modes: Vec::new(),
+                security_requirements: Vec::new(),
+            })
+            .collect(),
+        signatures: Vec::new(),
+        icon_url: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_port;
+
+    #[test]
+    fn grpc_url_is_host_port() {
+        assert_eq!(host_port("http://127.0.0.1:8080"), "127.0.0.1:8080");
+        assert_eq!(
+            host_port("https://agents.example.com/base"),
+            "agents.example.com:443"
+        );
+        assert_eq!(host_port("http://[::1]:9000/x"), "[::1]:9000");
+        assert_eq!(host_port("http://example.com"), "example.com:80");
+    }
+}

@@ -1,0 +1,313 @@
+//! Conversions between core types and the generated `lf.a2a.v1` messages, through
+//! the tables of `taskwire_vocab::a2a`.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+use taskwire_core::event::{Event, EventKind};
+use taskwire_core::types::{Artifact, Message, Metadata, Part, Task, TaskState, Timestamp};
+use taskwire_vocab::a2a::{self as vocab, A2aPartContent};
+
+use crate::error::{A2aError, Result};
+use crate::pb;
+
+/// A JSON value as a `google.protobuf.Value`.
+pub fn value_to_pb(v: &Value) -> pbjson_types::Value {
+    use pbjson_types::value::Kind;
+    let kind = match v {
+        Value::Null => Kind::NullValue(0),
+        Value::Bool(b) => Kind::BoolValue(*b),
+        Value::Number(n) => Kind::NumberValue(n.as_f64().unwrap_or(0.0)),
+        Value::String(s) => Kind::StringValue(s.clone()),
+        Value::Array(a) => Kind::ListValue(pbjson_types::ListValue {
+            values: a.iter().map(value_to_pb).collect(),
+        }),
+        Value::Object(m) => Kind::StructValue(map_to_struct(m)),
+    };
+    pbjson_types::Value { kind: Some(kind) }
+}
+
+/// A `google.protobuf.Value` as JSON (integral numbers become integers).
+pub fn value_from_pb(v: &pbjson_types::Value) -> Value {
+    use pbjson_types::value::Kind;
+    match &v.kind {
+        None | Some(Kind::NullValue(_)) => Value::Null,
+        Some(Kind::BoolValue(b)) => Value::Bool(*b),
+        Some(Kind::NumberValue(n)) => {
+            if n.fract() == 0.0 && n.abs() < 9.0e15 {
+                Value::from(*n as i64)
+            } else {
+                serde_json::Number::from_f64(*n).map_or(Value::Null, Value::Number)
+            }
+        }
+        Some(Kind::StringValue(s)) => Value::String(s.clone()),
+        Some(Kind::ListValue(l)) => Value::Array(l.values.iter().map(value_from_pb).collect()),
+        Some(Kind::StructValue(s)) => Value::Object(struct_to_map(s)),
+    }
+}
+
+/// A JSON object as a `google.protobuf.Struct`.
+pub fn map_to_struct(m: &Map<String, Value>) -> pbjson_types::Struct {
+    pbjson_types::Struct {
+        fields: m
+            .iter()
+            .map(|(k, v)| (k.clone(), value_to_pb(v)))
+            .collect::<HashMap<_, _>>(),
+    }
+}
+
+/// A `google.protobuf.Struct` as a JSON object.
+pub fn struct_to_map(s: &pbjson_types::Struct) -> Map<String, Value> {
+    let mut keys: Vec<&String> = s.fields.keys().collect();
+    keys.sort();
+    keys.into_iter()
+        .filter_map(|k| s.fields.get(k).map(|v| (k.clone(), value_from_pb(v))))
+        .collect()
+}
+
+fn metadata_to_pb(m: &Metadata) -> Option<pbjson_types::Struct> {
+    (!m.is_empty()).then(|| map_to_struct(m))
+}
+
+/// A core timestamp as a protobuf one.
+pub fn timestamp_to_pb(t: Timestamp) -> pbjson_types::Timestamp {
+    t.into()
+}
+
+/// A protobuf timestamp as a core one.
+pub fn timestamp_from_pb(t: pbjson_types::Timestamp, field: &str) -> Result<Timestamp> {
+    Timestamp::try_from(t).map_err(|e| A2aError::invalid_params(field, e))
+}
+
+/// A core part as an A2A part.
+pub fn part_to_pb(p: &Part) -> pb::Part {
+    let content = match vocab::part_content_to_a2a(p) {
+        A2aPartContent::Text(t) => pb::part::Content::Text(t),
+        A2aPartContent::Raw(b) => pb::part::Content::Raw(b),
+        A2aPartContent::Url(u) => pb::part::Content::Url(u),
+        A2aPartContent::Data(d) => pb::part::Content::Data(value_to_pb(&d)),
+    };
+    pb::Part {
+        content: Some(content),
+        metadata: metadata_to_pb(&p.metadata),
+        filename: p.filename.clone().unwrap_or_default(),
+        media_type: p.media_type.clone().unwrap_or_default(),
+    }
+}
+
+/// An A2A part as a core part; `index` names it in errors.
+pub fn part_from_pb(p: pb::Part, index: usize) -> Result<Part> {
+    let content = p.content.map(|c| match c {
+        pb::part::Content::Text(t) => A2aPartContent::Text(t),
+        pb::part::Content::Raw(b) => A2aPartContent::Raw(b),
+        pb::part::Content::Url(u) => A2aPartContent::Url(u),
+        pb::part::Content::Data(d) => A2aPartContent::Data(value_from_pb(&d)),
+    });
+    let content = vocab::part_content_from_a2a(content, index)?;
+    Ok(Part {
+        content,
+        media_type: (!p.media_type.is_empty()).then_some(p.media_type),
+        filename: (!p.filename.is_empty()).then_some(p.filename),
+        metadata: p.metadata.as_ref().map(struct_to_map).unwrap_or_default(),
+    })
+}
+
+/// A core message as an A2A message of a task. Loses the core's receive/commit
+/// timestamps ([`vocab::LOSS_MESSAGE_TIMESTAMPS`]).
+pub fn message_to_pb(m: &Message, task_id: &str, context_id: &str) -> pb::Message {
+    pb::Message {
+        message_id: m.message_id.clone(),
+        context_id: context_id.to_string(),
+        task_id: task_id.to_string(),
+        role: vocab::role_to_a2a(m.role),
+        parts: m.parts.iter().map(part_to_pb).collect(),
+        metadata: metadata_to_pb(&m.metadata),
+        extensions: Vec::new(),
+        reference_task_ids: Vec::new(),
+    }
+}
+
+/// A direct reply (no task) as an A2A message.
+pub fn direct_message_to_pb(m: &Message, context_id: &str) -> pb::Message {
+    message_to_pb(m, "", context_id)
+}
+
+/// An A2A input message as a core message. Drops `extensions` and
+/// `referenceTaskIds` ([`vocab::LOSS_MESSAGE_EXTENSIONS`]).
+pub fn message_from_pb(m: pb::Message) -> Result<Message> {
+    if m.message_id.is_empty() {
+        return Err(A2aError::invalid_params("message.messageId", "is required"));
+    }
+    if m.parts.is_empty() {
+        return Err(A2aError::invalid_params(
+            "message.parts",
+            "must hold at least one part",
+        ));
+    }
+    let role = vocab::role_from_a2a(m.role)?;
+    let parts = m
+        .parts
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| part_from_pb(p, i))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Message {
+        message_id: m.message_id,
+        role,
+        parts,
+        metadata: m.metadata.as_ref().map(struct_to_map).unwrap_or_default(),
+        received_at: None,
+        committed_at: None,
+    })
+}
+
+/// A core artifact (or chunk) as an A2A artifact.
+pub fn artifact_to_pb(a: &Artifact) -> pb::Artifact {
+    pb::Artifact {
+        artifact_id: a.artifact_id.clone(),
+        name: a.name.clone().unwrap_or_default(),
+        description: a.description.clone().unwrap_or_default(),
+        parts: a.parts.iter().map(part_to_pb).collect(),
+        metadata: metadata_to_pb(&a.metadata),
+        extensions: Vec::new(),
+    }
+}
+
+/// The A2A status of a task.
+pub fn status_to_pb(t: &Task) -> pb::TaskStatus {
+    let (state, _loss) = vocab::task_state(t);
+    let id = t.id.as_str();
+    pb::TaskStatus {
+        state: state.number(),
+        message: t
+            .status_message
+            .as_ref()
+            .map(|m| message_to_pb(m, id, &t.context_id)),
+        timestamp: Some(timestamp_to_pb(t.state_changed_at)),
+    }
+}
+
+/// How much of a task to show.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TaskView {
+    /// At most this many of the most recent history messages (None: all).
+    pub history_length: Option<usize>,
+    /// Leave artifacts out.
+    pub without_artifacts: bool,
+}
+
+/// Validates an optional `historyLength`.
+pub fn history_length(v: Option<i32>, field: &str) -> Result<Option<usize>> {
+    match v {
+        None => Ok(None),
+        Some(n) if n < 0 => Err(A2aError::invalid_params(field, "must not be negative")),
+        Some(n) => Ok(Some(n as usize)),
+    }
+}
+
+/// A core task as an A2A task.
+pub fn task_to_pb(t: &Task, view: TaskView) -> pb::Task {
+    let id = t.id.as_str();
+    let skip = view
+        .history_length
+        .map_or(0, |n| t.history.len().saturating_sub(n));
+    pb::Task {
+        id: id.to_string(),
+        context_id: t.context_id.clone(),
+        status: Some(status_to_pb(t)),
+        artifacts: if view.without_artifacts {
+            Vec::new()
+        } else {
+            t.artifacts.iter().map(artifact_to_pb).collect()
+        },
+        history: t
+            .history
+            .iter()
+            .skip(skip)
+            .map(|m| message_to_pb(m, id, &t.context_id))
+            .collect(),
+        metadata: metadata_to_pb(&t.metadata),
+    }
+}
+
+/// Tracks the state a stream has shown, to turn log events into stream frames.
+#[derive(Clone, Debug)]
+pub struct FrameBuilder {
+    task_id: String,
+    context_id: String,
+    state: TaskState,
+}
+
+impl FrameBuilder {
+    /// A builder for a task's frames, starting from the state the client has seen.
+    pub fn new(task: &Task) -> Self {
+        Self {
+            task_id: task.id.as_str().to_string(),
+            context_id: task.context_id.clone(),
+            state: task.state,
+        }
+    }
+
+    /// The state after the events seen so far.
+    pub fn state(&self) -> TaskState {
+        self.state
+    }
+
+    /// The stream frame for a log event, if A2A shows it: status changes become
+    /// status updates, artifact chunks artifact updates, and agent messages a
+    /// status update carrying the message. Steps, state snapshots, input bookkeeping
+    /// and user messages have no A2A frame.
+    pub fn frame(&mut self, ev: &Event) -> Option<pb::StreamResponse> {
+        use pb::stream_response::Payload;
+        let payload = match &ev.kind {
+            EventKind::Status { to, message, .. } => {
+                self.state = *to;
+                Payload::StatusUpdate(self.status_update(*to, message.as_ref(), ev.at))
+            }
+            EventKind::Message { message, .. } if message.role == taskwire_core::Role::Agent => {
+                Payload::StatusUpdate(self.status_update(self.state, Some(message), ev.at))
+            }
+            EventKind::Artifact {
+                artifact,
+                append,
+                last_chunk,
+            } => Payload::ArtifactUpdate(pb::TaskArtifactUpdateEvent {
+                task_id: self.task_id.clone(),
+                context_id: self.context_id.clone(),
+                artifact: Some(artifact_to_pb(artifact)),
+                append: *append,
+                last_chunk: *last_chunk,
+                metadata: None,
+            }),
+            _ => return None,
+        };
+        Some(pb::StreamResponse {
+            payload: Some(payload),
+        })
+    }
+
+    fn status_update(
+        &self,
+        state: TaskState,
+        message: Option<&Message>,
+        at: Timestamp,
+    ) -> pb::TaskStatusUpdateEvent {
+        pb::TaskStatusUpdateEvent {
+            task_id: self.task_id.clone(),
+            context_id: self.context_id.clone(),
+            status: Some(pb::TaskStatus {
+                state: vocab::state_to_a2a(state).number(),
+                message: message.map(|m| message_to_pb(m, &self.task_id, &self.context_id)),
+                timestamp: Some(timestamp_to_pb(at)),
+            }),
+            metadata: None,
+        }
+    }
+}
+
+/// A stream frame holding a task snapshot.
+pub fn task_frame(t: &Task, view: TaskView) -> pb::StreamResponse {
+    pb::StreamResponse {
+        payload: Some(pb::stream_response::Payload::Task(task_to_pb(t, view))),
+    }
+}

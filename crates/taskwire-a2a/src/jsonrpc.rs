@@ -1,0 +1,348 @@
+//! The JSON-RPC 2.0 binding at `POST /a2a` (and `/a2a/`): envelope parsing and
+//! batches, version and content-type checks, dispatch to the shared service, and
+//! SSE for the streaming methods (`id:` = event sequence, `Last-Event-ID` resumes).
+//!
+//! The envelope is handled here rather than with jsonrpsee: A2A streams answers to
+//! a POST as SSE (which jsonrpsee's server does not do), batches must be answered
+//! element by element with the right -32700/-32600 codes, and `params` must reach
+//! the ProtoJSON decoder untouched so field paths appear in -32602 messages.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+
+use axum::extract::{Query, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use bytes::Bytes;
+use futures::StreamExt;
+use serde_json::{json, Value};
+use taskwire_core::Caller;
+use taskwire_vocab::a2a::{A2aErrorKind, ERROR_DOMAIN, ERROR_INFO_TYPE};
+
+use crate::error::{A2aError, Result};
+use crate::protojson;
+use crate::service::{check_version, A2aService, FrameStream, VERSION_HEADER};
+
+/// The JSON-RPC method names (the RPC names of `lf.a2a.v1.A2AService`).
+pub mod methods {
+    /// SendMessage
+    pub const SEND_MESSAGE: &str = "SendMessage";
+    /// SendStreamingMessage (SSE)
+    pub const SEND_STREAMING_MESSAGE: &str = "SendStreamingMessage";
+    /// GetTask
+    pub const GET_TASK: &str = "GetTask";
+    /// ListTasks
+    pub const LIST_TASKS: &str = "ListTasks";
+    /// CancelTask
+    pub const CANCEL_TASK: &str = "CancelTask";
+    /// SubscribeToTask (SSE)
+    pub const SUBSCRIBE_TO_TASK: &str = "SubscribeToTask";
+    /// CreateTaskPushNotificationConfig
+    pub const CREATE_PUSH_CONFIG: &str = "CreateTaskPushNotificationConfig";
+    /// GetTaskPushNotificationConfig
+    pub const GET_PUSH_CONFIG: &str = "GetTaskPushNotificationConfig";
+    /// ListTaskPushNotificationConfigs
+    pub const LIST_PUSH_CONFIGS: &str = "ListTaskPushNotificationConfigs";
+    /// DeleteTaskPushNotificationConfig
+    pub const DELETE_PUSH_CONFIG: &str = "DeleteTaskPushNotificationConfig";
+    /// GetExtendedAgentCard
+    pub const GET_EXTENDED_AGENT_CARD: &str = "GetExtendedAgentCard";
+
+    /// Every method.
+    pub const ALL: [&str; 11] = [
+        SEND_MESSAGE,
+        SEND_STREAMING_MESSAGE,
+        GET_TASK,
+        LIST_TASKS,
+        CANCEL_TASK,
+        SUBSCRIBE_TO_TASK,
+        CREATE_PUSH_CONFIG,
+        GET_PUSH_CONFIG,
+        LIST_PUSH_CONFIGS,
+        DELETE_PUSH_CONFIG,
+        GET_EXTENDED_AGENT_CARD,
+    ];
+}
+
+/// The `error.data` array: a `google.rpc.ErrorInfo` with the A2A reason.
+pub fn error_data(kind: A2aErrorKind) -> Value {
+    json!([{
+        "@type": ERROR_INFO_TYPE,
+        "reason": kind.reason(),
+        "domain": ERROR_DOMAIN,
+        "metadata": {},
+    }])
+}
+
+/// A JSON-RPC error response.
+pub fn error_response(id: &Value, e: &A2aError) -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {
+            "code": e.kind().code(),
+            "message": e.message(),
+            "data": error_data(e.kind()),
+        }
+    })
+}
+
+/// A JSON-RPC success response.
+pub fn result_response(id: &Value, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+/// A parsed request envelope.
+struct Request {
+    id: Value,
+    notification: bool,
+    method: String,
+    params: Value,
+}
+
+/// Validates an envelope; on failure returns the id to answer with and the error.
+fn parse_envelope(v: Value) -> std::result::Result<Request, (Value, A2aError)> {
+    let Value::Object(mut m) = v else {
+        return Err((
+            Value::Null,
+            A2aError::new(
+                A2aErrorKind::InvalidRequest,
+                "a request must be a JSON object",
+            ),
+        ));
+    };
+    let (id, notification) = match m.remove("id") {
+        None => (Value::Null, true),
+        Some(id @ (Value::String(_) | Value::Number(_) | Value::Null)) => (id, false),
+        Some(_) => {
+            return Err((
+                Value::Null,
+                A2aError::new(
+                    A2aErrorKind::InvalidRequest,
+                    "id must be a string, a number or null",
+                ),
+            ))
+        }
+    };
+    let invalid = |msg: &str| Err((id.clone(), A2aError::new(A2aErrorKind::InvalidRequest, msg)));
+    if m.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return invalid("jsonrpc must be \"2.0\"");
+    }
+    let method = match m.remove("method") {
+        Some(Value::String(s)) => s,
+        _ => return invalid("method must be a string"),
+    };
+    let params = match m.remove("params") {
+        None | Some(Value::Null) => Value::Object(Default::default()),
+        Some(p @ Value::Object(_)) => p,
+        Some(_) => return invalid("params must be an object"),
+    };
+    Ok(Request {
+        id,
+        notification,
+        method,
+        params,
+    })
+}
+
+fn is_streaming(method: &str) -> bool {
+    method == methods::SEND_STREAMING_MESSAGE || method == methods::SUBSCRIBE_TO_TASK
+}
+
+async fn dispatch(svc: &A2aService, caller: &Caller, method: &str, params: Value) -> Result<Value> {
+    use methods::*;
+    use protojson::{from_value as dec, to_value as enc};
+    match method {
+        SEND_MESSAGE => enc(&svc.send_message(caller, dec(params)?).await?),
+        GET_TASK => enc(&svc.get_task(caller, dec(params)?).await?),
+        LIST_TASKS => enc(&svc.list_tasks(caller, dec(params)?).await?),
+        CANCEL_TASK => enc(&svc.cancel_task(caller, dec(params)?).await?),
+        CREATE_PUSH_CONFIG => enc(&svc.create_push_config(caller, dec(params)?).await?),
+        GET_PUSH_CONFIG => enc(&svc.get_push_config(caller, dec(params)?).await?),
+        LIST_PUSH_CONFIGS => enc(&svc.list_push_configs(caller, dec(params)?).await?),
+        DELETE_PUSH_CONFIG => {
+            svc.delete_push_config(caller, dec(params)?).await?;
+            Ok(json!({}))
+        }
+        GET_EXTENDED_AGENT_CARD => {
+            let _req: crate::pb::GetExtendedAgentCardRequest = dec(params)?;
+            enc(&svc.extended_agent_card(caller)?)
+        }
+        SEND_STREAMING_MESSAGE | SUBSCRIBE_TO_TASK => Err(A2aError::new(
+            A2aErrorKind::InvalidRequest,
+            format!("{method} streams its answer and cannot be part of a batch"),
+        )),
+        other => Err(A2aError::new(
+            A2aErrorKind::MethodNotFound,
+            format!("method not found: {other}"),
+        )),
+    }
+}
+
+async fn open_stream(
+    svc: &A2aService,
+    caller: &Caller,
+    method: &str,
+    params: Value,
+    last_event_id: Option<u64>,
+) -> Result<FrameStream> {
+    if method == methods::SEND_STREAMING_MESSAGE {
+        svc.send_streaming_message(caller, protojson::from_value(params)?, last_event_id)
+            .await
+    } else {
+        svc.subscribe_to_task(caller, protojson::from_value(params)?, last_event_id)
+            .await
+    }
+}
+
+fn sse_response(id: Value, frames: FrameStream) -> Response {
+    let events = frames.map(move |r| {
+        let ev = match r.and_then(|(seq, frame)| Ok((seq, protojson::to_value(&frame)?))) {
+            Ok((seq, v)) => {
+                let ev = SseEvent::default().data(result_response(&id, v).to_string());
+                if seq > 0 {
+                    ev.id(seq.to_string())
+                } else {
+                    ev
+                }
+            }
+            Err(e) => SseEvent::default().data(error_response(&id, &e).to_string()),
+        };
+        Ok::<_, Infallible>(ev)
+    });
+    Sse::new(events)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+fn json_response(v: Value) -> Response {
+    (StatusCode::OK, Json(v)).into_response()
+}
+
+fn content_type_ok(headers: &HeaderMap) -> bool {
+    match headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    {
+        None => true,
+        Some(ct) => {
+            let base = ct
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
+            base == "application/json" || base.ends_with("+json") || base.is_empty()
+        }
+    }
+}
+
+/// The requested version: the `A2A-Version` header, else the query parameter.
+fn requested_version<'a>(
+    headers: &'a HeaderMap,
+    query: &'a HashMap<String, String>,
+) -> Option<&'a str> {
+    headers
+        .get(VERSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| query.get(VERSION_HEADER).map(String::as_str))
+}
+
+/// `POST /a2a`: one request, a batch, or a streaming request.
+pub async fn handle(
+    State(svc): State<A2aService>,
+    Extension(caller): Extension<Caller>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if !content_type_ok(&headers) {
+        let e = A2aError::new(
+            A2aErrorKind::ContentTypeNotSupported,
+            "JSON-RPC requests must be application/json",
+        );
+        return (
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Json(error_response(&Value::Null, &e)),
+        )
+            .into_response();
+    }
+    let parsed: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => {
+            let e = A2aError::new(A2aErrorKind::ParseError, format!("parse error: {e}"));
+            return json_response(error_response(&Value::Null, &e));
+        }
+    };
+    let version = check_version(requested_version(&headers, &query));
+    let last_event_id = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|s| s.trim().parse::<u64>().ok());
+    match parsed {
+        Value::Array(items) => {
+            if items.is_empty() {
+                let e = A2aError::new(A2aErrorKind::InvalidRequest, "empty batch");
+                return json_response(error_response(&Value::Null, &e));
+            }
+            let mut out = Vec::new();
+            for item in items {
+                match parse_envelope(item) {
+                    Err((id, e)) => out.push(error_response(&id, &e)),
+                    Ok(req) => {
+                        let r = match &version {
+                            Err(e) => Err(A2aError::new(e.kind(), e.message())),
+                            Ok(()) => dispatch(&svc, &caller, &req.method, req.params).await,
+                        };
+                        if !req.notification {
+                            out.push(match r {
+                                Ok(v) => result_response(&req.id, v),
+                                Err(e) => error_response(&req.id, &e),
+                            });
+                        }
+                    }
+                }
+            }
+            if out.is_empty() {
+                StatusCode::NO_CONTENT.into_response()
+            } else {
+                json_response(Value::Array(out))
+            }
+        }
+        single => {
+            let req = match parse_envelope(single) {
+                Ok(r) => r,
+                Err((id, e)) => return json_response(error_response(&id, &e)),
+            };
+            if let Err(e) = version {
+                return json_response(error_response(&req.id, &e));
+            }
+            if is_streaming(&req.method) {
+                return match open_stream(&svc, &caller, &req.method, req.params, last_event_id)
+                    .await
+                {
+                    Ok(frames) => sse_response(req.id, frames),
+                    Err(e) => json_response(error_response(&req.id, &e)),
+                };
+            }
+            let r = dispatch(&svc, &caller, &req.method, req.params).await;
+            if req.notification {
+                return StatusCode::NO_CONTENT.into_response();
+            }
+            json_response(match r {
+                Ok(v) => result_response(&req.id, v),
+                Err(e) => error_response(&req.id, &e),
+            })
+        }
+    }
+}
+
+/// `GET /.well-known/agent-card.json`.
+pub async fn agent_card(State(svc): State<A2aService>) -> Response {
+    match protojson::to_value(&svc.agent_card()) {
+        Ok(v) => json_response(v),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.message().to_string()).into_response(),
+    }
+}

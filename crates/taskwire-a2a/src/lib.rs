@@ -1,0 +1,135 @@
+//! A2A 1.0 for taskwire: the shared A2A service layer ([`service::A2aService`]),
+//! the JSON-RPC binding with SSE at `POST /a2a` ([`jsonrpc`]), the agent card at
+//! `GET /.well-known/agent-card.json` ([`card`]), push notifications ([`push`])
+//! and the a2a-tck agent profile ([`tck::TckAgent`]). The gRPC binding lives in
+//! `taskwire-grpc` and calls the same service layer.
+//!
+//! Both bindings use the messages generated from `proto/a2a.proto` ([`pb`]); the
+//! JSON-RPC binding encodes them as ProtoJSON ([`protojson`]), so the two cannot
+//! drift. State, part and error mappings come from `taskwire_vocab::a2a`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use axum::Router;
+use taskwire_core::{Agent, TaskService};
+
+pub mod card;
+pub mod convert;
+pub mod error;
+pub mod jsonrpc;
+pub mod protojson;
+pub mod push;
+pub mod service;
+pub mod tck;
+
+pub use error::A2aError;
+pub use service::A2aService;
+
+/// The `lf.a2a.v1` messages generated from `proto/a2a.proto`, with ProtoJSON serde.
+#[allow(missing_docs, unreachable_pub, clippy::all, reason = "generated code")]
+pub mod pb {
+    include!(concat!(env!("OUT_DIR"), "/lf.a2a.v1.rs"));
+    include!(concat!(env!("OUT_DIR"), "/lf.a2a.v1.serde.rs"));
+}
+
+/// Configuration of the A2A adapter.
+#[derive(Clone, Debug)]
+pub struct A2aConfig {
+    /// Public base url the card's interface urls are built from (`--public-url`),
+    /// for example `https://agents.example.com`; not the bind address.
+    pub public_url: String,
+    /// List the gRPC interface (`host:port` of the public url) on the card.
+    pub grpc: bool,
+    /// Declare and serve push notifications.
+    pub push_notifications: bool,
+    /// Allow push urls that resolve to loopback, private or link-local addresses
+    /// (`--push-allow-private`).
+    pub push_allow_private: bool,
+    /// Where push configs and delivery cursors are kept (a JSON file); `None`
+    /// keeps them in memory only.
+    pub push_store_path: Option<PathBuf>,
+    /// Delivery attempts per notification before giving up.
+    pub push_max_attempts: u32,
+    /// First retry delay; doubled on each attempt (capped at 30 s), plus jitter.
+    pub push_base_backoff: Duration,
+    /// Bearer authentication is on (`--auth-tokens`): the card declares it.
+    pub bearer_auth: bool,
+    /// Serve GetExtendedAgentCard (else ExtendedAgentCardNotConfigured).
+    pub extended_card: bool,
+    /// Accepted input media types (`type/*` and `*/*` wildcards allowed); a part
+    /// with another media type is ContentTypeNotSupported.
+    pub input_modes: Vec<String>,
+    /// How long a blocking SendMessage waits for a terminal or interrupted state
+    /// before answering with the task as it is.
+    pub blocking_timeout: Duration,
+    /// Largest accepted JSON-RPC body in bytes; larger ones are refused (413)
+    /// before parsing.
+    pub max_body_bytes: usize,
+}
+
+impl Default for A2aConfig {
+    fn default() -> Self {
+        Self {
+            public_url: "http://127.0.0.1:8080".into(),
+            grpc: true,
+            push_notifications: true,
+            push_allow_private: false,
+            push_store_path: None,
+            push_max_attempts: 8,
+            push_base_backoff: Duration::from_millis(200),
+            bearer_auth: false,
+            extended_card: false,
+            input_modes: vec![
+                "text/plain".into(),
+                "text/*".into(),
+                "application/json".into(),
+                "application/octet-stream".into(),
+                "image/*".into(),
+            ],
+            blocking_timeout: Duration::from_secs(60),
+            max_body_bytes: 4 * 1024 * 1024,
+        }
+    }
+}
+
+/// The A2A adapter: mount [`A2aAdapter::routes`] behind the auth layer and
+/// [`A2aAdapter::public_routes`] without it.
+#[derive(Clone, Debug)]
+pub struct A2aAdapter {
+    service: A2aService,
+}
+
+impl A2aAdapter {
+    /// The adapter over the shared task service.
+    pub fn new(service: TaskService, agent: Arc<dyn Agent>, config: A2aConfig) -> Self {
+        Self {
+            service: A2aService::new(service, agent, config),
+        }
+    }
+
+    /// The shared A2A service layer (hand it to `taskwire_grpc::GrpcAdapter`).
+    pub fn service(&self) -> &A2aService {
+        &self.service
+    }
+
+    /// `POST /a2a` and `POST /a2a/` (JSON-RPC, SSE). Handlers read
+    /// `Extension<taskwire_core::Caller>`.
+    pub fn routes(&self) -> Router {
+        Router::new()
+            .route(card::JSONRPC_PATH, post(jsonrpc::handle))
+            .route("/a2a/", post(jsonrpc::handle))
+            .layer(DefaultBodyLimit::max(self.service.config().max_body_bytes))
+            .with_state(self.service.clone())
+    }
+
+    /// `GET /.well-known/agent-card.json`.
+    pub fn public_routes(&self) -> Router {
+        Router::new()
+            .route(card::AGENT_CARD_PATH, get(jsonrpc::agent_card))
+            .with_state(self.service.clone())
+    }
+}

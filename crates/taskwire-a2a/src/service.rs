@@ -1,0 +1,546 @@
+//! The A2A service layer both bindings share: every A2A operation, on the
+//! generated `lf.a2a.v1` messages, over the core's [`TaskService`]. The JSON-RPC
+//! binding and the gRPC binding (`taskwire-grpc`) only decode, call this and encode.
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use futures::{Stream, StreamExt};
+use taskwire_core::store::ListQuery;
+use taskwire_core::{Access, Agent, Caller, CreateTask, Task, TaskId, TaskService};
+use taskwire_vocab::a2a::{self as vocab, A2aErrorKind, A2aState};
+
+use crate::card;
+use crate::convert::{self, FrameBuilder, TaskView};
+use crate::error::{A2aError, Result};
+use crate::pb;
+use crate::push::PushManager;
+use crate::A2aConfig;
+
+/// The protocol version this server speaks.
+pub const PROTOCOL_VERSION: &str = "1.0";
+/// The HTTP header (and query parameter) carrying the requested version.
+pub const VERSION_HEADER: &str = "A2A-Version";
+/// The HTTP header listing requested extensions.
+pub const EXTENSIONS_HEADER: &str = "A2A-Extensions";
+
+/// One stream frame with the event-log sequence number it reflects (the SSE `id:`).
+pub type Frame = (u64, pb::StreamResponse);
+/// A stream of frames; an error ends it.
+pub type FrameStream = Pin<Box<dyn Stream<Item = Result<Frame>> + Send>>;
+
+/// Checks a requested protocol version: absent or empty, `1`, `1.0` or any `1.0.x`
+/// is served; anything else is VersionNotSupported.
+pub fn check_version(v: Option<&str>) -> Result<()> {
+    let v = v.map(str::trim).unwrap_or("");
+    let ok = v.is_empty() || v == "1" || v == "1.0" || v.starts_with("1.0.");
+    if ok {
+        Ok(())
+    } else {
+        Err(A2aError::new(
+            A2aErrorKind::VersionNotSupported,
+            format!("A2A version {v:?} is not supported; this server speaks {PROTOCOL_VERSION}"),
+        ))
+    }
+}
+
+/// The shared A2A service.
+#[derive(Clone)]
+pub struct A2aService {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    service: TaskService,
+    agent: Arc<dyn Agent>,
+    config: A2aConfig,
+    push: PushManager,
+}
+
+impl std::fmt::Debug for A2aService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("A2aService")
+            .field("service", &self.inner.service)
+            .finish()
+    }
+}
+
+fn parse_id(id: &str) -> Result<TaskId> {
+    TaskId::parse(id).map_err(|_| A2aError::task_not_found())
+}
+
+fn is_settled(t: &Task) -> bool {
+    t.state.is_terminal() || t.state.is_interrupted()
+}
+
+impl A2aService {
+    /// The service over the core, for this agent.
+    pub fn new(service: TaskService, agent: Arc<dyn Agent>, config: A2aConfig) -> Self {
+        let push = PushManager::new(service.clone(), &config);
+        Self {
+            inner: Arc::new(Inner {
+                service,
+                agent,
+                config,
+                push,
+            }),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &A2aConfig {
+        &self.inner.config
+    }
+
+    /// The core service.
+    pub fn core(&self) -> &TaskService {
+        &self.inner.service
+    }
+
+    /// The push notification manager.
+    pub fn push(&self) -> &PushManager {
+        &self.inner.push
+    }
+
+    /// The public agent card.
+    pub fn agent_card(&self) -> pb::AgentCard {
+        card::build(&self.inner.agent.info(), &self.inner.config, false)
+    }
+
+    /// GetExtendedAgentCard.
+    pub fn extended_agent_card(&self, _caller: &Caller) -> Result<pb::AgentCard> {
+        if !self.inner.config.extended_card {
+            return Err(A2aError::new(
+                A2aErrorKind::ExtendedAgentCardNotConfigured,
+                "this agent has no extended agent card",
+            ));
+        }
+        Ok(card::build(
+            &self.inner.agent.info(),
+            &self.inner.config,
+            true,
+        ))
+    }
+
+    fn check_content_types(&self, m: &taskwire_core::Message) -> Result<()> {
+        let accepted = &self.inner.config.input_modes;
+        for p in &m.parts {
+            if let Some(mt) = &p.media_type {
+                if !vocab::media_type_accepted(mt, accepted) {
+                    return Err(A2aError::new(
+                        A2aErrorKind::ContentTypeNotSupported,
+                        format!(
+                            "media type {mt:?} is not supported; accepted: {}",
+                            accepted.join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts or continues a task from a SendMessage request. Returns the task
+    /// (not yet waited on), or a direct reply.
+    async fn start(&self, caller: &Caller, req: pb::SendMessageRequest) -> Result<Started> {
+        let Some(msg) = req.message else {
+            return Err(A2aError::invalid_params("params.message", "is required"));
+        };
+        let context_id = msg.context_id.clone();
+        let task_id = msg.task_id.clone();
+        let message = convert::message_from_pb(msg)?;
+        self.check_content_types(&message)?;
+        let push_config = req
+            .configuration
+            .as_ref()
+            .and_then(|c| c.task_push_notification_config.clone());
+        if push_config.is_some() && !self.inner.config.push_notifications {
+            return Err(push_unsupported());
+        }
+        let svc = &self.inner.service;
+        let task = if !task_id.is_empty() {
+            let id = parse_id(&task_id)?;
+            let current = svc.get(caller, &id).await?;
+            if !context_id.is_empty() && context_id != current.context_id {
+                return Err(A2aError::invalid_params(
+                    "message.contextId",
+                    format!("does not match the task's context {}", current.context_id),
+                ));
+            }
+            if current
+                .history
+                .iter()
+                .any(|m| m.message_id == message.message_id)
+            {
+                // A retried continuation: already stored, nothing more to do.
+                return Ok(Started::Task(Box::new(current)));
+            }
+            if current.state.is_terminal() {
+                return Err(A2aError::new(
+                    A2aErrorKind::UnsupportedOperation,
+                    format!(
+                        "task is {}, which is terminal; it accepts no more messages",
+                        vocab::state_to_a2a(current.state).name()
+                    ),
+                ));
+            }
+            svc.send_input(caller, &id, message).await?
+        } else {
+            if let Some(reply) = self.inner.agent.direct_reply(caller, &message).await {
+                let ctx = if context_id.is_empty() {
+                    taskwire_core::ids::random_id()
+                } else {
+                    context_id
+                };
+                return Ok(Started::Reply(convert::direct_message_to_pb(&reply, &ctx)));
+            }
+            let mut create = CreateTask::new(message);
+            create.context_id = (!context_id.is_empty()).then_some(context_id);
+            create.metadata = req
+                .metadata
+                .as_ref()
+                .map(convert::struct_to_map)
+                .unwrap_or_default();
+            svc.create(caller, create).await?.task
+        };
+        if let Some(mut pc) = push_config {
+            pc.task_id = task.id.as_str().to_string();
+            self.inner.push.create(caller, &task, pc).await?;
+        }
+        Ok(Started::Task(Box::new(task)))
+    }
+
+    /// SendMessage: blocks until the task is terminal or interrupted unless
+    /// `returnImmediately`; a retry with the same messageId returns the same task.
+    pub async fn send_message(
+        &self,
+        caller: &Caller,
+        req: pb::SendMessageRequest,
+    ) -> Result<pb::SendMessageResponse> {
+        use pb::send_message_response::Payload;
+        let (history_length, immediate) = match &req.configuration {
+            Some(c) => (
+                convert::history_length(c.history_length, "params.configuration.historyLength")?,
+                c.return_immediately,
+            ),
+            None => (None, false),
+        };
+        let task = match self.start(caller, req).await? {
+            Started::Reply(m) => {
+                return Ok(pb::SendMessageResponse {
+                    payload: Some(Payload::Message(m)),
+                })
+            }
+            Started::Task(t) => *t,
+        };
+        let task = if immediate || is_settled(&task) {
+            task
+        } else {
+            self.inner
+                .service
+                .wait_until(caller, &task.id, self.inner.config.blocking_timeout, |t| {
+                    t.state.is_interrupted()
+                })
+                .await?
+        };
+        let view = TaskView {
+            history_length,
+            without_artifacts: false,
+        };
+        Ok(pb::SendMessageResponse {
+            payload: Some(Payload::Task(convert::task_to_pb(&task, view))),
+        })
+    }
+
+    /// SendStreamingMessage: the task snapshot, then its updates until it is
+    /// terminal or interrupted. With `last_event_id` (a reconnect with the same
+    /// messageId), frames resume after that sequence number without a snapshot.
+    pub async fn send_streaming_message(
+        &self,
+        caller: &Caller,
+        req: pb::SendMessageRequest,
+        last_event_id: Option<u64>,
+    ) -> Result<FrameStream> {
+        let history_length = match &req.configuration {
+            Some(c) => {
+                convert::history_length(c.history_length, "params.configuration.historyLength")?
+            }
+            None => None,
+        };
+        let task = match self.start(caller, req).await? {
+            Started::Reply(m) => {
+                let frame = pb::StreamResponse {
+                    payload: Some(pb::stream_response::Payload::Message(m)),
+                };
+                return Ok(Box::pin(futures::stream::once(
+                    async move { Ok((0, frame)) },
+                )));
+            }
+            Started::Task(t) => *t,
+        };
+        let view = TaskView {
+            history_length,
+            without_artifacts: false,
+        };
+        self.frames(caller, task, view, last_event_id, true).await
+    }
+
+    /// SubscribeToTask: the task snapshot, then updates until the task is terminal
+    /// (staying open through interrupts). A terminal task is UnsupportedOperation,
+    /// unless `last_event_id` asks to resume a stream that missed its end.
+    pub async fn subscribe_to_task(
+        &self,
+        caller: &Caller,
+        req: pb::SubscribeToTaskRequest,
+        last_event_id: Option<u64>,
+    ) -> Result<FrameStream> {
+        let id = parse_id(&req.id)?;
+        let task = self.inner.service.get(caller, &id).await?;
+        let resumable = last_event_id.is_some_and(|n| n < task.last_seq);
+        if task.state.is_terminal() && !resumable {
+            return Err(A2aError::new(
+                A2aErrorKind::UnsupportedOperation,
+                format!(
+                    "task is {}, which is terminal; there is nothing to subscribe to",
+                    vocab::state_to_a2a(task.state).name()
+                ),
+            ));
+        }
+        self.frames(caller, task, TaskView::default(), last_event_id, false)
+            .await
+    }
+
+    async fn frames(
+        &self,
+        caller: &Caller,
+        task: Task,
+        view: TaskView,
+        last_event_id: Option<u64>,
+        close_on_interrupt: bool,
+    ) -> Result<FrameStream> {
+        let (after, first) = match last_event_id {
+            Some(n) => (n, None),
+            None => (
+                task.last_seq,
+                Some((task.last_seq, convert::task_frame(&task, view))),
+            ),
+        };
+        let done_at_start = match last_event_id {
+            None => task.state.is_terminal() || (close_on_interrupt && task.state.is_interrupted()),
+            Some(n) => n >= task.last_seq && task.state.is_terminal(),
+        };
+        let head = futures::stream::iter(first.map(Ok));
+        if done_at_start {
+            return Ok(Box::pin(head));
+        }
+        let events = self
+            .inner
+            .service
+            .subscribe(Access::Owner(caller), &task.id, after)
+            .await?;
+        let builder = FrameBuilder::new(&task);
+        let tail = futures::stream::unfold(
+            (events, builder, false),
+            move |(mut events, mut b, done)| async move {
+                if done {
+                    return None;
+                }
+                loop {
+                    match events.next().await {
+                        None => return None,
+                        Some(Err(e)) => return Some((Err(A2aError::from(e)), (events, b, true))),
+                        Some(Ok(ev)) => {
+                            let Some(frame) = b.frame(&ev) else { continue };
+                            let st = b.state();
+                            let end =
+                                st.is_terminal() || (close_on_interrupt && st.is_interrupted());
+                            return Some((Ok((ev.seq, frame)), (events, b, end)));
+                        }
+                    }
+                }
+            },
+        );
+        Ok(Box::pin(head.chain(tail)))
+    }
+
+    /// GetTask.
+    pub async fn get_task(&self, caller: &Caller, req: pb::GetTaskRequest) -> Result<pb::Task> {
+        let history_length = convert::history_length(req.history_length, "params.historyLength")?;
+        let id = parse_id(&req.id)?;
+        let task = self.inner.service.get(caller, &id).await?;
+        Ok(convert::task_to_pb(
+            &task,
+            TaskView {
+                history_length,
+                without_artifacts: false,
+            },
+        ))
+    }
+
+    /// ListTasks: the caller's tasks, filtered by context, state and status time,
+    /// newest first, paged with an opaque token.
+    pub async fn list_tasks(
+        &self,
+        caller: &Caller,
+        req: pb::ListTasksRequest,
+    ) -> Result<pb::ListTasksResponse> {
+        let page_size = match req.page_size {
+            None => 50,
+            Some(n) if (1..=100).contains(&n) => n as usize,
+            Some(_) => {
+                return Err(A2aError::invalid_params(
+                    "params.pageSize",
+                    "must be between 1 and 100",
+                ))
+            }
+        };
+        let history_length = convert::history_length(req.history_length, "params.historyLength")?;
+        let state = match req.status {
+            0 => None,
+            n => {
+                let s = A2aState::from_number(n)
+                    .ok_or_else(|| A2aError::invalid_params("params.status", "unknown state"))?;
+                Some(vocab::state_from_a2a(s)?)
+            }
+        };
+        let after = req
+            .status_timestamp_after
+            .map(|t| convert::timestamp_from_pb(t, "params.statusTimestampAfter"))
+            .transpose()?;
+        let q = ListQuery {
+            context_id: (!req.context_id.is_empty()).then_some(req.context_id),
+            state,
+            // The store filters on the last update (strictly after); every status
+            // change is an update, so this is a superset, narrowed below.
+            updated_after: after.map(|t| t - chrono::Duration::microseconds(1)),
+            page_size,
+            cursor: (!req.page_token.is_empty()).then_some(req.page_token),
+            ..ListQuery::default()
+        };
+        let page = self
+            .inner
+            .service
+            .list(caller, q)
+            .await
+            .map_err(|e| match e {
+                taskwire_core::CoreError::InvalidInput { field, reason }
+                    if field == "pageToken" =>
+                {
+                    A2aError::invalid_params("params.pageToken", reason)
+                }
+                other => A2aError::from(other),
+            })?;
+        let view = TaskView {
+            history_length,
+            without_artifacts: !req.include_artifacts.unwrap_or(false),
+        };
+        let tasks = page
+            .tasks
+            .iter()
+            .filter(|t| after.is_none_or(|a| t.state_changed_at >= a))
+            .map(|t| convert::task_to_pb(t, view))
+            .collect();
+        Ok(pb::ListTasksResponse {
+            tasks,
+            next_page_token: page.next_cursor.unwrap_or_default(),
+            page_size: page_size as i32,
+            total_size: i32::try_from(page.total).unwrap_or(i32::MAX),
+        })
+    }
+
+    /// CancelTask: idempotent on a canceled task; TaskNotCancelable on a task that
+    /// ended otherwise.
+    pub async fn cancel_task(
+        &self,
+        caller: &Caller,
+        req: pb::CancelTaskRequest,
+    ) -> Result<pb::Task> {
+        let id = parse_id(&req.id)?;
+        let task = self
+            .inner
+            .service
+            .cancel(Access::Owner(caller), &id, None)
+            .await?;
+        Ok(convert::task_to_pb(&task, TaskView::default()))
+    }
+
+    fn check_push(&self) -> Result<()> {
+        if self.inner.config.push_notifications {
+            Ok(())
+        } else {
+            Err(push_unsupported())
+        }
+    }
+
+    /// CreateTaskPushNotificationConfig.
+    pub async fn create_push_config(
+        &self,
+        caller: &Caller,
+        req: pb::TaskPushNotificationConfig,
+    ) -> Result<pb::TaskPushNotificationConfig> {
+        self.check_push()?;
+        let id = parse_id(&req.task_id)?;
+        let task = self.inner.service.get(caller, &id).await?;
+        self.inner.push.create(caller, &task, req).await
+    }
+
+    /// GetTaskPushNotificationConfig.
+    pub async fn get_push_config(
+        &self,
+        caller: &Caller,
+        req: pb::GetTaskPushNotificationConfigRequest,
+    ) -> Result<pb::TaskPushNotificationConfig> {
+        self.check_push()?;
+        let id = parse_id(&req.task_id)?;
+        self.inner.service.get(caller, &id).await?;
+        self.inner.push.get(&id, &req.id).ok_or_else(|| {
+            A2aError::invalid_params("params.id", "no push notification config with this id")
+        })
+    }
+
+    /// ListTaskPushNotificationConfigs.
+    pub async fn list_push_configs(
+        &self,
+        caller: &Caller,
+        req: pb::ListTaskPushNotificationConfigsRequest,
+    ) -> Result<pb::ListTaskPushNotificationConfigsResponse> {
+        self.check_push()?;
+        let id = parse_id(&req.task_id)?;
+        self.inner.service.get(caller, &id).await?;
+        Ok(pb::ListTaskPushNotificationConfigsResponse {
+            configs: self.inner.push.list(&id),
+            next_page_token: String::new(),
+        })
+    }
+
+    /// DeleteTaskPushNotificationConfig.
+    pub async fn delete_push_config(
+        &self,
+        caller: &Caller,
+        req: pb::DeleteTaskPushNotificationConfigRequest,
+    ) -> Result<()> {
+        self.check_push()?;
+        let id = parse_id(&req.task_id)?;
+        self.inner.service.get(caller, &id).await?;
+        if self.inner.push.delete(&id, &req.id).await? {
+            Ok(())
+        } else {
+            Err(A2aError::invalid_params(
+                "params.id",
+                "no push notification config with this id",
+            ))
+        }
+    }
+}
+
+fn push_unsupported() -> A2aError {
+    A2aError::new(
+        A2aErrorKind::PushNotificationNotSupported,
+        "push notifications are not enabled on this server",
+    )
+}
+
+enum Started {
+    Task(Box<Task>),
+    Reply(pb::Message),
+}

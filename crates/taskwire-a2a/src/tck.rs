@@ -1,0 +1,1 @@
+//! The a2a-tck agent profile (filled in below).
