@@ -1,1 +1,1045 @@
-//! The mcp view of the core vocabulary (filled in by the mcp adapter work).
+//! The MCP view of the core vocabulary: task states as MCP task statuses (the
+//! SEP-2663 tasks extension of revision 2026-07-28 and the experimental tasks of
+//! revision 2025-11-25), task outputs as a `CallToolResult`, pending interactions
+//! as elicitation requests, and elicitation results back as core answers.
+//!
+//! Everything here is a pure function over core types and `serde_json` values; the
+//! adapter (crate `taskwire-mcp`) owns the transport and the JSON-RPC envelope.
+//! Each lossy edge returns or names a [`Loss`]; the tests pin them.
+
+use base64::Engine;
+use serde_json::{json, Map, Value};
+
+use taskwire_core::agent::Skill;
+use taskwire_core::types::{
+    InputAction, InputResponse, Message, Part, PartContent, ReviewDecision, Task, TaskState,
+    TerminalCause, Timestamp,
+};
+
+use crate::{Loss, VocabError};
+
+/// Id of the tasks extension (SEP-2663), in capabilities and `_meta`.
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+/// `_meta` key relating a message to a task (revision 2025-11-25).
+pub const RELATED_TASK_META: &str = "io.modelcontextprotocol/related-task";
+/// Prefix of the input-request key of a provider authorisation.
+pub const AUTH_KEY_PREFIX: &str = "taskwire.auth/";
+/// Prefix of the input-request key of a review.
+pub const REVIEW_KEY_PREFIX: &str = "taskwire.review/";
+/// The JSON-RPC code of an internal error.
+pub const INTERNAL_ERROR: i64 = -32603;
+/// Longest status message put on the wire, in characters.
+pub const MAX_STATUS_MESSAGE: usize = 512;
+
+/// Which MCP task generation a view is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Generation {
+    /// Revision 2026-07-28 with the tasks extension (SEP-2663).
+    Current,
+    /// Revision 2025-11-25 experimental tasks (SEP-1686).
+    Legacy,
+}
+
+/// An MCP task status (both generations use the same five words).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum McpStatus {
+    /// `working`
+    Working,
+    /// `input_required`
+    InputRequired,
+    /// `completed`
+    Completed,
+    /// `failed`
+    Failed,
+    /// `cancelled`
+    Cancelled,
+}
+
+impl McpStatus {
+    /// The wire word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            McpStatus::Working => "working",
+            McpStatus::InputRequired => "input_required",
+            McpStatus::Completed => "completed",
+            McpStatus::Failed => "failed",
+            McpStatus::Cancelled => "cancelled",
+        }
+    }
+
+    /// True for completed, failed and cancelled.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            McpStatus::Completed | McpStatus::Failed | McpStatus::Cancelled
+        )
+    }
+}
+
+/// Lost: a submitted task (not yet picked up) looks the same as a running one.
+pub const LOSS_SUBMITTED: Loss = Loss("submitted and working are both `working`");
+/// Lost: the difference between waiting for input and waiting for an authorisation.
+pub const LOSS_AUTH_REQUIRED: Loss =
+    Loss("auth-required is `input_required` with a URL-mode elicitation; the provider's operation list is not shown");
+/// Lost: an agent failure is a completed tool call with `isError` (current generation).
+pub const LOSS_AGENT_FAILED: Loss =
+    Loss("an agent failure is `completed` with isError:true; the failure code is not shown");
+/// Lost: a rejection is a completed tool call with `isError`.
+pub const LOSS_REJECTED: Loss = Loss(
+    "rejected is `completed` with isError:true (`failed` in 2025-11-25); the refusal is only text",
+);
+/// Lost: a guardrail lock is a completed tool call with `isError`.
+pub const LOSS_RESTRICTED: Loss =
+    Loss("restricted is `completed` with isError:true (`failed` in 2025-11-25)");
+/// Lost: an inactivity expiry looks like a cancellation.
+pub const LOSS_EXPIRED: Loss =
+    Loss("an inactivity expiry is `cancelled`; the cause is only in statusMessage");
+/// Lost (2025-11-25): an agent failure and an internal failure are both `failed`.
+pub const LOSS_LEGACY_FAILED: Loss =
+    Loss("2025-11-25 `failed` covers agent failures (isError result) and internal errors alike");
+/// Lost: binary parts that are neither image nor audio become embedded resources.
+pub const LOSS_RAW_AS_RESOURCE: Loss =
+    Loss("raw bytes that are not image/* or audio/* become an embedded blob resource with a synthetic uri");
+/// Lost: several data parts, or a data part that is not an object, are wrapped.
+pub const LOSS_DATA_WRAPPED: Loss =
+    Loss("structuredContent is one object: several data parts (or a non-object) are wrapped under `data`");
+/// Lost: artifact names, ids and metadata do not survive as content.
+pub const LOSS_ARTIFACT_FRAMING: Loss =
+    Loss("artifact ids, names and metadata are dropped; only their parts become content");
+/// Lost: a review is a confirmation form; the reviewer and the summary's structure are not shown.
+pub const LOSS_REVIEW_AS_FORM: Loss =
+    Loss("a review is a confirmation form (approve: boolean); only reviews of the responsible user are offered");
+/// Lost: an authorisation dismissed with `cancel` is left pending.
+pub const LOSS_AUTH_CANCEL: Loss = Loss("cancel on an authorisation leaves it pending");
+
+/// The MCP status of a task, and what the mapping loses.
+pub fn status(task: &Task, generation: Generation) -> (McpStatus, Option<Loss>) {
+    match task.state {
+        TaskState::Submitted => (McpStatus::Working, Some(LOSS_SUBMITTED)),
+        TaskState::Working => (McpStatus::Working, None),
+        TaskState::InputRequired => (McpStatus::InputRequired, None),
+        TaskState::AuthRequired => (McpStatus::InputRequired, Some(LOSS_AUTH_REQUIRED)),
+        TaskState::Completed => (McpStatus::Completed, None),
+        TaskState::Canceled => match task.terminal_cause {
+            Some(TerminalCause::Expired) => (McpStatus::Cancelled, Some(LOSS_EXPIRED)),
+            _ => (McpStatus::Cancelled, None),
+        },
+        TaskState::Rejected => match generation {
+            Generation::Current => (McpStatus::Completed, Some(LOSS_REJECTED)),
+            Generation::Legacy => (McpStatus::Failed, Some(LOSS_REJECTED)),
+        },
+        TaskState::Failed => match (task.terminal_cause, generation) {
+            (Some(TerminalCause::AgentFailed), Generation::Current) => {
+                (McpStatus::Completed, Some(LOSS_AGENT_FAILED))
+            }
+            (Some(TerminalCause::Restricted), Generation::Current) => {
+                (McpStatus::Completed, Some(LOSS_RESTRICTED))
+            }
+            (Some(TerminalCause::AgentFailed), Generation::Legacy) => {
+                (McpStatus::Failed, Some(LOSS_LEGACY_FAILED))
+            }
+            (Some(TerminalCause::Restricted), Generation::Legacy) => {
+                (McpStatus::Failed, Some(LOSS_RESTRICTED))
+            }
+            _ => (McpStatus::Failed, None),
+        },
+    }
+}
+
+/// How a terminal task answers the original `tools/call`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    /// Not terminal yet.
+    Pending,
+    /// A `CallToolResult` (possibly with `isError: true`).
+    Result(Map<String, Value>),
+    /// A JSON-RPC error object (`{code, message}`): an internal or protocol failure.
+    Error(Value),
+    /// Cancelled: no result.
+    Cancelled,
+}
+
+/// True if the task's failure is an internal or protocol one (a JSON-RPC error),
+/// as opposed to an agent fault shown as an `isError` result.
+pub fn is_internal_failure(task: &Task) -> bool {
+    task.state == TaskState::Failed
+        && !matches!(
+            task.terminal_cause,
+            Some(TerminalCause::AgentFailed) | Some(TerminalCause::Restricted)
+        )
+}
+
+/// The answer a task gives to its `tools/call`.
+pub fn outcome(task: &Task) -> Outcome {
+    match task.state {
+        s if !s.is_terminal() => Outcome::Pending,
+        TaskState::Canceled => Outcome::Cancelled,
+        TaskState::Failed if is_internal_failure(task) => Outcome::Error(json!({
+            "code": INTERNAL_ERROR,
+            "message": task
+                .error
+                .as_ref()
+                .map(|e| short(&e.message))
+                .unwrap_or_else(|| "internal error".to_string()),
+        })),
+        _ => Outcome::Result(call_tool_result(task).0),
+    }
+}
+
+/// A `CallToolResult` from a terminal task's artifacts and final message.
+///
+/// Text parts become text content, image and audio bytes become image and audio
+/// content, other bytes embedded blob resources, URLs resource links, and data
+/// parts `structuredContent` (and a text rendering of it). A failed or rejected
+/// task is `isError: true` with the error's message as text.
+pub fn call_tool_result(task: &Task) -> (Map<String, Value>, Vec<Loss>) {
+    let mut losses = Vec::new();
+    let mut content = Vec::new();
+    let mut data = Vec::new();
+    for a in &task.artifacts {
+        if a.name.is_some() || !a.metadata.is_empty() {
+            push_loss(&mut losses, LOSS_ARTIFACT_FRAMING);
+        }
+        for p in &a.parts {
+            let (c, loss) = content_of_part(p, &a.artifact_id);
+            if let Some(l) = loss {
+                push_loss(&mut losses, l);
+            }
+            match c {
+                PartView::Content(v) => content.push(v),
+                PartView::Data(v) => data.push(v),
+            }
+        }
+    }
+    if let Some(m) = &task.status_message {
+        if task.state == TaskState::Completed {
+            for p in &m.parts {
+                let (c, loss) = content_of_part(p, &m.message_id);
+                if let Some(l) = loss {
+                    push_loss(&mut losses, l);
+                }
+                match c {
+                    PartView::Content(v) => content.push(v),
+                    PartView::Data(v) => data.push(v),
+                }
+            }
+        }
+    }
+    let is_error = matches!(task.state, TaskState::Failed | TaskState::Rejected);
+    if is_error {
+        let msg = task
+            .error
+            .as_ref()
+            .map(|e| short(&e.message))
+            .or_else(|| status_message(task))
+            .unwrap_or_else(|| "the tool failed".to_string());
+        content.push(json!({"type": "text", "text": msg}));
+    }
+    let mut out = Map::new();
+    let structured = match data.len() {
+        0 => None,
+        1 => match data.pop() {
+            Some(Value::Object(o)) => Some(Value::Object(o)),
+            Some(other) => {
+                push_loss(&mut losses, LOSS_DATA_WRAPPED);
+                Some(json!({ "data": other }))
+            }
+            None => None,
+        },
+        _ => {
+            push_loss(&mut losses, LOSS_DATA_WRAPPED);
+            Some(json!({ "data": data }))
+        }
+    };
+    if let Some(s) = &structured {
+        // Clients that do not read structuredContent still see it as text.
+        content.push(json!({"type": "text", "text": s.to_string()}));
+    }
+    out.insert("content".into(), Value::Array(content));
+    if let Some(s) = structured {
+        out.insert("structuredContent".into(), s);
+    }
+    if is_error {
+        out.insert("isError".into(), Value::Bool(true));
+    }
+    (out, losses)
+}
+
+fn push_loss(v: &mut Vec<Loss>, l: Loss) {
+    if !v.contains(&l) {
+        v.push(l);
+    }
+}
+
+/// What one part becomes in a `CallToolResult`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PartView {
+    /// A content block.
+    Content(Value),
+    /// Structured data for `structuredContent`.
+    Data(Value),
+}
+
+/// One part as a content block (or structured data), and what that loses.
+/// `owner_id` (the artifact or message id) names embedded resources.
+pub fn content_of_part(p: &Part, owner_id: &str) -> (PartView, Option<Loss>) {
+    match &p.content {
+        PartContent::Text { text } => (
+            PartView::Content(json!({"type": "text", "text": text})),
+            None,
+        ),
+        PartContent::Raw { bytes } => {
+            let data = base64::engine::general_purpose::STANDARD.encode(bytes);
+            let mime = p
+                .media_type
+                .clone()
+                .unwrap_or_else(|| "application/octet-stream".to_string());
+            if mime.starts_with("image/") {
+                (
+                    PartView::Content(json!({"type": "image", "data": data, "mimeType": mime})),
+                    None,
+                )
+            } else if mime.starts_with("audio/") {
+                (
+                    PartView::Content(json!({"type": "audio", "data": data, "mimeType": mime})),
+                    None,
+                )
+            } else {
+                let name = p.filename.clone().unwrap_or_else(|| owner_id.to_string());
+                (
+                    PartView::Content(json!({
+                        "type": "resource",
+                        "resource": {
+                            "uri": format!("taskwire:artifact/{owner_id}/{name}"),
+                            "mimeType": mime,
+                            "blob": data,
+                        }
+                    })),
+                    Some(LOSS_RAW_AS_RESOURCE),
+                )
+            }
+        }
+        PartContent::Url { url } => {
+            let mut link = json!({
+                "type": "resource_link",
+                "uri": url,
+                "name": p.filename.clone().unwrap_or_else(|| url.clone()),
+            });
+            if let (Some(m), Some(o)) = (&p.media_type, link.as_object_mut()) {
+                o.insert("mimeType".into(), Value::String(m.clone()));
+            }
+            (PartView::Content(link), None)
+        }
+        PartContent::Data { data } => (PartView::Data(data.clone()), None),
+    }
+}
+
+/// A short, safe status message for the task (its latest agent status text, or its
+/// error's message), at most [`MAX_STATUS_MESSAGE`] characters.
+pub fn status_message(task: &Task) -> Option<String> {
+    if let Some(m) = &task.status_message {
+        let t = m.text();
+        if !t.is_empty() {
+            return Some(short(&t));
+        }
+    }
+    task.error.as_ref().map(|e| short(&e.message))
+}
+
+fn short(s: &str) -> String {
+    if s.chars().count() <= MAX_STATUS_MESSAGE {
+        s.to_string()
+    } else {
+        let mut out: String = s.chars().take(MAX_STATUS_MESSAGE - 1).collect();
+        out.push('…');
+        out
+    }
+}
+
+/// An ISO 8601 timestamp in UTC with milliseconds.
+pub fn timestamp(t: &Timestamp) -> String {
+    t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+}
+
+/// The `Task` object common to both generations, without the generation's field
+/// names for TTL and poll interval: `taskId`, `status`, `statusMessage?`,
+/// `createdAt`, `lastUpdatedAt`.
+fn base_task(task: &Task, generation: Generation) -> Map<String, Value> {
+    let mut o = Map::new();
+    o.insert("taskId".into(), Value::String(task.id.to_string()));
+    o.insert(
+        "status".into(),
+        Value::String(status(task, generation).0.as_str().into()),
+    );
+    if let Some(m) = status_message(task) {
+        o.insert("statusMessage".into(), Value::String(m));
+    }
+    o.insert(
+        "createdAt".into(),
+        Value::String(timestamp(&task.created_at)),
+    );
+    o.insert(
+        "lastUpdatedAt".into(),
+        Value::String(timestamp(&task.updated_at)),
+    );
+    o
+}
+
+/// The SEP-2663 `Task` (flat): `ttlMs` (null for unlimited) and `pollIntervalMs`.
+pub fn current_task(task: &Task, poll_interval_ms: u64) -> Map<String, Value> {
+    let mut o = base_task(task, Generation::Current);
+    o.insert("ttlMs".into(), task.ttl_ms.map_or(Value::Null, Value::from));
+    o.insert("pollIntervalMs".into(), Value::from(poll_interval_ms));
+    o
+}
+
+/// The SEP-2663 `DetailedTask`: the task plus `inputRequests` while input is
+/// required, `result` when completed and `error` when failed.
+pub fn detailed_task(
+    task: &Task,
+    poll_interval_ms: u64,
+    auth_url_base: &str,
+) -> Map<String, Value> {
+    let mut o = current_task(task, poll_interval_ms);
+    let (st, _) = status(task, Generation::Current);
+    match st {
+        McpStatus::InputRequired => {
+            let (reqs, _) = input_requests(task, Generation::Current, auth_url_base);
+            o.insert("inputRequests".into(), Value::Object(reqs));
+        }
+        McpStatus::Completed | McpStatus::Failed => match outcome(task) {
+            Outcome::Result(r) => {
+                o.insert("result".into(), Value::Object(r));
+            }
+            Outcome::Error(e) => {
+                o.insert("error".into(), e);
+            }
+            Outcome::Pending | Outcome::Cancelled => {}
+        },
+        McpStatus::Working | McpStatus::Cancelled => {}
+    }
+    o
+}
+
+/// The 2025-11-25 `Task`: `ttl` (null for unlimited) and `pollInterval`.
+pub fn legacy_task(task: &Task, poll_interval_ms: u64) -> Map<String, Value> {
+    let mut o = base_task(task, Generation::Legacy);
+    o.insert("ttl".into(), task.ttl_ms.map_or(Value::Null, Value::from));
+    o.insert("pollInterval".into(), Value::from(poll_interval_ms));
+    o
+}
+
+/// The confirmation schema of a review.
+pub fn review_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "approve": {
+                "type": "boolean",
+                "title": "Approve",
+                "description": "true to approve and continue, false to reject"
+            }
+        },
+        "required": ["approve"]
+    })
+}
+
+/// The task's pending interactions as keyed elicitation requests
+/// (`{method: "elicitation/create", params}`): input requests as form mode with the
+/// requested schema, provider authorisations as URL mode (the provider's URL, or
+/// `<auth_url_base><provider>`), reviews of the responsible user as a confirmation
+/// form. In 2025-11-25 URL mode carries an `elicitationId` (the key).
+pub fn input_requests(
+    task: &Task,
+    generation: Generation,
+    auth_url_base: &str,
+) -> (Map<String, Value>, Vec<Loss>) {
+    let mut out = Map::new();
+    let mut losses = Vec::new();
+    for (key, r) in &task.input_requests {
+        out.insert(
+            key.clone(),
+            elicit(json!({"mode": "form", "message": r.prompt, "requestedSchema": r.schema})),
+        );
+    }
+    for a in &task.pending_auth {
+        push_loss(&mut losses, LOSS_AUTH_REQUIRED);
+        let key = format!("{AUTH_KEY_PREFIX}{}", a.provider);
+        let url = a
+            .url
+            .clone()
+            .unwrap_or_else(|| format!("{auth_url_base}{}", a.provider));
+        let mut params = json!({
+            "mode": "url",
+            "message": format!("Authorize {} to continue", a.provider),
+            "url": url,
+        });
+        if generation == Generation::Legacy {
+            if let Some(o) = params.as_object_mut() {
+                o.insert("elicitationId".into(), Value::String(key.clone()));
+            }
+        }
+        out.insert(key, elicit(params));
+    }
+    if !task.pending_reviews.is_empty() {
+        push_loss(&mut losses, LOSS_REVIEW_AS_FORM);
+    }
+    for r in task.reviews_for_responsible_user() {
+        out.insert(
+            format!("{REVIEW_KEY_PREFIX}{}", r.id),
+            elicit(json!({
+                "mode": "form",
+                "message": format!("Review required: {}", r.summary),
+                "requestedSchema": review_schema(),
+            })),
+        );
+    }
+    (out, losses)
+}
+
+fn elicit(params: Value) -> Value {
+    json!({"method": "elicitation/create", "params": params})
+}
+
+/// What an input response (an `ElicitResult`) means for the core.
+#[derive(Clone, Debug, PartialEq)]
+pub enum InputAnswer {
+    /// An answer to a core input request.
+    Input {
+        /// The key.
+        key: String,
+        /// The answer.
+        response: InputResponse,
+    },
+    /// A provider authorisation was completed (accept) or refused (decline).
+    Auth {
+        /// The provider.
+        provider: String,
+        /// True for accept.
+        granted: bool,
+    },
+    /// A review decision.
+    Review {
+        /// The review id.
+        review_id: String,
+        /// The decision.
+        decision: ReviewDecision,
+    },
+    /// Unknown, already answered, superseded, or dismissed with `cancel` where that
+    /// leaves the interaction pending: ignored.
+    Ignored,
+}
+
+/// Reads an `ElicitResult` (`{action, content?}`) given for `key` on `task`.
+///
+/// Keys that are not outstanding are [`InputAnswer::Ignored`]; a value that is
+/// not an `ElicitResult` is an error naming the key.
+pub fn input_answer(task: &Task, key: &str, value: &Value) -> Result<InputAnswer, VocabError> {
+    let invalid = |reason: &str| VocabError::Invalid {
+        field: format!("inputResponses[{key}]"),
+        reason: reason.to_string(),
+    };
+    let obj = value
+        .as_object()
+        .ok_or_else(|| invalid("an ElicitResult object is expected"))?;
+    let action = match obj.get("action").and_then(Value::as_str) {
+        Some("accept") => InputAction::Accept,
+        Some("decline") => InputAction::Decline,
+        Some("cancel") => InputAction::Cancel,
+        Some(other) => {
+            return Err(invalid(&format!(
+                "action must be accept, decline or cancel, not {other:?}"
+            )))
+        }
+        None => return Err(invalid("action is required")),
+    };
+    let content = obj.get("content").cloned().filter(|c| !c.is_null());
+    if let Some(c) = &content {
+        if !c.is_object() {
+            return Err(invalid("content must be an object"));
+        }
+    }
+    if let Some(provider) = key.strip_prefix(AUTH_KEY_PREFIX) {
+        if !task.pending_auth.iter().any(|a| a.provider == provider) {
+            return Ok(InputAnswer::Ignored);
+        }
+        return Ok(match action {
+            InputAction::Accept => InputAnswer::Auth {
+                provider: provider.to_string(),
+                granted: true,
+            },
+            InputAction::Decline => InputAnswer::Auth {
+                provider: provider.to_string(),
+                granted: false,
+            },
+            InputAction::Cancel => InputAnswer::Ignored,
+        });
+    }
+    if let Some(review_id) = key.strip_prefix(REVIEW_KEY_PREFIX) {
+        if !task
+            .reviews_for_responsible_user()
+            .any(|r| r.id == review_id)
+        {
+            return Ok(InputAnswer::Ignored);
+        }
+        let decision = match action {
+            InputAction::Accept => {
+                let approve = content
+                    .as_ref()
+                    .and_then(|c| c.get("approve"))
+                    .and_then(Value::as_bool)
+                    .ok_or_else(|| invalid("content.approve (boolean) is required"))?;
+                if approve {
+                    ReviewDecision::Approve
+                } else {
+                    ReviewDecision::Reject
+                }
+            }
+            InputAction::Decline => ReviewDecision::Reject,
+            InputAction::Cancel => return Ok(InputAnswer::Ignored),
+        };
+        return Ok(InputAnswer::Review {
+            review_id: review_id.to_string(),
+            decision,
+        });
+    }
+    if !task.input_requests.contains_key(key) {
+        return Ok(InputAnswer::Ignored);
+    }
+    if action == InputAction::Accept && content.is_none() {
+        return Err(invalid("an accepted answer needs content"));
+    }
+    Ok(InputAnswer::Input {
+        key: key.to_string(),
+        response: InputResponse {
+            action,
+            content: if action == InputAction::Accept {
+                content
+            } else {
+                None
+            },
+        },
+    })
+}
+
+/// A skill as an MCP `Tool`. In 2025-11-25 it carries `execution.taskSupport`
+/// (`optional`: every skill may run as a task or blocking).
+pub fn tool_of_skill(skill: &Skill, generation: Generation) -> Value {
+    let mut schema = skill.input_schema.clone();
+    if !schema.is_object() {
+        schema = json!({"type": "object"});
+    }
+    let mut t = json!({
+        "name": skill.id,
+        "title": skill.name,
+        "description": skill.description,
+        "inputSchema": schema,
+    });
+    if generation == Generation::Legacy {
+        if let Some(o) = t.as_object_mut() {
+            o.insert("execution".into(), json!({"taskSupport": "optional"}));
+        }
+    }
+    t
+}
+
+/// The first message of a task from `tools/call` arguments: the `text` argument as
+/// a text part, and any other arguments as one data part. Required properties of
+/// the skill's input schema must be present and `string` properties must be
+/// strings.
+pub fn message_of_arguments(
+    skill: &Skill,
+    arguments: Option<&Value>,
+) -> Result<Message, VocabError> {
+    let empty = Map::new();
+    let args = match arguments {
+        None | Some(Value::Null) => &empty,
+        Some(Value::Object(o)) => o,
+        Some(_) => {
+            return Err(VocabError::Invalid {
+                field: "arguments".into(),
+                reason: "must be an object".into(),
+            })
+        }
+    };
+    if let Some(req) = skill.input_schema.get("required").and_then(Value::as_array) {
+        for k in req.iter().filter_map(Value::as_str) {
+            if !args.contains_key(k) {
+                return Err(VocabError::Invalid {
+                    field: format!("arguments.{k}"),
+                    reason: "is required".into(),
+                });
+            }
+        }
+    }
+    if let Some(props) = skill
+        .input_schema
+        .get("properties")
+        .and_then(Value::as_object)
+    {
+        for (k, p) in props {
+            let want = p.get("type").and_then(Value::as_str);
+            if let (Some("string"), Some(v)) = (want, args.get(k)) {
+                if !v.is_string() {
+                    return Err(VocabError::Invalid {
+                        field: format!("arguments.{k}"),
+                        reason: "must be a string".into(),
+                    });
+                }
+            }
+        }
+    }
+    let mut parts = Vec::new();
+    if let Some(t) = args.get("text").and_then(Value::as_str) {
+        parts.push(Part::text(t));
+    }
+    let rest: Map<String, Value> = args
+        .iter()
+        .filter(|(k, _)| k.as_str() != "text")
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if !rest.is_empty() || parts.is_empty() {
+        parts.push(Part::data(Value::Object(rest)));
+    }
+    Ok(Message::new(taskwire_core::Role::User, parts))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+    use std::collections::BTreeMap;
+    use taskwire_core::types::{Artifact, AuthWait, InputKind, InputRequest, Review, TaskError};
+    use taskwire_core::TaskId;
+
+    fn task(state: TaskState) -> Task {
+        let t0 = chrono::Utc
+            .with_ymd_and_hms(2026, 1, 2, 3, 4, 5)
+            .single()
+            .unwrap();
+        Task {
+            id: TaskId::parse("0123456789abcdef0123456789abcdef").unwrap(),
+            context_id: "ctx".into(),
+            tenant: "t".into(),
+            owner: "alice".into(),
+            responsible_user: "alice".into(),
+            parent_task: None,
+            agent: "scripted".into(),
+            state,
+            status_message: None,
+            state_changed_at: t0,
+            terminal_cause: None,
+            error: None,
+            created_at: t0,
+            updated_at: t0,
+            version: 1,
+            last_seq: 1,
+            history: vec![],
+            artifacts: vec![],
+            metadata: Map::new(),
+            agent_state: None,
+            input_requests: BTreeMap::new(),
+            input_answers: BTreeMap::new(),
+            answered_keys: Default::default(),
+            superseded_keys: Default::default(),
+            pending_auth: vec![],
+            granted_providers: Default::default(),
+            pending_reviews: vec![],
+            review_decisions: BTreeMap::new(),
+            turns: 0,
+            turn_open: false,
+            turn_input: vec![],
+            ttl_ms: Some(60_000),
+            expires_at: None,
+            idle_lifespan_ms: None,
+            idle_expires_at: None,
+        }
+    }
+
+    fn failed(cause: TerminalCause) -> Task {
+        let mut t = task(TaskState::Failed);
+        t.terminal_cause = Some(cause);
+        t.error = Some(TaskError {
+            code: "x".into(),
+            message: "boom".into(),
+        });
+        t
+    }
+
+    #[test]
+    fn submitted_is_working_with_a_loss() {
+        assert_eq!(
+            status(&task(TaskState::Submitted), Generation::Current),
+            (McpStatus::Working, Some(LOSS_SUBMITTED))
+        );
+        assert_eq!(
+            status(&task(TaskState::Working), Generation::Current),
+            (McpStatus::Working, None)
+        );
+    }
+
+    #[test]
+    fn auth_required_is_input_required_with_url_elicitation() {
+        let mut t = task(TaskState::AuthRequired);
+        t.pending_auth.push(AuthWait {
+            provider: "github".into(),
+            since: t.created_at,
+            operations: vec!["line-0".into()],
+            url: None,
+        });
+        assert_eq!(
+            status(&t, Generation::Current),
+            (McpStatus::InputRequired, Some(LOSS_AUTH_REQUIRED))
+        );
+        let (reqs, losses) = input_requests(&t, Generation::Current, "urn:auth:");
+        assert_eq!(losses, vec![LOSS_AUTH_REQUIRED]);
+        assert_eq!(
+            reqs["taskwire.auth/github"],
+            json!({"method": "elicitation/create", "params": {
+                "mode": "url", "message": "Authorize github to continue", "url": "urn:auth:github"}})
+        );
+        let (legacy, _) = input_requests(&t, Generation::Legacy, "urn:auth:");
+        assert_eq!(
+            legacy["taskwire.auth/github"]["params"]["elicitationId"],
+            "taskwire.auth/github"
+        );
+        assert_eq!(
+            input_answer(&t, "taskwire.auth/github", &json!({"action": "accept"})).unwrap(),
+            InputAnswer::Auth {
+                provider: "github".into(),
+                granted: true
+            }
+        );
+        // LOSS_AUTH_CANCEL: cancel leaves the authorisation pending.
+        assert_eq!(
+            input_answer(&t, "taskwire.auth/github", &json!({"action": "cancel"})).unwrap(),
+            InputAnswer::Ignored
+        );
+        let _ = LOSS_AUTH_CANCEL;
+    }
+
+    #[test]
+    fn agent_failure_is_completed_with_is_error() {
+        let t = failed(TerminalCause::AgentFailed);
+        assert_eq!(
+            status(&t, Generation::Current),
+            (McpStatus::Completed, Some(LOSS_AGENT_FAILED))
+        );
+        assert_eq!(
+            status(&t, Generation::Legacy),
+            (McpStatus::Failed, Some(LOSS_LEGACY_FAILED))
+        );
+        match outcome(&t) {
+            Outcome::Result(r) => {
+                assert_eq!(r["isError"], true);
+                assert_eq!(r["content"][0]["text"], "boom");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn internal_failure_is_failed_with_an_error() {
+        let t = failed(TerminalCause::Internal);
+        assert_eq!(status(&t, Generation::Current), (McpStatus::Failed, None));
+        assert_eq!(
+            outcome(&t),
+            Outcome::Error(json!({"code": -32603, "message": "boom"}))
+        );
+        let d = detailed_task(&t, 500, "");
+        assert_eq!(d["error"]["code"], -32603);
+        assert!(d.get("result").is_none());
+    }
+
+    #[test]
+    fn rejected_and_restricted_are_completed_with_is_error() {
+        let mut r = task(TaskState::Rejected);
+        r.terminal_cause = Some(TerminalCause::Rejected);
+        assert_eq!(
+            status(&r, Generation::Current),
+            (McpStatus::Completed, Some(LOSS_REJECTED))
+        );
+        assert_eq!(
+            status(&r, Generation::Legacy),
+            (McpStatus::Failed, Some(LOSS_REJECTED))
+        );
+        let x = failed(TerminalCause::Restricted);
+        assert_eq!(
+            status(&x, Generation::Current),
+            (McpStatus::Completed, Some(LOSS_RESTRICTED))
+        );
+        assert_eq!(
+            status(&x, Generation::Legacy),
+            (McpStatus::Failed, Some(LOSS_RESTRICTED))
+        );
+    }
+
+    #[test]
+    fn expiry_is_cancelled_with_a_loss() {
+        let mut t = task(TaskState::Canceled);
+        t.terminal_cause = Some(TerminalCause::Expired);
+        assert_eq!(
+            status(&t, Generation::Current),
+            (McpStatus::Cancelled, Some(LOSS_EXPIRED))
+        );
+        assert_eq!(outcome(&t), Outcome::Cancelled);
+    }
+
+    #[test]
+    fn parts_become_content() {
+        let mut t = task(TaskState::Completed);
+        t.artifacts.push(Artifact {
+            artifact_id: "a1".into(),
+            name: Some("echo".into()),
+            description: None,
+            parts: vec![
+                Part::text("hi"),
+                Part::raw(vec![1, 2], "image/png"),
+                Part::raw(vec![3], "audio/wav"),
+                Part::url("https://example.invalid/x"),
+            ],
+            metadata: Map::new(),
+            complete: true,
+        });
+        let (r, losses) = call_tool_result(&t);
+        assert_eq!(r["content"][0], json!({"type": "text", "text": "hi"}));
+        assert_eq!(
+            r["content"][1],
+            json!({"type": "image", "data": "AQI=", "mimeType": "image/png"})
+        );
+        assert_eq!(r["content"][2]["type"], "audio");
+        assert_eq!(r["content"][3]["type"], "resource_link");
+        assert!(r.get("isError").is_none());
+        assert_eq!(losses, vec![LOSS_ARTIFACT_FRAMING]);
+    }
+
+    #[test]
+    fn other_bytes_become_an_embedded_resource() {
+        let (v, loss) = content_of_part(&Part::raw(vec![0], "application/pdf"), "a");
+        assert_eq!(loss, Some(LOSS_RAW_AS_RESOURCE));
+        match v {
+            PartView::Content(c) => assert_eq!(c["resource"]["blob"], "AA=="),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn data_parts_become_structured_content() {
+        let mut t = task(TaskState::Completed);
+        t.artifacts.push(Artifact {
+            artifact_id: "a".into(),
+            name: None,
+            description: None,
+            parts: vec![Part::data(json!({"n": 1}))],
+            metadata: Map::new(),
+            complete: true,
+        });
+        let (r, losses) = call_tool_result(&t);
+        assert_eq!(r["structuredContent"], json!({"n": 1}));
+        assert!(losses.is_empty());
+        t.artifacts[0].parts.push(Part::data(json!(2)));
+        let (r, losses) = call_tool_result(&t);
+        assert_eq!(r["structuredContent"], json!({"data": [{"n": 1}, 2]}));
+        assert_eq!(losses, vec![LOSS_DATA_WRAPPED]);
+    }
+
+    #[test]
+    fn review_is_a_confirmation_form() {
+        let mut t = task(TaskState::InputRequired);
+        t.pending_reviews.push(Review {
+            id: "review-0".into(),
+            reviewer: "alice".into(),
+            summary: "approve to continue".into(),
+            since: t.created_at,
+        });
+        let (reqs, losses) = input_requests(&t, Generation::Current, "");
+        assert_eq!(losses, vec![LOSS_REVIEW_AS_FORM]);
+        assert_eq!(
+            reqs["taskwire.review/review-0"]["params"]["requestedSchema"],
+            review_schema()
+        );
+        let ok = json!({"action": "accept", "content": {"approve": true}});
+        assert_eq!(
+            input_answer(&t, "taskwire.review/review-0", &ok).unwrap(),
+            InputAnswer::Review {
+                review_id: "review-0".into(),
+                decision: ReviewDecision::Approve
+            }
+        );
+        assert_eq!(
+            input_answer(
+                &t,
+                "taskwire.review/review-0",
+                &json!({"action": "decline"})
+            )
+            .unwrap(),
+            InputAnswer::Review {
+                review_id: "review-0".into(),
+                decision: ReviewDecision::Reject
+            }
+        );
+    }
+
+    #[test]
+    fn input_answers_ignore_unknown_keys_and_check_shape() {
+        let mut t = task(TaskState::InputRequired);
+        t.input_requests.insert(
+            "ask-0".into(),
+            InputRequest {
+                key: "ask-0".into(),
+                prompt: "name?".into(),
+                schema: json!({"type": "object"}),
+                since: t.created_at,
+                kind: InputKind::Form,
+                subject: None,
+            },
+        );
+        let a = json!({"action": "accept", "content": {"answer": "x"}});
+        assert_eq!(input_answer(&t, "nope", &a).unwrap(), InputAnswer::Ignored);
+        assert!(matches!(
+            input_answer(&t, "ask-0", &a).unwrap(),
+            InputAnswer::Input { .. }
+        ));
+        assert!(input_answer(&t, "ask-0", &json!({"action": "maybe"})).is_err());
+        assert!(input_answer(&t, "ask-0", &json!("x")).is_err());
+        assert!(input_answer(&t, "ask-0", &json!({"action": "accept"})).is_err());
+        match input_answer(&t, "ask-0", &json!({"action": "decline"})).unwrap() {
+            InputAnswer::Input { response, .. } => {
+                assert_eq!(response.action, InputAction::Decline)
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn arguments_become_the_first_message() {
+        let skill = Skill {
+            id: "run_script".into(),
+            name: "Run".into(),
+            description: "d".into(),
+            input_schema: json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+        };
+        let m = message_of_arguments(&skill, Some(&json!({"text": "hello"}))).unwrap();
+        assert_eq!(m.text(), "hello");
+        assert_eq!(m.parts.len(), 1);
+        assert!(message_of_arguments(&skill, Some(&json!({}))).is_err());
+        assert!(message_of_arguments(&skill, Some(&json!({"text": 1}))).is_err());
+        assert!(message_of_arguments(&skill, Some(&json!([1]))).is_err());
+        let t = tool_of_skill(&skill, Generation::Legacy);
+        assert_eq!(t["execution"]["taskSupport"], "optional");
+        assert!(tool_of_skill(&skill, Generation::Current)
+            .get("execution")
+            .is_none());
+    }
+
+    #[test]
+    fn status_messages_are_short() {
+        let mut t = task(TaskState::Working);
+        t.status_message = Some(Message::agent_text("x".repeat(2000)));
+        assert_eq!(
+            status_message(&t).unwrap().chars().count(),
+            MAX_STATUS_MESSAGE
+        );
+        assert_eq!(timestamp(&t.created_at), "2026-01-02T03:04:05.000Z");
+    }
+}

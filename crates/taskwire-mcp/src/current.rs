@@ -1,0 +1,409 @@
+//! Revision 2026-07-28: no handshake, the per-request `_meta` and header checks,
+//! `server/discover`, tools, and the tasks extension (SEP-2663) with
+//! `tasks/continue` (SEP-2339).
+
+use std::sync::Arc;
+
+use axum::http::HeaderMap;
+use axum::response::Response;
+use serde_json::{json, Map, Value};
+use taskwire_core::Caller;
+use taskwire_vocab::mcp::{self as vocab, Generation, Outcome};
+
+use crate::error::RpcError;
+use crate::ops::task_id_param;
+use crate::wire::{self, code, header, meta, method, Incoming};
+use crate::{accepted, error_response, json_response, Inner, TaskMode};
+
+/// What the request's `_meta` says about the client.
+pub(crate) struct RequestContext {
+    /// The client declared the tasks extension.
+    pub(crate) tasks: bool,
+}
+
+pub(crate) async fn handle(
+    inner: Arc<Inner>,
+    caller: Caller,
+    headers: HeaderMap,
+    msg: Incoming,
+) -> Response {
+    let (id, name, params) = match msg {
+        // Notifications and responses need no answer in this revision.
+        Incoming::Notification { .. } | Incoming::Response { .. } => return accepted(),
+        Incoming::Request { id, method, params } => (id, method, params),
+    };
+    let ctx = match check(&headers, &name, &params) {
+        Ok(c) => c,
+        Err(e) => return error_response(&id, &e),
+    };
+    if name == method::SUBSCRIPTIONS_LISTEN {
+        if !ctx.tasks {
+            return error_response(
+                &id,
+                &RpcError::missing_tasks_extension(
+                    "subscriptions/listen for tasks needs the tasks extension declared in _meta clientCapabilities",
+                ),
+            );
+        }
+        return crate::notify::listen(inner, caller, id, params).await;
+    }
+    match dispatch(&inner, &caller, &ctx, &name, &params).await {
+        Ok(Reply::Result(r)) => json_response(
+            axum::http::StatusCode::OK,
+            &wire::result(&id, Value::Object(r)),
+        ),
+        Ok(Reply::ErrorObject(o)) => {
+            json_response(axum::http::StatusCode::OK, &wire::error_object(&id, o))
+        }
+        Err(e) => error_response(&id, &e),
+    }
+}
+
+pub(crate) enum Reply {
+    Result(Map<String, Value>),
+    ErrorObject(Value),
+}
+
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, RpcError> {
+    let mut all = headers.get_all(name).iter();
+    let Some(first) = all.next() else {
+        return Ok(None);
+    };
+    if all.next().is_some() {
+        return Err(RpcError::header_mismatch(format!(
+            "duplicate {name} header"
+        )));
+    }
+    first
+        .to_str()
+        .map(Some)
+        .map_err(|_| RpcError::header_mismatch(format!("{name} header is not visible ASCII")))
+}
+
+/// The per-request checks of revision 2026-07-28: `_meta`, version, headers,
+/// method, capability.
+pub(crate) fn check(
+    headers: &HeaderMap,
+    name: &str,
+    params: &Map<String, Value>,
+) -> Result<RequestContext, RpcError> {
+    let m = params
+        .get("_meta")
+        .and_then(Value::as_object)
+        .ok_or_else(|| {
+            RpcError::bad_request(
+                code::INVALID_PARAMS,
+                "params._meta is required (protocol version, client info and client capabilities); send initialize first for revision 2025-11-25",
+            )
+        })?;
+    for k in [
+        meta::PROTOCOL_VERSION,
+        meta::CLIENT_INFO,
+        meta::CLIENT_CAPABILITIES,
+    ] {
+        if !m.contains_key(k) {
+            return Err(RpcError::bad_request(
+                code::INVALID_PARAMS,
+                format!("params._meta[\"{k}\"] is required"),
+            ));
+        }
+    }
+    let version = m
+        .get(meta::PROTOCOL_VERSION)
+        .and_then(Value::as_str)
+        .ok_or_else(|| {
+            RpcError::bad_request(
+                code::INVALID_PARAMS,
+                format!(
+                    "params._meta[\"{}\"] must be a string",
+                    meta::PROTOCOL_VERSION
+                ),
+            )
+        })?;
+    let caps = m
+        .get(meta::CLIENT_CAPABILITIES)
+        .and_then(Value::as_object)
+        .ok_or_else(|| {
+            RpcError::bad_request(
+                code::INVALID_PARAMS,
+                format!(
+                    "params._meta[\"{}\"] must be an object",
+                    meta::CLIENT_CAPABILITIES
+                ),
+            )
+        })?;
+    if version != wire::V_CURRENT {
+        return Err(RpcError::bad_request(
+            code::UNSUPPORTED_VERSION,
+            format!(
+                "unsupported protocol version {version}: this server speaks {} (and {} after initialize)",
+                wire::V_CURRENT,
+                wire::V_LEGACY
+            ),
+        )
+        .with_data(json!({"supported": [wire::V_CURRENT], "requested": version})));
+    }
+    match header(headers, header::PROTOCOL_VERSION)? {
+        Some(v) if v == version => {}
+        Some(v) => {
+            return Err(RpcError::header_mismatch(format!(
+                "MCP-Protocol-Version header {v} does not match _meta protocol version {version}"
+            )))
+        }
+        None => {
+            return Err(RpcError::header_mismatch(
+                "missing required MCP-Protocol-Version header",
+            ))
+        }
+    }
+    match header(headers, header::METHOD)? {
+        Some(v) if v == name => {}
+        Some(v) => {
+            return Err(RpcError::header_mismatch(format!(
+                "Mcp-Method header {v} does not match body method {name}"
+            )))
+        }
+        None => {
+            return Err(RpcError::header_mismatch(
+                "missing required Mcp-Method header",
+            ))
+        }
+    }
+    let is_task_method = match name {
+        method::DISCOVER | method::TOOLS_LIST | method::TOOLS_CALL | method::SUBSCRIPTIONS_LISTEN => {
+            false
+        }
+        method::TASKS_GET | method::TASKS_UPDATE | method::TASKS_CANCEL | method::TASKS_CONTINUE => {
+            true
+        }
+        method::TASKS_RESULT | method::TASKS_LIST => {
+            return Err(RpcError::method_not_found(format!(
+                "{name} is not part of the tasks extension of revision {}: poll tasks/get (it carries the result), or initialize with {} for the experimental tasks",
+                wire::V_CURRENT,
+                wire::V_LEGACY
+            )))
+        }
+        other => return Err(RpcError::method_not_found(format!("method not found: {other}"))),
+    };
+    // Mcp-Name: the tool name, or the task id.
+    let expected = match name {
+        method::TOOLS_CALL => params.get("name").and_then(Value::as_str),
+        method::TASKS_GET
+        | method::TASKS_UPDATE
+        | method::TASKS_CANCEL
+        | method::TASKS_CONTINUE => params.get("taskId").and_then(Value::as_str),
+        _ => None,
+    };
+    if let Some(expected) = expected {
+        match header(headers, header::NAME)? {
+            Some(raw) => {
+                let got = wire::decode_header_value(raw).ok_or_else(|| {
+                    RpcError::header_mismatch("Mcp-Name header is not valid base64")
+                })?;
+                if got != expected {
+                    return Err(RpcError::header_mismatch(format!(
+                        "Mcp-Name header {got} does not match the body's {}",
+                        if name == method::TOOLS_CALL {
+                            "params.name"
+                        } else {
+                            "params.taskId"
+                        }
+                    )));
+                }
+            }
+            // tasks/continue is not in the standard header table; accept it bare.
+            None if name == method::TASKS_CONTINUE => {}
+            None => {
+                return Err(RpcError::header_mismatch(format!(
+                    "missing required Mcp-Name header for {name}"
+                )))
+            }
+        }
+    }
+    let tasks = caps
+        .get("extensions")
+        .and_then(|e| e.get(vocab::TASKS_EXTENSION))
+        .is_some();
+    if is_task_method && !tasks {
+        return Err(RpcError::missing_tasks_extension(format!(
+            "{name} needs the tasks extension: declare _meta[\"{}\"].extensions[\"{}\"]",
+            meta::CLIENT_CAPABILITIES,
+            vocab::TASKS_EXTENSION
+        )));
+    }
+    Ok(RequestContext { tasks })
+}
+
+fn complete(mut m: Map<String, Value>) -> Map<String, Value> {
+    m.insert("resultType".into(), Value::String("complete".into()));
+    m
+}
+
+async fn dispatch(
+    inner: &Inner,
+    caller: &Caller,
+    ctx: &RequestContext,
+    name: &str,
+    params: &Map<String, Value>,
+) -> Result<Reply, RpcError> {
+    let poll = inner.config.poll_interval_ms;
+    let auth = inner.config.auth_url_base.as_str();
+    match name {
+        method::DISCOVER => Ok(Reply::Result(discover(inner))),
+        method::TOOLS_LIST => {
+            let tools: Vec<Value> = inner
+                .info
+                .skills
+                .iter()
+                .map(|s| vocab::tool_of_skill(s, Generation::Current))
+                .collect();
+            let mut m = Map::new();
+            m.insert("tools".into(), Value::Array(tools));
+            Ok(Reply::Result(complete(m)))
+        }
+        method::TOOLS_CALL => tools_call(inner, caller, ctx, params).await,
+        method::TASKS_GET => {
+            let task = inner.get(caller, task_id_param(params)?).await?;
+            Ok(Reply::Result(complete(vocab::detailed_task(
+                &task, poll, auth,
+            ))))
+        }
+        method::TASKS_UPDATE => {
+            let id = task_id_param(params)?;
+            let responses = params
+                .get("inputResponses")
+                .and_then(Value::as_object)
+                .ok_or_else(|| {
+                    RpcError::invalid_params(
+                        "params.inputResponses (an object keyed by input request) is required",
+                    )
+                })?;
+            inner.apply_responses(caller, id, responses).await?;
+            Ok(Reply::Result(complete(Map::new())))
+        }
+        method::TASKS_CANCEL => {
+            let id = task_id_param(params)?;
+            match inner.cancel(caller, id).await {
+                // Cancelling a task that already ended is acknowledged: the task
+                // simply ended otherwise (cooperative, eventually consistent).
+                Ok(_) => Ok(Reply::Result(complete(Map::new()))),
+                Err(e)
+                    if e.code == code::INVALID_PARAMS && !e.message.starts_with("unknown task") =>
+                {
+                    Ok(Reply::Result(complete(Map::new())))
+                }
+                Err(e) => Err(e),
+            }
+        }
+        method::TASKS_CONTINUE => {
+            let id = task_id_param(params)?;
+            match params.get("inputResponses") {
+                None | Some(Value::Null) => {}
+                Some(Value::Object(r)) => inner.apply_responses(caller, id, r).await?,
+                Some(_) => {
+                    return Err(RpcError::invalid_params(
+                        "params.inputResponses must be an object keyed by input request",
+                    ))
+                }
+            }
+            let task = inner.get(caller, id).await?;
+            Ok(Reply::Result(complete(vocab::detailed_task(
+                &task, poll, auth,
+            ))))
+        }
+        other => Err(RpcError::method_not_found(format!(
+            "method not found: {other}"
+        ))),
+    }
+}
+
+/// The `server/discover` result.
+pub(crate) fn discover(inner: &Inner) -> Map<String, Value> {
+    let v = json!({
+        "resultType": "complete",
+        "supportedVersions": [wire::V_CURRENT],
+        "capabilities": {
+            "tools": {"listChanged": false},
+            "extensions": { vocab::TASKS_EXTENSION: {} }
+        },
+        "instructions": inner.info.description,
+        "ttlMs": 0,
+        "cacheScope": "private",
+        "_meta": { meta::SERVER_INFO: server_info(inner) }
+    });
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+pub(crate) fn server_info(inner: &Inner) -> Value {
+    json!({"name": inner.config.server_name, "version": env!("CARGO_PKG_VERSION")})
+}
+
+async fn tools_call(
+    inner: &Inner,
+    caller: &Caller,
+    ctx: &RequestContext,
+    params: &Map<String, Value>,
+) -> Result<Reply, RpcError> {
+    let poll = inner.config.poll_interval_ms;
+    // A legacy `params.task` is ignored in this revision: the server decides.
+    let task = inner.start_call(caller, params, None).await?;
+    if ctx.tasks {
+        let task = match inner.config.task_mode {
+            TaskMode::Always => task,
+            TaskMode::After(ms) => {
+                let t = inner
+                    .wait(caller, &task.id, std::time::Duration::from_millis(ms), true)
+                    .await?;
+                if t.state.is_terminal() {
+                    return terminal_reply(&t);
+                }
+                t
+            }
+        };
+        let mut m = vocab::current_task(&task, poll);
+        m.insert("resultType".into(), Value::String("task".into()));
+        return Ok(Reply::Result(m));
+    }
+    // No task support: block until the task ends.
+    let timeout = inner.config.call_timeout;
+    let t = inner.wait(caller, &task.id, timeout, true).await?;
+    if t.state.is_terminal() {
+        return terminal_reply(&t);
+    }
+    if t.state.is_interrupted() {
+        inner
+            .abandon(
+                caller,
+                &t.id,
+                "the tool needs input and the client cannot give it",
+            )
+            .await;
+        return Err(RpcError::missing_tasks_extension(format!(
+            "tool {} asked for input, which needs the tasks extension ({}); the call was cancelled",
+            params
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+            vocab::TASKS_EXTENSION
+        ))
+        .with_status(axum::http::StatusCode::OK));
+    }
+    inner.abandon(caller, &t.id, "tools/call timed out").await;
+    Err(RpcError::internal(format!(
+        "tools/call did not finish within {} ms and was cancelled; declare the tasks extension to run long tools as tasks",
+        timeout.as_millis()
+    ))
+    .with_data(json!({"timeoutMs": timeout.as_millis() as u64})))
+}
+
+fn terminal_reply(t: &taskwire_core::Task) -> Result<Reply, RpcError> {
+    match vocab::outcome(t) {
+        Outcome::Result(r) => Ok(Reply::Result(complete(r))),
+        Outcome::Error(e) => Ok(Reply::ErrorObject(e)),
+        Outcome::Cancelled => Err(RpcError::internal("the tool call was cancelled")),
+        Outcome::Pending => Err(RpcError::internal("the task has not ended")),
+    }
+}

@@ -1,0 +1,123 @@
+//! The crate's error type: a JSON-RPC error with the HTTP status it travels with.
+//! Core errors are mapped here, at the adapter edge.
+
+use axum::http::StatusCode;
+use serde_json::{json, Value};
+use taskwire_core::CoreError;
+use taskwire_vocab::VocabError;
+
+use crate::wire::code;
+
+/// A JSON-RPC error to send back, with its HTTP status.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct RpcError {
+    /// JSON-RPC error code.
+    pub code: i64,
+    /// A message naming the problem (safe to show).
+    pub message: String,
+    /// Optional error data.
+    pub data: Option<Value>,
+    /// The HTTP status of the response carrying it.
+    pub status: StatusCode,
+}
+
+impl RpcError {
+    /// An error sent with HTTP 200 (an answer to a well-formed request).
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            data: None,
+            status: StatusCode::OK,
+        }
+    }
+
+    /// An error sent with HTTP 400.
+    pub fn bad_request(code: i64, message: impl Into<String>) -> Self {
+        Self::new(code, message).with_status(StatusCode::BAD_REQUEST)
+    }
+
+    /// Invalid params (HTTP 200).
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        Self::new(code::INVALID_PARAMS, message)
+    }
+
+    /// An internal error with a safe message (HTTP 200).
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(code::INTERNAL_ERROR, message)
+    }
+
+    /// Method not found (HTTP 404).
+    pub fn method_not_found(message: impl Into<String>) -> Self {
+        Self::new(code::METHOD_NOT_FOUND, message).with_status(StatusCode::NOT_FOUND)
+    }
+
+    /// A header that does not match the body (HTTP 400, -32020).
+    pub fn header_mismatch(message: impl Into<String>) -> Self {
+        Self::bad_request(code::HEADER_MISMATCH, message)
+    }
+
+    /// The client did not declare the tasks extension (HTTP 400, -32021).
+    pub fn missing_tasks_extension(message: impl Into<String>) -> Self {
+        Self::bad_request(code::MISSING_CAPABILITY, message).with_data(json!({
+            "requiredCapabilities": {
+                "extensions": { taskwire_vocab::mcp::TASKS_EXTENSION: {} }
+            }
+        }))
+    }
+
+    /// The unknown-task error (-32602).
+    pub fn unknown_task(id: &str) -> Self {
+        Self::invalid_params(format!("unknown task: {id}"))
+    }
+
+    /// Sets the HTTP status.
+    pub fn with_status(mut self, status: StatusCode) -> Self {
+        self.status = status;
+        self
+    }
+
+    /// Sets the data.
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    /// The JSON-RPC error object.
+    pub fn object(&self) -> Value {
+        let mut o = json!({"code": self.code, "message": self.message});
+        if let (Some(d), Some(m)) = (&self.data, o.as_object_mut()) {
+            m.insert("data".into(), d.clone());
+        }
+        o
+    }
+
+    /// Maps a core error; `task_id` names the task for not-found errors.
+    pub fn from_core(e: CoreError, task_id: Option<&str>) -> Self {
+        match e {
+            CoreError::NotFound => Self::unknown_task(task_id.unwrap_or("")),
+            CoreError::InvalidInput { field, reason } => {
+                Self::invalid_params(format!("invalid {field}: {reason}"))
+            }
+            e @ (CoreError::TooLarge { .. }
+            | CoreError::DeniedByGuardrail { .. }
+            | CoreError::Terminal { .. }
+            | CoreError::NotCancelable { .. }
+            | CoreError::WrongState { .. }
+            | CoreError::IllegalTransition { .. }) => Self::invalid_params(e.to_string()),
+            CoreError::Contention => Self::internal("too much contention on the task, retry"),
+            CoreError::ShuttingDown => Self::internal("the server is shutting down"),
+            e @ (CoreError::LeaseLost | CoreError::Store(_)) => {
+                tracing::warn!(error = %e, "mcp: internal error");
+                Self::internal("internal error")
+            }
+        }
+    }
+}
+
+impl From<VocabError> for RpcError {
+    fn from(e: VocabError) -> Self {
+        Self::invalid_params(e.to_string())
+    }
+}

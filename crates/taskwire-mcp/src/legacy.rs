@@ -1,0 +1,527 @@
+//! Revision 2025-11-25 (and older, without tasks): `initialize`, sessions with
+//! `Mcp-Session-Id`, and the experimental tasks of SEP-1686.
+
+use std::collections::{BTreeSet, HashMap};
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Map, Value};
+use taskwire_core::store::ListQuery;
+use taskwire_core::{Caller, Task};
+use taskwire_vocab::mcp::{self as vocab, Generation, McpStatus, Outcome};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::error::RpcError;
+use crate::ops::task_id_param;
+use crate::wire::{self, code, header, method, Incoming};
+use crate::{accepted, error_response, json_response, Inner};
+
+/// One 2025-11-25 session.
+pub(crate) struct Session {
+    caller: Caller,
+    version: String,
+    /// The client declared the elicitation capability (form mode at least).
+    elicitation: bool,
+    /// Server-to-client requests waiting for the client's response, by id.
+    pending: Mutex<HashMap<String, oneshot::Sender<Result<Value, Value>>>>,
+    next_id: AtomicU64,
+}
+
+impl Session {
+    fn tasks(&self) -> bool {
+        self.version == wire::V_LEGACY
+    }
+}
+
+/// The open sessions.
+pub(crate) struct Sessions {
+    max: usize,
+    map: Mutex<HashMap<String, Arc<Session>>>,
+}
+
+impl Sessions {
+    pub(crate) fn new(max: usize) -> Self {
+        Self {
+            max,
+            map: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn insert(&self, s: Session) -> Option<String> {
+        let mut m = self.map.lock().ok()?;
+        if m.len() >= self.max {
+            return None;
+        }
+        let id = taskwire_core::ids::random_id();
+        m.insert(id.clone(), Arc::new(s));
+        Some(id)
+    }
+
+    fn get(&self, id: &str, caller: &Caller) -> Option<Arc<Session>> {
+        let m = self.map.lock().ok()?;
+        m.get(id).filter(|s| &s.caller == caller).cloned()
+    }
+
+    /// Ends the caller's session; false if there is none.
+    pub(crate) fn remove(&self, id: &str, caller: &Caller) -> bool {
+        let Ok(mut m) = self.map.lock() else {
+            return false;
+        };
+        if m.get(id).is_some_and(|s| &s.caller == caller) {
+            m.remove(id);
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// `initialize` without a session: opens one.
+pub(crate) async fn initialize(inner: Arc<Inner>, caller: Caller, msg: Incoming) -> Response {
+    let Incoming::Request { id, params, .. } = msg else {
+        return accepted();
+    };
+    let Some(requested) = params.get("protocolVersion").and_then(Value::as_str) else {
+        return error_response(
+            &id,
+            &RpcError::invalid_params("params.protocolVersion is required"),
+        );
+    };
+    let version = if requested == wire::V_LEGACY || wire::V_OLDER.contains(&requested) {
+        requested.to_string()
+    } else {
+        wire::V_LEGACY.to_string()
+    };
+    let elicitation = params
+        .get("capabilities")
+        .and_then(|c| c.get("elicitation"))
+        .is_some();
+    let session = Session {
+        caller,
+        version: version.clone(),
+        elicitation,
+        pending: Mutex::new(HashMap::new()),
+        next_id: AtomicU64::new(1),
+    };
+    let tasks = session.tasks();
+    let Some(sid) = inner.sessions.insert(session) else {
+        return error_response(
+            &id,
+            &RpcError::internal("too many open sessions; retry later")
+                .with_status(StatusCode::SERVICE_UNAVAILABLE),
+        );
+    };
+    let result = initialize_result(&inner, &version, tasks);
+    let mut r = json_response(StatusCode::OK, &wire::result(&id, result));
+    if let Ok(v) = HeaderValue::from_str(&sid) {
+        r.headers_mut().insert(header::SESSION_ID, v);
+    }
+    r
+}
+
+pub(crate) fn initialize_result(inner: &Inner, version: &str, tasks: bool) -> Value {
+    let mut caps = json!({"tools": {"listChanged": false}});
+    if tasks {
+        if let Some(o) = caps.as_object_mut() {
+            o.insert(
+                "tasks".into(),
+                json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}),
+            );
+        }
+    }
+    json!({
+        "protocolVersion": version,
+        "capabilities": caps,
+        "serverInfo": crate::current::server_info(inner),
+        "instructions": inner.info.description,
+    })
+}
+
+/// A message in a session.
+pub(crate) async fn handle(
+    inner: Arc<Inner>,
+    caller: Caller,
+    headers: HeaderMap,
+    sid: String,
+    msg: Incoming,
+) -> Response {
+    let id_of = |m: &Incoming| match m {
+        Incoming::Request { id, .. } => id.clone(),
+        _ => Value::Null,
+    };
+    let Some(session) = inner.sessions.get(&sid, &caller) else {
+        return error_response(
+            &id_of(&msg),
+            &RpcError::new(
+                code::SESSION_NOT_FOUND,
+                "session not found: initialize again",
+            )
+            .with_status(StatusCode::NOT_FOUND),
+        );
+    };
+    if let Some(v) = headers
+        .get(header::PROTOCOL_VERSION)
+        .and_then(|v| v.to_str().ok())
+    {
+        if v != session.version {
+            return error_response(
+                &id_of(&msg),
+                &RpcError::bad_request(
+                    code::INVALID_REQUEST,
+                    format!(
+                        "MCP-Protocol-Version {v} does not match the session's {}",
+                        session.version
+                    ),
+                ),
+            );
+        }
+    }
+    let (id, name, params) = match msg {
+        Incoming::Notification { .. } => return accepted(),
+        Incoming::Response { id, outcome } => {
+            let key = id.to_string();
+            let tx = session.pending.lock().ok().and_then(|mut p| p.remove(&key));
+            if let Some(tx) = tx {
+                let _ = tx.send(outcome);
+            }
+            return accepted();
+        }
+        Incoming::Request { id, method, params } => (id, method, params),
+    };
+    if name == method::TASKS_RESULT && session.tasks() {
+        return tasks_result(inner, caller, session, id, params).await;
+    }
+    match dispatch(&inner, &caller, &session, &name, &params).await {
+        Ok(v) => json_response(StatusCode::OK, &wire::result(&id, v)),
+        Err(e) => error_response(&id, &e),
+    }
+}
+
+async fn dispatch(
+    inner: &Inner,
+    caller: &Caller,
+    session: &Session,
+    name: &str,
+    params: &Map<String, Value>,
+) -> Result<Value, RpcError> {
+    let poll = inner.config.poll_interval_ms;
+    let tasks = session.tasks();
+    match name {
+        method::INITIALIZE => Err(RpcError::new(
+            code::INVALID_REQUEST,
+            "this session is already initialized",
+        )),
+        method::PING => Ok(json!({})),
+        method::TOOLS_LIST => {
+            let g = if tasks {
+                Generation::Legacy
+            } else {
+                Generation::Current
+            };
+            let tools: Vec<Value> = inner
+                .info
+                .skills
+                .iter()
+                .map(|s| vocab::tool_of_skill(s, g))
+                .collect();
+            Ok(json!({ "tools": tools }))
+        }
+        method::TOOLS_CALL => {
+            let task_param = params.get("task").filter(|_| tasks);
+            if let Some(tp) = task_param {
+                let ttl = match tp.get("ttl") {
+                    None | Some(Value::Null) => None,
+                    Some(v) => Some(Duration::from_millis(v.as_u64().ok_or_else(|| {
+                        RpcError::invalid_params(
+                            "params.task.ttl must be a non-negative integer (ms)",
+                        )
+                    })?)),
+                };
+                let task = inner.start_call(caller, params, ttl).await?;
+                return Ok(json!({ "task": vocab::legacy_task(&task, poll) }));
+            }
+            blocking_call(inner, caller, params).await
+        }
+        method::TASKS_GET if tasks => {
+            let t = inner.get(caller, task_id_param(params)?).await?;
+            Ok(Value::Object(vocab::legacy_task(&t, poll)))
+        }
+        method::TASKS_CANCEL if tasks => {
+            let raw = task_id_param(params)?;
+            let t = inner.get(caller, raw).await?;
+            let (st, _) = vocab::status(&t, Generation::Legacy);
+            if st.is_terminal() && st != McpStatus::Cancelled {
+                return Err(RpcError::invalid_params(format!(
+                    "cannot cancel task {raw}: it is already {}",
+                    st.as_str()
+                )));
+            }
+            let t = inner.cancel(caller, raw).await?;
+            Ok(Value::Object(vocab::legacy_task(&t, poll)))
+        }
+        method::TASKS_LIST if tasks => {
+            let cursor = match params.get("cursor") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(c)) => Some(c.clone()),
+                Some(_) => return Err(RpcError::invalid_params("params.cursor must be a string")),
+            };
+            let q = ListQuery {
+                page_size: 50,
+                cursor,
+                ..ListQuery::default()
+            };
+            let page = inner.service.list(caller, q).await.map_err(|e| match e {
+                taskwire_core::CoreError::InvalidInput { .. } => {
+                    RpcError::invalid_params("invalid cursor: not one this server issued")
+                }
+                other => RpcError::from_core(other, None),
+            })?;
+            let tasks: Vec<Value> = page
+                .tasks
+                .iter()
+                .map(|t| Value::Object(vocab::legacy_task(t, poll)))
+                .collect();
+            let mut out = json!({ "tasks": tasks });
+            if let (Some(c), Some(o)) = (page.next_cursor, out.as_object_mut()) {
+                o.insert("nextCursor".into(), Value::String(c));
+            }
+            Ok(out)
+        }
+        other => Err(RpcError::method_not_found(format!(
+            "method not found: {other}{}",
+            if tasks {
+                ""
+            } else {
+                " (tasks need protocol version 2025-11-25)"
+            }
+        ))),
+    }
+}
+
+async fn blocking_call(
+    inner: &Inner,
+    caller: &Caller,
+    params: &Map<String, Value>,
+) -> Result<Value, RpcError> {
+    let task = inner.start_call(caller, params, None).await?;
+    let timeout = inner.config.call_timeout;
+    let t = inner.wait(caller, &task.id, timeout, true).await?;
+    if t.state.is_interrupted() {
+        inner
+            .abandon(
+                caller,
+                &t.id,
+                "the tool needs input and the call was not a task",
+            )
+            .await;
+        return Err(RpcError::new(
+            code::INVALID_REQUEST,
+            "the tool asked for input: call it as a task (params.task) to answer through tasks/result",
+        ));
+    }
+    if !t.state.is_terminal() {
+        inner.abandon(caller, &t.id, "tools/call timed out").await;
+        return Err(RpcError::internal(format!(
+            "tools/call did not finish within {} ms and was cancelled; call it as a task (params.task) to wait longer",
+            timeout.as_millis()
+        )));
+    }
+    match vocab::outcome(&t) {
+        Outcome::Result(r) => Ok(Value::Object(r)),
+        Outcome::Error(e) => Err(rpc_of_object(&e)),
+        Outcome::Cancelled => Err(RpcError::internal("the tool call was cancelled")),
+        Outcome::Pending => Err(RpcError::internal("the task has not ended")),
+    }
+}
+
+fn rpc_of_object(e: &Value) -> RpcError {
+    RpcError::new(
+        e.get("code")
+            .and_then(Value::as_i64)
+            .unwrap_or(code::INTERNAL_ERROR),
+        e.get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("internal error"),
+    )
+}
+
+fn related(task: &Task) -> Value {
+    json!({ vocab::RELATED_TASK_META: { "taskId": task.id.to_string() } })
+}
+
+/// The final `tasks/result` answer of a terminal task.
+fn final_message(id: &Value, task: &Task) -> Value {
+    match vocab::outcome(task) {
+        Outcome::Result(mut r) => {
+            r.insert("_meta".into(), related(task));
+            wire::result(id, Value::Object(r))
+        }
+        Outcome::Error(e) => wire::error_object(id, e),
+        Outcome::Cancelled => wire::error(
+            id,
+            &RpcError::invalid_params(format!("task {} was cancelled: it has no result", task.id)),
+        ),
+        Outcome::Pending => wire::error(id, &RpcError::internal("the task has not ended")),
+    }
+}
+
+/// `tasks/result`: the result once terminal. While the task waits for input, the
+/// elicitations are sent to the client over the response stream and the answers
+/// fed back to the task; status changes go out as `notifications/tasks/status`.
+async fn tasks_result(
+    inner: Arc<Inner>,
+    caller: Caller,
+    session: Arc<Session>,
+    id: Value,
+    params: Map<String, Value>,
+) -> Response {
+    let raw = match task_id_param(&params) {
+        Ok(r) => r.to_string(),
+        Err(e) => return error_response(&id, &e),
+    };
+    let task = match inner.get(&caller, &raw).await {
+        Ok(t) => t,
+        Err(e) => return error_response(&id, &e),
+    };
+    if task.state.is_terminal() {
+        return json_response(StatusCode::OK, &final_message(&id, &task));
+    }
+    let (tx, rx) = mpsc::channel::<Value>(16);
+    tokio::spawn(drive_result(inner, caller, session, id, task, tx));
+    sse_of(rx)
+}
+
+/// An SSE response: a priming event (an id and empty data, which clients skip),
+/// then one `message` event per JSON-RPC message from the channel.
+pub(crate) fn sse_of(rx: mpsc::Receiver<Value>) -> Response {
+    let events = futures::stream::unfold((true, rx), |(first, mut rx)| async move {
+        if first {
+            return Some((
+                Ok::<Event, Infallible>(Event::default().id("0").data("")),
+                (false, rx),
+            ));
+        }
+        let v = rx.recv().await?;
+        Some((
+            Ok(Event::default().event("message").data(v.to_string())),
+            (false, rx),
+        ))
+    });
+    Sse::new(events)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+async fn drive_result(
+    inner: Arc<Inner>,
+    caller: Caller,
+    session: Arc<Session>,
+    id: Value,
+    task: Task,
+    tx: mpsc::Sender<Value>,
+) {
+    let poll = inner.config.poll_interval_ms;
+    let deadline = tokio::time::Instant::now() + inner.config.result_timeout;
+    let mut last_status = vocab::status(&task, Generation::Legacy).0;
+    let mut sent_keys: BTreeSet<String> = BTreeSet::new();
+    let task_id = task.id.clone();
+    loop {
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
+            let e = RpcError::internal(format!(
+                "task {task_id} did not finish within {} ms; poll tasks/get and call tasks/result again",
+                inner.config.result_timeout.as_millis()
+            ));
+            let _ = tx.send(wire::error(&id, &e)).await;
+            return;
+        }
+        let elicit = session.elicitation;
+        let t = match inner
+            .service
+            .wait_until(&caller, &task_id, deadline - now, |t| {
+                vocab::status(t, Generation::Legacy).0 != last_status
+                    || (elicit
+                        && t.state.is_interrupted()
+                        && unsent(t, &sent_keys, &inner.config.auth_url_base))
+            })
+            .await
+        {
+            Ok(t) => t,
+            Err(e) => {
+                let _ = tx
+                    .send(wire::error(
+                        &id,
+                        &RpcError::from_core(e, Some(task_id.as_str())),
+                    ))
+                    .await;
+                return;
+            }
+        };
+        let st = vocab::status(&t, Generation::Legacy).0;
+        if st != last_status {
+            last_status = st;
+            let mut p = vocab::legacy_task(&t, poll);
+            p.insert("_meta".into(), related(&t));
+            if tx
+                .send(wire::notification(
+                    method::NOTIFY_TASKS_STATUS,
+                    Value::Object(p),
+                ))
+                .await
+                .is_err()
+            {
+                return;
+            }
+        }
+        if t.state.is_terminal() {
+            let _ = tx.send(final_message(&id, &t)).await;
+            return;
+        }
+        if !(elicit && t.state.is_interrupted()) {
+            continue;
+        }
+        let (reqs, _) = vocab::input_requests(&t, Generation::Legacy, &inner.config.auth_url_base);
+        for (key, req) in reqs {
+            if !sent_keys.insert(key.clone()) {
+                continue;
+            }
+            let n = session.next_id.fetch_add(1, Ordering::Relaxed);
+            let rid = Value::String(format!("taskwire-elicit-{n}"));
+            let (otx, orx) = oneshot::channel();
+            if let Ok(mut p) = session.pending.lock() {
+                p.insert(rid.to_string(), otx);
+            }
+            let mut params = req
+                .get("params")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            params.insert("_meta".into(), related(&t));
+            let out = wire::request(&rid, method::ELICITATION_CREATE, Value::Object(params));
+            if tx.send(out).await.is_err() {
+                return;
+            }
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let answer = match tokio::time::timeout(left, orx).await {
+                Ok(Ok(Ok(result))) => result,
+                // An error from the client, or no answer: treated as a dismissal.
+                _ => json!({"action": "cancel"}),
+            };
+            let mut m = Map::new();
+            m.insert(key, answer);
+            if let Err(e) = inner.apply_responses(&caller, task_id.as_str(), &m).await {
+                tracing::debug!(error = %e, "mcp: applying an elicitation answer");
+            }
+        }
+    }
+}
+
+fn unsent(t: &Task, sent: &BTreeSet<String>, auth: &str) -> bool {
+    let (reqs, _) = vocab::input_requests(t, Generation::Legacy, auth);
+    reqs.keys().any(|k| !sent.contains(k))
+}

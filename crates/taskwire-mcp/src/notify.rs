@@ -1,0 +1,166 @@
+//! `subscriptions/listen` for tasks (revision 2026-07-28): an SSE response that
+//! acknowledges the task ids it accepted, sends a `notifications/tasks` with the
+//! full detailed task whenever a task's status or pending input changes, and ends
+//! with the listen result once every subscribed task has ended.
+
+use std::sync::Arc;
+
+use axum::response::Response;
+use futures::StreamExt;
+use serde_json::{json, Map, Value};
+use taskwire_core::event::EventKind;
+use taskwire_core::service::Access;
+use taskwire_core::{Caller, Task};
+use taskwire_vocab::mcp as vocab;
+use tokio::sync::mpsc;
+
+use crate::error::RpcError;
+use crate::wire::{self, meta, method};
+use crate::{error_response, Inner};
+
+fn with_subscription(mut m: Map<String, Value>, id: &Value) -> Value {
+    m.insert("_meta".into(), json!({ meta::SUBSCRIPTION_ID: id }));
+    Value::Object(m)
+}
+
+/// The `notifications/tasks` message for a task.
+pub(crate) fn task_notification(inner: &Inner, t: &Task, sub: &Value) -> Value {
+    let d = vocab::detailed_task(
+        t,
+        inner.config.poll_interval_ms,
+        &inner.config.auth_url_base,
+    );
+    wire::notification(method::NOTIFY_TASKS, with_subscription(d, sub))
+}
+
+fn signature(t: &Task) -> (String, Option<String>, Vec<String>) {
+    let (st, _) = vocab::status(t, vocab::Generation::Current);
+    let (reqs, _) = vocab::input_requests(t, vocab::Generation::Current, "");
+    (
+        st.as_str().to_string(),
+        vocab::status_message(t),
+        reqs.keys().cloned().collect(),
+    )
+}
+
+pub(crate) async fn listen(
+    inner: Arc<Inner>,
+    caller: Caller,
+    id: Value,
+    params: Map<String, Value>,
+) -> Response {
+    let Some(filter) = params.get("notifications").and_then(Value::as_object) else {
+        return error_response(
+            &id,
+            &RpcError::invalid_params("params.notifications (the subscription filter) is required"),
+        );
+    };
+    let requested: Vec<String> = match filter.get("taskIds") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(a)) => {
+            let ids: Option<Vec<String>> =
+                a.iter().map(|v| v.as_str().map(str::to_string)).collect();
+            match ids {
+                Some(ids) => ids,
+                None => {
+                    return error_response(
+                        &id,
+                        &RpcError::invalid_params("params.notifications.taskIds must be strings"),
+                    )
+                }
+            }
+        }
+        Some(_) => {
+            return error_response(
+                &id,
+                &RpcError::invalid_params("params.notifications.taskIds must be an array"),
+            )
+        }
+    };
+    // Only the caller's own tasks are accepted; others are left out of the
+    // acknowledgement (indistinguishable from unknown ones).
+    let mut tasks = Vec::new();
+    for raw in requested.iter().take(100) {
+        if let Ok(t) = inner.get(&caller, raw).await {
+            if !tasks.iter().any(|x: &Task| x.id == t.id) {
+                tasks.push(t);
+            }
+        }
+    }
+    let (tx, rx) = mpsc::channel::<Value>(32);
+    tokio::spawn(drive(inner, caller, id, tasks, tx));
+    crate::legacy::sse_of(rx)
+}
+
+async fn drive(
+    inner: Arc<Inner>,
+    caller: Caller,
+    id: Value,
+    tasks: Vec<Task>,
+    tx: mpsc::Sender<Value>,
+) {
+    let accepted: Vec<String> = tasks.iter().map(|t| t.id.to_string()).collect();
+    let ack = wire::notification(
+        method::NOTIFY_SUBSCRIPTIONS_ACK,
+        with_subscription(
+            match json!({"notifications": {"taskIds": accepted}}) {
+                Value::Object(m) => m,
+                _ => Map::new(),
+            },
+            &id,
+        ),
+    );
+    if tx.send(ack).await.is_err() {
+        return;
+    }
+    let mut last = std::collections::HashMap::new();
+    let mut streams = Vec::new();
+    for t in &tasks {
+        last.insert(t.id.clone(), signature(t));
+        if tx.send(task_notification(&inner, t, &id)).await.is_err() {
+            return;
+        }
+        if t.state.is_terminal() {
+            continue;
+        }
+        match inner
+            .service
+            .subscribe(Access::Owner(&caller), &t.id, t.last_seq)
+            .await
+        {
+            Ok(s) => streams.push(s),
+            Err(e) => tracing::debug!(task = %t.id, error = %e, "mcp: subscribe"),
+        }
+    }
+    let mut merged = futures::stream::select_all(streams);
+    while let Some(ev) = merged.next().await {
+        let Ok(ev) = ev else { continue };
+        let relevant = matches!(
+            ev.kind,
+            EventKind::Status { .. }
+                | EventKind::InputRequested { .. }
+                | EventKind::InputAnswered { .. }
+                | EventKind::InputSuperseded { .. }
+                | EventKind::AuthRequired { .. }
+                | EventKind::AuthGranted { .. }
+                | EventKind::ReviewRequested { .. }
+                | EventKind::ReviewDecided { .. }
+        );
+        if !relevant {
+            continue;
+        }
+        let Ok(t) = inner.service.get(&caller, &ev.task_id).await else {
+            continue;
+        };
+        let sig = signature(&t);
+        if last.get(&t.id) == Some(&sig) {
+            continue;
+        }
+        last.insert(t.id.clone(), sig);
+        if tx.send(task_notification(&inner, &t, &id)).await.is_err() {
+            return;
+        }
+    }
+    let done = json!({"resultType": "complete", "_meta": { meta::SUBSCRIPTION_ID: id }});
+    let _ = tx.send(wire::result(&id, done)).await;
+}

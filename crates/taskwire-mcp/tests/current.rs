@@ -1,0 +1,309 @@
+//! Revision 2026-07-28 with the tasks extension (SEP-2663) and tasks/continue,
+//! over raw HTTP, with golden fixtures for every message shape.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{golden, Server, V};
+use serde_json::{json, Value};
+use taskwire_mcp::{McpConfig, TaskMode};
+
+fn call_params(text: &str) -> Value {
+    json!({"name": "run_script", "arguments": {"text": text}})
+}
+
+async fn start_task(s: &Server, text: &str) -> String {
+    let (st, r) = s.call("tools/call", call_params(text), true).await;
+    assert_eq!(st, 200, "{r}");
+    assert_eq!(r["result"]["resultType"], "task", "{r}");
+    r["result"]["taskId"]
+        .as_str()
+        .expect("a task id")
+        .to_string()
+}
+
+#[tokio::test]
+async fn discover_and_tools_list() {
+    let s = Server::start().await;
+    let (st, r) = s.call("server/discover", json!({}), false).await;
+    assert_eq!(st, 200);
+    assert_eq!(r["result"]["supportedVersions"], json!([V]));
+    assert_eq!(
+        r["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"],
+        json!({})
+    );
+    golden("current_discover", &r);
+    let (st, r) = s.call("tools/list", json!({}), false).await;
+    assert_eq!(st, 200);
+    assert_eq!(r["result"]["tools"][0]["name"], "run_script");
+    golden("current_tools_list", &r);
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn tools_call_answers_with_a_task_then_polls_to_completion() {
+    let s = Server::start().await;
+    let (st, r) = s.call("tools/call", call_params("hello"), true).await;
+    assert_eq!(st, 200);
+    golden("current_create_task_result", &r);
+    let id = r["result"]["taskId"].as_str().unwrap().to_string();
+    let done = s.poll(&id, |t| t["status"] == "completed").await;
+    assert_eq!(done["result"]["content"][0]["text"], "hello");
+    assert_eq!(done["resultType"], "complete");
+    golden("current_get_completed", &json!({"result": done}));
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn ask_is_an_elicitation_answered_with_tasks_update() {
+    let s = Server::start().await;
+    let id = start_task(&s, "ask What is your name?").await;
+    let t = s.poll(&id, |t| t["status"] == "input_required").await;
+    golden("current_get_input_required", &json!({"result": t}));
+    let req = &t["inputRequests"]["ask-0"];
+    assert_eq!(req["method"], "elicitation/create");
+    assert_eq!(req["params"]["mode"], "form");
+    // Unknown keys are ignored; the known one is applied.
+    let (st, r) = s
+        .call(
+            "tasks/update",
+            json!({"taskId": id, "inputResponses": {
+                "nope": {"action": "accept", "content": {"answer": "x"}},
+                "ask-0": {"action": "accept", "content": {"answer": "Bob"}}
+            }}),
+            true,
+        )
+        .await;
+    assert_eq!(st, 200);
+    golden("current_update_result", &r);
+    let done = s.poll(&id, |t| t["status"] == "completed").await;
+    assert_eq!(done["result"]["content"][0]["text"], "answer: Bob");
+    // A second answer to the same key is ignored.
+    let (st, r) = s
+        .call(
+            "tasks/update",
+            json!({"taskId": id, "inputResponses": {"ask-0": {"action": "accept", "content": {"answer": "again"}}}}),
+            true,
+        )
+        .await;
+    assert_eq!(
+        (st, r["result"]["resultType"].clone()),
+        (200, json!("complete"))
+    );
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn declining_an_ask_ends_the_task_with_is_error() {
+    let s = Server::start().await;
+    let id = start_task(&s, "ask Continue?").await;
+    s.poll(&id, |t| t["status"] == "input_required").await;
+    s.call(
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {"ask-0": {"action": "decline"}}}),
+        true,
+    )
+    .await;
+    let done = s.poll(&id, |t| t["status"] == "completed").await;
+    assert_eq!(done["result"]["isError"], true);
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn tasks_continue_applies_responses_and_returns_the_detailed_task() {
+    let s = Server::start().await;
+    let id = start_task(&s, "ask Colour?").await;
+    s.poll(&id, |t| t["status"] == "input_required").await;
+    // No responses: a pure read like tasks/get.
+    let (st, r) = s.call("tasks/continue", json!({"taskId": id}), true).await;
+    assert_eq!(st, 200);
+    assert_eq!(r["result"]["status"], "input_required");
+    let (st, r) = s
+        .call(
+            "tasks/continue",
+            json!({"taskId": id, "inputResponses": {"ask-0": {"action": "accept", "content": {"answer": "red"}}}}),
+            true,
+        )
+        .await;
+    assert_eq!(st, 200);
+    assert_ne!(r["result"]["status"], "input_required", "{r}");
+    let mut last = r;
+    for _ in 0..500 {
+        if last["result"]["status"] == "completed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        last = s
+            .call("tasks/continue", json!({"taskId": id}), true)
+            .await
+            .1;
+    }
+    assert_eq!(
+        last["result"]["result"]["content"][0]["text"],
+        "answer: red"
+    );
+    golden("current_continue_completed", &last);
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn cancel_a_sleeping_task() {
+    let s = Server::start().await;
+    let id = start_task(&s, "sleep 20000").await;
+    let (st, r) = s.call("tasks/cancel", json!({"taskId": id}), true).await;
+    assert_eq!(st, 200);
+    golden("current_cancel_result", &r);
+    let t = s.poll(&id, |t| t["status"] == "cancelled").await;
+    golden("current_get_cancelled", &json!({"result": t}));
+    // Cancelling again is acknowledged.
+    let (st, _) = s.call("tasks/cancel", json!({"taskId": id}), true).await;
+    assert_eq!(st, 200);
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn agent_failure_is_is_error_and_crash_is_failed() {
+    let s = Server::start().await;
+    let id = start_task(&s, "fail out of paper").await;
+    let t = s.poll(&id, |t| t["status"] == "completed").await;
+    assert_eq!(t["result"]["isError"], true);
+    golden("current_get_agent_failed", &json!({"result": t}));
+    let id = start_task(&s, "crash").await;
+    let t = s.poll(&id, |t| t["status"] == "failed").await;
+    assert_eq!(t["error"]["code"], -32603);
+    assert!(!t["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("scripted crash"));
+    golden("current_get_failed", &json!({"result": t}));
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn auth_is_a_url_elicitation_and_review_a_confirmation() {
+    let s = Server::start().await;
+    let id = start_task(&s, "auth github\nhello").await;
+    let t = s.poll(&id, |t| t["status"] == "input_required").await;
+    golden("current_get_auth_required", &json!({"result": t}));
+    s.call(
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {"taskwire.auth/github": {"action": "accept"}}}),
+        true,
+    )
+    .await;
+    s.poll(&id, |t| t["status"] == "completed").await;
+
+    let id = start_task(&s, "review\nhello").await;
+    let t = s.poll(&id, |t| t["status"] == "input_required").await;
+    golden("current_get_review_required", &json!({"result": t}));
+    s.call(
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {"taskwire.review/review-0": {"action": "accept", "content": {"approve": true}}}}),
+        true,
+    )
+    .await;
+    let t = s.poll(&id, |t| t["status"] == "completed").await;
+    assert!(t["result"].get("isError").is_none(), "{t}");
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn without_the_extension_tools_call_blocks() {
+    let s = Server::start().await;
+    let (st, r) = s.call("tools/call", call_params("hello"), false).await;
+    assert_eq!(st, 200);
+    assert_eq!(r["result"]["content"][0]["text"], "hello");
+    golden("current_call_tool_result", &r);
+    // A tool that needs input cannot run without tasks.
+    let (st, r) = s.call("tools/call", call_params("ask why?"), false).await;
+    assert_eq!(st, 200);
+    assert_eq!(r["error"]["code"], -32021, "{r}");
+    golden("current_call_needs_tasks", &r);
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn blocking_call_times_out_with_a_clear_error() {
+    let s = Server::with_config(McpConfig {
+        call_timeout: Duration::from_millis(200),
+        ..McpConfig::default()
+    })
+    .await;
+    let (st, r) = s.call("tools/call", call_params("sleep 5000"), false).await;
+    assert_eq!(st, 200);
+    assert_eq!(r["error"]["code"], -32603);
+    assert!(r["error"]["message"].as_str().unwrap().contains("200 ms"));
+    golden("current_call_timeout", &r);
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn task_mode_after_returns_quick_results_directly() {
+    let s = Server::with_config(McpConfig {
+        task_mode: TaskMode::After(3000),
+        ..McpConfig::default()
+    })
+    .await;
+    let (_, r) = s.call("tools/call", call_params("hello"), true).await;
+    assert_eq!(r["result"]["resultType"], "complete", "{r}");
+    assert_eq!(r["result"]["content"][0]["text"], "hello");
+    let (_, r) = s.call("tools/call", call_params("ask who?"), true).await;
+    assert_eq!(r["result"]["resultType"], "task", "{r}");
+    assert_eq!(r["result"]["status"], "input_required");
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn subscriptions_listen_streams_task_notifications() {
+    let s = Server::start().await;
+    let id = start_task(&s, "ask Name?").await;
+    s.poll(&id, |t| t["status"] == "input_required").await;
+    let body = json!({"jsonrpc": "2.0", "id": "sub-1", "method": "subscriptions/listen", "params": {
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": V,
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {"extensions": {common::EXT: {}}}
+        },
+        "notifications": {"taskIds": [id, "ffffffffffffffffffffffffffffffff"]}
+    }});
+    let resp = s
+        .http
+        .post(&s.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", V)
+        .header("mcp-method", "subscriptions/listen")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let mut sse = common::SseReader::new(resp);
+    let ack = sse.next().await.unwrap();
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(ack["params"]["notifications"]["taskIds"], json!([id]));
+    golden("current_subscriptions_acknowledged", &ack);
+    let first = sse.next().await.unwrap();
+    assert_eq!(first["method"], "notifications/tasks");
+    assert_eq!(first["params"]["status"], "input_required");
+    golden("current_notification_tasks", &first);
+    s.call(
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {"ask-0": {"action": "accept", "content": {"answer": "Ann"}}}}),
+        true,
+    )
+    .await;
+    let mut statuses = vec![];
+    let mut last = Value::Null;
+    while let Some(m) = sse.next().await {
+        if m["method"] == "notifications/tasks" {
+            statuses.push(m["params"]["status"].clone());
+        }
+        last = m;
+    }
+    assert_eq!(statuses.last(), Some(&json!("completed")), "{statuses:?}");
+    assert_eq!(last["id"], "sub-1");
+    golden("current_subscriptions_listen_result", &last);
+    s.shutdown().await;
+}
