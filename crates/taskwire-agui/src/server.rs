@@ -517,6 +517,16 @@ async fn start_run(inner: &Inner, caller: &Caller, input: &RunAgentInput) -> Res
             let mut req = CreateTask::new(to_core_message(first, input)?);
             req.context_id = Some(input.thread_id.clone());
             let created = svc.create(caller, req).await?;
+            if created.task.context_id != input.thread_id {
+                // Create is idempotent on the message id, across contexts.
+                return Err(Refusal::new(
+                    codes::INVALID_INPUT,
+                    format!(
+                        "message {} already started a task in another thread",
+                        first.id
+                    ),
+                ));
+            }
             (created.task, 0)
         }
     };
