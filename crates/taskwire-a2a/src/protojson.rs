@@ -28,6 +28,23 @@ pub fn to_string<T: Serialize>(msg: &T) -> Result<String> {
     serde_json::to_string(&v).map_err(A2aError::internal)
 }
 
+/// `google.protobuf.Value` numbers are doubles; integral ones are written as
+/// integers, as the client sent them.
+fn integral_numbers(v: &mut Value) {
+    match v {
+        Value::Number(n) => {
+            if let Some(f) = n.as_f64() {
+                if n.is_f64() && f.fract() == 0.0 && f.abs() < 9.0e15 {
+                    *v = Value::from(f as i64);
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(integral_numbers),
+        Value::Object(m) => m.values_mut().for_each(integral_numbers),
+        _ => {}
+    }
+}
+
 fn fix_timestamps(v: &mut Value) {
     match v {
         Value::Object(m) => {
@@ -41,6 +58,7 @@ fn fix_timestamps(v: &mut Value) {
                     }
                 }
                 if STRUCT_KEYS.contains(&k.as_str()) {
+                    integral_numbers(val);
                     continue;
                 }
                 fix_timestamps(val);

@@ -6,6 +6,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
+use taskwire_core::event::EventKind;
 use taskwire_core::store::ListQuery;
 use taskwire_core::{Access, Agent, Caller, CreateTask, Task, TaskId, TaskService};
 use taskwire_vocab::a2a::{self as vocab, A2aErrorKind, A2aState};
@@ -351,9 +352,13 @@ impl A2aService {
                         Some(Err(e)) => return Some((Err(A2aError::from(e)), (events, b, true))),
                         Some(Ok(ev)) => {
                             let Some(frame) = b.frame(&ev) else { continue };
-                            let st = b.state();
-                            let end =
-                                st.is_terminal() || (close_on_interrupt && st.is_interrupted());
+                            // Only a status change ends a stream.
+                            let end = match &ev.kind {
+                                EventKind::Status { to, .. } => {
+                                    to.is_terminal() || (close_on_interrupt && to.is_interrupted())
+                                }
+                                _ => false,
+                            };
                             return Some((Ok((ev.seq, frame)), (events, b, end)));
                         }
                     }
