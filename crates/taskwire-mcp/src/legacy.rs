@@ -430,6 +430,19 @@ async fn drive_result(
     let mut last_status = vocab::status(&task, Generation::Legacy).0;
     let mut sent_keys: BTreeSet<String> = BTreeSet::new();
     let task_id = task.id.clone();
+    // The stream opens with the task's current status.
+    let mut first = vocab::legacy_task(&task, poll);
+    first.insert("_meta".into(), related(&task));
+    if tx
+        .send(wire::notification(
+            method::NOTIFY_TASKS_STATUS,
+            Value::Object(first),
+        ))
+        .await
+        .is_err()
+    {
+        return;
+    }
     loop {
         let now = tokio::time::Instant::now();
         if now >= deadline {
