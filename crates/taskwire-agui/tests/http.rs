@@ -322,13 +322,9 @@ async fn reconnect_resumes_after_last_event_id() {
     let again = Stream::parse(&body).verified();
     assert_eq!(again.frames, s.frames);
     // After each frame: a stream valid on its own whose tail is exactly the rest.
-    for cut in 1..all_ids.len() - 1 {
+    for (cut, id) in all_ids.iter().enumerate().take(all_ids.len() - 1).skip(1) {
         let (status, body) = env
-            .get(
-                "alice",
-                "/agui/threads/th-rc/runs/run-1/events",
-                Some(&all_ids[cut]),
-            )
+            .get("alice", "/agui/threads/th-rc/runs/run-1/events", Some(id))
             .await;
         assert_eq!(status, 200);
         let r = Stream::parse(&body).verified();
@@ -337,8 +333,7 @@ async fn reconnect_resumes_after_last_event_id() {
         assert_eq!(
             &r.frames[r.frames.len() - rest.len()..],
             rest,
-            "cut after {}",
-            all_ids[cut]
+            "cut after {id}"
         );
         if cut == 3 {
             golden("reconnected", &r.frames);

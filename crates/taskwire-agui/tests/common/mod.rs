@@ -1,6 +1,13 @@
 //! A served adapter over a real runtime, and helpers to read and check streams.
 
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "each test binary uses a different subset of the helpers"
+)]
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers fail the test by panicking"
+)]
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
