@@ -339,7 +339,7 @@ async fn supervise(
     let mut rx = store.hub().watch(&claim.task_id);
     // A cancel committed before the watch existed is not in the channel: read it.
     match store.get(&claim.task_id).await {
-        Ok(Some(t)) if !t.state.is_terminal() => {}
+        Ok(Some(t)) if !t.state.is_terminal() && !t.state.is_interrupted() => {}
         Ok(_) => {
             ctx.cancel_turn();
             return;
@@ -375,7 +375,10 @@ async fn supervise(
                     continue;
                 }
                 let state = rx.borrow_and_update().state;
-                if state.is_terminal() {
+                // Terminal (canceled elsewhere) or interrupted by the host
+                // (`interrupt_turn`): a turn's own commits never leave working
+                // before its final one, which runs after this supervisor.
+                if state.is_terminal() || state.is_interrupted() {
                     ctx.cancel_turn();
                     return;
                 }

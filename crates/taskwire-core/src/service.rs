@@ -716,6 +716,41 @@ impl TaskService {
         Ok(task)
     }
 
+    /// Interrupts the turn in flight (host lifecycle control). The task stops
+    /// working and waits for its next input: input-required with nothing pending.
+    /// Its queue entry is removed, so the running turn loses its lease: the
+    /// supervisor fires the turn's cancellation token and nothing more the turn
+    /// emits is committed (what it already committed stays). Input queued during
+    /// the turn stays queued and is handed to the turn the next input starts. Only
+    /// a working task can be interrupted (`WrongState` otherwise, `Terminal` when
+    /// it has ended).
+    pub async fn interrupt_turn(
+        &self,
+        access: Access<'_>,
+        id: &TaskId,
+        reason: Option<String>,
+    ) -> Result<Task> {
+        let (task, ()) = self
+            .mutate(id, access, None, |d| {
+                d.ensure_active()?;
+                if d.task.state != TaskState::Working {
+                    return Err(CoreError::WrongState {
+                        what: "interrupting a turn".into(),
+                        state: d.task.state,
+                    });
+                }
+                d.task.turn_open = false;
+                d.transition(
+                    TaskState::InputRequired,
+                    reason.clone().map(Message::agent_text),
+                )?;
+                d.set_queue(QueueOp::Remove);
+                Ok(())
+            })
+            .await?;
+        Ok(task)
+    }
+
     /// Ends a task whose inactivity deadline passed (used by the sweeper).
     pub async fn expire_idle(&self, id: &TaskId) -> Result<Task> {
         let (task, ()) = self

@@ -620,3 +620,60 @@ async fn idle_lifespan_ends_a_waiting_task() {
     assert!(t.idle_expires_at.is_none());
     rt.shutdown(Duration::from_secs(5)).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interrupt_stops_the_turn_and_the_task_waits_for_input() {
+    let env = Env::new();
+    let t = env.create("sleep 10000").await;
+    env.svc
+        .wait_until(&alice(), &t.id, Duration::from_secs(10), |t| {
+            t.state == TaskState::Working && t.turns == 1
+        })
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let i = env
+        .svc
+        .interrupt_turn(Access::Owner(&alice()), &t.id, Some("stop".into()))
+        .await
+        .unwrap();
+    assert_eq!(i.state, TaskState::InputRequired);
+    assert!(
+        i.waiting_state().is_none(),
+        "nothing is pending: it awaits input"
+    );
+    assert!(!i.turn_open);
+    // The sleeping turn saw its token: the runtime has no running turn left.
+    let rt = env.rt.as_ref().unwrap();
+    while rt.running_turns() > 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "turn not stopped"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Interrupting a task that is not working is refused.
+    let again = env
+        .svc
+        .interrupt_turn(Access::Owner(&alice()), &t.id, None)
+        .await;
+    assert!(matches!(again, Err(CoreError::WrongState { .. })));
+    // Someone else's task is not found.
+    let bob = Caller::new("t1", "bob");
+    let other = env
+        .svc
+        .interrupt_turn(Access::Owner(&bob), &t.id, None)
+        .await;
+    assert!(matches!(other, Err(CoreError::NotFound)));
+    // The next input starts a new turn, which sees only that input.
+    env.svc
+        .send_input(&alice(), &t.id, Message::user_text("hello"))
+        .await
+        .unwrap();
+    let done = env.terminal(&t).await;
+    assert_eq!(done.state, TaskState::Completed);
+    assert_eq!(done.turns, 2);
+    let echoed: Vec<String> = done.artifacts.iter().map(|a| a.text()).collect();
+    assert_eq!(echoed, vec!["hello"]);
+    env.stop().await;
+}
