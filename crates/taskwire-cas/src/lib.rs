@@ -65,6 +65,9 @@ pub mod paths {
     pub const REVIEW: &str = "/cas/reviews/{task_id}/{review_id}";
     /// `POST`: host lifecycle control, complete (end) the task (owner only).
     pub const HOST_COMPLETE: &str = "/cas/host/tasks/{id}/complete";
+    /// `POST`: host lifecycle control, interrupt the turn in flight (owner only);
+    /// the task then awaits its next input (`idle`).
+    pub const HOST_INTERRUPT: &str = "/cas/host/tasks/{id}/interrupt";
 }
 
 /// Name of the SSE event carrying a status object.
@@ -153,6 +156,7 @@ impl CasAdapter {
             .route(paths::REVIEWS, get(reviews))
             .route(paths::REVIEW, post(decide))
             .route(paths::HOST_COMPLETE, post(host_complete))
+            .route(paths::HOST_INTERRUPT, post(host_interrupt))
             .with_state(self.inner.clone())
     }
 
@@ -545,13 +549,28 @@ async fn host_complete(
     body: Option<Json<HostBody>>,
 ) -> Result<Response, CasError> {
     let id = parse_id(&id)?;
-    let reason = body
-        .and_then(|Json(b)| b.reason)
-        .unwrap_or_else(|| "completed by the host".into());
-    // The core ends it canceled; CAS reports terminal_reason completed (a named loss).
+    let reason = body.and_then(|Json(b)| b.reason);
+    // The effect is visible only through phase and terminal_reason: no status
+    // message (which would be an output); the reason is only logged. The core
+    // ends the task canceled; CAS reports terminal_reason completed (a named loss).
+    s.service.cancel(Access::Owner(&caller), &id, None).await?;
+    tracing::info!(task = %id, principal = %caller.principal, reason = reason.as_deref().unwrap_or(""), "cas host: task completed");
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+async fn host_interrupt(
+    State(s): St,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+    body: Option<Json<HostBody>>,
+) -> Result<Response, CasError> {
+    let id = parse_id(&id)?;
+    let reason = body.and_then(|Json(b)| b.reason);
+    // As for complete: no status message; the task goes idle.
     s.service
-        .cancel(Access::Owner(&caller), &id, Some(reason))
+        .interrupt_turn(Access::Owner(&caller), &id, None)
         .await?;
+    tracing::info!(task = %id, principal = %caller.principal, reason = reason.as_deref().unwrap_or(""), "cas host: turn interrupted");
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 

@@ -811,6 +811,7 @@ async fn interaction2_input_is_the_responsible_users_and_host_control_is_separat
         h.get("/cas/tasks/not-a-task-id", "alice").await.status,
         StatusCode::NOT_FOUND
     );
+    let before = h.messages(&id).await;
     let r = h
         .post(
             &format!("/cas/host/tasks/{id}/complete"),
@@ -822,6 +823,77 @@ async fn interaction2_input_is_the_responsible_users_and_host_control_is_separat
     let s = h.status(&id).await;
     assert_eq!(s["status"]["phase"], "terminal");
     assert_eq!(s["status"]["terminal_reason"], "completed");
+    assert_eq!(
+        h.messages(&id).await,
+        before,
+        "visible only through the status"
+    );
+    h.stop().await;
+}
+
+/// Host lifecycle control: interrupting the turn in flight stops it; the task goes
+/// idle (its effect is visible only through the phase); queued input waits for the
+/// next input, which starts a turn that sees both in arrival order.
+#[tokio::test]
+async fn host_interrupt_stops_the_turn_and_the_task_goes_idle() {
+    let h = Harness::start(scripted()).await;
+    let id = id_of(&h.create_text("sleep 10000").await);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !h.messages(&id).await[0]["committed_at"].is_string() {
+        assert!(tokio::time::Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let r = h
+        .post(
+            &format!("/cas/tasks/{id}/input"),
+            "alice",
+            input("queued one"),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED);
+    let before = h.messages(&id).await;
+    let r = h
+        .post(&format!("/cas/host/tasks/{id}/interrupt"), "bob", json!({}))
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    let r = h
+        .post(
+            &format!("/cas/host/tasks/{id}/interrupt"),
+            "alice",
+            json!({}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.body);
+    let s = h.status(&id).await;
+    assert_eq!(s["status"]["phase"], "idle");
+    assert_eq!(s["status"]["terminal_reason"], Value::Null);
+    assert_eq!(s["status"]["notifications"], json!([]));
+    assert_eq!(h.messages(&id).await, before, "no output from an interrupt");
+    let r = h
+        .post(
+            &format!("/cas/host/tasks/{id}/interrupt"),
+            "alice",
+            json!({}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT);
+    assert_eq!(r.body["error"]["code"], "conflict");
+    let r = h
+        .post(&format!("/cas/tasks/{id}/input"), "alice", input("now"))
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED);
+    assert_eq!(r.body["status"]["phase"], "processing");
+    let done = h.wait_phase(&id, "terminal").await;
+    assert_eq!(done["status"]["terminal_reason"], "completed");
+    let m = h.messages(&id).await;
+    let outputs: Vec<&str> = m
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "output")
+        .map(|e| e["message"][0]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(outputs, ["queued one", "now"]);
     h.stop().await;
 }
 

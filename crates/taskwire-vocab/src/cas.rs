@@ -8,7 +8,7 @@
 //! | core | CAS phase | terminal_reason | notifications |
 //! |---|---|---|---|
 //! | submitted, working | processing | null | pending authorisations / own reviews, if any |
-//! | input-required with open input requests | idle | null | as above |
+//! | input-required with open input requests, or nothing pending (interrupted) | idle | null | as above |
 //! | input-required waiting only on reviews | processing | null | `review_required` for the responsible user's reviews only |
 //! | auth-required | processing | null | one `user_auth_required` per provider |
 //! | completed | terminal | completed | none |
@@ -160,7 +160,13 @@ pub const LOSS_ARTIFACT: Loss = Loss(
 pub fn phase(task: &Task) -> (Phase, Option<Loss>) {
     match task.state {
         s if s.is_terminal() => (Phase::Terminal, None),
-        TaskState::InputRequired if !task.input_requests.is_empty() => (Phase::Idle, None),
+        // Open input requests, or nothing pending at all (a turn the host
+        // interrupted): the task awaits the responsible user's next input.
+        TaskState::InputRequired
+            if !task.input_requests.is_empty() || task.waiting_state().is_none() =>
+        {
+            (Phase::Idle, None)
+        }
         TaskState::InputRequired => {
             let foreign = task
                 .pending_reviews
@@ -526,6 +532,14 @@ mod tests {
             },
         );
         assert_eq!(phase(&t).0, Phase::Idle);
+        assert!(notifications(&t).is_empty());
+    }
+
+    #[test]
+    fn an_interrupted_task_with_nothing_pending_is_idle() {
+        let mut t = base();
+        t.state = TaskState::InputRequired;
+        assert_eq!(phase(&t), (Phase::Idle, None));
         assert!(notifications(&t).is_empty());
     }
 

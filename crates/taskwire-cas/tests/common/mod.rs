@@ -2,8 +2,14 @@
 //! `x-test-principal` header, tenant `t`), served on 127.0.0.1:0 over a real
 //! runtime with the in-memory store.
 
-#![expect(unreachable_pub, reason = "a test helper module: pub for the test crate")]
-#![expect(clippy::unwrap_used, reason = "test harness: a failure is a test failure")]
+#![expect(
+    unreachable_pub,
+    reason = "a test helper module: pub for the test crate"
+)]
+#![expect(
+    clippy::unwrap_used,
+    reason = "test harness: a failure is a test failure"
+)]
 
 use std::path::PathBuf;
 use std::sync::Arc;
