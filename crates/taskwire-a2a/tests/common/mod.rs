@@ -1,7 +1,13 @@
 //! Test harness: a real runtime (scripted agent, memory store) behind the A2A
 //! routes on 127.0.0.1:0, with the caller taken from `x-test-principal`.
 
-#![allow(dead_code, unreachable_pub, missing_docs, clippy::unwrap_used, reason = "test harness shared by several test crates")]
+#![allow(
+    dead_code,
+    unreachable_pub,
+    missing_docs,
+    clippy::unwrap_used,
+    reason = "test harness shared by several test crates"
+)]
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -51,14 +57,14 @@ pub fn test_config() -> A2aConfig {
 }
 
 pub async fn start(config: A2aConfig) -> Server {
-    start_with(Arc::new(ScriptedAgent::new()), config, |r| r).await
+    start_with(Arc::new(ScriptedAgent::new()), config, |_| Router::new()).await
 }
 
 /// Starts a server; `extra` may add routes (the gRPC router) to the authenticated set.
 pub async fn start_with(
     agent: Arc<dyn Agent>,
     mut config: A2aConfig,
-    extra: impl FnOnce(Router) -> Router,
+    extra: impl FnOnce(&A2aAdapter) -> Router,
 ) -> Server {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -67,7 +73,10 @@ pub async fn start_with(
     let service = TaskService::new(store, agent.info().name);
     let runtime = Runtime::start(service.clone(), agent.clone(), RuntimeConfig::default());
     let adapter = A2aAdapter::new(service.clone(), agent, config);
-    let authed = extra(adapter.routes()).layer(middleware::from_fn(caller_layer));
+    let authed = adapter
+        .routes()
+        .merge(extra(&adapter))
+        .layer(middleware::from_fn(caller_layer));
     let app = authed.merge(adapter.public_routes());
     tokio::spawn(async move {
         axum::serve(listener, app).await.unwrap();

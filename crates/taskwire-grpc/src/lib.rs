@@ -1,0 +1,277 @@
+//! The A2A 1.0 gRPC binding: `lf.a2a.v1.A2AService` over the shared A2A service
+//! layer of `taskwire-a2a` (no logic of its own: decode, call, encode). Errors are
+//! gRPC statuses per the A2A 1.0.1 mapping, with a `google.rpc.Status` carrying a
+//! `google.rpc.ErrorInfo` in the `grpc-status-details-bin` trailer.
+//!
+//! [`GrpcAdapter::routes`] is an `axum::Router` serving
+//! `/lf.a2a.v1.A2AService/*` so the server mounts it beside the JSON-RPC routes on
+//! the same listener (h2c; axum serves HTTP/2 prior-knowledge).
+
+use std::collections::HashMap;
+use std::pin::Pin;
+
+use axum::Router;
+use futures::{Stream, StreamExt};
+use prost::Message as _;
+use taskwire_a2a::service::{check_version, A2aService};
+use taskwire_a2a::{pb, A2aError};
+use taskwire_core::Caller;
+use taskwire_vocab::a2a::{ERROR_DOMAIN, ERROR_INFO_TYPE};
+use tonic::{Request, Response, Status};
+
+/// The generated service code (server and client).
+#[allow(missing_docs, unreachable_pub, clippy::all, reason = "generated code")]
+pub mod proto {
+    include!(concat!(env!("OUT_DIR"), "/lf.a2a.v1.rs"));
+}
+
+pub use proto::a2a_service_client::A2aServiceClient;
+pub use proto::a2a_service_server::{A2aService as A2aServiceRpc, A2aServiceServer};
+
+/// The gRPC path prefix of the service.
+pub const SERVICE_PATH: &str = "/lf.a2a.v1.A2AService";
+/// The metadata key of the requested protocol version.
+pub const VERSION_METADATA: &str = "a2a-version";
+
+/// `google.rpc.Status`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct RpcStatus {
+    /// The gRPC code.
+    #[prost(int32, tag = "1")]
+    pub code: i32,
+    /// The message.
+    #[prost(string, tag = "2")]
+    pub message: String,
+    /// Typed details.
+    #[prost(message, repeated, tag = "3")]
+    pub details: Vec<pbjson_types::Any>,
+}
+
+/// `google.rpc.ErrorInfo`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ErrorInfo {
+    /// The reason (`TASK_NOT_FOUND`, …).
+    #[prost(string, tag = "1")]
+    pub reason: String,
+    /// The domain (`a2a-protocol.org`).
+    #[prost(string, tag = "2")]
+    pub domain: String,
+    /// Extra metadata.
+    #[prost(map = "string, string", tag = "3")]
+    pub metadata: HashMap<String, String>,
+}
+
+/// The gRPC status of an A2A error, with its ErrorInfo in the status details.
+pub fn status_of(e: &A2aError) -> Status {
+    let kind = e.kind();
+    let code = tonic::Code::from_i32(kind.grpc_code() as i32);
+    let info = ErrorInfo {
+        reason: kind.reason().to_string(),
+        domain: ERROR_DOMAIN.to_string(),
+        metadata: HashMap::new(),
+    };
+    let details = RpcStatus {
+        code: code as i32,
+        message: e.message().to_string(),
+        details: vec![pbjson_types::Any {
+            type_url: ERROR_INFO_TYPE.to_string(),
+            value: info.encode_to_vec().into(),
+        }],
+    };
+    Status::with_details(code, e.message(), details.encode_to_vec().into())
+}
+
+/// The gRPC implementation over the shared A2A service.
+#[derive(Clone, Debug)]
+pub struct GrpcService {
+    a2a: A2aService,
+}
+
+fn prelude<T>(req: &Request<T>) -> Result<Caller, Status> {
+    let version = req
+        .metadata()
+        .get(VERSION_METADATA)
+        .and_then(|v| v.to_str().ok());
+    check_version(version).map_err(|e| status_of(&e))?;
+    req.extensions()
+        .get::<Caller>()
+        .cloned()
+        .ok_or_else(|| Status::unauthenticated("no authenticated caller"))
+}
+
+type FrameStream = Pin<Box<dyn Stream<Item = Result<pb::StreamResponse, Status>> + Send>>;
+
+fn frames(s: taskwire_a2a::service::FrameStream) -> FrameStream {
+    Box::pin(s.map(|r| r.map(|(_, f)| f).map_err(|e| status_of(&e))))
+}
+
+fn last_event_id<T>(req: &Request<T>) -> Option<u64> {
+    req.metadata()
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|s| s.trim().parse().ok())
+}
+
+#[tonic::async_trait]
+impl A2aServiceRpc for GrpcService {
+    async fn send_message(
+        &self,
+        req: Request<pb::SendMessageRequest>,
+    ) -> Result<Response<pb::SendMessageResponse>, Status> {
+        let caller = prelude(&req)?;
+        self.a2a
+            .send_message(&caller, req.into_inner())
+            .await
+            .map(Response::new)
+            .map_err(|e| status_of(&e))
+    }
+
+    type SendStreamingMessageStream = FrameStream;
+
+    async fn send_streaming_message(
+        &self,
+        req: Request<pb::SendMessageRequest>,
+    ) -> Result<Response<Self::SendStreamingMessageStream>, Status> {
+        let caller = prelude(&req)?;
+        let after = last_event_id(&req);
+        self.a2a
+            .send_streaming_message(&caller, req.into_inner(), after)
+            .await
+            .map(|s| Response::new(frames(s)))
+            .map_err(|e| status_of(&e))
+    }
+
+    async fn get_task(
+        &self,
+        req: Request<pb::GetTaskRequest>,
+    ) -> Result<Response<pb::Task>, Status> {
+        let caller = prelude(&req)?;
+        self.a2a
+            .get_task(&caller, req.into_inner())
+            .await
+            .map(Response::new)
+            .map_err(|e| status_of(&e))
+    }
+
+    async fn list_tasks(
+        &self,
+        req: Request<pb::ListTasksRequest>,
+    ) -> Result<Response<pb::ListTasksResponse>, Status> {
+        let caller = prelude(&req)?;
+        self.a2a
+            .list_tasks(&caller, req.into_inner())
+            .await
+            .map(Response::new)
+            .map_err(|e| status_of(&e))
+    }
+
+    async fn cancel_task(
+        &self,
+        req: Request<pb::CancelTaskRequest>,
+    ) -> Result<Response<pb::Task>, Status> {
+        let caller = prelude(&req)?;
+        self.a2a
+            .cancel_task(&caller, req.into_inner())
+            .await
+            .map(Response::new)
+            .map_err(|e| status_of(&e))
+    }
+
+    type SubscribeToTaskStream = FrameStream;
+
+    async fn subscribe_to_task(
+        &self,
+        req: Request<pb::SubscribeToTaskRequest>,
+    ) -> Result<Response<Self::SubscribeToTaskStream>, Status> {
+        let caller = prelude(&req)?;
+        let after = last_event_id(&req);
+        self.a2a
+            .subscribe_to_task(&caller, req.into_inner(), after)
+            .await
+            .map(|s| Response::new(frames(s)))
+            .map_err(|e| status_of(&e))
+    }
+
+    async fn create_task_push_notification_config(
+        &self,
+        req: Request<pb::TaskPushNotificationConfig>,
+    ) -> Result<Response<pb::TaskPushNotificationConfig>, Status> {
+        let caller = prelude(&req)?;
+        self.a2a
+            .create_push_config(&caller, req.into_inner())
+            .await
+            .map(Response::new)
+            .map_err(|e| status_of(&e))
+    }
+
+    async fn get_task_push_notification_config(
+        &self,
+        req: Request<pb::GetTaskPushNotificationConfigRequest>,
+    ) -> Result<Response<pb::TaskPushNotificationConfig>, Status> {
+        let caller = prelude(&req)?;
+        self.a2a
+            .get_push_config(&caller, req.into_inner())
+            .await
+            .map(Response::new)
+            .map_err(|e| status_of(&e))
+    }
+
+    async fn list_task_push_notification_configs(
+        &self,
+        req: Request<pb::ListTaskPushNotificationConfigsRequest>,
+    ) -> Result<Response<pb::ListTaskPushNotificationConfigsResponse>, Status> {
+        let caller = prelude(&req)?;
+        self.a2a
+            .list_push_configs(&caller, req.into_inner())
+            .await
+            .map(Response::new)
+            .map_err(|e| status_of(&e))
+    }
+
+    async fn get_extended_agent_card(
+        &self,
+        req: Request<pb::GetExtendedAgentCardRequest>,
+    ) -> Result<Response<pb::AgentCard>, Status> {
+        let caller = prelude(&req)?;
+        self.a2a
+            .extended_agent_card(&caller)
+            .map(Response::new)
+            .map_err(|e| status_of(&e))
+    }
+
+    async fn delete_task_push_notification_config(
+        &self,
+        req: Request<pb::DeleteTaskPushNotificationConfigRequest>,
+    ) -> Result<Response<pbjson_types::Empty>, Status> {
+        let caller = prelude(&req)?;
+        self.a2a
+            .delete_push_config(&caller, req.into_inner())
+            .await
+            .map(|()| Response::new(pbjson_types::Empty {}))
+            .map_err(|e| status_of(&e))
+    }
+}
+
+/// The gRPC adapter: mount [`GrpcAdapter::routes`] behind the auth layer, beside
+/// the JSON-RPC routes of `taskwire_a2a::A2aAdapter`.
+#[derive(Clone, Debug)]
+pub struct GrpcAdapter {
+    service: GrpcService,
+}
+
+impl GrpcAdapter {
+    /// The adapter over the shared A2A service (`A2aAdapter::service()`).
+    pub fn new(a2a: A2aService) -> Self {
+        Self {
+            service: GrpcService { a2a },
+        }
+    }
+
+    /// `/lf.a2a.v1.A2AService/{method}` as an axum router (no fallback of its own).
+    pub fn routes(&self) -> Router {
+        Router::new().route_service(
+            &format!("{SERVICE_PATH}/{{*rest}}"),
+            A2aServiceServer::new(self.service.clone()),
+        )
+    }
+}
