@@ -36,6 +36,11 @@ pub(crate) async fn handle(
         Ok(c) => c,
         Err(e) => return error_response(&id, &e),
     };
+    if name == method::TOOLS_CALL {
+        if let Err(e) = check_param_headers(&inner, &headers, &params) {
+            return error_response(&id, &e);
+        }
+    }
     if name == method::SUBSCRIPTIONS_LISTEN {
         if !ctx.tasks {
             return error_response(
@@ -232,6 +237,122 @@ pub(crate) fn check(
         )));
     }
     Ok(RequestContext { tasks })
+}
+
+/// `Mcp-Param-<H>` headers for tool arguments annotated `x-mcp-header: H` in the
+/// tool's input schema (reached through `properties` only): present exactly when
+/// the argument is, and equal to its string form.
+fn check_param_headers(
+    inner: &Inner,
+    headers: &HeaderMap,
+    params: &Map<String, Value>,
+) -> Result<(), RpcError> {
+    let Some(tool) = params.get("name").and_then(Value::as_str) else {
+        return Ok(());
+    };
+    let Ok(skill) = inner.skill(tool) else {
+        return Ok(());
+    };
+    param_headers(&skill.input_schema, params.get("arguments"), headers, "")
+}
+
+fn primitive(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+pub(crate) fn param_headers(
+    schema: &Value,
+    args: Option<&Value>,
+    headers: &HeaderMap,
+    path: &str,
+) -> Result<(), RpcError> {
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return Ok(());
+    };
+    for (prop, sub) in props {
+        let here = if path.is_empty() {
+            prop.clone()
+        } else {
+            format!("{path}.{prop}")
+        };
+        let arg = args.and_then(|a| a.get(prop)).filter(|v| !v.is_null());
+        if let Some(h) = sub.get("x-mcp-header").and_then(Value::as_str) {
+            let hname = format!("mcp-param-{}", h.to_ascii_lowercase());
+            let got = header(headers, &hname)?;
+            match (got, arg.and_then(primitive)) {
+                (None, None) => {}
+                (Some(_), None) => {
+                    return Err(RpcError::header_mismatch(format!(
+                        "unexpected Mcp-Param-{h} header: argument {here} is absent"
+                    )))
+                }
+                (None, Some(_)) => {
+                    return Err(RpcError::header_mismatch(format!(
+                        "missing Mcp-Param-{h} header for argument {here}"
+                    )))
+                }
+                (Some(raw), Some(want)) => {
+                    let got = wire::decode_header_value(raw).ok_or_else(|| {
+                        RpcError::header_mismatch(format!(
+                            "Mcp-Param-{h} header is not valid base64"
+                        ))
+                    })?;
+                    if got != want {
+                        return Err(RpcError::header_mismatch(format!(
+                            "Mcp-Param-{h} header {got} does not match argument {here}"
+                        )));
+                    }
+                }
+            }
+        }
+        param_headers(sub, arg, headers, &here)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn schema() -> Value {
+        json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "loc": {"type": "object", "properties": {"zone": {"type": "integer", "x-mcp-header": "Zone"}}}
+        }})
+    }
+
+    fn hm(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(*k, HeaderValue::from_static(v));
+        }
+        h
+    }
+
+    #[test]
+    fn param_headers_follow_annotated_arguments() {
+        let args = json!({"region": "eu west", "loc": {"zone": 3}});
+        let ok = hm(&[
+            ("mcp-param-region", "=?base64?ZXUgd2VzdA==?="),
+            ("mcp-param-zone", "3"),
+        ]);
+        assert!(param_headers(&schema(), Some(&args), &ok, "").is_ok());
+        let missing = hm(&[("mcp-param-region", "eu west")]);
+        let e = param_headers(&schema(), Some(&args), &missing, "").unwrap_err();
+        assert_eq!(e.code, code::HEADER_MISMATCH);
+        assert!(e.message.contains("loc.zone"));
+        let wrong = hm(&[("mcp-param-region", "us"), ("mcp-param-zone", "3")]);
+        assert!(param_headers(&schema(), Some(&args), &wrong, "").is_err());
+        let extra = hm(&[("mcp-param-region", "us")]);
+        assert!(param_headers(&schema(), Some(&json!({})), &extra, "").is_err());
+        assert!(param_headers(&schema(), Some(&json!({})), &HeaderMap::new(), "").is_ok());
+    }
 }
 
 fn complete(mut m: Map<String, Value>) -> Map<String, Value> {
