@@ -315,46 +315,6 @@ pub(crate) fn param_headers(
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use axum::http::HeaderValue;
-
-    fn schema() -> Value {
-        json!({"type": "object", "properties": {
-            "region": {"type": "string", "x-mcp-header": "Region"},
-            "loc": {"type": "object", "properties": {"zone": {"type": "integer", "x-mcp-header": "Zone"}}}
-        }})
-    }
-
-    fn hm(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (k, v) in pairs {
-            h.append(*k, HeaderValue::from_static(v));
-        }
-        h
-    }
-
-    #[test]
-    fn param_headers_follow_annotated_arguments() {
-        let args = json!({"region": "eu west", "loc": {"zone": 3}});
-        let ok = hm(&[
-            ("mcp-param-region", "=?base64?ZXUgd2VzdA==?="),
-            ("mcp-param-zone", "3"),
-        ]);
-        assert!(param_headers(&schema(), Some(&args), &ok, "").is_ok());
-        let missing = hm(&[("mcp-param-region", "eu west")]);
-        let e = param_headers(&schema(), Some(&args), &missing, "").unwrap_err();
-        assert_eq!(e.code, code::HEADER_MISMATCH);
-        assert!(e.message.contains("loc.zone"));
-        let wrong = hm(&[("mcp-param-region", "us"), ("mcp-param-zone", "3")]);
-        assert!(param_headers(&schema(), Some(&args), &wrong, "").is_err());
-        let extra = hm(&[("mcp-param-region", "us")]);
-        assert!(param_headers(&schema(), Some(&json!({})), &extra, "").is_err());
-        assert!(param_headers(&schema(), Some(&json!({})), &HeaderMap::new(), "").is_ok());
-    }
-}
-
 fn complete(mut m: Map<String, Value>) -> Map<String, Value> {
     m.insert("resultType".into(), Value::String("complete".into()));
     m
@@ -526,5 +486,45 @@ fn terminal_reply(t: &taskwire_core::Task) -> Result<Reply, RpcError> {
         Outcome::Error(e) => Ok(Reply::ErrorObject(e)),
         Outcome::Cancelled => Err(RpcError::internal("the tool call was cancelled")),
         Outcome::Pending => Err(RpcError::internal("the task has not ended")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn schema() -> Value {
+        json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "loc": {"type": "object", "properties": {"zone": {"type": "integer", "x-mcp-header": "Zone"}}}
+        }})
+    }
+
+    fn hm(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(*k, HeaderValue::from_static(v));
+        }
+        h
+    }
+
+    #[test]
+    fn param_headers_follow_annotated_arguments() {
+        let args = json!({"region": "eu west", "loc": {"zone": 3}});
+        let ok = hm(&[
+            ("mcp-param-region", "=?base64?ZXUgd2VzdA==?="),
+            ("mcp-param-zone", "3"),
+        ]);
+        assert!(param_headers(&schema(), Some(&args), &ok, "").is_ok());
+        let missing = hm(&[("mcp-param-region", "eu west")]);
+        let e = param_headers(&schema(), Some(&args), &missing, "").unwrap_err();
+        assert_eq!(e.code, code::HEADER_MISMATCH);
+        assert!(e.message.contains("loc.zone"));
+        let wrong = hm(&[("mcp-param-region", "us"), ("mcp-param-zone", "3")]);
+        assert!(param_headers(&schema(), Some(&args), &wrong, "").is_err());
+        let extra = hm(&[("mcp-param-region", "us")]);
+        assert!(param_headers(&schema(), Some(&json!({})), &extra, "").is_err());
+        assert!(param_headers(&schema(), Some(&json!({})), &HeaderMap::new(), "").is_ok());
     }
 }
