@@ -20,6 +20,8 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::body::Bytes;
+use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
@@ -167,6 +169,28 @@ impl CasAdapter {
 }
 
 type St = State<Arc<Inner>>;
+type JsonIn<T> = Result<Json<T>, JsonRejection>;
+type QueryIn<T> = Result<Query<T>, QueryRejection>;
+
+/// A JSON body, or our error body (not axum's plain-text rejection).
+fn json_body<T>(r: JsonIn<T>) -> Result<T, CasError> {
+    r.map(|Json(v)| v)
+        .map_err(|e| CasError::invalid("body", e.body_text()))
+}
+
+/// The query string, or our error body.
+fn query<T>(r: QueryIn<T>) -> Result<T, CasError> {
+    r.map(|Query(v)| v)
+        .map_err(|e| CasError::invalid("query", e.body_text()))
+}
+
+/// An optional JSON body of a host command (empty means defaults).
+fn host_body(b: &Bytes) -> Result<HostBody, CasError> {
+    if b.iter().all(u8::is_ascii_whitespace) {
+        return Ok(HostBody::default());
+    }
+    serde_json::from_slice(b).map_err(|e| CasError::invalid("body", e.to_string()))
+}
 
 fn parse_id(id: &str) -> Result<TaskId, CasError> {
     // A malformed id names no task: "not found", like a task that is not yours.
@@ -319,9 +343,9 @@ async fn create(
     State(s): St,
     Extension(caller): Extension<Caller>,
     headers: HeaderMap,
-    Json(body): Json<Value>,
+    body: JsonIn<Value>,
 ) -> Result<Response, CasError> {
-    let mut message = s.parse_input(body)?;
+    let mut message = s.parse_input(json_body(body)?)?;
     if let Some(k) = idempotency_key(&headers)? {
         message.message_id = k;
     }
@@ -358,9 +382,10 @@ async fn status(
     State(s): St,
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
-    Query(q): Query<PollQuery>,
+    q: QueryIn<PollQuery>,
     headers: HeaderMap,
 ) -> Result<Response, CasError> {
+    let q = query(q)?;
     let id = parse_id(&id)?;
     let known = q.revision.clone().or_else(|| {
         headers
@@ -443,9 +468,10 @@ async fn input(
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
     headers: HeaderMap,
-    Json(body): Json<Value>,
+    body: JsonIn<Value>,
 ) -> Result<Response, CasError> {
     let id = parse_id(&id)?;
+    let body = json_body(body)?;
     let t = s.load(&caller, &id).await?;
     // Input belongs to the responsible user alone; anyone else gets "not found".
     if t.responsible_user != caller.principal {
@@ -495,8 +521,9 @@ struct ReviewsQuery {
 async fn reviews(
     State(s): St,
     Extension(caller): Extension<Caller>,
-    Query(q): Query<ReviewsQuery>,
+    q: QueryIn<ReviewsQuery>,
 ) -> Result<Response, CasError> {
+    let q = query(q)?;
     let page = s
         .service
         .list_reviews(&caller, q.page_size.unwrap_or(50), q.cursor)
@@ -529,8 +556,9 @@ async fn decide(
     State(s): St,
     Extension(caller): Extension<Caller>,
     Path((id, review_id)): Path<(String, String)>,
-    Json(body): Json<DecisionBody>,
+    body: JsonIn<DecisionBody>,
 ) -> Result<Response, CasError> {
+    let body = json_body(body)?;
     let id = parse_id(&id)?;
     let decision = match body.decision {
         Decision::Approve => ReviewDecision::Approve,
@@ -546,10 +574,10 @@ async fn host_complete(
     State(s): St,
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
-    body: Option<Json<HostBody>>,
+    body: Bytes,
 ) -> Result<Response, CasError> {
     let id = parse_id(&id)?;
-    let reason = body.and_then(|Json(b)| b.reason);
+    let reason = host_body(&body)?.reason;
     // The effect is visible only through phase and terminal_reason: no status
     // message (which would be an output); the reason is only logged. The core
     // ends the task canceled; CAS reports terminal_reason completed (a named loss).
@@ -562,10 +590,10 @@ async fn host_interrupt(
     State(s): St,
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
-    body: Option<Json<HostBody>>,
+    body: Bytes,
 ) -> Result<Response, CasError> {
     let id = parse_id(&id)?;
-    let reason = body.and_then(|Json(b)| b.reason);
+    let reason = host_body(&body)?.reason;
     // As for complete: no status message; the task goes idle.
     s.service
         .interrupt_turn(Access::Owner(&caller), &id, None)
@@ -584,9 +612,10 @@ async fn events(
     State(s): St,
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
-    Query(q): Query<EventsQuery>,
+    q: QueryIn<EventsQuery>,
     headers: HeaderMap,
 ) -> Result<Response, CasError> {
+    let q = query(q)?;
     let id = parse_id(&id)?;
     // Watch before the first read so that nothing committed in between is missed.
     let rx = s.service.store().hub().watch(&id);

@@ -1178,3 +1178,51 @@ async fn journey_idle_processing_auth_review_terminal() {
     );
     h.stop().await;
 }
+
+/// Malformed bodies and queries are answered with the CAS error body.
+#[tokio::test]
+async fn malformed_requests_get_the_error_body() {
+    let h = Harness::start(scripted()).await;
+    let r = h
+        .client
+        .post(format!("{}/cas/tasks", h.base))
+        .header("content-type", "application/json")
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "invalid_input");
+    let r = h
+        .post("/cas/tasks", "alice", json!({"text": "no message"}))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.body["error"]["code"], "invalid_input");
+    let id = id_of(&h.create_text("hello").await);
+    let r = h.get(&format!("/cas/tasks/{id}?wait=soon"), "alice").await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.body["error"]["code"], "invalid_input");
+    let r = h
+        .post(
+            &format!("/cas/reviews/{id}/r1"),
+            "alice",
+            json!({"decision": "maybe"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    let r = h
+        .client
+        .post(format!("{}/cas/host/tasks/{id}/complete", h.base))
+        .header("x-test-principal", "alice")
+        .body("")
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        r.status() == StatusCode::NO_CONTENT || r.status() == StatusCode::CONFLICT,
+        "an empty body is allowed: {}",
+        r.status()
+    );
+    h.stop().await;
+}
