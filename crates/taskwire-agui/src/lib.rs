@@ -4,7 +4,7 @@
 //! - [`wire`]: AG-UI 1.0 serde types and typed event names.
 //! - [`render`]: the core event log rendered as runs (and replayed as snapshots).
 //! - [`verify`]: a producer-side verifier of the run lifecycle and balance rules.
-//! - [`sse`]: SSE framing.
+//! - [`sse`]: SSE framing; [`proto`]: protobuf framing (`application/vnd.ag-ui.event+proto`).
 //!
 //! A thread is a core context (`CreateTask.context_id`); a run is one turn of a
 //! task. See `docs/agui.md` for the full mapping.
@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use taskwire_core::{Agent, TaskService};
 
+pub mod proto;
 pub mod render;
 mod runs;
 mod server;
@@ -29,6 +30,12 @@ pub enum AguiError {
     /// An event could not be encoded.
     #[error("encoding an event: {0}")]
     Encode(#[from] serde_json::Error),
+    /// A protobuf frame is cut short.
+    #[error("protobuf frame: {0}")]
+    Frame(&'static str),
+    /// A protobuf frame does not decode.
+    #[error("protobuf decode: {0}")]
+    Decode(#[from] prost::DecodeError),
 }
 
 /// Adapter settings.

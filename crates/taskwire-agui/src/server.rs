@@ -108,23 +108,60 @@ struct Plan {
     prior_messages: Vec<Value>,
 }
 
-fn sse_response(rx: mpsc::Receiver<String>) -> Response {
+/// The framing a response uses, chosen by `Accept`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Format {
+    Sse,
+    Proto,
+}
+
+impl Format {
+    fn from_headers(h: &HeaderMap) -> Self {
+        let accept = h.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+        if crate::proto::prefers_proto(accept) {
+            Format::Proto
+        } else {
+            Format::Sse
+        }
+    }
+
+    fn media_type(self) -> &'static str {
+        match self {
+            Format::Sse => sse::MEDIA_TYPE,
+            Format::Proto => crate::proto::MEDIA_TYPE,
+        }
+    }
+
+    /// One frame; the id only exists in SSE.
+    fn encode(self, id: Option<&str>, e: &Event) -> Option<Vec<u8>> {
+        match self {
+            Format::Sse => sse::encode(id, e).ok().map(String::into_bytes),
+            Format::Proto => Some(crate::proto::encode_frame(e)),
+        }
+    }
+
+    fn response(self, body: Body) -> Response {
+        let mut resp = Response::new(body);
+        let h = resp.headers_mut();
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(self.media_type()),
+        );
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        resp
+    }
+}
+
+fn stream_response(format: Format, rx: mpsc::Receiver<Vec<u8>>) -> Response {
     let stream = futures::stream::unfold(rx, |mut rx| async move {
         rx.recv()
             .await
             .map(|s| (Ok::<Bytes, Infallible>(Bytes::from(s)), rx))
     });
-    let mut resp = Response::new(Body::from_stream(stream));
-    let h = resp.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(sse::MEDIA_TYPE),
-    );
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    resp
+    format.response(Body::from_stream(stream))
 }
 
-fn refusal_response(r: Refusal) -> Response {
+fn refusal_response(format: Format, r: Refusal) -> Response {
     let e = Event::at(
         EventBody::RunError {
             message: r.message,
@@ -132,16 +169,9 @@ fn refusal_response(r: Refusal) -> Response {
         },
         chrono::Utc::now().timestamp_millis(),
     );
-    match sse::encode(None, &e) {
-        Ok(s) => {
-            let mut resp = Response::new(Body::from(s));
-            resp.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static(sse::MEDIA_TYPE),
-            );
-            resp
-        }
-        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    match format.encode(None, &e) {
+        Some(b) => format.response(Body::from(b)),
+        None => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     }
 }
 
@@ -157,13 +187,15 @@ fn run_key(caller: &Caller, thread_id: &str, run_id: &str) -> RunKey {
 async fn run(
     State(inner): State<Shared>,
     Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
     Json(input): Json<RunAgentInput>,
 ) -> Response {
+    let format = Format::from_headers(&headers);
     if input.thread_id.is_empty() || input.run_id.is_empty() {
-        return refusal_response(Refusal::new(
-            codes::INVALID_INPUT,
-            "threadId and runId must not be empty",
-        ));
+        return refusal_response(
+            format,
+            Refusal::new(codes::INVALID_INPUT, "threadId and runId must not be empty"),
+        );
     }
     let key = run_key(&caller, &input.thread_id, &input.run_id);
     let plan = match inner.runs.get(&key) {
@@ -184,7 +216,7 @@ async fn run(
     };
     let plan = match plan {
         Ok(p) => p,
-        Err(r) => return refusal_response(r),
+        Err(r) => return refusal_response(format, r),
     };
     inner.runs.insert(
         key,
@@ -208,6 +240,7 @@ async fn run(
         plan.prior_messages,
         plan.after_seq,
         None,
+        format,
     )
 }
 
@@ -219,12 +252,14 @@ fn stream_run(
     prior: Vec<Value>,
     after_seq: u64,
     resume: Option<Pos>,
+    format: Format,
 ) -> Response {
-    let (tx, rx) = mpsc::channel::<String>(64);
+    let (tx, rx) = mpsc::channel::<Vec<u8>>(64);
     tokio::spawn(async move {
         let mut out = FrameSink {
             tx,
             resumer: resume.map(Resumer::new),
+            format,
         };
         produce(
             &inner.service,
@@ -237,12 +272,13 @@ fn stream_run(
         )
         .await;
     });
-    sse_response(rx)
+    stream_response(format, rx)
 }
 
 struct FrameSink {
-    tx: mpsc::Sender<String>,
+    tx: mpsc::Sender<Vec<u8>>,
     resumer: Option<Resumer>,
+    format: Format,
 }
 
 impl FrameSink {
@@ -254,7 +290,7 @@ impl FrameSink {
                 None => vec![f],
             };
             for f in fs {
-                let Ok(s) = sse::encode_frame(&f) else {
+                let Some(s) = self.format.encode(Some(&f.pos.to_string()), &f.event) else {
                     return false;
                 };
                 if self.tx.send(s).await.is_err() {
@@ -879,7 +915,9 @@ async fn replay(
     State(inner): State<Shared>,
     Extension(caller): Extension<Caller>,
     Path(thread_id): Path<String>,
+    headers: HeaderMap,
 ) -> Response {
+    let format = Format::from_headers(&headers);
     let tasks = match thread_tasks(&inner.service, &caller, &thread_id).await {
         Ok(t) if !t.is_empty() => t,
         Ok(_) | Err(CoreError::NotFound) => return StatusCode::NOT_FOUND.into_response(),
@@ -913,19 +951,14 @@ async fn replay(
         }
         prior = r.thread_messages();
     }
-    let mut body = String::new();
+    let mut body = Vec::new();
     for (i, e) in events_out.iter().enumerate() {
-        match sse::encode(Some(&format!("replay.{i}")), e) {
-            Ok(s) => body.push_str(&s),
-            Err(_) => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+        match format.encode(Some(&format!("replay.{i}")), e) {
+            Some(b) => body.extend_from_slice(&b),
+            None => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
         }
     }
-    let mut resp = Response::new(Body::from(body));
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(sse::MEDIA_TYPE),
-    );
-    resp
+    format.response(Body::from(body))
 }
 
 async fn reconnect(
@@ -963,7 +996,8 @@ async fn reconnect(
         task_id: rec.task_id.clone(),
         idle_lifespan_ms: task.idle_lifespan_ms,
     };
-    stream_run(inner, caller, spec, prior, rec.after_seq, last)
+    let format = Format::from_headers(&headers);
+    stream_run(inner, caller, spec, prior, rec.after_seq, last, format)
 }
 
 async fn cancel(

@@ -43,6 +43,12 @@ async fn completed_run() {
         "every frame has an id"
     );
     golden("completed", &s.frames);
+    env.proto_matches_sse(
+        "alice",
+        "/agui/threads/th-done/runs/run-1/events",
+        "completed.proto",
+    )
+    .await;
     env.stop().await;
 }
 
@@ -60,6 +66,12 @@ async fn failed_and_rejected_runs_end_with_run_error() {
     assert_eq!(s.last()["code"], "agent_failed");
     assert_eq!(s.last()["message"], "boom");
     golden("failed", &s.frames);
+    env.proto_matches_sse(
+        "alice",
+        "/agui/threads/th-fail/runs/run-1/events",
+        "failed.proto",
+    )
+    .await;
 
     let s = env
         .run(
@@ -72,6 +84,12 @@ async fn failed_and_rejected_runs_end_with_run_error() {
     assert_eq!(s.last()["code"], "rejected");
     assert_eq!(s.last()["message"], "nope");
     golden("rejected", &s.frames);
+    env.proto_matches_sse(
+        "alice",
+        "/agui/threads/th-reject/runs/run-1/events",
+        "rejected.proto",
+    )
+    .await;
 
     let s = env
         .run(
@@ -120,6 +138,12 @@ async fn cancelled_run() {
     assert_eq!(s.last()["type"], "RUN_FINISHED");
     assert_eq!(s.last()["outcome"], json!({"type": "cancelled"}));
     golden("cancelled", &s.frames);
+    env.proto_matches_sse(
+        "alice",
+        "/agui/threads/th-cancel/runs/run-1/events",
+        "cancelled.proto",
+    )
+    .await;
     // Cancelling someone else's run: not found.
     let c = env
         .http
@@ -154,6 +178,12 @@ async fn interrupt_then_resume_then_replay() {
         ["STATE_SNAPSHOT", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
     );
     golden("interrupted", &s1.frames);
+    env.proto_matches_sse(
+        "alice",
+        "/agui/threads/th-ask/runs/run-1/events",
+        "interrupted.proto",
+    )
+    .await;
     let iid = it["id"].as_str().unwrap().to_string();
 
     // New input without resume while the interrupt is open: refused.
@@ -186,6 +216,12 @@ async fn interrupt_then_resume_then_replay() {
         "{arts:?}"
     );
     golden("resumed", &s2.frames);
+    env.proto_matches_sse(
+        "alice",
+        "/agui/threads/th-ask/runs/run-2/events",
+        "resumed.proto",
+    )
+    .await;
 
     // The same resume again (a new run id): idempotent, not a second answer.
     let mut again = resume.clone();
@@ -241,6 +277,8 @@ async fn interrupt_then_resume_then_replay() {
     assert_eq!(runs[2]["runId"], "run-5");
     assert!(!r.types().iter().any(|t| t.starts_with("TEXT_MESSAGE")));
     golden("replay", &r.frames);
+    env.proto_matches_sse("alice", "/agui/threads/th-ask", "replay.proto")
+        .await;
 
     // Owner checks: bob sees none of it.
     assert_eq!(env.get("bob", "/agui/threads/th-ask", None).await.0, 404);

@@ -285,3 +285,49 @@ pub(crate) fn golden(name: &str, frames: &[(Option<String>, Value)]) {
         "fixture {name} differs (UPDATE_FIXTURES=1 to rewrite)"
     );
 }
+
+impl Env {
+    /// Reads `path` twice, as SSE and as protobuf: the protobuf body must be the
+    /// SSE events framed as protobuf, byte for byte, and decode frame by frame.
+    /// Pins the protobuf shape (oneof arm, event type, frame length) as a fixture.
+    pub(crate) async fn proto_matches_sse(&self, principal: &str, path: &str, fixture: &str) {
+        use prost::Message as _;
+        use taskwire_agui::proto;
+        let (status, sse_body) = self.get(principal, path, None).await;
+        assert_eq!(status, 200);
+        let sse = Stream::parse(&sse_body).verified();
+        let resp = self
+            .http
+            .get(self.url(path))
+            .header("x-test-principal", principal)
+            .header(
+                "accept",
+                "application/vnd.ag-ui.event+proto, text/event-stream;q=0.5",
+            )
+            .timeout(Duration::from_secs(20))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        assert_eq!(
+            resp.headers()["content-type"].to_str().unwrap(),
+            proto::MEDIA_TYPE
+        );
+        let bytes = resp.bytes().await.unwrap();
+        let mut want = Vec::new();
+        for (_, e) in &sse.frames {
+            let ev: taskwire_agui::wire::Event = serde_json::from_value(e.clone()).unwrap();
+            want.extend(proto::encode_frame(&ev));
+        }
+        assert_eq!(bytes.as_ref(), want.as_slice(), "protobuf body of {path}");
+        let decoded = proto::decode_frames(&bytes).unwrap();
+        assert_eq!(decoded.len(), sse.frames.len());
+        let summary: Vec<Value> = decoded
+            .iter()
+            .zip(&sse.frames)
+            .map(|(pb, (_, e))| json!({"type": e["type"], "bytes": pb.encoded_len() + 4}))
+            .collect();
+        let frames: Vec<(Option<String>, Value)> = summary.into_iter().map(|v| (None, v)).collect();
+        golden(fixture, &frames);
+    }
+}
