@@ -30,6 +30,9 @@ pub enum SqliteError {
     /// SQLite refused to switch the database to write-ahead logging.
     #[error("could not enable WAL mode (journal mode is {0:?})")]
     NoWal(String),
+    /// Another store (in this process or another one) has the database open.
+    #[error("the database {0:?} is in use by another taskwire store")]
+    InUse(std::path::PathBuf),
     /// The writer thread could not be started or has stopped.
     #[error("the writer thread is not running: {0}")]
     Writer(String),

@@ -1,7 +1,11 @@
 //! The embedded default store of taskwire: a [`TaskStore`] on one SQLite file.
 //!
 //! - **WAL mode**: readers never block the writer nor each other. Reads run on a
-//!   small pool of read-only connections on tokio's blocking thread pool.
+//!   small pool of read-only connections on tokio's blocking thread pool; the
+//!   latest committed snapshots of hot tasks are also kept in a bounded in-memory
+//!   cache that the writer updates after each commit, so most `get`s never reach SQLite.
+//! - **One store per file**: an advisory lock on `<database>-lock` keeps a second
+//!   store, in this process or another, from opening the same database.
 //! - **Group commit**: every write (create, commit, claim, renew, release,
 //!   drop_claim, reap, sweep) goes over a channel to one writer thread, which runs
 //!   all pending requests (up to [`SqliteOptions::max_batch`]) in one
@@ -33,12 +37,14 @@ use std::time::Duration;
 use async_trait::async_trait;
 use taskwire_core::event::Event;
 use taskwire_core::store::{
-    Claim, Commit, CreateOutcome, IdempotencyKey, ListPage, ListQuery, TaskStore, TaskWake,
+    Claim, Commit, CreateOutcome, IdempotencyKey, ListPage, ListQuery, TaskStore,
 };
 use taskwire_core::{StoreError, Task, TaskId, TaskState, Timestamp, WakeHub};
 use tokio::sync::oneshot;
 
+mod cache;
 mod error;
+mod lock;
 mod options;
 mod read;
 mod row;
@@ -48,6 +54,7 @@ mod writer;
 pub use error::SqliteError;
 pub use options::{SqliteOptions, Synchronous};
 
+use cache::SnapshotCache;
 use read::Readers;
 use row::{dur_ns, event_rows, limit, ns, TaskRow};
 use writer::{Op, Reply, Writer};
@@ -57,9 +64,12 @@ use writer::{Op, Reply, Writer};
 pub struct SqliteStore {
     path: PathBuf,
     hub: Arc<WakeHub>,
+    cache: Arc<SnapshotCache>,
     tx: Option<mpsc::Sender<Op>>,
     writer: Option<JoinHandle<()>>,
     readers: Arc<Readers>,
+    /// Released last, once the writer thread has closed the database.
+    _lock: lock::FileLock,
 }
 
 impl fmt::Debug for SqliteStore {
@@ -96,12 +106,14 @@ impl SqliteStore {
                 std::fs::create_dir_all(dir)?;
             }
         }
+        let file_lock = lock::acquire(path)?;
         let conn = schema::open_writer(path, &options)?;
         // Readers open lazily; pin the path so that a later change of the working
         // directory cannot point them at another file.
         let path = std::fs::canonicalize(path)?;
         let hub = Arc::new(WakeHub::new());
-        let writer = Writer::new(conn, hub.clone(), options.max_batch)?;
+        let cache = Arc::new(SnapshotCache::new(options.cache_tasks));
+        let writer = Writer::new(conn, hub.clone(), cache.clone(), options.max_batch)?;
         let readers = Arc::new(Readers::new(path.clone(), options.readers)?);
         let (tx, rx) = mpsc::channel();
         let handle = std::thread::Builder::new()
@@ -112,9 +124,11 @@ impl SqliteStore {
         Ok(SqliteStore {
             path,
             hub,
+            cache,
             tx: Some(tx),
             writer: Some(handle),
             readers,
+            _lock: file_lock,
         })
     }
 
@@ -147,13 +161,6 @@ impl Drop for SqliteStore {
     }
 }
 
-fn wake_of(task: &Task) -> TaskWake {
-    TaskWake {
-        last_seq: task.last_seq,
-        state: task.state,
-    }
-}
-
 #[async_trait]
 impl TaskStore for SqliteStore {
     fn kind(&self) -> &'static str {
@@ -173,43 +180,48 @@ impl TaskStore for SqliteStore {
     ) -> Result<CreateOutcome, StoreError> {
         let row = TaskRow::new(&task)?;
         let events = event_rows(&events)?;
-        let id = task.id.clone();
-        let wake = wake_of(&task);
+        let task = Arc::new(task);
         let existing = self
             .write(|reply| Op::Create {
-                id,
+                task: task.clone(),
                 row,
                 events,
                 key,
                 enqueue,
-                wake,
                 reply,
             })
             .await?;
         Ok(match existing {
             Some(t) => CreateOutcome::Existing(*t),
-            None => CreateOutcome::Created(task),
+            None => CreateOutcome::Created(Arc::unwrap_or_clone(task)),
         })
     }
 
     async fn get(&self, id: &TaskId) -> Result<Option<Task>, StoreError> {
-        let id = id.as_str().to_string();
-        self.readers.run(move |c| read::get(c, &id)).await
+        if let Some(t) = self.cache.get(id) {
+            return Ok(Some(Task::clone(&t)));
+        }
+        let sweeps = self.cache.sweeps();
+        let key = id.as_str().to_string();
+        let found = self.readers.run(move |c| read::get(c, &key)).await?;
+        Ok(found.map(|t| {
+            let t = Arc::new(t);
+            self.cache.put_read(t.clone(), sweeps);
+            Arc::unwrap_or_clone(t)
+        }))
     }
 
     async fn commit(&self, commit: Commit) -> Result<(), StoreError> {
         let row = TaskRow::new(&commit.task)?;
         let events = event_rows(&commit.events)?;
-        let id = commit.task.id.clone();
-        let wake = wake_of(&commit.task);
+        let task = Arc::new(commit.task);
         self.write(|reply| Op::Commit {
-            id,
+            task,
             row,
             expected_version: row::int(commit.expected_version),
             events,
             queue: commit.queue,
             fence: commit.fence,
-            wake,
             reply,
         })
         .await

@@ -34,6 +34,9 @@ pub struct SqliteOptions {
     pub max_batch: usize,
     /// Read-only connections used concurrently for reads (1..; default 4).
     pub readers: usize,
+    /// How many task snapshots the in-memory read cache keeps at most (0 turns it
+    /// off; default 8192).
+    pub cache_tasks: usize,
 }
 
 impl Default for SqliteOptions {
@@ -42,6 +45,7 @@ impl Default for SqliteOptions {
             synchronous: Synchronous::Full,
             max_batch: 1024,
             readers: 4,
+            cache_tasks: 8192,
         }
     }
 }

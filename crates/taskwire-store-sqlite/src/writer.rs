@@ -17,6 +17,7 @@ use taskwire_core::store::{Claim, IdempotencyKey, QueueOp, TaskWake};
 use taskwire_core::{StoreError, Task, TaskId, WakeHub};
 use tokio::sync::oneshot;
 
+use crate::cache::SnapshotCache;
 use crate::error::backend;
 use crate::row::{decode_task, int, uint, EventRow, TaskRow};
 
@@ -28,23 +29,21 @@ pub(crate) enum Op {
     /// Insert a task unless its idempotency key names one; answers `Some(existing)`
     /// in that case and `None` when the task was inserted.
     Create {
-        id: TaskId,
+        task: Arc<Task>,
         row: TaskRow,
         events: Vec<EventRow>,
         key: Option<IdempotencyKey>,
         enqueue: bool,
-        wake: TaskWake,
         reply: Reply<Option<Box<Task>>>,
     },
     /// Compare-and-set commit.
     Commit {
-        id: TaskId,
+        task: Arc<Task>,
         row: TaskRow,
         expected_version: i64,
         events: Vec<EventRow>,
         queue: QueueOp,
         fence: Option<Claim>,
-        wake: TaskWake,
         reply: Reply<()>,
     },
     /// Lease up to `max` available entries until `until` (ns).
@@ -86,7 +85,7 @@ enum Done {
     Release(Result<bool, StoreError>),
     DropClaim(Result<(), StoreError>),
     Reap(Result<Vec<TaskId>, StoreError>),
-    Sweep(Result<usize, StoreError>),
+    Sweep(Result<Vec<TaskId>, StoreError>),
 }
 
 impl Op {
@@ -166,7 +165,7 @@ const REAP_PICK: &str = "SELECT q.tid, t.id FROM queue q JOIN tasks t ON t.tid =
      WHERE q.available = 0 AND q.lease_until < ?1 ORDER BY q.lease_until";
 const REAP_FREE: &str = "UPDATE queue SET available = 1, lease_owner = NULL, lease_until = NULL, \
      ready_seq = ?2 WHERE tid = ?1";
-const SWEEP_PICK: &str = "SELECT tid FROM tasks WHERE terminal = 1 AND expires_ns IS NOT NULL \
+const SWEEP_PICK: &str = "SELECT tid, id FROM tasks WHERE terminal = 1 AND expires_ns IS NOT NULL \
      AND expires_ns < ?1 LIMIT ?2";
 const SWEEP_TASK: &str = "DELETE FROM tasks WHERE tid = ?1";
 const SWEEP_EVENTS: &str = "DELETE FROM events WHERE tid = ?1";
@@ -184,6 +183,7 @@ const DROP_CLAIM: &str = "DELETE FROM queue \
 pub(crate) struct Writer {
     conn: Connection,
     hub: Arc<WakeHub>,
+    cache: Arc<SnapshotCache>,
     max_batch: usize,
     /// The next FIFO position for a claimable entry.
     next_ready: i64,
@@ -197,6 +197,7 @@ impl Writer {
     pub(crate) fn new(
         conn: Connection,
         hub: Arc<WakeHub>,
+        cache: Arc<SnapshotCache>,
         max_batch: usize,
     ) -> Result<Self, rusqlite::Error> {
         let last: i64 =
@@ -206,6 +207,7 @@ impl Writer {
         Ok(Self {
             conn,
             hub,
+            cache,
             max_batch: max_batch.max(1),
             next_ready: last.saturating_add(1),
         })
@@ -569,16 +571,23 @@ impl Writer {
         &mut self,
         now: i64,
         limit: i64,
-    ) -> Result<Result<usize, StoreError>, rusqlite::Error> {
+    ) -> Result<Result<Vec<TaskId>, StoreError>, rusqlite::Error> {
         if limit <= 0 {
-            return Ok(Ok(0));
+            return Ok(Ok(Vec::new()));
         }
-        let doomed: Vec<i64> = self
+        let doomed: Vec<(i64, String)> = self
             .conn
             .prepare_cached(SWEEP_PICK)?
-            .query_map(params![now, limit], |r| r.get(0))?
+            .query_map(params![now, limit], |r| Ok((r.get(0)?, r.get(1)?)))?
             .collect::<Result<_, _>>()?;
-        for id in &doomed {
+        let mut ids = Vec::with_capacity(doomed.len());
+        for (_, id) in &doomed {
+            match parse_id(id) {
+                Ok(t) => ids.push(t),
+                Err(e) => return Ok(Err(e)),
+            }
+        }
+        for (id, _) in &doomed {
             self.conn.prepare_cached(SWEEP_TASK)?.execute(params![id])?;
             self.conn
                 .prepare_cached(SWEEP_EVENTS)?
@@ -588,29 +597,38 @@ impl Writer {
                 .execute(params![id])?;
             self.conn.prepare_cached(SWEEP_IDEM)?.execute(params![id])?;
         }
-        Ok(Ok(doomed.len()))
+        Ok(Ok(ids))
     }
 
-    /// Publishes what a committed request changed; true if it made work available.
+    /// Publishes what a committed request changed (to the snapshot cache first, then
+    /// to the hub); true if it made work available.
     fn publish(&self, op: &Op, done: &Done) -> bool {
         match (op, done) {
-            (
-                Op::Create {
-                    id, enqueue, wake, ..
-                },
-                Done::Create(Ok(None)),
-            ) => {
-                self.hub.publish(id, *wake);
+            (Op::Create { task, enqueue, .. }, Done::Create(Ok(None))) => {
+                self.cache.put_committed(task.clone());
+                self.hub.publish(&task.id, wake_of(task));
                 *enqueue
             }
-            (Op::Commit { id, wake, .. }, Done::Commit(Ok(queued))) => {
-                self.hub.publish(id, *wake);
+            (Op::Commit { task, .. }, Done::Commit(Ok(queued))) => {
+                self.cache.put_committed(task.clone());
+                self.hub.publish(&task.id, wake_of(task));
                 *queued
+            }
+            (_, Done::Sweep(Ok(ids))) => {
+                self.cache.remove_swept(ids);
+                false
             }
             (_, Done::Release(Ok(held))) => *held,
             (_, Done::Reap(Ok(ids))) => !ids.is_empty(),
             _ => false,
         }
+    }
+}
+
+fn wake_of(task: &Task) -> TaskWake {
+    TaskWake {
+        last_seq: task.last_seq,
+        state: task.state,
     }
 }
 
@@ -639,7 +657,7 @@ fn answer(op: Op, done: Done) {
             let _ = reply.send(r);
         }
         (Op::Sweep { reply, .. }, Done::Sweep(r)) => {
-            let _ = reply.send(r);
+            let _ = reply.send(r.map(|ids| ids.len()));
         }
         (op, _) => op.reject(StoreError::Backend(
             "sqlite writer: outcome does not match the request".into(),

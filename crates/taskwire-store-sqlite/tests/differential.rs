@@ -19,7 +19,7 @@ use taskwire_core::{
     Event, EventKind, MemoryStore, StepPhase, StoreError, Task, TaskId, TaskState, TaskStore,
     Timestamp,
 };
-use taskwire_store_sqlite::SqliteStore;
+use taskwire_store_sqlite::{SqliteOptions, SqliteStore};
 
 struct Rng(u64);
 
@@ -205,12 +205,34 @@ impl Pair {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_matches_the_memory_store() {
+    run(SqliteOptions::default()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_without_snapshot_cache_matches_the_memory_store() {
+    run(SqliteOptions {
+        cache_tasks: 0,
+        ..SqliteOptions::default()
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_with_a_tiny_cache_and_batches_matches_the_memory_store() {
+    run(SqliteOptions {
+        cache_tasks: 6,
+        max_batch: 3,
+        readers: 1,
+        ..SqliteOptions::default()
+    })
+    .await;
+}
+
+async fn run(options: SqliteOptions) {
     let dir = tempfile::tempdir().unwrap();
     let pair = Pair {
         mem: Arc::new(MemoryStore::new()),
-        sql: Arc::new(
-            SqliteStore::open(&dir.path().join("diff.db").display().to_string()).unwrap(),
-        ),
+        sql: Arc::new(SqliteStore::open_with(dir.path().join("diff.db"), options).unwrap()),
     };
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut clock: DateTime<Utc> = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();

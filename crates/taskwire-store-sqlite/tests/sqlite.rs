@@ -73,6 +73,17 @@ fn schema_is_migrated_in_wal_mode_and_a_newer_schema_is_refused() {
 }
 
 #[test]
+fn a_database_has_one_store_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("one.db");
+    let first = SqliteStore::open_with(&path, SqliteOptions::default()).unwrap();
+    let err = SqliteStore::open_with(&path, SqliteOptions::default()).unwrap_err();
+    assert!(matches!(err, SqliteError::InUse(_)), "{err}");
+    drop(first);
+    drop(SqliteStore::open_with(&path, SqliteOptions::default()).unwrap());
+}
+
+#[test]
 fn bad_addresses_are_errors() {
     for bad in [
         "sqlite://",
@@ -326,4 +337,97 @@ async fn many_concurrent_creates_are_all_stored() {
     for id in ids.iter().step_by(97) {
         assert!(store.get(id).await.unwrap().is_some());
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_are_monotonic_and_end_at_the_committed_state_under_concurrent_writes() {
+    use taskwire_core::Access;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mono.db");
+    // A tiny cache so that reads keep missing and racing the writer's puts.
+    let store = Arc::new(
+        SqliteStore::open_with(
+            &path,
+            SqliteOptions {
+                cache_tasks: 4,
+                ..SqliteOptions::default()
+            },
+        )
+        .unwrap(),
+    );
+    let svc = TaskService::new(store.clone(), "scripted");
+    let mut ids = Vec::new();
+    for i in 0..8 {
+        ids.push(
+            svc.create(&Caller::local(), CreateTask::new(msg(&format!("t{i}"))))
+                .await
+                .unwrap()
+                .task
+                .id,
+        );
+    }
+    let mut writers = Vec::new();
+    for w in 0..4 {
+        let svc = svc.clone();
+        let ids = ids.clone();
+        writers.push(tokio::spawn(async move {
+            for round in 0..40 {
+                let id = &ids[(w + round) % ids.len()];
+                svc.mutate(id, Access::System, None, |d| {
+                    let n = d
+                        .task
+                        .metadata
+                        .get("n")
+                        .and_then(|v| v.as_u64())
+                        .unwrap_or(0);
+                    d.task.metadata.insert("n".into(), (n + 1).into());
+                    d.record(EventKind::Step {
+                        name: format!("w{w}"),
+                        phase: StepPhase::Started,
+                    });
+                    Ok(())
+                })
+                .await
+                .unwrap();
+            }
+        }));
+    }
+    let mut readers = Vec::new();
+    for _ in 0..4 {
+        let store = store.clone();
+        let ids = ids.clone();
+        readers.push(tokio::spawn(async move {
+            let mut seen = vec![0u64; ids.len()];
+            for round in 0..400 {
+                let i = round % ids.len();
+                let t = store.get(&ids[i]).await.unwrap().unwrap();
+                assert!(t.version >= seen[i], "a read went back in time");
+                seen[i] = t.version;
+            }
+        }));
+    }
+    for j in writers.into_iter().chain(readers) {
+        j.await.unwrap();
+    }
+    // What the store serves is what the database holds.
+    let conn =
+        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap();
+    let mut total = 0;
+    for id in &ids {
+        let served = store.get(id).await.unwrap().unwrap();
+        let body: Vec<u8> = conn
+            .query_row("SELECT body FROM tasks WHERE id = ?1", [id.as_str()], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        let stored: taskwire_core::Task = serde_json::from_slice(&body).unwrap();
+        assert_eq!(served, stored);
+        total += served
+            .metadata
+            .get("n")
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0);
+    }
+    assert_eq!(total, 160, "no increment was lost");
 }

@@ -1,0 +1,190 @@
+//! A bounded, write-through cache of the latest committed task snapshots.
+//!
+//! Workers, subscribers and waiters read the same few hot tasks over and over;
+//! serving those reads from memory spares a connection, a blocking-pool hop and a
+//! JSON decode each. The cache is only correct because this process is the only
+//! writer of the database (see [`crate::lock`]):
+//!
+//! - the writer thread puts every snapshot it committed, after the commit and before
+//!   anyone is told about it, so a read that follows a write always sees it;
+//! - a reader that missed puts what it read only if nothing newer is cached and no
+//!   sweep ran since it started (a sweep could have deleted what it read);
+//! - sweeps drop the deleted tasks.
+//!
+//! Eviction is by generations: new entries go into the current map; when it is
+//! full it becomes the previous map (whose entries are dropped), and a hit in the
+//! previous map moves the entry back to the current one.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use taskwire_core::{Task, TaskId};
+
+#[derive(Default)]
+struct Inner {
+    current: HashMap<TaskId, Arc<Task>>,
+    previous: HashMap<TaskId, Arc<Task>>,
+    /// Incremented by every sweep that deleted something.
+    sweeps: u64,
+}
+
+impl Inner {
+    fn cached_version(&self, id: &TaskId) -> Option<u64> {
+        self.current
+            .get(id)
+            .or_else(|| self.previous.get(id))
+            .map(|t| t.version)
+    }
+}
+
+/// The snapshot cache.
+pub(crate) struct SnapshotCache {
+    inner: Mutex<Inner>,
+    /// Entries per generation; 0 disables the cache.
+    generation: usize,
+}
+
+impl SnapshotCache {
+    /// A cache holding between `capacity / 2` and `capacity` tasks.
+    pub(crate) fn new(capacity: usize) -> Self {
+        Self {
+            inner: Mutex::new(Inner::default()),
+            generation: capacity / 2,
+        }
+    }
+
+    fn lock(&self) -> Option<MutexGuard<'_, Inner>> {
+        if self.generation == 0 {
+            return None;
+        }
+        // A poisoned cache is dropped rather than trusted.
+        match self.inner.lock() {
+            Ok(g) => Some(g),
+            Err(poisoned) => {
+                let mut g = poisoned.into_inner();
+                g.current.clear();
+                g.previous.clear();
+                self.inner.clear_poison();
+                Some(g)
+            }
+        }
+    }
+
+    fn insert(&self, g: &mut Inner, task: Arc<Task>) {
+        if g.current.len() >= self.generation && !g.current.contains_key(&task.id) {
+            g.previous = std::mem::take(&mut g.current);
+        }
+        g.previous.remove(&task.id);
+        g.current.insert(task.id.clone(), task);
+    }
+
+    /// The cached snapshot of a task, if any.
+    pub(crate) fn get(&self, id: &TaskId) -> Option<Arc<Task>> {
+        let mut g = self.lock()?;
+        if let Some(t) = g.current.get(id) {
+            return Some(t.clone());
+        }
+        let t = g.previous.remove(id)?;
+        self.insert(&mut g, t.clone());
+        Some(t)
+    }
+
+    /// The number of sweeps so far; pass it to [`Self::put_read`].
+    pub(crate) fn sweeps(&self) -> u64 {
+        self.lock().map_or(0, |g| g.sweeps)
+    }
+
+    /// Puts a snapshot the writer has just committed.
+    pub(crate) fn put_committed(&self, task: Arc<Task>) {
+        if let Some(mut g) = self.lock() {
+            self.insert(&mut g, task);
+        }
+    }
+
+    /// Puts a snapshot read from the database by a read that started when
+    /// [`Self::sweeps`] returned `sweeps_before`.
+    pub(crate) fn put_read(&self, task: Arc<Task>, sweeps_before: u64) {
+        if let Some(mut g) = self.lock() {
+            if g.sweeps != sweeps_before {
+                return;
+            }
+            if g.cached_version(&task.id)
+                .is_some_and(|v| v >= task.version)
+            {
+                return;
+            }
+            self.insert(&mut g, task);
+        }
+    }
+
+    /// Drops swept tasks.
+    pub(crate) fn remove_swept(&self, ids: &[TaskId]) {
+        if ids.is_empty() {
+            return;
+        }
+        if let Some(mut g) = self.lock() {
+            g.sweeps += 1;
+            for id in ids {
+                g.current.remove(id);
+                g.previous.remove(id);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn task(id: &TaskId, version: u64) -> Arc<Task> {
+        let now = chrono::Utc::now();
+        Arc::new(
+            serde_json::from_value(json!({
+                "id": id, "contextId": "c", "tenant": "t", "owner": "o",
+                "responsibleUser": "o", "agent": "a", "state": "submitted",
+                "stateChangedAt": now, "createdAt": now, "updatedAt": now,
+                "version": version, "lastSeq": 1, "history": [], "artifacts": [], "turns": 0,
+            }))
+            .unwrap(),
+        )
+    }
+
+    #[test]
+    fn reads_never_replace_newer_snapshots_nor_revive_swept_ones() {
+        let c = SnapshotCache::new(8);
+        let id = TaskId::new();
+        c.put_committed(task(&id, 2));
+        let before = c.sweeps();
+        c.put_read(task(&id, 1), before);
+        assert_eq!(c.get(&id).unwrap().version, 2);
+        c.remove_swept(std::slice::from_ref(&id));
+        assert!(c.get(&id).is_none());
+        // A read that started before the sweep does not bring it back.
+        c.put_read(task(&id, 2), before);
+        assert!(c.get(&id).is_none());
+        c.put_read(task(&id, 3), c.sweeps());
+        assert_eq!(c.get(&id).unwrap().version, 3);
+    }
+
+    #[test]
+    fn it_is_bounded_and_keeps_what_is_used() {
+        let c = SnapshotCache::new(8);
+        let hot = TaskId::new();
+        c.put_committed(task(&hot, 1));
+        for _ in 0..100 {
+            c.put_committed(task(&TaskId::new(), 1));
+            assert!(c.get(&hot).is_some(), "a task read often stays");
+        }
+        let g = c.inner.lock().unwrap();
+        assert!(g.current.len() + g.previous.len() <= 8);
+    }
+
+    #[test]
+    fn capacity_zero_disables_it() {
+        let c = SnapshotCache::new(0);
+        let id = TaskId::new();
+        c.put_committed(task(&id, 1));
+        assert!(c.get(&id).is_none());
+    }
+}
