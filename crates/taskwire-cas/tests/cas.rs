@@ -309,7 +309,7 @@ async fn rule8_idle_expires_at() {
         scripted(),
         |s| {
             s.with_defaults(TaskDefaults {
-                idle_lifespan: Some(Duration::from_millis(600)),
+                idle_lifespan: Some(Duration::from_millis(1500)),
                 ..TaskDefaults::default()
             })
         },
@@ -322,7 +322,7 @@ async fn rule8_idle_expires_at() {
     let at = chrono::DateTime::parse_from_rfc3339(at).unwrap();
     let now = chrono::Utc::now();
     assert!(
-        at > now && at <= now + chrono::Duration::milliseconds(700),
+        at > now && at <= now + chrono::Duration::milliseconds(1600),
         "{at}"
     );
     golden("status_idle_with_lifespan", &idle);
@@ -610,7 +610,7 @@ async fn polling2_sse_pushes_the_same_status_object() {
 #[tokio::test]
 async fn interaction1_three_inputs_during_a_slow_turn_are_queued_in_order() {
     let h = Harness::start(scripted()).await;
-    let id = id_of(&h.create_text("sleep 700").await);
+    let id = id_of(&h.create_text("sleep 1500").await);
     // Wait until the first turn has taken its input (it is then sleeping).
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     while !h.messages(&id).await[0]["committed_at"].is_string() {
@@ -642,7 +642,7 @@ async fn interaction1_three_inputs_during_a_slow_turn_are_queued_in_order() {
         .filter(|e| e["type"] == "input")
         .map(|e| e["message"][0]["text"].as_str().unwrap())
         .collect();
-    assert_eq!(inputs, ["sleep 700", "first", "second", "third"]);
+    assert_eq!(inputs, ["sleep 1500", "first", "second", "third"]);
     let outputs: Vec<&str> = m
         .iter()
         .filter(|e| e["type"] == "output")
