@@ -30,6 +30,8 @@ pub(crate) struct Session {
     /// Server-to-client requests waiting for the client's response, by id.
     pending: Mutex<HashMap<String, oneshot::Sender<Result<Value, Value>>>>,
     next_id: AtomicU64,
+    /// When the session was last used (milliseconds since the sessions' epoch).
+    last_used: AtomicU64,
 }
 
 impl Session {
@@ -38,24 +40,45 @@ impl Session {
     }
 }
 
-/// The open sessions.
+/// The open sessions. When full, sessions idle for longer than `idle` are
+/// dropped first, then the least recently used one.
 pub(crate) struct Sessions {
     max: usize,
+    idle: Duration,
+    epoch: std::time::Instant,
     map: Mutex<HashMap<String, Arc<Session>>>,
 }
 
 impl Sessions {
-    pub(crate) fn new(max: usize) -> Self {
+    pub(crate) fn new(max: usize, idle: Duration) -> Self {
         Self {
-            max,
+            max: max.max(1),
+            idle,
+            epoch: std::time::Instant::now(),
             map: Mutex::new(HashMap::new()),
         }
     }
 
+    fn now(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
     fn insert(&self, s: Session) -> Option<String> {
+        let now = self.now();
+        s.last_used.store(now, Ordering::Relaxed);
         let mut m = self.map.lock().ok()?;
         if m.len() >= self.max {
-            return None;
+            let idle = self.idle.as_millis() as u64;
+            m.retain(|_, v| now.saturating_sub(v.last_used.load(Ordering::Relaxed)) < idle);
+        }
+        if m.len() >= self.max {
+            let oldest = m
+                .iter()
+                .min_by_key(|(_, v)| v.last_used.load(Ordering::Relaxed))
+                .map(|(k, _)| k.clone());
+            if let Some(k) = oldest {
+                m.remove(&k);
+            }
         }
         let id = taskwire_core::ids::random_id();
         m.insert(id.clone(), Arc::new(s));
@@ -64,7 +87,9 @@ impl Sessions {
 
     fn get(&self, id: &str, caller: &Caller) -> Option<Arc<Session>> {
         let m = self.map.lock().ok()?;
-        m.get(id).filter(|s| &s.caller == caller).cloned()
+        let s = m.get(id).filter(|s| &s.caller == caller).cloned()?;
+        s.last_used.store(self.now(), Ordering::Relaxed);
+        Some(s)
     }
 
     /// Ends the caller's session; false if there is none.
@@ -107,12 +132,13 @@ pub(crate) async fn initialize(inner: Arc<Inner>, caller: Caller, msg: Incoming)
         elicitation,
         pending: Mutex::new(HashMap::new()),
         next_id: AtomicU64::new(1),
+        last_used: AtomicU64::new(0),
     };
     let tasks = session.tasks();
     let Some(sid) = inner.sessions.insert(session) else {
         return error_response(
             &id,
-            &RpcError::internal("too many open sessions; retry later")
+            &RpcError::internal("the session table is unavailable; retry later")
                 .with_status(StatusCode::SERVICE_UNAVAILABLE),
         );
     };
@@ -523,7 +549,12 @@ async fn drive_result(
             let answer = match tokio::time::timeout(left, orx).await {
                 Ok(Ok(Ok(result))) => result,
                 // An error from the client, or no answer: treated as a dismissal.
-                _ => json!({"action": "cancel"}),
+                _ => {
+                    if let Ok(mut p) = session.pending.lock() {
+                        p.remove(&rid.to_string());
+                    }
+                    json!({"action": "cancel"})
+                }
             };
             let mut m = Map::new();
             m.insert(key, answer);
@@ -537,4 +568,40 @@ async fn drive_result(
 fn unsent(t: &Task, sent: &BTreeSet<String>, auth: &str) -> bool {
     let (reqs, _) = vocab::input_requests(t, Generation::Legacy, auth);
     reqs.keys().any(|k| !sent.contains(k))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(who: &str) -> Session {
+        Session {
+            caller: Caller::new("t", who),
+            version: wire::V_LEGACY.into(),
+            elicitation: false,
+            pending: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            last_used: AtomicU64::new(0),
+        }
+    }
+
+    #[test]
+    fn a_full_session_table_evicts_the_least_recently_used() {
+        let s = Sessions::new(2, Duration::from_secs(3600));
+        let a = s.insert(session("a")).unwrap();
+        std::thread::sleep(Duration::from_millis(3));
+        let b = s.insert(session("b")).unwrap();
+        std::thread::sleep(Duration::from_millis(3));
+        // Using a makes b the least recently used.
+        assert!(s.get(&a, &Caller::new("t", "a")).is_some());
+        std::thread::sleep(Duration::from_millis(3));
+        let c = s.insert(session("c")).unwrap();
+        assert!(s.get(&b, &Caller::new("t", "b")).is_none());
+        assert!(s.get(&a, &Caller::new("t", "a")).is_some());
+        assert!(s.get(&c, &Caller::new("t", "c")).is_some());
+        // Another principal cannot use or end someone's session.
+        assert!(s.get(&a, &Caller::new("t", "c")).is_none());
+        assert!(!s.remove(&a, &Caller::new("t", "c")));
+        assert!(s.remove(&a, &Caller::new("t", "a")));
+    }
 }

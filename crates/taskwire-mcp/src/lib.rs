@@ -66,8 +66,11 @@ pub struct McpConfig {
     pub poll_interval_ms: u64,
     /// Largest request body, in bytes.
     pub max_body_bytes: usize,
-    /// Most open 2025-11-25 sessions.
+    /// Most open 2025-11-25 sessions; when full, idle ones are dropped first,
+    /// then the least recently used.
     pub max_sessions: usize,
+    /// How long an unused 2025-11-25 session counts as live when room is needed.
+    pub session_idle: Duration,
     /// Prefix of the URL of a provider authorisation the agent gave no URL for
     /// (the provider name is appended).
     pub auth_url_base: String,
@@ -84,6 +87,7 @@ impl Default for McpConfig {
             poll_interval_ms: 500,
             max_body_bytes: 4 * 1024 * 1024,
             max_sessions: 10_000,
+            session_idle: Duration::from_secs(30 * 60),
             auth_url_base: "urn:taskwire:authorize:".into(),
             server_name: "taskwire".into(),
         }
@@ -119,7 +123,7 @@ impl McpAdapter {
             inner: Arc::new(Inner {
                 service,
                 info,
-                sessions: legacy::Sessions::new(config.max_sessions),
+                sessions: legacy::Sessions::new(config.max_sessions, config.session_idle),
                 config,
             }),
         }

@@ -133,7 +133,13 @@ async fn drive(
         }
     }
     let mut merged = futures::stream::select_all(streams);
-    while let Some(ev) = merged.next().await {
+    loop {
+        let ev = tokio::select! {
+            ev = merged.next() => ev,
+            // The client went away: stop following the tasks.
+            _ = tx.closed() => return,
+        };
+        let Some(ev) = ev else { break };
         let Ok(ev) = ev else { continue };
         let relevant = matches!(
             ev.kind,

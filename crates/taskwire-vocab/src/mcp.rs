@@ -109,6 +109,11 @@ pub const LOSS_ARTIFACT_FRAMING: Loss =
 /// Lost: a review is a confirmation form; the reviewer and the summary's structure are not shown.
 pub const LOSS_REVIEW_AS_FORM: Loss =
     Loss("a review is a confirmation form (approve: boolean); only reviews of the responsible user are offered");
+/// Lost: the core keeps a task for its TTL after it ends; MCP counts `ttlMs` (and
+/// `ttl`) from creation. The value sent is the core's retention, so a task may
+/// outlive the advertised deadline by its running time (never the reverse).
+pub const LOSS_TTL_ORIGIN: Loss =
+    Loss("ttlMs is the core's retention after the task ends; MCP counts it from creation, so tasks outlive it by their running time");
 /// Lost: an authorisation dismissed with `cancel` is left pending.
 pub const LOSS_AUTH_CANCEL: Loss = Loss("cancel on an authorisation leaves it pending");
 
@@ -385,10 +390,18 @@ fn base_task(task: &Task, generation: Generation) -> Map<String, Value> {
     o
 }
 
+/// The TTL to advertise (null for unlimited), and what it loses.
+pub fn ttl(task: &Task) -> (Value, Loss) {
+    (
+        task.ttl_ms.map_or(Value::Null, Value::from),
+        LOSS_TTL_ORIGIN,
+    )
+}
+
 /// The SEP-2663 `Task` (flat): `ttlMs` (null for unlimited) and `pollIntervalMs`.
 pub fn current_task(task: &Task, poll_interval_ms: u64) -> Map<String, Value> {
     let mut o = base_task(task, Generation::Current);
-    o.insert("ttlMs".into(), task.ttl_ms.map_or(Value::Null, Value::from));
+    o.insert("ttlMs".into(), ttl(task).0);
     o.insert("pollIntervalMs".into(), Value::from(poll_interval_ms));
     o
 }
@@ -424,7 +437,7 @@ pub fn detailed_task(
 /// The 2025-11-25 `Task`: `ttl` (null for unlimited) and `pollInterval`.
 pub fn legacy_task(task: &Task, poll_interval_ms: u64) -> Map<String, Value> {
     let mut o = base_task(task, Generation::Legacy);
-    o.insert("ttl".into(), task.ttl_ms.map_or(Value::Null, Value::from));
+    o.insert("ttl".into(), ttl(task).0);
     o.insert("pollInterval".into(), Value::from(poll_interval_ms));
     o
 }
@@ -1030,6 +1043,16 @@ mod tests {
         assert!(tool_of_skill(&skill, Generation::Current)
             .get("execution")
             .is_none());
+    }
+
+    #[test]
+    fn ttl_is_the_core_retention() {
+        let mut t = task(TaskState::Working);
+        assert_eq!(ttl(&t), (json!(60_000), LOSS_TTL_ORIGIN));
+        assert_eq!(current_task(&t, 5)["ttlMs"], 60_000);
+        assert_eq!(legacy_task(&t, 5)["ttl"], 60_000);
+        t.ttl_ms = None;
+        assert_eq!(current_task(&t, 5)["ttlMs"], Value::Null);
     }
 
     #[test]
