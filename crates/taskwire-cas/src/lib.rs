@@ -39,10 +39,12 @@ use taskwire_core::{
 use taskwire_vocab::cas as vocab;
 
 mod error;
+pub mod push;
 mod view;
 pub mod wire;
 
 pub use error::CasError;
+pub use push::PushConfig;
 use view::{MessagesFold, View};
 use wire::{Decision, DecisionBody, HostBody, ReviewEntry, ReviewList};
 
@@ -91,6 +93,8 @@ pub struct CasConfig {
     /// How often an SSE stream or long poll re-reads the task when no wake-up
     /// arrives (a safety net; wake-ups normally drive them).
     pub recheck: Duration,
+    /// Optional outbound push of the status object (off by default).
+    pub push: PushConfig,
 }
 
 impl Default for CasConfig {
@@ -99,6 +103,7 @@ impl Default for CasConfig {
             max_wait: Duration::from_secs(60),
             keep_alive: Duration::from_secs(15),
             recheck: Duration::from_secs(5),
+            push: PushConfig::default(),
         }
     }
 }
@@ -353,9 +358,23 @@ async fn create(
         None => None,
         Some(v) => Some(parse_id(v.to_str().unwrap_or_default())?),
     };
+    let push_target = match headers.get(push::HEADER_PUSH_URL) {
+        None => None,
+        Some(v) => {
+            let url = v.to_str().unwrap_or_default();
+            let token = headers
+                .get(push::HEADER_PUSH_TOKEN)
+                .and_then(|t| t.to_str().ok())
+                .map(str::to_string);
+            Some(push::target(&s.config.push, url, token).await?)
+        }
+    };
     let mut req = CreateTask::new(message);
     req.parent = parent;
     let created = s.service.create(&caller, req).await?;
+    if let (Some(t), true) = (push_target, created.created) {
+        push::spawn(s.clone(), caller.clone(), created.task.id.clone(), t);
+    }
     let view = s.view(&created.task).await?;
     let code = if created.created {
         StatusCode::CREATED
@@ -643,15 +662,16 @@ struct StreamState {
     done: bool,
 }
 
-/// One SSE event per revision, starting with the current one (unless it is the
-/// `Last-Event-ID` the client has), ending after the terminal status object.
-fn status_stream(
+/// The status object each time the revision changes, starting with the current
+/// one (unless its revision is `last`), ending after the terminal object (or when
+/// the task can no longer be read). Shared by the SSE stream and outbound push.
+pub(crate) fn revisions(
     s: Arc<Inner>,
     caller: Caller,
     id: TaskId,
     rx: tokio::sync::watch::Receiver<taskwire_core::store::TaskWake>,
     last: Option<String>,
-) -> impl Stream<Item = Result<SseEvent, Infallible>> {
+) -> impl Stream<Item = wire::StatusObject> {
     let st = StreamState {
         s,
         caller,
@@ -676,14 +696,9 @@ fn status_stream(
             let view = View::build(&task, &st.fold);
             let terminal = task.state.is_terminal();
             if st.last.as_deref() != Some(view.revision()) {
-                let data = serde_json::to_string(&view.status).unwrap_or_default();
-                let ev = SseEvent::default()
-                    .event(SSE_EVENT_STATUS)
-                    .id(view.revision())
-                    .data(data);
                 st.last = Some(view.revision().to_string());
                 st.done = terminal;
-                return Some((Ok(ev), st));
+                return Some((view.status, st));
             }
             if terminal {
                 return None;
@@ -696,5 +711,23 @@ fn status_stream(
                 }
             }
         }
+    })
+}
+
+/// One SSE event per revision: `event: status`, `id: <revision>`, `data: <status object>`.
+fn status_stream(
+    s: Arc<Inner>,
+    caller: Caller,
+    id: TaskId,
+    rx: tokio::sync::watch::Receiver<taskwire_core::store::TaskWake>,
+    last: Option<String>,
+) -> impl Stream<Item = Result<SseEvent, Infallible>> {
+    use futures::StreamExt;
+    revisions(s, caller, id, rx, last).map(|status| {
+        let data = serde_json::to_string(&status).unwrap_or_default();
+        Ok(SseEvent::default()
+            .event(SSE_EVENT_STATUS)
+            .id(status.status.revision.as_str())
+            .data(data))
     })
 }

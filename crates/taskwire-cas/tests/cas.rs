@@ -1226,3 +1226,106 @@ async fn malformed_requests_get_the_error_body() {
     );
     h.stop().await;
 }
+
+/// Optional outbound push: the same status object polling returns, POSTed on every
+/// revision change until terminal; off unless enabled; private targets refused
+/// unless allowed.
+#[tokio::test]
+async fn push_posts_the_same_status_object() {
+    use axum::routing::post;
+    type Seen = Arc<std::sync::Mutex<Vec<(Option<String>, Value)>>>;
+    let seen: Seen = Arc::default();
+    let seen2 = seen.clone();
+    let app = axum::Router::new().route(
+        "/hook",
+        post(
+            move |headers: axum::http::HeaderMap, axum::Json(v): axum::Json<Value>| {
+                let seen = seen2.clone();
+                async move {
+                    let token = headers
+                        .get("x-cas-push-token")
+                        .and_then(|t| t.to_str().ok())
+                        .map(str::to_string);
+                    seen.lock().unwrap().push((token, v));
+                    StatusCode::NO_CONTENT
+                }
+            },
+        ),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let hook = format!("http://{}/hook", listener.local_addr().unwrap());
+    let receiver = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+
+    // Off by default.
+    let h = Harness::start(scripted()).await;
+    let r = h
+        .send(
+            reqwest::Method::POST,
+            "/cas/tasks",
+            "alice",
+            Some(input("hi")),
+            &[("cas-push-url", &hook)],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    h.stop().await;
+
+    let mut config = taskwire_cas::CasConfig::default();
+    config.push.enabled = true;
+    let strict =
+        Harness::start_full(scripted(), |s| s, RuntimeConfig::default(), config.clone()).await;
+    let r = strict
+        .send(
+            reqwest::Method::POST,
+            "/cas/tasks",
+            "alice",
+            Some(input("hi")),
+            &[("cas-push-url", &hook)],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "loopback refused");
+    assert!(r.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("loopback"));
+    strict.stop().await;
+
+    config.push.allow_private = true;
+    let h = Harness::start_full(scripted(), |s| s, RuntimeConfig::default(), config).await;
+    let r = h
+        .send(
+            reqwest::Method::POST,
+            "/cas/tasks",
+            "alice",
+            Some(input("ask name?")),
+            &[("cas-push-url", &hook), ("cas-push-token", "s3cret")],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let id = id_of(&r.body);
+    h.wait_phase(&id, "idle").await;
+    let r = h
+        .post(&format!("/cas/tasks/{id}/input"), "alice", input("Ada"))
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED);
+    let done = h.wait_phase(&id, "terminal").await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let last = seen.lock().unwrap().last().map(|(_, v)| v.clone());
+        if last.as_ref() == Some(&done) {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "last push {last:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let got = seen.lock().unwrap().clone();
+    assert!(got.iter().all(|(t, _)| t.as_deref() == Some("s3cret")));
+    assert!(got.iter().any(|(_, v)| v["status"]["phase"] == "idle"));
+    for w in got.windows(2) {
+        assert_ne!(w[0].1["status"]["revision"], w[1].1["status"]["revision"]);
+    }
+    h.stop().await;
+    receiver.abort();
+}

@@ -60,15 +60,24 @@ impl Harness {
         configure: impl FnOnce(TaskService) -> TaskService,
         rc: RuntimeConfig,
     ) -> Self {
+        let config = CasConfig {
+            recheck: Duration::from_millis(500),
+            ..CasConfig::default()
+        };
+        Self::start_full(agent, configure, rc, config).await
+    }
+
+    pub async fn start_full(
+        agent: Arc<dyn Agent>,
+        configure: impl FnOnce(TaskService) -> TaskService,
+        rc: RuntimeConfig,
+        config: CasConfig,
+    ) -> Self {
         let service = configure(TaskService::new(
             Arc::new(MemoryStore::new()),
             agent.info().name,
         ));
         let runtime = Runtime::start(service.clone(), agent.clone(), rc);
-        let config = CasConfig {
-            recheck: Duration::from_millis(500),
-            ..CasConfig::default()
-        };
         let adapter = CasAdapter::new(service.clone(), agent, config);
         let app = adapter
             .routes()
