@@ -14,6 +14,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use taskwire_core::{Access, Caller, Task, TaskId, TaskService};
+use tokio_util::sync::CancellationToken;
 
 use crate::convert::FrameBuilder;
 use crate::error::{A2aError, Result};
@@ -52,6 +53,7 @@ struct Inner {
     state: Mutex<PushState>,
     running: Mutex<HashSet<String>>,
     client: reqwest::Client,
+    stop: CancellationToken,
 }
 
 impl std::fmt::Debug for PushManager {
@@ -86,6 +88,7 @@ impl PushManager {
                 state: Mutex::new(state),
                 running: Mutex::new(HashSet::new()),
                 client,
+                stop: CancellationToken::new(),
             }),
         };
         if tokio::runtime::Handle::try_current().is_ok() {
@@ -198,7 +201,16 @@ impl PushManager {
         Ok(removed)
     }
 
+    /// Stops every delivery (pending notifications stay recorded and resume when
+    /// a manager is created again over the same store path).
+    pub fn shutdown(&self) {
+        self.inner.stop.cancel();
+    }
+
     fn ensure_delivery(&self, id: &TaskId) {
+        if self.inner.stop.is_cancelled() {
+            return;
+        }
         let key = id.as_str().to_string();
         match self.inner.running.lock() {
             Ok(mut r) => {
@@ -230,12 +242,21 @@ impl PushManager {
             .map_or(task.last_seq, |t| t.delivered_seq);
         let mut builder = FrameBuilder::new(&task);
         let mut events = svc.subscribe(Access::System, id, after).await?;
-        while let Some(ev) = events.next().await {
-            let ev = ev?;
+        loop {
+            let ev = tokio::select! {
+                _ = self.inner.stop.cancelled() => return Ok(()),
+                ev = events.next() => match ev {
+                    None => return Ok(()),
+                    Some(ev) => ev?,
+                },
+            };
             if let Some(frame) = builder.frame(&ev) {
                 let body = protojson::to_string(&frame)?;
                 for cfg in self.list(id) {
-                    self.post(&cfg, &body).await;
+                    if !self.post(&cfg, &body).await {
+                        // Stopped mid-delivery: the event stays undelivered.
+                        return Ok(());
+                    }
                 }
             }
             let mut st = self.lock_state()?;
@@ -244,10 +265,10 @@ impl PushManager {
                 self.persist(&st)?;
             }
         }
-        Ok(())
     }
 
-    async fn post(&self, cfg: &pb::TaskPushNotificationConfig, body: &str) {
+    /// Delivers one notification, retrying; false if the manager was stopped.
+    async fn post(&self, cfg: &pb::TaskPushNotificationConfig, body: &str) -> bool {
         let mut backoff = self.inner.base_backoff;
         for attempt in 1..=self.inner.max_attempts {
             let mut req = self
@@ -265,12 +286,12 @@ impl PushManager {
                 }
             }
             match req.send().await {
-                Ok(r) if r.status().is_success() => return,
+                Ok(r) if r.status().is_success() => return true,
                 Ok(r) => {
                     let s = r.status();
                     if s.is_client_error() && s.as_u16() != 408 && s.as_u16() != 429 {
                         tracing::warn!(url = %cfg.url, status = %s, "push refused by receiver; not retried");
-                        return;
+                        return true;
                     }
                     tracing::debug!(url = %cfg.url, status = %s, attempt, "push failed; retrying");
                 }
@@ -280,11 +301,15 @@ impl PushManager {
             }
             if attempt == self.inner.max_attempts {
                 tracing::warn!(url = %cfg.url, "push gave up after {attempt} attempts");
-                return;
+                return true;
             }
-            tokio::time::sleep(backoff + jitter(backoff / 2)).await;
+            tokio::select! {
+                _ = self.inner.stop.cancelled() => return false,
+                _ = tokio::time::sleep(backoff + jitter(backoff / 2)) => {}
+            }
             backoff = (backoff * 2).min(Duration::from_secs(30));
         }
+        true
     }
 }
 

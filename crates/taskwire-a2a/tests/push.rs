@@ -1,0 +1,279 @@
+//! Push notifications: config CRUD, delivery with token and authentication,
+//! SSRF refusal, "not supported", retries and resumption after a restart.
+
+#![allow(clippy::unwrap_used, reason = "test helpers")]
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::post;
+use axum::Router;
+use common::{check_fixture, send_params, start, test_config};
+use serde_json::{json, Value};
+use taskwire_a2a::push::PushManager;
+use taskwire_a2a::{pb, A2aConfig};
+use taskwire_core::{
+    Caller, CreateTask, MemoryStore, Message, Runtime, RuntimeConfig, ScriptedAgent, TaskService,
+};
+
+type Posts = Arc<Mutex<Vec<(HeaderMap, Value)>>>;
+
+/// A receiver on 127.0.0.1 recording posts; the first `fail_first` get a 503.
+async fn receiver(fail_first: usize) -> (String, Posts) {
+    let posts: Posts = Arc::default();
+    let failures = Arc::new(Mutex::new(fail_first));
+    let p = posts.clone();
+    let app = Router::new().route(
+        "/hook",
+        post(move |headers: HeaderMap, body: String| {
+            let p = p.clone();
+            let failures = failures.clone();
+            async move {
+                {
+                    let mut f = failures.lock().unwrap();
+                    if *f > 0 {
+                        *f -= 1;
+                        return StatusCode::SERVICE_UNAVAILABLE;
+                    }
+                }
+                p.lock()
+                    .unwrap()
+                    .push((headers, serde_json::from_str(&body).unwrap()));
+                StatusCode::OK
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{addr}/hook"), posts)
+}
+
+async fn wait_for_state(posts: &Posts, state: &str) -> Vec<(HeaderMap, Value)> {
+    for _ in 0..400 {
+        {
+            let p = posts.lock().unwrap();
+            if p.iter()
+                .any(|(_, b)| b["statusUpdate"]["status"]["state"] == state)
+            {
+                return p.clone();
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("no {state} notification; got {:?}", posts.lock().unwrap());
+}
+
+#[tokio::test]
+async fn config_crud_and_delivery() {
+    let s = start(test_config()).await;
+    let (url, posts) = receiver(0).await;
+    let r = s.rpc("SendMessage", send_params("ask ok?", "m-push")).await;
+    let id = r["result"]["task"]["id"].as_str().unwrap().to_string();
+    let c = s
+        .rpc(
+            "CreateTaskPushNotificationConfig",
+            json!({
+                "taskId": id, "id": "fixed-cfg", "url": url, "token": "tok-1",
+                "authentication": {"scheme": "Bearer", "credentials": "secret"}
+            }),
+        )
+        .await;
+    assert_eq!(c["result"]["id"], "fixed-cfg", "{c}");
+    check_fixture("push_config", &c);
+    let g = s
+        .rpc(
+            "GetTaskPushNotificationConfig",
+            json!({"taskId": id, "id": "fixed-cfg"}),
+        )
+        .await;
+    assert_eq!(g["result"]["token"], "tok-1");
+    let l = s
+        .rpc("ListTaskPushNotificationConfigs", json!({"taskId": id}))
+        .await;
+    assert_eq!(l["result"]["configs"].as_array().unwrap().len(), 1);
+    check_fixture("push_config_list", &l);
+    let mut p = send_params("yes", "m-push-2");
+    p["message"]["taskId"] = json!(id);
+    s.rpc("SendMessage", p).await;
+    let got = wait_for_state(&posts, "TASK_STATE_COMPLETED").await;
+    for (h, _) in &got {
+        assert_eq!(h["x-a2a-notification-token"], "tok-1");
+        assert_eq!(h["authorization"], "Bearer secret");
+    }
+    let states: Vec<&Value> = got
+        .iter()
+        .filter_map(|(_, b)| b.get("statusUpdate"))
+        .map(|u| &u["status"]["state"])
+        .collect();
+    assert_eq!(states.first().unwrap().as_str(), Some("TASK_STATE_WORKING"));
+    let bodies: Vec<Value> = got.iter().map(|(_, b)| b.clone()).collect();
+    check_fixture("push_notifications", &Value::Array(bodies));
+    let d = s
+        .rpc(
+            "DeleteTaskPushNotificationConfig",
+            json!({"taskId": id, "id": "fixed-cfg"}),
+        )
+        .await;
+    assert_eq!(d["result"], json!({}), "{d}");
+    let l = s
+        .rpc("ListTaskPushNotificationConfigs", json!({"taskId": id}))
+        .await;
+    assert!(l["result"]
+        .get("configs")
+        .is_none_or(|c| c.as_array().unwrap().is_empty()));
+    let e = s
+        .rpc(
+            "GetTaskPushNotificationConfig",
+            json!({"taskId": id, "id": "fixed-cfg"}),
+        )
+        .await;
+    assert_eq!(e["error"]["code"], -32602);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn config_in_send_message_configuration() {
+    let s = start(test_config()).await;
+    let (url, posts) = receiver(2).await;
+    let mut p = send_params("sleep 50\nhi", "m-push-cfg");
+    p["configuration"] = json!({
+        "returnImmediately": true,
+        "taskPushNotificationConfig": {"url": url, "token": "t2"}
+    });
+    let r = s.rpc("SendMessage", p).await;
+    assert!(r.get("result").is_some(), "{r}");
+    // The first two posts fail with 503 and are retried.
+    let got = wait_for_state(&posts, "TASK_STATE_COMPLETED").await;
+    assert!(got.iter().any(|(_, b)| b.get("artifactUpdate").is_some()));
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn private_urls_are_refused_and_disabled_push_is_not_supported() {
+    let mut cfg = test_config();
+    cfg.push_allow_private = false;
+    let s = start(cfg).await;
+    let r = s.rpc("SendMessage", send_params("ask ok?", "m-ssrf")).await;
+    let id = r["result"]["task"]["id"].as_str().unwrap().to_string();
+    let e = s
+        .rpc(
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": id, "url": "http://127.0.0.1:9/hook"}),
+        )
+        .await;
+    assert_eq!(e["error"]["code"], -32602, "{e}");
+    let msg = e["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("loopback") && msg.contains("--push-allow-private"),
+        "{msg}"
+    );
+    s.stop().await;
+
+    let mut cfg = test_config();
+    cfg.push_notifications = false;
+    let s = start(cfg).await;
+    let r = s
+        .rpc("SendMessage", send_params("ask ok?", "m-nopush"))
+        .await;
+    let id = r["result"]["task"]["id"].as_str().unwrap().to_string();
+    for (m, p) in [
+        (
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": id, "url": "https://example.com/h"}),
+        ),
+        (
+            "GetTaskPushNotificationConfig",
+            json!({"taskId": id, "id": "x"}),
+        ),
+        ("ListTaskPushNotificationConfigs", json!({"taskId": id})),
+        (
+            "DeleteTaskPushNotificationConfig",
+            json!({"taskId": id, "id": "x"}),
+        ),
+    ] {
+        let e = s.rpc(m, p).await;
+        assert_eq!(e["error"]["code"], -32003, "{m}: {e}");
+        assert_eq!(
+            e["error"]["data"][0]["reason"],
+            "PUSH_NOTIFICATION_NOT_SUPPORTED"
+        );
+    }
+    let card: Value = s
+        .client
+        .get(format!("{}/.well-known/agent-card.json", s.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(card["capabilities"]["pushNotifications"], false);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn delivery_resumes_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("push.json");
+    let store = Arc::new(MemoryStore::new());
+    let svc = TaskService::new(store, "scripted");
+    let rt = Runtime::start(
+        svc.clone(),
+        Arc::new(ScriptedAgent::new()),
+        RuntimeConfig::default(),
+    );
+    let caller = Caller::new("default", "alice");
+    let cfg = A2aConfig {
+        push_allow_private: true,
+        push_store_path: Some(path.clone()),
+        push_base_backoff: Duration::from_millis(20),
+        ..A2aConfig::default()
+    };
+    let task = svc
+        .create(&caller, CreateTask::new(Message::user_text("ask go?")))
+        .await
+        .unwrap()
+        .task;
+    let task = svc
+        .wait_until(&caller, &task.id, Duration::from_secs(10), |t| {
+            t.state.is_interrupted()
+        })
+        .await
+        .unwrap();
+    let (url, posts) = receiver(0).await;
+    let first = PushManager::new(svc.clone(), &cfg);
+    first
+        .create(
+            &caller,
+            &task,
+            pb::TaskPushNotificationConfig {
+                url,
+                token: "t".into(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    // "Crash": delivery stops before the task moves on.
+    first.shutdown();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    svc.send_input(&caller, &task.id, Message::user_text("now"))
+        .await
+        .unwrap();
+    svc.wait_until(&caller, &task.id, Duration::from_secs(10), |_| false)
+        .await
+        .unwrap();
+    assert!(posts.lock().unwrap().is_empty());
+    // "Restart": a new manager over the same file delivers what was missed.
+    let second = PushManager::new(svc.clone(), &cfg);
+    let got = wait_for_state(&posts, "TASK_STATE_COMPLETED").await;
+    assert!(got
+        .iter()
+        .any(|(_, b)| b["statusUpdate"]["status"]["state"] == "TASK_STATE_WORKING"));
+    assert_eq!(second.list(&task.id).len(), 1);
+    rt.shutdown(Duration::from_millis(100)).await;
+}
