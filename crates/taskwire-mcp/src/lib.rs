@@ -52,6 +52,24 @@ pub enum TaskMode {
     After(u64),
 }
 
+impl std::str::FromStr for TaskMode {
+    type Err = RpcError;
+
+    /// `always`, or a number of milliseconds (`after:<ms>` also works).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim();
+        if s.eq_ignore_ascii_case("always") {
+            return Ok(TaskMode::Always);
+        }
+        let ms = s.strip_prefix("after:").unwrap_or(s);
+        ms.parse::<u64>().map(TaskMode::After).map_err(|_| {
+            RpcError::invalid_params(format!(
+                "task mode must be `always` or a number of milliseconds, not {s:?}"
+            ))
+        })
+    }
+}
+
 /// Settings of the MCP adapter.
 #[derive(Clone, Debug)]
 pub struct McpConfig {
@@ -232,4 +250,17 @@ pub(crate) fn error_response(id: &Value, e: &RpcError) -> Response {
 /// 202 Accepted, for notifications and responses.
 pub(crate) fn accepted() -> Response {
     StatusCode::ACCEPTED.into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_mode_parses() {
+        assert_eq!("always".parse::<TaskMode>().ok(), Some(TaskMode::Always));
+        assert_eq!("250".parse::<TaskMode>().ok(), Some(TaskMode::After(250)));
+        assert_eq!("after:0".parse::<TaskMode>().ok(), Some(TaskMode::After(0)));
+        assert!("soon".parse::<TaskMode>().is_err());
+    }
 }
