@@ -350,6 +350,7 @@ async fn batches_are_answered_per_element() {
     assert_eq!(a[1]["error"]["code"], -32601);
     assert_eq!(a[2]["error"]["code"], -32600);
     assert_eq!(a[3]["error"]["code"], -32600);
+    check_fixture("batch", &v);
     let (_, b) = s.raw("[]", &[]).await;
     let v: Value = serde_json::from_str(&b).unwrap();
     assert_eq!(v["error"]["code"], -32600);
@@ -483,6 +484,8 @@ async fn streaming_closes_at_input_required_and_subscribe_stays_open() {
         .unwrap()
         .unwrap();
     assert_eq!(f1, f2);
+    let all: Vec<Value> = f1.iter().map(|(_, v)| v.clone()).collect();
+    check_fixture("stream_subscribe_to_task", &Value::Array(all));
     assert!(f1[0].1["result"].get("task").is_some());
     assert_eq!(
         f1.last().unwrap().1["result"]["statusUpdate"]["status"]["state"],
@@ -553,5 +556,6 @@ async fn agent_card_is_served_with_public_urls() {
         ext["result"]["capabilities"]["extendedAgentCard"], true,
         "{ext}"
     );
+    check_fixture("extended_agent_card", &ext);
     s.stop().await;
 }
