@@ -26,6 +26,10 @@ use crate::server::{check_listen_policy, Server};
 pub const FORCED_EXIT_CODE: i32 = 130;
 
 /// The agents this binary can run, for `--agent`.
+#[cfg(feature = "a2a")]
+pub const AGENTS: &str = "scripted, tck";
+/// The agents this binary can run, for `--agent`.
+#[cfg(not(feature = "a2a"))]
 pub const AGENTS: &str = "scripted";
 
 #[cfg(feature = "sqlite")]
@@ -90,7 +94,8 @@ pub struct ServeArgs {
 
     /// The agent that runs tasks. `scripted` is the built-in reference agent driven
     /// by directives (ask, auth, review, fail, reject, crash, sleep, stream, steps,
-    /// message; anything else is echoed).
+    /// message; anything else is echoed); `tck` maps the a2a-tck messageId
+    /// prefixes onto those behaviours.
     #[arg(
         long,
         env = "TASKWIRE_AGENT",
@@ -150,6 +155,40 @@ pub struct ServeArgs {
         value_delimiter = ','
     )]
     pub deny_phrases: Vec<String>,
+
+    /// Public base url of this server (for example https://agents.example.com),
+    /// used for the urls on the A2A agent card. Default: http://<listen address>.
+    #[arg(long, env = "TASKWIRE_PUBLIC_URL", value_name = "URL", value_parser = parse_public_url)]
+    pub public_url: Option<String>,
+
+    /// Allow A2A push notification urls that resolve to loopback, private or
+    /// link-local addresses (for local receivers and tests).
+    #[arg(long, env = "TASKWIRE_PUSH_ALLOW_PRIVATE")]
+    pub push_allow_private: bool,
+
+    /// MCP: when a `tools/call` from a client with the tasks extension becomes a
+    /// task: `always`, or a number of milliseconds to wait for the result first.
+    #[arg(long, env = "TASKWIRE_MCP_TASK_MODE", value_name = "always|MS", value_parser = parse_mcp_task_mode)]
+    pub mcp_task_mode: Option<String>,
+}
+
+fn parse_public_url(s: &str) -> Result<String, String> {
+    let s = s.trim();
+    if (s.starts_with("http://") || s.starts_with("https://")) && s.len() > "https://".len() {
+        Ok(s.trim_end_matches('/').to_string())
+    } else {
+        Err("expected an http:// or https:// url".into())
+    }
+}
+
+fn parse_mcp_task_mode(s: &str) -> Result<String, String> {
+    let s = s.trim();
+    let ok = s == "always" || s.strip_prefix("after:").unwrap_or(s).parse::<u64>().is_ok();
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err("expected `always` or a number of milliseconds".into())
+    }
 }
 
 /// Parses a duration such as `10s`, `500ms`, `1m 30s` or `7d`.
@@ -187,6 +226,8 @@ fn parse_positive_usize(s: &str) -> Result<usize, String> {
 pub fn agent_by_name(name: &str) -> Result<Arc<dyn Agent>, Error> {
     match name {
         "scripted" => Ok(Arc::new(ScriptedAgent::new())),
+        #[cfg(feature = "a2a")]
+        "tck" => Ok(Arc::new(taskwire_a2a::tck::TckAgent::new())),
         other => Err(Error::UnknownAgent {
             name: other.to_string(),
             available: AGENTS,
@@ -269,6 +310,18 @@ pub async fn build_server(args: &ServeArgs) -> Result<Server, Error> {
         .collect();
     if !phrases.is_empty() {
         builder = builder.guardrail(Arc::new(DenyPhrases::new(phrases)));
+    }
+    let opts = crate::adapters::AdapterOptions {
+        public_url: args.public_url.clone(),
+        push_allow_private: args.push_allow_private,
+        push_store_path: args
+            .store
+            .strip_prefix("sqlite://")
+            .map(|p| PathBuf::from(format!("{}.push.json", p.split('?').next().unwrap_or(p)))),
+        mcp_task_mode: args.mcp_task_mode.clone(),
+    };
+    for adapter in crate::adapters::all(&opts) {
+        builder = builder.boxed_adapter(adapter);
     }
     builder.build().await
 }

@@ -47,6 +47,7 @@
 //! the drain timeout, aborts the rest and releases their leases (so the next start,
 //! or another node, re-runs them).
 
+pub mod adapters;
 pub mod auth;
 pub mod cli;
 mod error;

@@ -242,6 +242,12 @@ impl ServerBuilder {
         self
     }
 
+    /// Mounts an adapter that is already boxed (see [`crate::adapters::all`]).
+    pub fn boxed_adapter(mut self, adapter: Box<dyn Adapter>) -> Self {
+        self.adapters.push(adapter);
+        self
+    }
+
     /// Mounts a plain router behind the auth layer; handlers read
     /// `axum::Extension<taskwire_core::Caller>`.
     pub fn mount(mut self, router: Router) -> Self {
