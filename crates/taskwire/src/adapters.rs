@@ -53,6 +53,10 @@ pub fn compiled() -> Vec<&'static str> {
 }
 
 /// Every adapter compiled into this build, configured from `opts`.
+#[expect(
+    clippy::vec_init_then_push,
+    reason = "each push is behind its own cargo feature"
+)]
 pub fn all(opts: &AdapterOptions) -> Vec<Box<dyn Adapter>> {
     let mut v: Vec<Box<dyn Adapter>> = Vec::new();
     #[cfg(feature = "a2a")]
