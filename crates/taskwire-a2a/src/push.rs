@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::net::IpAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -54,6 +55,7 @@ struct Inner {
     running: Mutex<HashSet<String>>,
     client: reqwest::Client,
     stop: CancellationToken,
+    resumed: AtomicBool,
 }
 
 impl std::fmt::Debug for PushManager {
@@ -89,26 +91,36 @@ impl PushManager {
                 running: Mutex::new(HashSet::new()),
                 client,
                 stop: CancellationToken::new(),
+                resumed: AtomicBool::new(false),
             }),
         };
         if tokio::runtime::Handle::try_current().is_ok() {
-            let ids: Vec<String> = m
-                .lock_state()
-                .map(|s| {
-                    s.tasks
-                        .iter()
-                        .filter(|(_, t)| !t.configs.is_empty())
-                        .map(|(k, _)| k.clone())
-                        .collect()
-                })
-                .unwrap_or_default();
-            for id in ids {
-                if let Ok(id) = TaskId::parse(&id) {
-                    m.ensure_delivery(&id);
-                }
-            }
+            m.resume_once();
         }
         m
+    }
+
+    /// Resumes the delivery of every stored config, once (at construction when a
+    /// runtime is running, else on the first request).
+    pub fn resume_once(&self) {
+        if self.inner.resumed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let ids: Vec<String> = self
+            .lock_state()
+            .map(|s| {
+                s.tasks
+                    .iter()
+                    .filter(|(_, t)| !t.configs.is_empty())
+                    .map(|(k, _)| k.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        for id in ids {
+            if let Ok(id) = TaskId::parse(&id) {
+                self.ensure_delivery(&id);
+            }
+        }
     }
 
     fn lock_state(&self) -> Result<std::sync::MutexGuard<'_, PushState>> {

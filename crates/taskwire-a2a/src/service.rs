@@ -218,6 +218,7 @@ impl A2aService {
         caller: &Caller,
         req: pb::SendMessageRequest,
     ) -> Result<pb::SendMessageResponse> {
+        self.inner.push.resume_once();
         use pb::send_message_response::Payload;
         let (history_length, immediate) = match &req.configuration {
             Some(c) => (
@@ -262,6 +263,7 @@ impl A2aService {
         req: pb::SendMessageRequest,
         last_event_id: Option<u64>,
     ) -> Result<FrameStream> {
+        self.inner.push.resume_once();
         let history_length = match &req.configuration {
             Some(c) => {
                 convert::history_length(c.history_length, "params.configuration.historyLength")?
@@ -295,6 +297,7 @@ impl A2aService {
         req: pb::SubscribeToTaskRequest,
         last_event_id: Option<u64>,
     ) -> Result<FrameStream> {
+        self.inner.push.resume_once();
         let id = parse_id(&req.id)?;
         let task = self.inner.service.get(caller, &id).await?;
         let resumable = last_event_id.is_some_and(|n| n < task.last_seq);
@@ -370,6 +373,7 @@ impl A2aService {
 
     /// GetTask.
     pub async fn get_task(&self, caller: &Caller, req: pb::GetTaskRequest) -> Result<pb::Task> {
+        self.inner.push.resume_once();
         let history_length = convert::history_length(req.history_length, "params.historyLength")?;
         let id = parse_id(&req.id)?;
         let task = self.inner.service.get(caller, &id).await?;
@@ -389,6 +393,7 @@ impl A2aService {
         caller: &Caller,
         req: pb::ListTasksRequest,
     ) -> Result<pb::ListTasksResponse> {
+        self.inner.push.resume_once();
         let page_size = match req.page_size {
             None => 50,
             Some(n) if (1..=100).contains(&n) => n as usize,
@@ -460,6 +465,7 @@ impl A2aService {
         caller: &Caller,
         req: pb::CancelTaskRequest,
     ) -> Result<pb::Task> {
+        self.inner.push.resume_once();
         let id = parse_id(&req.id)?;
         let task = self
             .inner
@@ -483,6 +489,7 @@ impl A2aService {
         caller: &Caller,
         req: pb::TaskPushNotificationConfig,
     ) -> Result<pb::TaskPushNotificationConfig> {
+        self.inner.push.resume_once();
         self.check_push()?;
         let id = parse_id(&req.task_id)?;
         let task = self.inner.service.get(caller, &id).await?;
@@ -495,6 +502,7 @@ impl A2aService {
         caller: &Caller,
         req: pb::GetTaskPushNotificationConfigRequest,
     ) -> Result<pb::TaskPushNotificationConfig> {
+        self.inner.push.resume_once();
         self.check_push()?;
         let id = parse_id(&req.task_id)?;
         self.inner.service.get(caller, &id).await?;
@@ -509,6 +517,7 @@ impl A2aService {
         caller: &Caller,
         req: pb::ListTaskPushNotificationConfigsRequest,
     ) -> Result<pb::ListTaskPushNotificationConfigsResponse> {
+        self.inner.push.resume_once();
         self.check_push()?;
         let id = parse_id(&req.task_id)?;
         self.inner.service.get(caller, &id).await?;
@@ -524,6 +533,7 @@ impl A2aService {
         caller: &Caller,
         req: pb::DeleteTaskPushNotificationConfigRequest,
     ) -> Result<()> {
+        self.inner.push.resume_once();
         self.check_push()?;
         let id = parse_id(&req.task_id)?;
         self.inner.service.get(caller, &id).await?;

@@ -559,3 +559,22 @@ async fn agent_card_is_served_with_public_urls() {
     check_fixture("extended_agent_card", &ext);
     s.stop().await;
 }
+
+#[tokio::test]
+async fn auth_required_is_granted_by_a_message() {
+    let s = start(test_config()).await;
+    let r = s
+        .rpc("SendMessage", send_params("auth github", "m-auth"))
+        .await;
+    assert_eq!(state(&r), "TASK_STATE_AUTH_REQUIRED", "{r}");
+    let mut p = send_params("granted", "m-auth-2");
+    p["message"]["taskId"] = json!(task_id(&r));
+    p["message"]["metadata"] = json!({"authorization": {"provider": "github"}});
+    let r = s.rpc("SendMessage", p).await;
+    assert_eq!(state(&r), "TASK_STATE_COMPLETED", "{r}");
+    assert_eq!(
+        r["result"]["task"]["history"][1]["metadata"],
+        json!({"authorization": {"provider": "github"}})
+    );
+    s.stop().await;
+}
