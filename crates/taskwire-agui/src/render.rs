@@ -74,6 +74,15 @@ pub struct RunSpec {
     pub idle_lifespan_ms: Option<u64>,
 }
 
+/// A message of the task in the thread view: a snapshot message, or an artifact
+/// whose activity message is built when a snapshot needs it (artifacts grow by
+/// chunks; rebuilding them per chunk would be quadratic).
+#[derive(Clone, Debug)]
+enum Entry {
+    Message(Value),
+    Artifact(String),
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum RunPhase {
     NotStarted,
@@ -88,7 +97,7 @@ enum RunPhase {
 pub struct Renderer {
     spec: RunSpec,
     prior_messages: Vec<Value>,
-    messages: Vec<Value>,
+    messages: Vec<Entry>,
     artifacts: Vec<Artifact>,
     state: Option<Value>,
     inputs: BTreeMap<String, InputRequest>,
@@ -174,7 +183,21 @@ impl Renderer {
     /// The thread's messages as a `MESSAGES_SNAPSHOT` restates them.
     pub fn thread_messages(&self) -> Vec<Value> {
         let mut v = self.prior_messages.clone();
-        v.extend(self.messages.iter().cloned());
+        for e in &self.messages {
+            match e {
+                Entry::Message(m) => v.push(m.clone()),
+                Entry::Artifact(aid) => {
+                    if let Some(a) = self.artifacts.iter().find(|a| &a.artifact_id == aid) {
+                        v.push(json!({
+                            "id": activity_id(&self.spec.task_id, aid),
+                            "role": role::ACTIVITY,
+                            "activityType": vocab::ARTIFACT_ACTIVITY_TYPE,
+                            "content": artifact_content(a),
+                        }));
+                    }
+                }
+            }
+        }
         v
     }
 
@@ -187,12 +210,14 @@ impl Renderer {
     /// the run).
     pub fn fold(&mut self, e: &CoreEvent) {
         match &e.kind {
-            EventKind::Message { message, .. } => self.messages.push(snapshot_message(message)),
+            EventKind::Message { message, .. } => self
+                .messages
+                .push(Entry::Message(snapshot_message(message))),
             EventKind::Status {
                 to: TaskState::Completed,
                 message: Some(m),
                 ..
-            } => self.messages.push(snapshot_message(m)),
+            } => self.messages.push(Entry::Message(snapshot_message(m))),
             EventKind::Artifact {
                 artifact, append, ..
             } => self.apply_artifact(artifact, *append),
@@ -238,8 +263,7 @@ impl Renderer {
     }
 
     fn apply_artifact(&mut self, a: &Artifact, append: bool) {
-        let id = activity_id(&self.spec.task_id, &a.artifact_id);
-        let merged = match self
+        match self
             .artifacts
             .iter_mut()
             .find(|x| x.artifact_id == a.artifact_id)
@@ -247,30 +271,12 @@ impl Renderer {
             Some(existing) if append => {
                 existing.parts.extend(a.parts.iter().cloned());
                 existing.complete = a.complete;
-                existing.clone()
             }
-            Some(existing) => {
-                *existing = a.clone();
-                existing.clone()
-            }
+            Some(existing) => *existing = a.clone(),
             None => {
                 self.artifacts.push(a.clone());
-                a.clone()
+                self.messages.push(Entry::Artifact(a.artifact_id.clone()));
             }
-        };
-        let msg = json!({
-            "id": id,
-            "role": role::ACTIVITY,
-            "activityType": vocab::ARTIFACT_ACTIVITY_TYPE,
-            "content": artifact_content(&merged),
-        });
-        match self
-            .messages
-            .iter_mut()
-            .find(|m| m.get("id").and_then(Value::as_str) == Some(id.as_str()))
-        {
-            Some(m) => *m = msg,
-            None => self.messages.push(msg),
         }
     }
 
@@ -552,7 +558,7 @@ impl Renderer {
                     if !restating {
                         out.extend(text_triad(m));
                     }
-                    self.messages.push(snapshot_message(m));
+                    self.messages.push(Entry::Message(snapshot_message(m)));
                 }
                 out.push(EventBody::RunFinished {
                     thread_id,

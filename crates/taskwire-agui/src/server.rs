@@ -454,6 +454,17 @@ async fn prior_messages(
     let Ok(tasks) = thread_tasks(&inner.service, caller, thread_id).await else {
         return Vec::new();
     };
+    prior_messages_of(inner, caller, thread_id, task, &tasks).await
+}
+
+/// [`prior_messages`] from a list of the thread's tasks, oldest first.
+async fn prior_messages_of(
+    inner: &Inner,
+    caller: &Caller,
+    thread_id: &str,
+    task: &Task,
+    tasks: &[Task],
+) -> Vec<Value> {
     let mut prior = Vec::new();
     for t in tasks.iter().take_while(|t| t.id != task.id) {
         let Ok(events) = all_events(&inner.service, caller, &t.id).await else {
@@ -574,7 +585,7 @@ async fn start_run(inner: &Inner, caller: &Caller, input: &RunAgentInput) -> Res
         .parent_run_id
         .clone()
         .or_else(|| inner.runs.last_of_task(&task.id.to_string()));
-    let prior_messages = prior_messages(inner, caller, &input.thread_id, &task).await;
+    let prior_messages = prior_messages_of(inner, caller, &input.thread_id, &task, &tasks).await;
     Ok(Plan {
         task,
         after_seq,
