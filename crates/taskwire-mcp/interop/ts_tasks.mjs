@@ -103,6 +103,10 @@ try {
   const asked = await drain(eclient, 'ask Favourite colour?');
   const answer = asked.find((e) => e.type === 'result');
   check('ask answered by elicitation over tasks/result', answer?.result?.content?.[0]?.text === 'answer: ts:Favourite colour?', asked);
+  // A plain (blocking) tools/call whose tool asks: the elicitation comes over the
+  // call's own stream.
+  const plain = await eclient.callTool({ name: 'run_script', arguments: { text: 'ask Pet?' } });
+  check('blocking call answered by elicitation', plain?.content?.[0]?.text === 'answer: ts:Pet?', plain);
   await eclient.close();
 } catch (e) {
   check('no exception', false, String(e?.stack ?? e));

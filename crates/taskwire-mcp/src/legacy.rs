@@ -222,6 +222,10 @@ pub(crate) async fn handle(
     if name == method::TASKS_RESULT && session.tasks() {
         return tasks_result(inner, caller, session, id, params).await;
     }
+    let as_task = session.tasks() && params.get("task").is_some();
+    if name == method::TOOLS_CALL && session.elicitation && !as_task {
+        return blocking_call_stream(inner, caller, session, id, params).await;
+    }
     match dispatch(&inner, &caller, &session, &name, &params).await {
         Ok(v) => json_response(StatusCode::OK, &wire::result(&id, v)),
         Err(e) => error_response(&id, &e),
@@ -418,8 +422,53 @@ async fn tasks_result(
         return json_response(StatusCode::OK, &final_message(&id, &task));
     }
     let (tx, rx) = mpsc::channel::<Value>(16);
-    tokio::spawn(drive_result(inner, caller, session, id, task, tx));
+    tokio::spawn(drive_result(
+        inner,
+        caller,
+        session,
+        id,
+        task,
+        tx,
+        Mode::TaskResult,
+    ));
     sse_of(rx)
+}
+
+/// A blocking `tools/call` from a client that can answer elicitations: the answer
+/// is a stream that delivers the task's elicitations as server-to-client requests
+/// and ends with the `CallToolResult` (or an error after the call timeout, which
+/// cancels the task).
+async fn blocking_call_stream(
+    inner: Arc<Inner>,
+    caller: Caller,
+    session: Arc<Session>,
+    id: Value,
+    params: Map<String, Value>,
+) -> Response {
+    let task = match inner.start_call(&caller, &params, None).await {
+        Ok(t) => t,
+        Err(e) => return error_response(&id, &e),
+    };
+    let (tx, rx) = mpsc::channel::<Value>(16);
+    tokio::spawn(drive_result(
+        inner,
+        caller,
+        session,
+        id,
+        task,
+        tx,
+        Mode::BlockingCall,
+    ));
+    sse_of(rx)
+}
+
+/// What a driven stream answers.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// `tasks/result`: status notifications, the result with the related-task key.
+    TaskResult,
+    /// A blocking `tools/call`: no task vocabulary on the wire, just the result.
+    BlockingCall,
 }
 
 /// An SSE response: a priming event (an id and empty data, which clients skip),
@@ -450,32 +499,48 @@ async fn drive_result(
     id: Value,
     task: Task,
     tx: mpsc::Sender<Value>,
+    mode: Mode,
 ) {
     let poll = inner.config.poll_interval_ms;
-    let deadline = tokio::time::Instant::now() + inner.config.result_timeout;
+    let limit = match mode {
+        Mode::TaskResult => inner.config.result_timeout,
+        Mode::BlockingCall => inner.config.call_timeout,
+    };
+    let deadline = tokio::time::Instant::now() + limit;
+    let notify = mode == Mode::TaskResult;
     let mut last_status = vocab::status(&task, Generation::Legacy).0;
     let mut sent_keys: BTreeSet<String> = BTreeSet::new();
     let task_id = task.id.clone();
     // The stream opens with the task's current status.
     let mut first = vocab::legacy_task(&task, poll);
     first.insert("_meta".into(), related(&task));
-    if tx
-        .send(wire::notification(
-            method::NOTIFY_TASKS_STATUS,
-            Value::Object(first),
-        ))
-        .await
-        .is_err()
+    if notify
+        && tx
+            .send(wire::notification(
+                method::NOTIFY_TASKS_STATUS,
+                Value::Object(first),
+            ))
+            .await
+            .is_err()
     {
         return;
     }
     loop {
         let now = tokio::time::Instant::now();
         if now >= deadline {
-            let e = RpcError::internal(format!(
-                "task {task_id} did not finish within {} ms; poll tasks/get and call tasks/result again",
-                inner.config.result_timeout.as_millis()
-            ));
+            let e = match mode {
+                Mode::TaskResult => RpcError::internal(format!(
+                    "task {task_id} did not finish within {} ms; poll tasks/get and call tasks/result again",
+                    limit.as_millis()
+                )),
+                Mode::BlockingCall => {
+                    inner.abandon(&caller, &task_id, "tools/call timed out").await;
+                    RpcError::internal(format!(
+                        "tools/call did not finish within {} ms and was cancelled; call it as a task (params.task) to wait longer",
+                        limit.as_millis()
+                    ))
+                }
+            };
             let _ = tx.send(wire::error(&id, &e)).await;
             return;
         }
@@ -502,7 +567,9 @@ async fn drive_result(
             }
         };
         let st = vocab::status(&t, Generation::Legacy).0;
-        if st != last_status {
+        if st != last_status && !notify {
+            last_status = st;
+        } else if st != last_status {
             last_status = st;
             let mut p = vocab::legacy_task(&t, poll);
             p.insert("_meta".into(), related(&t));
@@ -518,7 +585,17 @@ async fn drive_result(
             }
         }
         if t.state.is_terminal() {
-            let _ = tx.send(final_message(&id, &t)).await;
+            let msg = match mode {
+                Mode::TaskResult => final_message(&id, &t),
+                Mode::BlockingCall => match vocab::outcome(&t) {
+                    Outcome::Result(r) => wire::result(&id, Value::Object(r)),
+                    Outcome::Error(e) => wire::error_object(&id, e),
+                    Outcome::Cancelled | Outcome::Pending => {
+                        wire::error(&id, &RpcError::internal("the tool call was cancelled"))
+                    }
+                },
+            };
+            let _ = tx.send(msg).await;
             return;
         }
         if !(elicit && t.state.is_interrupted()) {
@@ -540,7 +617,9 @@ async fn drive_result(
                 .and_then(Value::as_object)
                 .cloned()
                 .unwrap_or_default();
-            params.insert("_meta".into(), related(&t));
+            if notify {
+                params.insert("_meta".into(), related(&t));
+            }
             let out = wire::request(&rid, method::ELICITATION_CREATE, Value::Object(params));
             if tx.send(out).await.is_err() {
                 return;

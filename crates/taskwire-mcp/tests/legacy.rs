@@ -320,3 +320,38 @@ async fn sessions_end_with_delete() {
     golden("legacy_session_not_found", &r);
     s.shutdown().await;
 }
+
+#[tokio::test]
+async fn blocking_call_delivers_the_elicitation_over_its_stream() {
+    let s = Server::start().await;
+    let (sess, _) = Session::open(&s, "alice", true).await;
+    let mut req = s
+        .http
+        .post(&s.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    for (k, v) in sess.headers() {
+        req = req.header(k, v);
+    }
+    let resp = req
+        .body(
+            json!({"jsonrpc": "2.0", "id": "c1", "method": "tools/call",
+                   "params": {"name": "run_script", "arguments": {"text": "ask Pet?"}}})
+            .to_string(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let mut sse = SseReader::new(resp);
+    let elicit = sse.next().await.expect("an elicitation");
+    assert_eq!(elicit["method"], "elicitation/create", "{elicit}");
+    assert!(elicit["params"].get("_meta").is_none());
+    golden("legacy_blocking_elicitation_request", &elicit);
+    sess.send(json!({"jsonrpc": "2.0", "id": elicit["id"], "result": {"action": "accept", "content": {"answer": "cat"}}}))
+        .await;
+    let fin = sse.next().await.expect("the result");
+    assert_eq!(fin["id"], "c1");
+    assert_eq!(fin["result"]["content"][0]["text"], "answer: cat");
+    assert!(sse.next().await.is_none());
+    s.shutdown().await;
+}
