@@ -137,7 +137,12 @@ fn parse_envelope(v: Value) -> std::result::Result<Request, (Value, A2aError)> {
     let params = match m.remove("params") {
         None | Some(Value::Null) => Value::Object(Default::default()),
         Some(p @ Value::Object(_)) => p,
-        Some(_) => return invalid("params must be an object"),
+        Some(_) => {
+            return Err((
+                id,
+                A2aError::new(A2aErrorKind::InvalidParams, "params must be an object"),
+            ))
+        }
     };
     Ok(Request {
         id,

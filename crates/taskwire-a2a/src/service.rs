@@ -202,7 +202,12 @@ impl A2aService {
                 .as_ref()
                 .map(convert::struct_to_map)
                 .unwrap_or_default();
-            svc.create(caller, create).await?.task
+            let created = svc.create(caller, create).await?;
+            if !created.created {
+                // A retried create: the first call registered its push config.
+                return Ok(Started::Task(Box::new(created.task)));
+            }
+            created.task
         };
         if let Some(mut pc) = push_config {
             pc.task_id = task.id.as_str().to_string();

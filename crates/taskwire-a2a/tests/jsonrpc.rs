@@ -276,6 +276,14 @@ async fn envelope_errors() {
         "{v}"
     );
     check_fixture("error_invalid_params", &v);
+    let (_, b) = s
+        .raw(
+            r#"{"jsonrpc":"2.0","id":8,"method":"GetTask","params":[1]}"#,
+            &[],
+        )
+        .await;
+    let v: Value = serde_json::from_str(&b).unwrap();
+    assert_eq!(v["error"]["code"], -32602);
     let e = s.rpc("SendMessage", json!({})).await;
     assert_eq!(e["error"]["code"], -32602);
     assert!(e["error"]["message"].as_str().unwrap().contains("message"));
