@@ -307,3 +307,27 @@ async fn subscriptions_listen_streams_task_notifications() {
     golden("current_subscriptions_listen_result", &last);
     s.shutdown().await;
 }
+
+#[tokio::test]
+async fn rejects_streams_and_replies_map_to_call_tool_results() {
+    let s = Server::start().await;
+    let id = start_task(&s, "reject not today").await;
+    let t = s.poll(&id, |t| t["status"] == "completed").await;
+    assert_eq!(t["result"]["isError"], true);
+    assert_eq!(t["result"]["content"][0]["text"], "not today");
+    golden("current_get_rejected", &json!({"result": t}));
+    let id = start_task(&s, "stream 3").await;
+    let t = s.poll(&id, |t| t["status"] == "completed").await;
+    let texts: Vec<&str> = t["result"]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["text"].as_str())
+        .collect();
+    assert_eq!(texts.concat(), "chunk 1 of 3\nchunk 2 of 3\nchunk 3 of 3\n");
+    let id = start_task(&s, "message\nhello there").await;
+    let t = s.poll(&id, |t| t["status"] == "completed").await;
+    let all = t["result"]["content"].to_string();
+    assert!(all.contains("hello there"), "{all}");
+    s.shutdown().await;
+}
