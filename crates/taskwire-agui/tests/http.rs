@@ -373,8 +373,22 @@ async fn reconnect_resumes_after_last_event_id() {
             rest,
             "cut after {id}"
         );
-        if cut == 3 {
-            golden("reconnected", &r.frames);
+        // Pinned: a cut inside an open step, and one after an incomplete artifact.
+        if id == "6.1" {
+            assert_eq!(
+                r.events()[1]["type"],
+                "STEP_STARTED",
+                "the open step is re-opened"
+            );
+            golden("reconnected_step_open", &r.frames);
+        }
+        if id == "10.1" {
+            assert_eq!(
+                r.events()[1]["type"],
+                "ACTIVITY_SNAPSHOT",
+                "the artifact is restated"
+            );
+            golden("reconnected_artifact_open", &r.frames);
         }
     }
     // After the last frame: nothing left.
