@@ -16,7 +16,8 @@ use taskwire_grpc::GrpcAdapter;
 
 fn python() -> Option<PathBuf> {
     if let Ok(p) = std::env::var("TASKWIRE_A2A_PYTHON") {
-        return Some(PathBuf::from(p));
+        let p = PathBuf::from(p);
+        return p.exists().then_some(p);
     }
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
     let p = root.join("target/a2a-interop-venv/bin/python");
