@@ -311,3 +311,123 @@ pub fn task_frame(t: &Task, view: TaskView) -> pb::StreamResponse {
         payload: Some(pb::stream_response::Payload::Task(task_to_pb(t, view))),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Utc;
+    use taskwire_core::event::EventKind;
+    use taskwire_core::TaskId;
+
+    fn event(seq: u64, kind: EventKind) -> Event {
+        Event {
+            task_id: TaskId::new(),
+            seq,
+            version: seq,
+            at: Utc::now(),
+            kind,
+        }
+    }
+
+    fn task() -> Task {
+        let now = Utc::now();
+        serde_json::from_value(serde_json::json!({
+            "id": TaskId::new(), "contextId": "ctx", "tenant": "t", "owner": "o",
+            "responsibleUser": "o", "agent": "a", "state": "submitted",
+            "stateChangedAt": now, "createdAt": now, "updatedAt": now, "version": 1,
+            "lastSeq": 2, "turns": 0, "artifacts": [],
+            "history": [
+                {"messageId": "m1", "role": "user", "parts": [{"kind": "text", "text": "a"}]},
+                {"messageId": "m2", "role": "agent", "parts": [{"kind": "text", "text": "b"}]},
+                {"messageId": "m3", "role": "user", "parts": [{"kind": "text", "text": "c"}]}
+            ]
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn history_length_keeps_the_most_recent() {
+        let t = task();
+        let v = task_to_pb(
+            &t,
+            TaskView {
+                history_length: Some(2),
+                without_artifacts: false,
+            },
+        );
+        let ids: Vec<&str> = v.history.iter().map(|m| m.message_id.as_str()).collect();
+        assert_eq!(ids, ["m2", "m3"]);
+        assert!(v
+            .history
+            .iter()
+            .all(|m| m.task_id == t.id.as_str() && m.context_id == "ctx"));
+        assert!(history_length(Some(-1), "x").is_err());
+    }
+
+    #[test]
+    fn frames_per_event_kind() {
+        use pb::stream_response::Payload;
+        let t = task();
+        let mut b = FrameBuilder::new(&t);
+        let f = b.frame(&event(
+            3,
+            EventKind::Status {
+                from: TaskState::Submitted,
+                to: TaskState::Working,
+                message: None,
+                cause: None,
+                error: None,
+            },
+        ));
+        assert!(
+            matches!(f.and_then(|f| f.payload), Some(Payload::StatusUpdate(u)) if u.status.as_ref().map(|s| s.state) == Some(2))
+        );
+        assert_eq!(b.state(), TaskState::Working);
+        let agent_msg = EventKind::Message {
+            message: Message::agent_text("thinking"),
+            queued: false,
+        };
+        match b.frame(&event(4, agent_msg)).and_then(|f| f.payload) {
+            Some(Payload::StatusUpdate(u)) => {
+                let st = u.status.unwrap();
+                assert_eq!(st.state, 2);
+                assert_eq!(st.message.unwrap().role, 2);
+            }
+            other => panic!("{other:?}"),
+        }
+        let user_msg = EventKind::Message {
+            message: Message::user_text("hi"),
+            queued: true,
+        };
+        assert!(b.frame(&event(5, user_msg)).is_none());
+        assert!(b
+            .frame(&event(6, EventKind::TurnStarted { turn: 1 }))
+            .is_none());
+        let art = EventKind::Artifact {
+            artifact: Artifact {
+                artifact_id: "a".into(),
+                name: Some("n".into()),
+                description: None,
+                parts: vec![Part::text("x")],
+                metadata: Default::default(),
+                complete: false,
+            },
+            append: true,
+            last_chunk: false,
+        };
+        match b.frame(&event(7, art)).and_then(|f| f.payload) {
+            Some(Payload::ArtifactUpdate(u)) => {
+                assert!(u.append && !u.last_chunk);
+                assert_eq!(u.artifact.unwrap().name, "n");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn values_round_trip() {
+        let v = serde_json::json!({"a": [1, 2.5, null, true, "s", {"b": {}}]});
+        let Value::Object(m) = &v else { panic!() };
+        assert_eq!(Value::Object(struct_to_map(&map_to_struct(m))), v);
+    }
+}

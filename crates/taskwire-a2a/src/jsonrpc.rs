@@ -351,3 +351,80 @@ pub async fn agent_card(State(svc): State<A2aService>) -> Response {
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.message().to_string()).into_response(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            "[a-zA-Z0-9 ._-]{0,12}".prop_map(Value::String),
+            prop_oneof![
+                Just("2.0"),
+                Just("jsonrpc"),
+                Just("method"),
+                Just("SendMessage")
+            ]
+            .prop_map(|s| Value::String(s.into())),
+        ];
+        leaf.prop_recursive(3, 24, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map(
+                    prop_oneof![
+                        Just("jsonrpc".to_string()),
+                        Just("id".to_string()),
+                        Just("method".to_string()),
+                        Just("params".to_string()),
+                        "[a-z]{1,6}"
+                    ],
+                    inner,
+                    0..5
+                )
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn envelope_parser_never_panics_and_errors_are_request_errors(v in json_value()) {
+            match parse_envelope(v) {
+                Ok(r) => prop_assert!(r.params.is_object()),
+                Err((id, e)) => {
+                    prop_assert!(matches!(
+                        e.kind(),
+                        A2aErrorKind::InvalidRequest | A2aErrorKind::InvalidParams
+                    ));
+                    prop_assert!(id.is_null() || id.is_string() || id.is_number());
+                }
+            }
+        }
+
+        #[test]
+        fn params_decoding_never_panics(v in json_value()) {
+            let _ = protojson::from_value::<crate::pb::SendMessageRequest>(v.clone());
+            let _ = protojson::from_value::<crate::pb::ListTasksRequest>(v);
+        }
+
+        #[test]
+        fn arbitrary_bodies_are_parse_errors_or_values(body in prop::collection::vec(any::<u8>(), 0..64)) {
+            if let Ok(v) = serde_json::from_slice::<Value>(&body) {
+                let _ = parse_envelope(v);
+            }
+        }
+    }
+
+    #[test]
+    fn error_objects_carry_error_info() {
+        let e = A2aError::new(A2aErrorKind::TaskNotFound, "task not found");
+        let v = error_response(&json!("x"), &e);
+        assert_eq!(v["error"]["code"], -32001);
+        assert_eq!(v["error"]["data"][0]["@type"], ERROR_INFO_TYPE);
+        assert_eq!(v["id"], "x");
+    }
+}

@@ -144,7 +144,7 @@ impl PushManager {
     /// Validates and stores a config for `task` (whose ownership the caller checked).
     pub async fn create(
         &self,
-        caller: &Caller,
+        _caller: &Caller,
         task: &Task,
         mut cfg: pb::TaskPushNotificationConfig,
     ) -> Result<pb::TaskPushNotificationConfig> {
@@ -155,7 +155,6 @@ impl PushManager {
         taskwire_core::ids::validate_external_id("id", &cfg.id)
             .map_err(|e| A2aError::invalid_params("params.id", e))?;
         cfg.task_id = task.id.as_str().to_string();
-        let _ = caller;
         {
             let mut st = self.lock_state()?;
             let entry = st
