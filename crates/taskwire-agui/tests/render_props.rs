@@ -251,6 +251,15 @@ proptest! {
             for w in frames.windows(2) {
                 prop_assert!(w[0].pos < w[1].pos, "positions {:?} then {:?}", w[0].pos, w[1].pos);
             }
+            // Nothing is silently dropped: every core event of the run renders
+            // as at least one frame.
+            let last_seq = frames.last().map_or(start, |f| f.pos.seq);
+            for e in log.iter().filter(|e| e.seq > start && e.seq <= last_seq) {
+                prop_assert!(
+                    frames.iter().any(|f| f.pos.seq == e.seq),
+                    "core event {} ({:?}) rendered as nothing", e.seq, e.kind
+                );
+            }
             if r.is_closed() {
                 verify_all(&events).map_err(|v| TestCaseError::fail(format!("{v}\n{events:#?}")))?;
                 // A reconnect after any frame is valid on its own.
