@@ -1,0 +1,169 @@
+//! A load generator for the A2A bindings of a running `taskwire serve`:
+//! GetTask of a completed task, or blocking SendMessage (echo, a fresh messageId per
+//! request), over JSON-RPC (HTTP/1.1 keep-alive connections) or gRPC (one HTTP/2
+//! connection per worker). Reports requests/s, p50/p99 latency and, given the
+//! server's pid, the server's CPU time per request (from /proc/<pid>/stat).
+//!
+//! ```text
+//! TOKIO_WORKER_THREADS=1 taskset -c 0 target/release/taskwire serve --store memory:// &
+//! taskset -c 1 target/release/examples/a2a_load http://127.0.0.1:8080 get jsonrpc 64 10 <server-pid>
+//! ```
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "a benchmark tool: failures abort the run"
+)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use taskwire_a2a::pb;
+use taskwire_grpc::A2aServiceClient;
+use tonic::transport::Channel;
+
+fn cpu_ticks(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &s[s.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+}
+
+fn send_body(i: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": i, "method": "SendMessage", "params": {
+        "message": {"messageId": format!("load-{}-{i}", std::process::id()), "role": "ROLE_USER",
+                    "parts": [{"text": "hello"}]}}})
+}
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 6 {
+        eprintln!(
+            "usage: a2a_load <base-url> <get|send> <jsonrpc|grpc> <conns> <secs> [server-pid]"
+        );
+        std::process::exit(2);
+    }
+    let base = args[1].trim_end_matches('/').to_string();
+    let mode = args[2].clone();
+    let binding = args[3].clone();
+    let conns: usize = args[4].parse().unwrap();
+    let secs: u64 = args[5].parse().unwrap();
+    let pid: Option<u32> = args.get(6).and_then(|p| p.parse().ok());
+
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(conns)
+        .build()
+        .unwrap();
+    let seed: Value = http
+        .post(format!("{base}/a2a"))
+        .json(&send_body(0))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let task_id = seed["result"]["task"]["id"].as_str().unwrap().to_string();
+
+    let counter = Arc::new(std::sync::atomic::AtomicU64::new(1));
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let cpu0 = pid.and_then(cpu_ticks);
+    let started = Instant::now();
+    let mut handles = Vec::new();
+    for _ in 0..conns {
+        let (http, base, mode, binding, task_id, counter) = (
+            http.clone(),
+            base.clone(),
+            mode.clone(),
+            binding.clone(),
+            task_id.clone(),
+            counter.clone(),
+        );
+        handles.push(tokio::spawn(async move {
+            let mut lat = Vec::new();
+            let mut grpc = if binding == "grpc" {
+                let ch = Channel::from_shared(base.clone())
+                    .unwrap()
+                    .connect()
+                    .await
+                    .unwrap();
+                Some(A2aServiceClient::new(ch))
+            } else {
+                None
+            };
+            while Instant::now() < deadline {
+                let i = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let t = Instant::now();
+                match (&mut grpc, mode.as_str()) {
+                    (Some(c), "get") => {
+                        c.get_task(pb::GetTaskRequest {
+                            id: task_id.clone(),
+                            ..Default::default()
+                        })
+                        .await
+                        .unwrap();
+                    }
+                    (Some(c), _) => {
+                        let req = pb::SendMessageRequest {
+                            message: Some(pb::Message {
+                                message_id: format!("load-g-{}-{i}", std::process::id()),
+                                role: pb::Role::User as i32,
+                                parts: vec![pb::Part {
+                                    content: Some(pb::part::Content::Text("hello".into())),
+                                    ..Default::default()
+                                }],
+                                ..Default::default()
+                            }),
+                            ..Default::default()
+                        };
+                        c.send_message(req).await.unwrap();
+                    }
+                    (None, "get") => {
+                        let body = json!({"jsonrpc": "2.0", "id": i, "method": "GetTask",
+                                          "params": {"id": task_id}});
+                        let r = http
+                            .post(format!("{base}/a2a"))
+                            .json(&body)
+                            .send()
+                            .await
+                            .unwrap();
+                        r.bytes().await.unwrap();
+                    }
+                    (None, _) => {
+                        let r = http
+                            .post(format!("{base}/a2a"))
+                            .json(&send_body(i))
+                            .send()
+                            .await
+                            .unwrap();
+                        r.bytes().await.unwrap();
+                    }
+                }
+                lat.push(t.elapsed().as_micros() as u64);
+            }
+            lat
+        }));
+    }
+    let mut all = Vec::new();
+    for h in handles {
+        all.extend(h.await.unwrap());
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let cpu1 = pid.and_then(cpu_ticks);
+    all.sort_unstable();
+    let n = all.len().max(1);
+    let pct = |p: f64| all[((n as f64 * p) as usize).min(n - 1)];
+    println!(
+        "{mode} over {binding}: {} requests in {elapsed:.1}s = {:.0} req/s, p50 {} µs, p99 {} µs",
+        all.len(),
+        all.len() as f64 / elapsed,
+        pct(0.50),
+        pct(0.99)
+    );
+    if let (Some(a), Some(b)) = (cpu0, cpu1) {
+        // /proc ticks are 1/100 s on Linux.
+        let cpu_us = (b - a) as f64 * 10_000.0;
+        println!("server CPU: {:.1} µs per request", cpu_us / n as f64);
+    }
+}
