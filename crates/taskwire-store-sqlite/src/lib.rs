@@ -113,7 +113,14 @@ impl SqliteStore {
         let path = std::fs::canonicalize(path)?;
         let hub = Arc::new(WakeHub::new());
         let cache = Arc::new(SnapshotCache::new(options.cache_tasks));
-        let writer = Writer::new(conn, hub.clone(), cache.clone(), options.max_batch)?;
+        let writer = Writer::new(
+            conn,
+            &path,
+            hub.clone(),
+            cache.clone(),
+            options.max_batch,
+            options.synchronous == Synchronous::Full,
+        )?;
         let readers = Arc::new(Readers::new(path.clone(), options.readers)?);
         let (tx, rx) = mpsc::channel();
         let handle = std::thread::Builder::new()

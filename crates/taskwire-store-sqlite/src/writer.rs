@@ -8,9 +8,24 @@
 //! before it writes anything, so it never disturbs the others. Should SQLite itself
 //! fail in the middle of a batch, the batch is rolled back and each request is
 //! retried in a transaction of its own, so one bad request cannot fail its neighbours.
+//!
+//! With `synchronous=full` the sync of the write-ahead log is pipelined: the writer
+//! commits with SQLite's own sync turned off and hands the batch to a syncer thread,
+//! which `fdatasync`s the log (one sync covers every batch committed before it
+//! started) and only then publishes the batch and answers its requests, while the
+//! writer already runs the next batch. An acknowledged write is therefore exactly as
+//! durable as before. Claims and renewals, which need no durability (a lease lost
+//! in a crash is simply re-claimed), are answered as soon as they are committed.
+//! Checkpoints run on the writer with `synchronous=full` for their duration, so the
+//! database file is synced before the log is reused, and the connection is switched
+//! back to `full` before it closes.
 
+use std::cell::Cell;
+use std::fs::File;
+use std::path::Path;
 use std::sync::mpsc;
 use std::sync::Arc;
+use std::thread::JoinHandle;
 
 use rusqlite::{params, Connection, OptionalExtension};
 use taskwire_core::store::{Claim, IdempotencyKey, QueueOp, TaskWake};
@@ -179,6 +194,29 @@ const RELEASE: &str = "UPDATE queue SET available = 1, lease_owner = NULL, lease
 const DROP_CLAIM: &str = "DELETE FROM queue \
      WHERE tid = (SELECT tid FROM tasks WHERE id = ?1) AND epoch = ?2 AND lease_owner = ?3";
 
+/// WAL pages after a checkpoint from which the writer checkpoints (64 MiB).
+const CHECKPOINT_PAGES: i32 = 16_384;
+
+thread_local! {
+    /// Pages in the write-ahead log after the last commit on this thread's writer
+    /// connection (set by the WAL hook, which runs on the committing thread).
+    static WAL_PAGES: Cell<i32> = const { Cell::new(0) };
+}
+
+fn wal_pages_hook(_wal: &rusqlite::hooks::Wal, pages: std::ffi::c_int) -> rusqlite::Result<()> {
+    WAL_PAGES.with(|p| p.set(pages));
+    Ok(())
+}
+
+/// A committed batch waiting for the log sync before it is published and answered.
+type Committed = Vec<(Op, Done)>;
+
+/// The syncer: makes committed batches durable, then publishes and answers them.
+struct Syncer {
+    tx: mpsc::Sender<Committed>,
+    handle: JoinHandle<()>,
+}
+
 /// The state of the writer thread.
 pub(crate) struct Writer {
     conn: Connection,
@@ -187,6 +225,11 @@ pub(crate) struct Writer {
     max_batch: usize,
     /// The next FIFO position for a claimable entry.
     next_ready: i64,
+    /// Set when the log sync is pipelined (`synchronous=full`).
+    syncer: Option<Syncer>,
+    /// WAL pages at the last checkpoint attempt (a passive checkpoint that could not
+    /// finish is not retried at every commit).
+    checkpointed_at: i32,
 }
 
 fn parse_id(s: &str) -> Result<TaskId, StoreError> {
@@ -194,22 +237,61 @@ fn parse_id(s: &str) -> Result<TaskId, StoreError> {
 }
 
 impl Writer {
+    /// A writer on `conn` (opened by [`crate::schema::open_writer`] on `path`). With
+    /// `pipelined_sync` (for `synchronous=full`) the log sync moves to a syncer
+    /// thread; without it, or if the log file cannot be opened, SQLite syncs at
+    /// each commit as configured.
     pub(crate) fn new(
         conn: Connection,
+        path: &Path,
         hub: Arc<WakeHub>,
         cache: Arc<SnapshotCache>,
         max_batch: usize,
+        pipelined_sync: bool,
     ) -> Result<Self, rusqlite::Error> {
+        // This read also opens (creating if needed) the write-ahead log.
         let last: i64 =
             conn.query_row("SELECT COALESCE(MAX(ready_seq), 0) FROM queue", [], |r| {
                 r.get(0)
             })?;
+        let mut syncer = None;
+        if pipelined_sync {
+            let mut wal_path = path.as_os_str().to_owned();
+            wal_path.push("-wal");
+            match File::options().read(true).write(true).open(&wal_path) {
+                Ok(wal) => {
+                    // The hook replaces SQLite's automatic checkpoint, which would
+                    // run without syncing the database file: the writer checkpoints.
+                    conn.wal_hook(Some(wal_pages_hook));
+                    conn.pragma_update(None, "synchronous", "OFF")?;
+                    let (tx, rx) = mpsc::channel();
+                    let (h2, c2) = (hub.clone(), cache.clone());
+                    match std::thread::Builder::new()
+                        .name("taskwire-sqlite-sync".into())
+                        .spawn(move || sync_loop(wal, h2, c2, rx))
+                    {
+                        Ok(handle) => syncer = Some(Syncer { tx, handle }),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "no syncer thread; sqlite syncs at commit");
+                            conn.wal_hook(None);
+                            conn.pragma_update(None, "wal_autocheckpoint", 16_384)?;
+                            conn.pragma_update(None, "synchronous", "FULL")?;
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot open the write-ahead log; sqlite syncs at commit");
+                }
+            }
+        }
         Ok(Self {
             conn,
             hub,
             cache,
             max_batch: max_batch.max(1),
             next_ready: last.saturating_add(1),
+            syncer,
+            checkpointed_at: 0,
         })
     }
 
@@ -225,6 +307,50 @@ impl Writer {
                 }
             }
             self.run_batch(&mut batch);
+            if self.syncer.is_some() {
+                self.maybe_checkpoint();
+            }
+        }
+        if let Some(s) = self.syncer.take() {
+            drop(s.tx);
+            if s.handle.join().is_err() {
+                tracing::error!("the sqlite syncer thread panicked");
+            }
+            // Closing checkpoints and deletes the log: sync the database first.
+            WAL_PAGES.with(|p| p.set(0));
+            self.conn.wal_hook(None);
+            if let Err(e) = self.conn.pragma_update(None, "synchronous", "FULL") {
+                tracing::error!(error = %e, "sqlite: restoring synchronous=full before close failed");
+            }
+        }
+    }
+
+    /// Checkpoints (syncing the log, then the database file) once the log is large.
+    fn maybe_checkpoint(&mut self) {
+        let pages = WAL_PAGES.with(Cell::get);
+        if pages < self.checkpointed_at.saturating_add(CHECKPOINT_PAGES) {
+            if pages < self.checkpointed_at {
+                // The log was reset.
+                self.checkpointed_at = 0;
+            }
+            return;
+        }
+        let r = self
+            .conn
+            .pragma_update(None, "synchronous", "FULL")
+            .and_then(|()| {
+                self.conn
+                    .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i64>(0))
+            })
+            .and_then(|_| self.conn.pragma_update(None, "synchronous", "OFF"));
+        match r {
+            Ok(()) => self.checkpointed_at = pages,
+            Err(e) => {
+                tracing::warn!(error = %e, "sqlite checkpoint failed");
+                self.checkpointed_at = pages;
+                // Never leave SQLite's sync on by accident, nor off without the syncer.
+                let _ = self.conn.pragma_update(None, "synchronous", "OFF");
+            }
         }
     }
 
@@ -239,16 +365,28 @@ impl Writer {
                 done.push(self.apply_alone(op));
             }
         }
-        let mut work = false;
-        for (op, d) in batch.iter().zip(&done) {
-            work |= self.publish(op, d);
+        if let Some(s) = &self.syncer {
+            let mut committed = Vec::with_capacity(batch.len());
+            for (op, d) in batch.drain(..).zip(done) {
+                if matches!(op, Op::Claim { .. } | Op::Renew { .. }) {
+                    // Nothing to publish and nothing that must be durable.
+                    answer(op, d);
+                } else {
+                    committed.push((op, d));
+                }
+            }
+            if !committed.is_empty() {
+                if let Err(mpsc::SendError(lost)) = s.tx.send(committed) {
+                    for (op, _) in lost {
+                        op.reject(StoreError::Backend(
+                            "the sqlite syncer thread has stopped".into(),
+                        ));
+                    }
+                }
+            }
+            return;
         }
-        if work {
-            self.hub.work_queued();
-        }
-        for (op, d) in batch.drain(..).zip(done) {
-            answer(op, d);
-        }
+        publish_and_answer(&self.hub, &self.cache, batch.drain(..).zip(done));
     }
 
     /// Applies a whole batch in one transaction.
@@ -599,29 +737,84 @@ impl Writer {
         }
         Ok(Ok(ids))
     }
+}
 
-    /// Publishes what a committed request changed (to the snapshot cache first, then
-    /// to the hub); true if it made work available.
-    fn publish(&self, op: &Op, done: &Done) -> bool {
-        match (op, done) {
-            (Op::Create { task, enqueue, .. }, Done::Create(Ok(None))) => {
-                self.cache.put_committed(task.clone());
-                self.hub.publish(&task.id, wake_of(task));
-                *enqueue
-            }
-            (Op::Commit { task, .. }, Done::Commit(Ok(queued))) => {
-                self.cache.put_committed(task.clone());
-                self.hub.publish(&task.id, wake_of(task));
-                *queued
-            }
-            (_, Done::Sweep(Ok(ids))) => {
-                self.cache.remove_swept(ids);
-                false
-            }
-            (_, Done::Release(Ok(held))) => *held,
-            (_, Done::Reap(Ok(ids))) => !ids.is_empty(),
-            _ => false,
+/// Publishes what committed requests changed, then answers them.
+fn publish_and_answer(
+    hub: &WakeHub,
+    cache: &SnapshotCache,
+    items: impl Iterator<Item = (Op, Done)>,
+) {
+    let items: Vec<(Op, Done)> = items.collect();
+    let mut work = false;
+    for (op, d) in &items {
+        work |= publish(hub, cache, op, d);
+    }
+    if work {
+        hub.work_queued();
+    }
+    for (op, d) in items {
+        answer(op, d);
+    }
+}
+
+/// The syncer thread: syncs the log once for every committed batch that is
+/// waiting, then publishes and answers those batches in commit order.
+fn sync_loop(
+    wal: File,
+    hub: Arc<WakeHub>,
+    cache: Arc<SnapshotCache>,
+    rx: mpsc::Receiver<Committed>,
+) {
+    let mut pending: Vec<Committed> = Vec::new();
+    while let Ok(first) = rx.recv() {
+        pending.push(first);
+        while let Ok(more) = rx.try_recv() {
+            pending.push(more);
         }
+        match wal.sync_data() {
+            Ok(()) => {
+                for batch in pending.drain(..) {
+                    publish_and_answer(&hub, &cache, batch.into_iter());
+                }
+            }
+            Err(e) => {
+                // The batches are committed but may not be durable: say so, and
+                // publish nothing (the next successful sync covers them).
+                tracing::error!(error = %e, "syncing the sqlite write-ahead log failed");
+                for batch in pending.drain(..) {
+                    for (op, _) in batch {
+                        op.reject(StoreError::Backend(format!(
+                            "syncing the write-ahead log failed: {e}"
+                        )));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Publishes what a committed request changed (to the snapshot cache first, then
+/// to the hub); true if it made work available.
+fn publish(hub: &WakeHub, cache: &SnapshotCache, op: &Op, done: &Done) -> bool {
+    match (op, done) {
+        (Op::Create { task, enqueue, .. }, Done::Create(Ok(None))) => {
+            cache.put_committed(task.clone());
+            hub.publish(&task.id, wake_of(task));
+            *enqueue
+        }
+        (Op::Commit { task, .. }, Done::Commit(Ok(queued))) => {
+            cache.put_committed(task.clone());
+            hub.publish(&task.id, wake_of(task));
+            *queued
+        }
+        (_, Done::Sweep(Ok(ids))) => {
+            cache.remove_swept(ids);
+            false
+        }
+        (_, Done::Release(Ok(held))) => *held,
+        (_, Done::Reap(Ok(ids))) => !ids.is_empty(),
+        _ => false,
     }
 }
 
