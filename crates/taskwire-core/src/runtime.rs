@@ -202,8 +202,11 @@ async fn claim_loop(
             let config = config.clone();
             let running2 = running.clone();
             let c2 = claim.clone();
+            // The turn's future is large: keep it on the heap so that spawning and
+            // finishing the task moves a pointer instead of the whole state machine.
+            let turn = Box::pin(run_claim(service, agent, config, c2));
             let handle = tracker.spawn(async move {
-                run_claim(service, agent, config, c2).await;
+                turn.await;
                 if let Ok(mut m) = running2.lock() {
                     m.remove(&turn_id);
                 }
