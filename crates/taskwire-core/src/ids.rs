@@ -9,12 +9,54 @@ use crate::error::CoreError;
 /// Longest accepted context id, message id or other caller-chosen identifier.
 pub const MAX_EXTERNAL_ID_LEN: usize = 256;
 
+/// Bytes of operating-system randomness fetched at once per thread (32 ids).
+const POOL_BYTES: usize = 512;
+
+/// A thread's unused bytes from the operating system's generator.
+struct Pool {
+    bytes: [u8; POOL_BYTES],
+    /// Bytes before this offset were handed out (and wiped).
+    used: usize,
+}
+
+thread_local! {
+    static POOL: std::cell::RefCell<Pool> = const {
+        std::cell::RefCell::new(Pool { bytes: [0; POOL_BYTES], used: POOL_BYTES })
+    };
+}
+
 /// Returns 16 bytes from the operating system's cryptographically secure generator.
+///
+/// The bytes are fetched in blocks of [`POOL_BYTES`] per thread (one `getrandom`
+/// call per 32 ids instead of one per id); every byte is used once and wiped when
+/// handed out. (The process never forks without exec, so no two processes share a
+/// block.)
 fn random_128() -> [u8; 16] {
-    let mut buf = [0u8; 16];
+    let mut out = [0u8; 16];
+    let pooled = POOL
+        .try_with(|p| {
+            let mut p = p.try_borrow_mut().ok()?;
+            if p.used + out.len() > POOL_BYTES {
+                getrandom::fill(&mut p.bytes).ok()?;
+                p.used = 0;
+            }
+            let start = p.used;
+            let chunk = &mut p.bytes[start..start + out.len()];
+            out.copy_from_slice(chunk);
+            chunk.fill(0);
+            p.used += out.len();
+            Some(())
+        })
+        .ok()
+        .flatten();
+    if pooled.is_some() {
+        return out;
+    }
+    // No pool on this thread (it is being torn down), or the pool could not be
+    // filled: ask the OS directly.
     // getrandom only fails when the OS has no entropy source at all; fall back to
     // a time-and-counter mix so that id generation never panics.
-    if getrandom::fill(&mut buf).is_err() {
+    if getrandom::fill(&mut out).is_err() {
         use std::sync::atomic::{AtomicU64, Ordering};
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
@@ -22,10 +64,10 @@ fn random_128() -> [u8; 16] {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())
             .unwrap_or_default();
-        buf[..8].copy_from_slice(&(t as u64).to_le_bytes());
-        buf[8..].copy_from_slice(&n.to_le_bytes());
+        out[..8].copy_from_slice(&(t as u64).to_le_bytes());
+        out[8..].copy_from_slice(&n.to_le_bytes());
     }
-    buf
+    out
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -126,6 +168,26 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(a.as_str().len(), 32);
         assert_eq!(TaskId::parse(a.as_str()).ok(), Some(a));
+    }
+
+    #[test]
+    fn pooled_ids_are_distinct_across_refills_and_threads() {
+        let mut seen = std::collections::HashSet::new();
+        let per_thread = 3 * POOL_BYTES / 16 + 5;
+        let others: Vec<_> = (0..3)
+            .map(|_| {
+                std::thread::spawn(move || (0..per_thread).map(|_| random_id()).collect::<Vec<_>>())
+            })
+            .collect();
+        for _ in 0..per_thread {
+            assert!(seen.insert(random_id()));
+        }
+        for t in others {
+            for id in t.join().unwrap() {
+                assert!(seen.insert(id));
+            }
+        }
+        assert_eq!(seen.len(), 4 * per_thread);
     }
 
     #[test]
