@@ -2,7 +2,7 @@
 //! and `--store memory://`; nothing survives the process.
 
 use std::collections::{BTreeSet, VecDeque};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -28,7 +28,8 @@ struct Entry {
 
 #[derive(Debug, Default)]
 struct Inner {
-    tasks: HashMap<TaskId, Task>,
+    /// Snapshots are shared so that reads clone them after the lock is released.
+    tasks: HashMap<TaskId, Arc<Task>>,
     events: HashMap<TaskId, Vec<Event>>,
     idem: HashMap<IdempotencyKey, TaskId>,
     idem_of: HashMap<TaskId, IdempotencyKey>,
@@ -86,11 +87,13 @@ impl TaskStore for MemoryStore {
             state: task.state,
         };
         let id = task.id.clone();
+        let task = Arc::new(task);
         {
             let mut g = self.lock()?;
             if let Some(k) = &key {
-                if let Some(existing) = g.idem.get(k).and_then(|id| g.tasks.get(id)) {
-                    return Ok(CreateOutcome::Existing(existing.clone()));
+                if let Some(existing) = g.idem.get(k).and_then(|id| g.tasks.get(id)).cloned() {
+                    drop(g);
+                    return Ok(CreateOutcome::Existing(Arc::unwrap_or_clone(existing)));
                 }
             }
             if g.tasks.contains_key(&id) {
@@ -116,6 +119,8 @@ impl TaskStore for MemoryStore {
             }
             g.tasks.insert(id.clone(), task.clone());
         }
+        // Copied outside the lock.
+        let task = Arc::unwrap_or_clone(task);
         self.hub.publish(&id, wake);
         if enqueue {
             self.hub.work_queued();
@@ -124,7 +129,9 @@ impl TaskStore for MemoryStore {
     }
 
     async fn get(&self, id: &TaskId) -> Result<Option<Task>, StoreError> {
-        Ok(self.lock()?.tasks.get(id).cloned())
+        let found = self.lock()?.tasks.get(id).cloned();
+        // Copied outside the lock.
+        Ok(found.map(Arc::unwrap_or_clone))
     }
 
     async fn commit(&self, c: Commit) -> Result<(), StoreError> {
@@ -134,6 +141,7 @@ impl TaskStore for MemoryStore {
             state: c.task.state,
         };
         let mut queued = false;
+        let replaced;
         {
             let mut g = self.lock()?;
             let cur = g.tasks.get(&id).ok_or(StoreError::NotFound)?;
@@ -183,8 +191,10 @@ impl TaskStore for MemoryStore {
                 }
             }
             g.events.entry(id.clone()).or_default().extend(c.events);
-            g.tasks.insert(id.clone(), c.task);
+            replaced = g.tasks.insert(id.clone(), Arc::new(c.task));
         }
+        // The old snapshot is freed outside the lock.
+        drop(replaced);
         self.hub.publish(&id, wake);
         if queued {
             self.hub.work_queued();
@@ -243,7 +253,7 @@ impl TaskStore for MemoryStore {
             };
             if past_cursor {
                 if tasks.len() < size {
-                    tasks.push(t.clone());
+                    tasks.push(Task::clone(t));
                 } else if next.is_none() {
                     if let Some(last) = tasks.last() {
                         next = Some(encode_cursor(last.created_at, &last.id));
