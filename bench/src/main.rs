@@ -5,7 +5,7 @@
 //! Run: `cargo run --release -p taskwire-bench` (see `--help`).
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -15,28 +15,37 @@ use taskwire_core::{
     TaskStore,
 };
 
-/// Counts live heap bytes, to measure memory per stored task.
+/// Counts live heap bytes, to measure memory per stored task. Counting is on only
+/// while that is measured: a shared counter updated by every allocation would
+/// otherwise add contention to the throughput runs.
 struct Counting;
 
 static LIVE: AtomicIsize = AtomicIsize::new(0);
+static COUNTING: AtomicBool = AtomicBool::new(false);
 
 // SAFETY: delegates every call to the system allocator and only adds counting.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        if COUNTING.load(Ordering::Relaxed) {
+            LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        }
         // SAFETY: same contract as the caller's.
         unsafe { System.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        if COUNTING.load(Ordering::Relaxed) {
+            LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        }
         // SAFETY: same contract as the caller's.
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(
-            new_size as isize - layout.size() as isize,
-            Ordering::Relaxed,
-        );
+        if COUNTING.load(Ordering::Relaxed) {
+            LIVE.fetch_add(
+                new_size as isize - layout.size() as isize,
+                Ordering::Relaxed,
+            );
+        }
         // SAFETY: same contract as the caller's.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -192,6 +201,8 @@ async fn idle_bytes(n: usize) -> f64 {
     let _ = svc
         .create(&caller, CreateTask::new(Message::user_text("warm-up")))
         .await;
+    // Bytes allocated minus bytes freed while counting is the change in live heap.
+    COUNTING.store(true, Ordering::SeqCst);
     let before = LIVE.load(Ordering::Relaxed);
     for _ in 0..n {
         if svc
@@ -203,6 +214,7 @@ async fn idle_bytes(n: usize) -> f64 {
         }
     }
     let after = LIVE.load(Ordering::Relaxed);
+    COUNTING.store(false, Ordering::SeqCst);
     drop(svc);
     drop(store);
     (after - before) as f64 / n as f64
