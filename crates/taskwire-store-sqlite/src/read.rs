@@ -12,7 +12,7 @@ use taskwire_core::{Event, StoreError, Task, TaskId, TaskState};
 use tokio::sync::Semaphore;
 
 use crate::error::backend;
-use crate::row::{decode_event, decode_task, int, limit};
+use crate::row::{decode_events, decode_task, int, limit};
 use crate::schema::open_reader;
 
 /// The read-only connections.
@@ -75,8 +75,9 @@ impl Readers {
 }
 
 const GET: &str = "SELECT body FROM tasks WHERE id = ?1";
-const EVENTS: &str = "SELECT body FROM events WHERE tid = (SELECT tid FROM tasks WHERE id = ?1) \
-     AND seq > ?2 ORDER BY seq LIMIT ?3";
+const EVENTS: &str = "SELECT body FROM event_log \
+     WHERE tid = (SELECT tid FROM tasks WHERE id = ?1) \
+     AND last_seq > ?2 ORDER BY last_seq LIMIT ?3";
 const IDLE: &str = "SELECT id FROM tasks WHERE terminal = 0 AND idle_ns IS NOT NULL \
      AND idle_ns < ?1 ORDER BY idle_ns LIMIT ?2";
 
@@ -100,9 +101,18 @@ pub(crate) fn events(
             r.get::<_, Vec<u8>>(0)
         })
         .map_err(backend)?;
+    // Each row holds at least one event past the cursor, so `max` rows are enough.
     let mut out = Vec::new();
-    for body in rows {
-        out.push(decode_event(&body.map_err(backend)?)?);
+    'rows: for body in rows {
+        for e in decode_events(&body.map_err(backend)?)? {
+            if e.seq <= after_seq {
+                continue;
+            }
+            if out.len() >= max {
+                break 'rows;
+            }
+            out.push(e);
+        }
     }
     Ok(out)
 }

@@ -89,24 +89,24 @@ impl TaskRow {
     }
 }
 
-/// One event row: sequence number and JSON body.
+/// One event-log row: the sequence number of its last event and the events of one
+/// commit as a JSON array.
 pub(crate) type EventRow = (i64, Vec<u8>);
 
+/// The event-log rows of one commit's events: none or one.
 pub(crate) fn event_rows(events: &[Event]) -> Result<Vec<EventRow>, StoreError> {
-    events
-        .iter()
-        .map(|e| {
-            serde_json::to_vec(e)
-                .map(|b| (int(e.seq), b))
-                .map_err(|err| StoreError::Backend(format!("encoding event: {err}")))
-        })
-        .collect()
+    let Some(last) = events.last() else {
+        return Ok(Vec::new());
+    };
+    let body = serde_json::to_vec(events)
+        .map_err(|err| StoreError::Backend(format!("encoding events: {err}")))?;
+    Ok(vec![(int(last.seq), body)])
 }
 
 pub(crate) fn decode_task(body: &[u8]) -> Result<Task, StoreError> {
     serde_json::from_slice(body).map_err(|e| StoreError::Corrupt(format!("task: {e}")))
 }
 
-pub(crate) fn decode_event(body: &[u8]) -> Result<Event, StoreError> {
-    serde_json::from_slice(body).map_err(|e| StoreError::Corrupt(format!("event: {e}")))
+pub(crate) fn decode_events(body: &[u8]) -> Result<Vec<Event>, StoreError> {
+    serde_json::from_slice(body).map_err(|e| StoreError::Corrupt(format!("events: {e}")))
 }

@@ -97,6 +97,24 @@ CREATE TRIGGER tasks_count_delete AFTER DELETE ON tasks BEGIN
     UPDATE state_counts SET n = n - 1 WHERE state = OLD.state;
 END;
 "#,
+    // 2: one event-log row per commit instead of one per event. A commit appends a
+    // few events at once (a turn's final commit typically five); storing them as one
+    // JSON array keyed by the last one's sequence number takes one B-tree insert
+    // instead of several. Reads take the rows whose `last_seq` is past the cursor
+    // and drop the events at or before it.
+    r#"
+CREATE TABLE event_log (
+    tid       INTEGER NOT NULL,
+    -- Sequence number of the last event in `body`.
+    last_seq  INTEGER NOT NULL,
+    -- The events of one commit, oldest first, as a JSON array.
+    body      BLOB NOT NULL,
+    PRIMARY KEY (tid, last_seq)
+) WITHOUT ROWID;
+INSERT INTO event_log (tid, last_seq, body)
+    SELECT tid, seq, CAST('[' || CAST(body AS TEXT) || ']' AS BLOB) FROM events;
+DROP TABLE events;
+"#,
 ];
 
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -181,4 +199,54 @@ pub(crate) fn query_plan(conn: &Connection, sql: &str) -> Result<Vec<String>, ru
 pub(crate) fn plan_step_is_indexed(detail: &str) -> bool {
     let full_scan = detail.starts_with("SCAN ") && !detail.contains(" USING ");
     !full_scan && !detail.contains("TEMP B-TREE")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use taskwire_core::event::{Event, EventKind, StepPhase};
+    use taskwire_core::TaskId;
+
+    /// A log written one row per event (schema 1) reads back the same after the
+    /// migration to one row per commit, from any cursor.
+    #[test]
+    fn event_log_rows_are_migrated() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = Connection::open(dir.path().join("m.db")).unwrap();
+        conn.execute_batch(MIGRATIONS[0]).unwrap();
+        conn.pragma_update(None, "user_version", 1).unwrap();
+        let id = TaskId::new();
+        conn.execute(
+            "INSERT INTO tasks (tid, id, tenant, owner, context_id, state, terminal, version, \
+             created_us, updated_ns, body) VALUES (7, ?1, 't', 'o', 'c', 'working', 0, 3, 0, 0, x'')",
+            [id.as_str()],
+        )
+        .unwrap();
+        let events: Vec<Event> = (1..=4)
+            .map(|seq| Event {
+                task_id: id.clone(),
+                seq,
+                version: seq,
+                at: chrono::Utc::now(),
+                kind: EventKind::Step {
+                    name: format!("s{seq}"),
+                    phase: StepPhase::Started,
+                },
+            })
+            .collect();
+        for e in &events {
+            conn.execute(
+                "INSERT INTO events (tid, seq, body) VALUES (7, ?1, ?2)",
+                rusqlite::params![e.seq as i64, serde_json::to_vec(e).unwrap()],
+            )
+            .unwrap();
+        }
+        migrate(&conn).unwrap();
+        for after in 0..=4u64 {
+            let got = crate::read::events(&conn, id.as_str(), after, 100).unwrap();
+            assert_eq!(got, events[after as usize..].to_vec(), "after {after}");
+        }
+        let two = crate::read::events(&conn, id.as_str(), 1, 2).unwrap();
+        assert_eq!(two, events[1..3].to_vec());
+    }
 }

@@ -157,7 +157,7 @@ const TASK_UPDATE: &str = "UPDATE tasks SET state = ?2, terminal = ?3, version =
 const TASK_UPDATE_ALL: &str = "UPDATE tasks SET state = ?2, terminal = ?3, version = ?4, \
      updated_ns = ?5, expires_ns = ?6, idle_ns = ?7, reviewers = ?8, body = ?9, \
      tenant = ?10, owner = ?11, context_id = ?12, created_us = ?13 WHERE tid = ?1";
-const EVENT_INSERT: &str = "INSERT INTO events (tid, seq, body) VALUES (?1, ?2, ?3)";
+const EVENT_INSERT: &str = "INSERT INTO event_log (tid, last_seq, body) VALUES (?1, ?2, ?3)";
 const QUEUE_PUT: &str = "INSERT OR REPLACE INTO queue \
      (tid, available, lease_owner, lease_until, epoch, attempts, ready_seq) \
      VALUES (?1, 1, NULL, NULL, 0, 0, ?2)";
@@ -183,7 +183,7 @@ const REAP_FREE: &str = "UPDATE queue SET available = 1, lease_owner = NULL, lea
 const SWEEP_PICK: &str = "SELECT tid, id FROM tasks WHERE terminal = 1 AND expires_ns IS NOT NULL \
      AND expires_ns < ?1 LIMIT ?2";
 const SWEEP_TASK: &str = "DELETE FROM tasks WHERE tid = ?1";
-const SWEEP_EVENTS: &str = "DELETE FROM events WHERE tid = ?1";
+const SWEEP_EVENTS: &str = "DELETE FROM event_log WHERE tid = ?1";
 const SWEEP_IDEM: &str = "DELETE FROM idempotency WHERE tid = ?1";
 
 const RENEW: &str = "UPDATE queue SET lease_until = ?4 \

@@ -50,7 +50,7 @@ fn schema_is_migrated_in_wal_mode_and_a_newer_schema_is_refused() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 1);
+    assert_eq!(version, 2);
     let mode: String = conn
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
         .unwrap();
@@ -65,7 +65,7 @@ fn schema_is_migrated_in_wal_mode_and_a_newer_schema_is_refused() {
             err,
             SqliteError::SchemaTooNew {
                 found: 99,
-                supported: 1
+                supported: 2
             }
         ),
         "{err}"
@@ -167,13 +167,14 @@ async fn a_failing_request_leaves_no_trace_and_spares_its_batch() {
         .unwrap()
         .task;
     for round in 0..20 {
-        // An event that reuses sequence number 1 violates the log's primary key
-        // after the queue entry was already deleted in the same request.
+        // An event that reuses sequence number 2 (the last of the create's events,
+        // which keys its log row) violates the log's primary key after the queue
+        // entry was already deleted in the same request.
         let mut next = t.clone();
         next.version += 1;
         let bad = {
             let store = store.clone();
-            let events = vec![step(&t, 1)];
+            let events = vec![step(&t, 2)];
             tokio::spawn(async move {
                 store
                     .commit(Commit {
