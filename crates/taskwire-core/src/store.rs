@@ -2,6 +2,7 @@
 //! logs, idempotency keys and the claimable work queue live there, and every change
 //! is one atomic compare-and-set commit.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -130,7 +131,14 @@ pub struct WakeHub {
     >,
     all: broadcast::Sender<(TaskId, TaskWake)>,
     work: Notify,
+    /// Number of per-task channels at which `watch` drops those nobody listens
+    /// to any more (a task's channel otherwise outlives its last watcher until
+    /// the task is published again, which a finished task never is).
+    purge_at: AtomicUsize,
 }
+
+/// The fewest per-task channels at which stale ones are purged.
+const MIN_PURGE_AT: usize = 1024;
 
 impl Default for WakeHub {
     fn default() -> Self {
@@ -146,6 +154,7 @@ impl WakeHub {
             tasks: Mutex::new(Default::default()),
             all,
             work: Notify::new(),
+            purge_at: AtomicUsize::new(MIN_PURGE_AT),
         }
     }
 
@@ -179,10 +188,17 @@ impl WakeHub {
             state: TaskState::Submitted,
         };
         match self.tasks.lock() {
-            Ok(mut map) => map
-                .entry(task.clone())
-                .or_insert_with(|| watch::channel(initial).0)
-                .subscribe(),
+            Ok(mut map) => {
+                if map.len() >= self.purge_at.load(Ordering::Relaxed) {
+                    // Amortised: the map at least doubles between two purges.
+                    map.retain(|_, tx| tx.receiver_count() > 0);
+                    self.purge_at
+                        .store((map.len() * 2).max(MIN_PURGE_AT), Ordering::Relaxed);
+                }
+                map.entry(task.clone())
+                    .or_insert_with(|| watch::channel(initial).0)
+                    .subscribe()
+            }
             // A poisoned map cannot publish; hand out a channel that never fires and
             // let the subscriber's periodic re-read carry it.
             Err(_) => watch::channel(initial).1,
@@ -301,4 +317,33 @@ pub fn decode_cursor(cursor: &str) -> Option<(i64, String)> {
     let micros = micros.parse().ok()?;
     TaskId::parse(id).ok()?;
     Some((micros, id.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Channels of tasks nobody watches any more do not pile up (a finished task is
+    /// never published again, so `publish` alone would never drop them), and live
+    /// watchers keep theirs.
+    #[test]
+    fn watch_channels_without_watchers_are_purged() {
+        let hub = WakeHub::new();
+        let kept = TaskId::new();
+        let mut rx = hub.watch(&kept);
+        for _ in 0..20 * MIN_PURGE_AT {
+            drop(hub.watch(&TaskId::new()));
+        }
+        let len = hub.tasks.lock().map(|m| m.len()).unwrap_or(usize::MAX);
+        assert!(len <= 2 * MIN_PURGE_AT, "{len} channels kept");
+        hub.publish(
+            &kept,
+            TaskWake {
+                last_seq: 3,
+                state: TaskState::Working,
+            },
+        );
+        assert!(rx.has_changed().unwrap_or(false));
+        assert_eq!(rx.borrow_and_update().last_seq, 3);
+    }
 }
