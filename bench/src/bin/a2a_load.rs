@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! TOKIO_WORKER_THREADS=1 taskset -c 0 target/release/taskwire serve --store memory:// &
-//! taskset -c 1 target/release/examples/a2a_load http://127.0.0.1:8080 get jsonrpc 64 10 <server-pid>
+//! taskset -c 1 target/release/a2a_load http://127.0.0.1:8080 get jsonrpc 64 10 <server-pid>
 //! ```
 
 #![allow(

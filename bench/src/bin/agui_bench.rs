@@ -5,7 +5,7 @@
 //! 2. time to first event for C concurrent runs (`POST /agui`, until the first
 //!    SSE frame arrives), as percentiles.
 //!
-//! `cargo run -p taskwire-agui --example agui_bench [--release] -- [N] [C]`
+//! `cargo run -p taskwire-bench --bin agui_bench [--release] -- [N] [C]`
 //! (defaults N = 10000, C = 1000).
 
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! `tasks/get` until completed, by concurrent clients over real HTTP on
 //! 127.0.0.1, against an in-process server (memory store, scripted agent).
 //!
-//! `cargo run --release -p taskwire-mcp --example mcp_bench -- [clients] [tasks] [poll_ms]`
+//! `cargo run --release -p taskwire-bench --bin mcp_bench -- [clients] [tasks] [poll_ms]`
 //! (defaults: 64 clients, 6400 tasks in total, 2 ms between polls). Prints tasks
 //! per second and the p50/p99 latency of one call from `tools/call` to the
 //! `tasks/get` that saw it completed.
