@@ -247,18 +247,10 @@ async fn run_claim(
                 if d.task.state.is_terminal() {
                     return Ok(());
                 }
-                d.transition_with(
-                    TaskState::Failed,
-                    Some(Message::agent_text("internal error")),
-                    Some(TerminalCause::Internal),
-                    Some(TaskError {
-                        code: "internal".into(),
-                        message: format!(
-                            "the task was attempted {} times without finishing",
-                            claim.attempts - 1
-                        ),
-                    }),
-                )
+                d.fail_internal(format!(
+                    "the task was attempted {} times without finishing",
+                    claim.attempts - 1
+                ))
             })
             .await;
         if let Err(e) = r {
@@ -457,26 +449,10 @@ pub(crate) fn finish(d: &mut Draft, finish: &Finish, requested: &[String]) -> Re
                     d.set_queue(QueueOp::Remove);
                     Ok(())
                 }
-                None => d.transition_with(
-                    TaskState::Failed,
-                    Some(Message::agent_text("internal error")),
-                    Some(TerminalCause::Internal),
-                    Some(TaskError {
-                        code: "internal".into(),
-                        message: "the agent waited without requesting anything".into(),
-                    }),
-                ),
+                None => d.fail_internal("the agent waited without requesting anything"),
             }
         }
-        Finish::Crashed => d.transition_with(
-            TaskState::Failed,
-            Some(Message::agent_text("internal error")),
-            Some(TerminalCause::Internal),
-            Some(TaskError {
-                code: "internal".into(),
-                message: "internal error".into(),
-            }),
-        ),
+        Finish::Crashed => d.fail_internal("internal error"),
     }
 }
 

@@ -195,9 +195,7 @@ impl Draft {
             t.error = error.clone();
             t.idle_expires_at = None;
             t.turn_open = false;
-            t.expires_at = t.ttl_ms.map(|ms| {
-                self.now + chrono::Duration::milliseconds(ms.min(i64::MAX as u64) as i64)
-            });
+            t.expires_at = t.ttl_ms.map(|ms| after_ms(self.now, ms));
             // Nothing is outstanding on a terminal task.
             let open: Vec<String> = std::mem::take(&mut t.input_requests).into_keys().collect();
             t.superseded_keys.extend(open);
@@ -205,9 +203,7 @@ impl Draft {
             t.pending_reviews.clear();
             self.queue = QueueOp::Remove;
         } else if to.is_interrupted() {
-            t.idle_expires_at = t.idle_lifespan_ms.map(|ms| {
-                self.now + chrono::Duration::milliseconds(ms.min(i64::MAX as u64) as i64)
-            });
+            t.idle_expires_at = t.idle_lifespan_ms.map(|ms| after_ms(self.now, ms));
         } else {
             t.idle_expires_at = None;
         }
@@ -220,6 +216,20 @@ impl Draft {
             error,
         });
         Ok(())
+    }
+
+    /// Ends the task failed for an internal reason: the caller sees only the safe
+    /// status message "internal error"; `detail` goes into the task's error.
+    pub fn fail_internal(&mut self, detail: impl Into<String>) -> Result<()> {
+        self.transition_with(
+            TaskState::Failed,
+            Some(Message::agent_text("internal error")),
+            Some(TerminalCause::Internal),
+            Some(TaskError {
+                code: "internal".into(),
+                message: detail.into(),
+            }),
+        )
     }
 
     /// Resumes an interrupted task: back to working and onto the queue.
@@ -280,6 +290,16 @@ impl Draft {
             self.transitions,
         ))
     }
+}
+
+/// `now` plus `ms` milliseconds, saturating.
+fn after_ms(now: Timestamp, ms: u64) -> Timestamp {
+    now + chrono::Duration::milliseconds(i64::try_from(ms).unwrap_or(i64::MAX))
+}
+
+/// A duration in whole milliseconds, saturating.
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// A stream of events from a task's log.
@@ -467,12 +487,9 @@ impl TaskService {
             turns: 0,
             turn_open: false,
             turn_input: Vec::new(),
-            ttl_ms: ttl.map(|d| d.as_millis().min(u64::MAX as u128) as u64),
+            ttl_ms: ttl.map(millis),
             expires_at: None,
-            idle_lifespan_ms: self
-                .defaults
-                .idle_lifespan
-                .map(|d| d.as_millis().min(u64::MAX as u128) as u64),
+            idle_lifespan_ms: self.defaults.idle_lifespan.map(millis),
             idle_expires_at: None,
         };
         let ev = |seq, kind| Event {
