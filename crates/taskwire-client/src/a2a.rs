@@ -1,0 +1,671 @@
+//! A2A 1.0 over JSON-RPC 2.0 (`POST {base}/a2a`, or the JSONRPC url of the
+//! agent card), with SSE streams.
+//!
+//! Every request carries `A2A-Version: 1.0`. Params and results are ProtoJSON
+//! of the `lf.a2a.v1` messages ([`pb`], generated from `proto/a2a.proto`); each
+//! call returns the typed message together with the JSON it came from
+//! ([`Received`]). Errors are [`ClientError::Rpc`] with the JSON-RPC code,
+//! message, `error.data` and the `google.rpc.ErrorInfo` reason.
+//!
+//! Streams ([`A2aStream`]) reconnect after a break with `Last-Event-ID` and
+//! exponential backoff with jitter, and fall back to polling `GetTask` when
+//! the stream cannot be re-established.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::a2a_stream::{FrameStream, StreamKind, StreamSource};
+use crate::config::{ClientConfig, Exchange, Received};
+use crate::error::ClientError;
+use crate::http::{self, RawResponse};
+
+pub use crate::a2a_stream::{is_interrupted, is_terminal, A2aEvent, A2aStream, EventOrigin};
+
+/// The `lf.a2a.v1` messages (prost) with ProtoJSON serde (pbjson), and the
+/// gRPC client stubs (`a2a_service_client`).
+#[allow(
+    missing_docs,
+    unreachable_pub,
+    clippy::all,
+    rust_2018_idioms,
+    reason = "generated code"
+)]
+pub mod pb {
+    include!(concat!(env!("OUT_DIR"), "/lf.a2a.v1.rs"));
+    include!(concat!(env!("OUT_DIR"), "/lf.a2a.v1.serde.rs"));
+}
+
+/// The protocol version this client speaks (`A2A-Version` header).
+pub const A2A_VERSION: &str = "1.0";
+/// The version header.
+pub const VERSION_HEADER: &str = "A2A-Version";
+/// Where the public agent card is.
+pub const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";
+/// The default JSON-RPC path below the base url.
+pub const DEFAULT_PATH: &str = "/a2a";
+/// The `protocolBinding` of a JSON-RPC interface on the card.
+pub const BINDING_JSONRPC: &str = "JSONRPC";
+/// The `protocolBinding` of a gRPC interface on the card.
+pub const BINDING_GRPC: &str = "GRPC";
+
+/// The JSON-RPC method names (the RPC names of `A2AService`).
+pub mod method {
+    /// SendMessage.
+    pub const SEND_MESSAGE: &str = "SendMessage";
+    /// SendStreamingMessage.
+    pub const SEND_STREAMING_MESSAGE: &str = "SendStreamingMessage";
+    /// GetTask.
+    pub const GET_TASK: &str = "GetTask";
+    /// ListTasks.
+    pub const LIST_TASKS: &str = "ListTasks";
+    /// CancelTask.
+    pub const CANCEL_TASK: &str = "CancelTask";
+    /// SubscribeToTask.
+    pub const SUBSCRIBE_TO_TASK: &str = "SubscribeToTask";
+    /// CreateTaskPushNotificationConfig.
+    pub const CREATE_PUSH_CONFIG: &str = "CreateTaskPushNotificationConfig";
+    /// GetTaskPushNotificationConfig.
+    pub const GET_PUSH_CONFIG: &str = "GetTaskPushNotificationConfig";
+    /// ListTaskPushNotificationConfigs.
+    pub const LIST_PUSH_CONFIGS: &str = "ListTaskPushNotificationConfigs";
+    /// DeleteTaskPushNotificationConfig.
+    pub const DELETE_PUSH_CONFIG: &str = "DeleteTaskPushNotificationConfig";
+    /// GetExtendedAgentCard.
+    pub const GET_EXTENDED_AGENT_CARD: &str = "GetExtendedAgentCard";
+}
+
+/// The A2A error codes (JSON-RPC binding) and their `ErrorInfo` reasons.
+pub mod code {
+    /// TaskNotFound.
+    pub const TASK_NOT_FOUND: i64 = -32001;
+    /// TaskNotCancelable.
+    pub const TASK_NOT_CANCELABLE: i64 = -32002;
+    /// PushNotificationNotSupported.
+    pub const PUSH_NOTIFICATION_NOT_SUPPORTED: i64 = -32003;
+    /// UnsupportedOperation.
+    pub const UNSUPPORTED_OPERATION: i64 = -32004;
+    /// ContentTypeNotSupported.
+    pub const CONTENT_TYPE_NOT_SUPPORTED: i64 = -32005;
+    /// InvalidAgentResponse.
+    pub const INVALID_AGENT_RESPONSE: i64 = -32006;
+    /// ExtendedAgentCardNotConfigured.
+    pub const EXTENDED_AGENT_CARD_NOT_CONFIGURED: i64 = -32007;
+    /// ExtensionSupportRequired.
+    pub const EXTENSION_SUPPORT_REQUIRED: i64 = -32008;
+    /// VersionNotSupported.
+    pub const VERSION_NOT_SUPPORTED: i64 = -32009;
+    /// Parse error.
+    pub const PARSE_ERROR: i64 = -32700;
+    /// Invalid request.
+    pub const INVALID_REQUEST: i64 = -32600;
+    /// Method not found.
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// Invalid params.
+    pub const INVALID_PARAMS: i64 = -32602;
+    /// Internal error.
+    pub const INTERNAL: i64 = -32603;
+
+    /// The code of a `google.rpc.ErrorInfo` reason (A2A reasons and the
+    /// standard JSON-RPC ones).
+    pub fn of_reason(reason: &str) -> Option<i64> {
+        Some(match reason {
+            "TASK_NOT_FOUND" => TASK_NOT_FOUND,
+            "TASK_NOT_CANCELABLE" => TASK_NOT_CANCELABLE,
+            "PUSH_NOTIFICATION_NOT_SUPPORTED" => PUSH_NOTIFICATION_NOT_SUPPORTED,
+            "UNSUPPORTED_OPERATION" => UNSUPPORTED_OPERATION,
+            "CONTENT_TYPE_NOT_SUPPORTED" => CONTENT_TYPE_NOT_SUPPORTED,
+            "INVALID_AGENT_RESPONSE" => INVALID_AGENT_RESPONSE,
+            "EXTENDED_AGENT_CARD_NOT_CONFIGURED" => EXTENDED_AGENT_CARD_NOT_CONFIGURED,
+            "EXTENSION_SUPPORT_REQUIRED" => EXTENSION_SUPPORT_REQUIRED,
+            "VERSION_NOT_SUPPORTED" => VERSION_NOT_SUPPORTED,
+            "PARSE_ERROR" => PARSE_ERROR,
+            "INVALID_REQUEST" => INVALID_REQUEST,
+            "METHOD_NOT_FOUND" => METHOD_NOT_FOUND,
+            "INVALID_PARAMS" | "INVALID_ARGUMENT" => INVALID_PARAMS,
+            "INTERNAL_ERROR" | "INTERNAL" => INTERNAL,
+            _ => return None,
+        })
+    }
+}
+
+/// A user message with one text part and a random `messageId`.
+pub fn text_message(text: impl Into<String>) -> pb::Message {
+    pb::Message {
+        message_id: random_id(),
+        role: pb::Role::User as i32,
+        parts: vec![pb::Part {
+            content: Some(pb::part::Content::Text(text.into())),
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
+/// A `SendMessageRequest` for `message` with default configuration (blocking).
+pub fn send_request(message: pb::Message) -> pb::SendMessageRequest {
+    pb::SendMessageRequest {
+        message: Some(message),
+        ..Default::default()
+    }
+}
+
+/// A 128-bit random id, 32 hex digits.
+pub fn random_id() -> String {
+    let mut b = [0u8; 16];
+    if getrandom::fill(&mut b).is_err() {
+        // No OS randomness: fall back to time and a counter (still unique).
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        b = (t ^ u128::from(http::next_id())).to_le_bytes();
+    }
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The text of all text parts of a message, joined with newlines.
+pub fn message_text(m: &pb::Message) -> String {
+    parts_text(&m.parts)
+}
+
+/// The text of all text parts, joined with newlines.
+pub fn parts_text(parts: &[pb::Part]) -> String {
+    parts
+        .iter()
+        .filter_map(|p| match &p.content {
+            Some(pb::part::Content::Text(t)) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The A2A JSON-RPC client. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct A2aClient {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    config: ClientConfig,
+    http: reqwest::Client,
+    endpoint: String,
+}
+
+impl A2aClient {
+    /// A client for `{base}/a2a`.
+    pub fn new(config: ClientConfig) -> Result<Self, ClientError> {
+        let endpoint = config.url(DEFAULT_PATH);
+        Self::with_endpoint(config, endpoint)
+    }
+
+    /// A client for the JSON-RPC endpoint `url` (absolute, or a path below the
+    /// base url).
+    pub fn with_endpoint(config: ClientConfig, url: impl AsRef<str>) -> Result<Self, ClientError> {
+        let http = config.http_client()?;
+        let endpoint = config.url(url.as_ref());
+        Ok(Self {
+            inner: Arc::new(Inner {
+                config,
+                http,
+                endpoint,
+            }),
+        })
+    }
+
+    /// Fetches the agent card and returns a client for its JSONRPC interface
+    /// (`{base}/a2a` if the card lists none), with the card.
+    pub async fn discover(
+        config: ClientConfig,
+    ) -> Result<(Self, Received<pb::AgentCard>), ClientError> {
+        let probe = Self::new(config.clone())?;
+        let card = probe.agent_card().await?;
+        let url = interface_url(&card, BINDING_JSONRPC);
+        let client = match url {
+            Some(u) => Self::with_endpoint(config, u)?,
+            None => probe,
+        };
+        Ok((client, card))
+    }
+
+    /// The JSON-RPC endpoint.
+    pub fn endpoint(&self) -> &str {
+        &self.inner.endpoint
+    }
+
+    /// The config.
+    pub fn config(&self) -> &ClientConfig {
+        &self.inner.config
+    }
+
+    /// `GET /.well-known/agent-card.json`.
+    pub async fn agent_card(&self) -> Result<Received<pb::AgentCard>, ClientError> {
+        let c = &self.inner.config;
+        let url = c.url(AGENT_CARD_PATH);
+        let resp = self
+            .inner
+            .http
+            .get(&url)
+            .header(VERSION_HEADER, A2A_VERSION)
+            .timeout(c.request_timeout)
+            .send()
+            .await?;
+        let raw = RawResponse::read(resp).await?;
+        let body = http::json_body(&raw)?;
+        c.observe(|| Exchange {
+            protocol: "a2a",
+            operation: format!("GET {AGENT_CARD_PATH}"),
+            request: Value::Null,
+            status: Some(raw.status),
+            response: body.clone(),
+        });
+        if !(200..300).contains(&raw.status) {
+            return Err(http::http_error(&raw));
+        }
+        typed(body, "AgentCard")
+    }
+
+    /// `SendMessage`: blocking unless `configuration.returnImmediately`.
+    pub async fn send_message(
+        &self,
+        req: pb::SendMessageRequest,
+    ) -> Result<Received<pb::SendMessageResponse>, ClientError> {
+        self.call(method::SEND_MESSAGE, &req).await
+    }
+
+    /// `SendMessage` with a text message; `return_immediately` as asked.
+    pub async fn send_text(
+        &self,
+        text: impl Into<String>,
+        return_immediately: bool,
+    ) -> Result<Received<pb::SendMessageResponse>, ClientError> {
+        let mut req = send_request(text_message(text));
+        if return_immediately {
+            req.configuration = Some(pb::SendMessageConfiguration {
+                return_immediately: true,
+                ..Default::default()
+            });
+        }
+        self.send_message(req).await
+    }
+
+    /// `SendStreamingMessage`: a reconnecting stream of events.
+    pub async fn send_streaming_message(
+        &self,
+        req: pb::SendMessageRequest,
+    ) -> Result<A2aStream, ClientError> {
+        self.stream(StreamKind::Send(Box::new(req)), None).await
+    }
+
+    /// `SubscribeToTask`: the task snapshot, then its updates.
+    pub async fn subscribe_to_task(&self, id: &str) -> Result<A2aStream, ClientError> {
+        self.stream(StreamKind::Subscribe(id.to_string()), None)
+            .await
+    }
+
+    /// `SubscribeToTask` resuming after `last_event_id` (`Last-Event-ID`).
+    pub async fn resubscribe(
+        &self,
+        id: &str,
+        last_event_id: Option<&str>,
+    ) -> Result<A2aStream, ClientError> {
+        self.stream(
+            StreamKind::Subscribe(id.to_string()),
+            last_event_id.map(str::to_string),
+        )
+        .await
+    }
+
+    /// `GetTask`, with `historyLength` when given.
+    pub async fn get_task(
+        &self,
+        id: &str,
+        history_length: Option<i32>,
+    ) -> Result<Received<pb::Task>, ClientError> {
+        let req = pb::GetTaskRequest {
+            id: id.to_string(),
+            history_length,
+            ..Default::default()
+        };
+        self.call(method::GET_TASK, &req).await
+    }
+
+    /// `ListTasks`.
+    pub async fn list_tasks(
+        &self,
+        req: pb::ListTasksRequest,
+    ) -> Result<Received<pb::ListTasksResponse>, ClientError> {
+        self.call(method::LIST_TASKS, &req).await
+    }
+
+    /// `CancelTask`.
+    pub async fn cancel_task(&self, id: &str) -> Result<Received<pb::Task>, ClientError> {
+        let req = pb::CancelTaskRequest {
+            id: id.to_string(),
+            ..Default::default()
+        };
+        self.call(method::CANCEL_TASK, &req).await
+    }
+
+    /// `CreateTaskPushNotificationConfig`.
+    pub async fn create_push_config(
+        &self,
+        config: pb::TaskPushNotificationConfig,
+    ) -> Result<Received<pb::TaskPushNotificationConfig>, ClientError> {
+        self.call(method::CREATE_PUSH_CONFIG, &config).await
+    }
+
+    /// `GetTaskPushNotificationConfig`.
+    pub async fn get_push_config(
+        &self,
+        task_id: &str,
+        id: &str,
+    ) -> Result<Received<pb::TaskPushNotificationConfig>, ClientError> {
+        let req = pb::GetTaskPushNotificationConfigRequest {
+            task_id: task_id.to_string(),
+            id: id.to_string(),
+            ..Default::default()
+        };
+        self.call(method::GET_PUSH_CONFIG, &req).await
+    }
+
+    /// `ListTaskPushNotificationConfigs`.
+    pub async fn list_push_configs(
+        &self,
+        task_id: &str,
+    ) -> Result<Received<pb::ListTaskPushNotificationConfigsResponse>, ClientError> {
+        let req = pb::ListTaskPushNotificationConfigsRequest {
+            task_id: task_id.to_string(),
+            ..Default::default()
+        };
+        self.call(method::LIST_PUSH_CONFIGS, &req).await
+    }
+
+    /// `DeleteTaskPushNotificationConfig`.
+    pub async fn delete_push_config(&self, task_id: &str, id: &str) -> Result<(), ClientError> {
+        let req = pb::DeleteTaskPushNotificationConfigRequest {
+            task_id: task_id.to_string(),
+            id: id.to_string(),
+            ..Default::default()
+        };
+        let params = to_json(&req)?;
+        self.call_raw(method::DELETE_PUSH_CONFIG, params).await?;
+        Ok(())
+    }
+
+    /// `GetExtendedAgentCard`.
+    pub async fn extended_agent_card(&self) -> Result<Received<pb::AgentCard>, ClientError> {
+        self.call(
+            method::GET_EXTENDED_AGENT_CARD,
+            &pb::GetExtendedAgentCardRequest::default(),
+        )
+        .await
+    }
+
+    /// Calls any method with raw params and returns the raw `result`
+    /// (JSON-RPC errors are [`ClientError::Rpc`]).
+    pub async fn call_raw(&self, method: &str, params: Value) -> Result<Value, ClientError> {
+        let id = http::next_id();
+        let body = http::envelope(id, method, params);
+        let raw = self.post_raw(body.to_string(), &[]).await?;
+        let json = match http::json_body(&raw) {
+            Ok(v) => v,
+            Err(e) => {
+                self.observe(method, &body, &raw, Value::Null);
+                return Err(e);
+            }
+        };
+        self.observe(method, &body, &raw, json.clone());
+        if raw.media_type().as_deref() == Some(http::SSE_MEDIA_TYPE) {
+            return Err(ClientError::ContentType {
+                expected: http::JSON_MEDIA_TYPE.into(),
+                got: raw.media_type(),
+            });
+        }
+        http::rpc_result(&json, Some(raw.status))
+    }
+
+    /// POSTs `body` as is to the endpoint (with the version header, auth and
+    /// `content-type: application/json` unless `headers` sets one) and returns
+    /// the response untouched: for malformed-request probes.
+    pub async fn post_raw(
+        &self,
+        body: impl Into<Bytes>,
+        headers: &[(&str, &str)],
+    ) -> Result<RawResponse, ClientError> {
+        let c = &self.inner.config;
+        let mut rb = self
+            .inner
+            .http
+            .post(&self.inner.endpoint)
+            .header(VERSION_HEADER, A2A_VERSION)
+            .timeout(c.request_timeout);
+        if !headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+        {
+            rb = rb.header(reqwest::header::CONTENT_TYPE, http::JSON_MEDIA_TYPE);
+        }
+        for (k, v) in headers {
+            rb = rb.header(*k, *v);
+        }
+        let resp = rb.body(body.into()).send().await?;
+        RawResponse::read(resp).await
+    }
+
+    async fn call<Req: Serialize, Resp: DeserializeOwned>(
+        &self,
+        method: &str,
+        req: &Req,
+    ) -> Result<Received<Resp>, ClientError> {
+        let params = to_json(req)?;
+        let result = self.call_raw(method, params).await?;
+        typed(result, method)
+    }
+
+    fn observe(&self, method: &str, request: &Value, raw: &RawResponse, response: Value) {
+        self.inner.config.observe(|| Exchange {
+            protocol: "a2a",
+            operation: method.to_string(),
+            request: request.clone(),
+            status: Some(raw.status),
+            response,
+        });
+    }
+
+    async fn stream(
+        &self,
+        kind: StreamKind,
+        last_event_id: Option<String>,
+    ) -> Result<A2aStream, ClientError> {
+        let c = &self.inner.config;
+        A2aStream::start(
+            Arc::new(self.clone()),
+            kind,
+            last_event_id,
+            c.backoff.clone(),
+            c.poll_interval,
+        )
+        .await
+    }
+
+    async fn open_stream(
+        self,
+        kind: StreamKind,
+        last_event_id: Option<String>,
+    ) -> Result<FrameStream, ClientError> {
+        let (method, params) = match &kind {
+            StreamKind::Send(req) => (method::SEND_STREAMING_MESSAGE, to_json(req.as_ref())?),
+            StreamKind::Subscribe(id) => (
+                method::SUBSCRIBE_TO_TASK,
+                to_json(&pb::SubscribeToTaskRequest {
+                    id: id.clone(),
+                    ..Default::default()
+                })?,
+            ),
+        };
+        let c = &self.inner.config;
+        let body = http::envelope(http::next_id(), method, params);
+        let mut rb = self
+            .inner
+            .http
+            .post(&self.inner.endpoint)
+            .header(VERSION_HEADER, A2A_VERSION)
+            .header(reqwest::header::ACCEPT, http::SSE_MEDIA_TYPE)
+            .header(reqwest::header::CONTENT_TYPE, http::JSON_MEDIA_TYPE);
+        if let Some(id) = &last_event_id {
+            rb = rb.header("Last-Event-ID", id.as_str());
+        }
+        // The request timeout bounds the wait for the response head only.
+        let resp = tokio::time::timeout(c.request_timeout, rb.body(body.to_string()).send())
+            .await
+            .map_err(|_| ClientError::Timeout(format!("{method}: no response head")))??;
+        let status = resp.status().as_u16();
+        let ct = http::content_type(&resp);
+        if ct.as_deref() != Some(http::SSE_MEDIA_TYPE) {
+            // An error (or a server that answers a stream with one result).
+            let raw = RawResponse::read(resp).await?;
+            let json = http::json_body(&raw)?;
+            self.observe(method, &body, &raw, json.clone());
+            let result = http::rpc_result(&json, Some(status))?;
+            let response: pb::StreamResponse = parse(&result, "StreamResponse")?;
+            let one: FrameStream =
+                futures::stream::iter(vec![Ok((None, response, result))]).boxed();
+            return Ok(one);
+        }
+        if !(200..300).contains(&status) {
+            let raw = RawResponse::read(resp).await?;
+            return Err(http::http_error(&raw));
+        }
+        let observer = c.observer.clone();
+        let op = format!("{method} (event)");
+        let events = http::sse_events(resp.bytes_stream(), c.stream_idle_timeout);
+        let frames = events.filter_map(move |item| {
+            let observer = observer.clone();
+            let op = op.clone();
+            async move {
+                let ev = match item {
+                    Ok(ev) => ev,
+                    Err(e) => return Some(Err(e)),
+                };
+                if ev.data.trim().is_empty() {
+                    return None;
+                }
+                let json: Value = match serde_json::from_str(&ev.data) {
+                    Ok(v) => v,
+                    Err(e) => {
+                        return Some(Err(ClientError::decode(
+                            "SSE data (JSON-RPC response)",
+                            e,
+                            ev.data.as_bytes(),
+                        )))
+                    }
+                };
+                if let Some(o) = &observer {
+                    o(&Exchange {
+                        protocol: "a2a",
+                        operation: op,
+                        request: Value::Null,
+                        status: None,
+                        response: json.clone(),
+                    });
+                }
+                let result = match http::rpc_result(&json, None) {
+                    Ok(r) => r,
+                    Err(e) => return Some(Err(e)),
+                };
+                Some(
+                    parse::<pb::StreamResponse>(&result, "StreamResponse")
+                        .map(|r| (ev.id, r, result)),
+                )
+            }
+        });
+        Ok(frames.boxed())
+    }
+}
+
+impl StreamSource for A2aClient {
+    fn open(
+        &self,
+        kind: StreamKind,
+        last_event_id: Option<String>,
+    ) -> BoxFuture<'static, Result<FrameStream, ClientError>> {
+        self.clone().open_stream(kind, last_event_id).boxed()
+    }
+
+    fn get_task(&self, id: String) -> BoxFuture<'static, Result<(pb::Task, Value), ClientError>> {
+        let me = self.clone();
+        async move {
+            let t = A2aClient::get_task(&me, &id, None).await?;
+            Ok((t.value, t.raw))
+        }
+        .boxed()
+    }
+}
+
+/// The url of the first interface on the card with this `protocolBinding`.
+pub fn interface_url(card: &pb::AgentCard, binding: &str) -> Option<String> {
+    card.supported_interfaces
+        .iter()
+        .find(|i| i.protocol_binding.eq_ignore_ascii_case(binding))
+        .map(|i| i.url.clone())
+        .filter(|u| !u.is_empty())
+}
+
+pub(crate) fn to_json<T: Serialize>(v: &T) -> Result<Value, ClientError> {
+    serde_json::to_value(v).map_err(|e| ClientError::Decode {
+        what: "request (ProtoJSON)".into(),
+        detail: e.to_string(),
+    })
+}
+
+pub(crate) fn parse<T: DeserializeOwned>(v: &Value, what: &str) -> Result<T, ClientError> {
+    T::deserialize(v).map_err(|e| ClientError::decode(what, e, v.to_string().as_bytes()))
+}
+
+fn typed<T: DeserializeOwned>(raw: Value, what: &str) -> Result<Received<T>, ClientError> {
+    let value = parse(&raw, what)?;
+    Ok(Received { value, raw })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons_map_to_codes() {
+        assert_eq!(code::of_reason("TASK_NOT_FOUND"), Some(-32001));
+        assert_eq!(code::of_reason("VERSION_NOT_SUPPORTED"), Some(-32009));
+        assert_eq!(code::of_reason("nope"), None);
+    }
+
+    #[test]
+    fn text_message_is_protojson() {
+        let m = text_message("hi");
+        let v = to_json(&m).expect("json");
+        assert_eq!(v["role"], "ROLE_USER");
+        assert_eq!(v["parts"][0]["text"], "hi");
+        assert_eq!(v["messageId"].as_str().map(str::len), Some(32));
+    }
+
+    #[test]
+    fn stream_response_parses_and_tolerates_unknown_fields() {
+        let v = serde_json::json!({"statusUpdate": {"taskId": "t", "contextId": "c",
+            "status": {"state": "TASK_STATE_WORKING", "timestamp": "2026-01-01T00:00:00Z"}, "final": false}});
+        let r: pb::StreamResponse = parse(&v, "StreamResponse").expect("parse");
+        match r.payload {
+            Some(pb::stream_response::Payload::StatusUpdate(s)) => {
+                assert_eq!(s.status.map(|s| s.state()), Some(pb::TaskState::Working))
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(parse::<pb::StreamResponse>(&serde_json::json!({"task": 5}), "x").is_err());
+    }
+}

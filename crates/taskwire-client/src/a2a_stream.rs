@@ -1,0 +1,408 @@
+//! The reconnecting A2A event stream both bindings share.
+//!
+//! A stream ends normally after a direct `message`, at a terminal state, or
+//! when the server closes it at an interrupted state (INPUT_REQUIRED,
+//! AUTH_REQUIRED). Any other end (a body error, an idle timeout, a close in
+//! the middle of the task) is a break: the client waits per the backoff policy
+//! and resubscribes to the task with `Last-Event-ID: <id of the last event>`
+//! (before the task id is known it repeats the original request, which carries
+//! the same `messageId`). When resubscribing is refused or the attempts run
+//! out, it polls `GetTask` until the task is terminal or interrupted and
+//! yields each changed snapshot as a `task` event.
+
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use futures::{Stream, StreamExt};
+use serde_json::Value;
+
+use crate::a2a::pb;
+use crate::config::BackoffPolicy;
+use crate::error::ClientError;
+
+/// Where an event of an [`A2aStream`] came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventOrigin {
+    /// The stream as first opened.
+    Live,
+    /// A stream re-opened after a break (with `Last-Event-ID` when known).
+    Resumed,
+    /// A `GetTask` poll of the polling fallback (a `task` event).
+    Polled,
+}
+
+/// One event of an A2A stream.
+#[derive(Clone, Debug, PartialEq)]
+pub struct A2aEvent {
+    /// The typed event.
+    pub response: pb::StreamResponse,
+    /// The `StreamResponse` as received (JSON-RPC: the envelope's `result`;
+    /// gRPC: the message as ProtoJSON).
+    pub raw: Value,
+    /// The SSE `id:` of the frame (JSON-RPC only), the resume cursor.
+    pub event_id: Option<String>,
+    /// Where the event came from.
+    pub origin: EventOrigin,
+}
+
+impl A2aEvent {
+    /// The task id the event is about (a direct message: its `taskId`, if any).
+    pub fn task_id(&self) -> Option<&str> {
+        use pb::stream_response::Payload;
+        let id = match self.response.payload.as_ref()? {
+            Payload::Task(t) => &t.id,
+            Payload::Message(m) => &m.task_id,
+            Payload::StatusUpdate(s) => &s.task_id,
+            Payload::ArtifactUpdate(a) => &a.task_id,
+        };
+        (!id.is_empty()).then_some(id.as_str())
+    }
+
+    /// The task state the event reports, if it reports one.
+    pub fn state(&self) -> Option<pb::TaskState> {
+        use pb::stream_response::Payload;
+        match self.response.payload.as_ref()? {
+            Payload::Task(t) => t.status.as_ref().map(|s| s.state()),
+            Payload::StatusUpdate(s) => s.status.as_ref().map(|s| s.state()),
+            _ => None,
+        }
+    }
+
+    /// Whether this is a direct reply (`message` payload).
+    pub fn is_message(&self) -> bool {
+        matches!(
+            self.response.payload,
+            Some(pb::stream_response::Payload::Message(_))
+        )
+    }
+}
+
+/// Whether a state is terminal (COMPLETED, FAILED, CANCELED, REJECTED).
+pub fn is_terminal(s: pb::TaskState) -> bool {
+    matches!(
+        s,
+        pb::TaskState::Completed
+            | pb::TaskState::Failed
+            | pb::TaskState::Canceled
+            | pb::TaskState::Rejected
+    )
+}
+
+/// Whether a state is interrupted (INPUT_REQUIRED, AUTH_REQUIRED).
+pub fn is_interrupted(s: pb::TaskState) -> bool {
+    matches!(
+        s,
+        pb::TaskState::InputRequired | pb::TaskState::AuthRequired
+    )
+}
+
+/// A frame as a binding delivers it: the SSE id (if any), the typed event and
+/// its JSON.
+pub(crate) type Frame = (Option<String>, pb::StreamResponse, Value);
+pub(crate) type FrameStream = BoxStream<'static, Result<Frame, ClientError>>;
+
+/// What a stream was opened for.
+#[derive(Clone, Debug)]
+pub(crate) enum StreamKind {
+    Send(Box<pb::SendMessageRequest>),
+    Subscribe(String),
+}
+
+/// A binding's way to open streams and read tasks.
+pub(crate) trait StreamSource: Send + Sync + 'static {
+    fn open(
+        &self,
+        kind: StreamKind,
+        last_event_id: Option<String>,
+    ) -> BoxFuture<'static, Result<FrameStream, ClientError>>;
+    fn get_task(&self, id: String) -> BoxFuture<'static, Result<(pb::Task, Value), ClientError>>;
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    task_id: Option<String>,
+    last_event_id: Option<String>,
+    reconnects: u32,
+    polled: bool,
+}
+
+/// A stream of [`A2aEvent`]s that reconnects on a break (see the module docs
+/// of [`crate::a2a`]). Items are `Err` only once, at the end.
+pub struct A2aStream {
+    rx: tokio::sync::mpsc::Receiver<Result<A2aEvent, ClientError>>,
+    shared: Arc<Mutex<Shared>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl std::fmt::Debug for A2aStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("A2aStream").finish_non_exhaustive()
+    }
+}
+
+impl Drop for A2aStream {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl A2aStream {
+    /// The task id, once an event named it.
+    pub fn task_id(&self) -> Option<String> {
+        self.shared.lock().ok().and_then(|s| s.task_id.clone())
+    }
+
+    /// The id of the last event received (the resume cursor).
+    pub fn last_event_id(&self) -> Option<String> {
+        self.shared
+            .lock()
+            .ok()
+            .and_then(|s| s.last_event_id.clone())
+    }
+
+    /// How many times the stream was re-opened after a break.
+    pub fn reconnects(&self) -> u32 {
+        self.shared.lock().map(|s| s.reconnects).unwrap_or(0)
+    }
+
+    /// Whether the stream fell back to polling `GetTask`.
+    pub fn fell_back_to_polling(&self) -> bool {
+        self.shared.lock().map(|s| s.polled).unwrap_or(false)
+    }
+
+    /// Collects every event until the stream ends; the first error ends it.
+    pub async fn collect_all(mut self) -> Result<Vec<A2aEvent>, ClientError> {
+        let mut out = Vec::new();
+        while let Some(item) = self.next().await {
+            out.push(item?);
+        }
+        Ok(out)
+    }
+
+    /// Opens the first stream (errors from the first open are returned here,
+    /// not as stream items), then drives reconnects in a task.
+    pub(crate) async fn start(
+        source: Arc<dyn StreamSource>,
+        kind: StreamKind,
+        last_event_id: Option<String>,
+        backoff: BackoffPolicy,
+        poll_interval: std::time::Duration,
+    ) -> Result<Self, ClientError> {
+        let first = source.open(kind.clone(), last_event_id.clone()).await?;
+        let shared = Arc::new(Mutex::new(Shared {
+            task_id: match &kind {
+                StreamKind::Subscribe(id) => Some(id.clone()),
+                StreamKind::Send(r) => r
+                    .message
+                    .as_ref()
+                    .map(|m| m.task_id.clone())
+                    .filter(|t| !t.is_empty()),
+            },
+            last_event_id,
+            ..Shared::default()
+        }));
+        let (tx, rx) = tokio::sync::mpsc::channel(32);
+        let driver = Driver {
+            source,
+            kind,
+            backoff,
+            poll_interval,
+            shared: shared.clone(),
+            tx,
+        };
+        let task = tokio::spawn(driver.run(first));
+        Ok(Self { rx, shared, task })
+    }
+}
+
+impl Stream for A2aStream {
+    type Item = Result<A2aEvent, ClientError>;
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+struct Driver {
+    source: Arc<dyn StreamSource>,
+    kind: StreamKind,
+    backoff: BackoffPolicy,
+    poll_interval: std::time::Duration,
+    shared: Arc<Mutex<Shared>>,
+    tx: tokio::sync::mpsc::Sender<Result<A2aEvent, ClientError>>,
+}
+
+enum End {
+    /// Ended normally.
+    Done,
+    /// The consumer went away.
+    Gone,
+    /// Broke with this error.
+    Broken(ClientError),
+}
+
+impl Driver {
+    fn task_id(&self) -> Option<String> {
+        self.shared.lock().ok().and_then(|s| s.task_id.clone())
+    }
+
+    fn last_event_id(&self) -> Option<String> {
+        self.shared
+            .lock()
+            .ok()
+            .and_then(|s| s.last_event_id.clone())
+    }
+
+    async fn emit(&self, ev: A2aEvent) -> bool {
+        if let Ok(mut s) = self.shared.lock() {
+            if let Some(id) = ev.task_id() {
+                s.task_id = Some(id.to_string());
+            }
+            if let Some(id) = &ev.event_id {
+                s.last_event_id = Some(id.clone());
+            }
+        }
+        self.tx.send(Ok(ev)).await.is_ok()
+    }
+
+    async fn fail(&self, e: ClientError) {
+        let _ = self.tx.send(Err(e)).await;
+    }
+
+    /// Reads one opened stream to its end.
+    async fn drain(&self, mut s: FrameStream, origin: EventOrigin, progress: &mut bool) -> End {
+        let mut last_state: Option<pb::TaskState> = None;
+        loop {
+            match s.next().await {
+                Some(Ok((event_id, response, raw))) => {
+                    let ev = A2aEvent {
+                        response,
+                        raw,
+                        event_id,
+                        origin,
+                    };
+                    *progress = true;
+                    let message = ev.is_message();
+                    if let Some(st) = ev.state() {
+                        last_state = Some(st);
+                    }
+                    if !self.emit(ev).await {
+                        return End::Gone;
+                    }
+                    if message || last_state.is_some_and(is_terminal) {
+                        return End::Done;
+                    }
+                }
+                Some(Err(e)) => return End::Broken(e),
+                None => {
+                    return if last_state.is_some_and(is_interrupted) {
+                        End::Done
+                    } else {
+                        End::Broken(ClientError::Protocol(
+                            "the stream ended before a terminal or interrupted state".into(),
+                        ))
+                    };
+                }
+            }
+        }
+    }
+
+    async fn run(self, first: FrameStream) {
+        let mut progress = false;
+        let mut end = self.drain(first, EventOrigin::Live, &mut progress).await;
+        let mut attempt: u32 = 0;
+        loop {
+            let err = match end {
+                End::Done | End::Gone => return,
+                End::Broken(e) => e,
+            };
+            // An error the server sent in the stream before anything else is
+            // the answer, not a break.
+            if matches!(err, ClientError::Rpc(_)) && !progress && attempt == 0 {
+                return self.fail(err).await;
+            }
+            if progress {
+                attempt = 0;
+            }
+            progress = false;
+            if attempt >= self.backoff.max_attempts {
+                return self.poll(err, attempt).await;
+            }
+            tokio::time::sleep(self.backoff.delay(attempt)).await;
+            attempt += 1;
+            if let Ok(mut s) = self.shared.lock() {
+                s.reconnects += 1;
+            }
+            let kind = match self.task_id() {
+                Some(id) => StreamKind::Subscribe(id),
+                None => self.kind.clone(),
+            };
+            match self.source.open(kind, self.last_event_id()).await {
+                Ok(s) => end = self.drain(s, EventOrigin::Resumed, &mut progress).await,
+                Err(e @ ClientError::Rpc(_)) => {
+                    // Resubscribing was refused (e.g. the task is terminal and
+                    // the server keeps no cursor): read the task instead.
+                    return self.poll(e, attempt).await;
+                }
+                Err(e) => end = End::Broken(e),
+            }
+        }
+    }
+
+    /// The polling fallback.
+    async fn poll(&self, cause: ClientError, attempts: u32) {
+        let Some(id) = self.task_id() else {
+            return self
+                .fail(ClientError::StreamBroken {
+                    attempts,
+                    last: cause.to_string(),
+                })
+                .await;
+        };
+        if let Ok(mut s) = self.shared.lock() {
+            s.polled = true;
+        }
+        let mut failures: u32 = 0;
+        let mut last: Option<Value> = None;
+        loop {
+            match self.source.get_task(id.clone()).await {
+                Ok((task, raw)) => {
+                    failures = 0;
+                    let state = task.status.as_ref().map(|s| s.state());
+                    if last.as_ref() != Some(&raw) {
+                        last = Some(raw.clone());
+                        let ev = A2aEvent {
+                            response: pb::StreamResponse {
+                                payload: Some(pb::stream_response::Payload::Task(task)),
+                            },
+                            raw: serde_json::json!({ "task": raw }),
+                            event_id: None,
+                            origin: EventOrigin::Polled,
+                        };
+                        if !self.emit(ev).await {
+                            return;
+                        }
+                    }
+                    if state.is_some_and(|s| is_terminal(s) || is_interrupted(s)) {
+                        return;
+                    }
+                    tokio::time::sleep(self.poll_interval).await;
+                }
+                Err(e) => {
+                    if failures >= self.backoff.max_attempts || !e.is_transient() {
+                        return self
+                            .fail(ClientError::StreamBroken {
+                                attempts: attempts + failures,
+                                last: e.to_string(),
+                            })
+                            .await;
+                    }
+                    tokio::time::sleep(self.backoff.delay(failures)).await;
+                    failures += 1;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,362 @@
+//! HTTP plumbing the protocol clients share: raw responses, JSON-RPC envelopes,
+//! SSE event streams.
+
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
+use serde_json::Value;
+
+use crate::error::{snippet, ClientError, RpcError};
+
+/// The SSE media type.
+pub const SSE_MEDIA_TYPE: &str = "text/event-stream";
+/// The JSON media type.
+pub const JSON_MEDIA_TYPE: &str = "application/json";
+
+/// An HTTP response as received, for calls that want the bytes (malformed
+/// request probes, raw checks).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RawResponse {
+    /// The HTTP status.
+    pub status: u16,
+    /// The response headers (names lower case), in order.
+    pub headers: Vec<(String, String)>,
+    /// The body.
+    pub body: Bytes,
+}
+
+impl RawResponse {
+    /// The first value of a header (name compared case-insensitively).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The media type of `Content-Type` without parameters, lower case.
+    pub fn media_type(&self) -> Option<String> {
+        self.header("content-type").map(media_type)
+    }
+
+    /// The body as JSON.
+    pub fn json(&self) -> Result<Value, ClientError> {
+        serde_json::from_slice(&self.body)
+            .map_err(|e| ClientError::decode("JSON body", e, &self.body))
+    }
+
+    /// The body as (lossy) text.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    pub(crate) async fn read(resp: reqwest::Response) -> Result<Self, ClientError> {
+        let status = resp.status().as_u16();
+        let headers = headers_of(resp.headers());
+        let body = resp.bytes().await?;
+        Ok(Self {
+            status,
+            headers,
+            body,
+        })
+    }
+}
+
+pub(crate) fn headers_of(h: &reqwest::header::HeaderMap) -> Vec<(String, String)> {
+    h.iter()
+        .map(|(k, v)| {
+            (
+                k.as_str().to_string(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The media type of a `Content-Type` value, without parameters, lower case.
+pub(crate) fn media_type(v: &str) -> String {
+    v.split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
+}
+
+pub(crate) fn content_type(resp: &reqwest::Response) -> Option<String> {
+    resp.headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(media_type)
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A fresh JSON-RPC request id (process-wide counter).
+pub(crate) fn next_id() -> u64 {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A JSON-RPC request envelope.
+pub(crate) fn envelope(id: u64, method: &str, params: Value) -> Value {
+    serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// The `result` of a JSON-RPC response, or its error as [`ClientError::Rpc`].
+pub(crate) fn rpc_result(msg: &Value, http_status: Option<u16>) -> Result<Value, ClientError> {
+    if !msg.is_object() {
+        return Err(ClientError::Protocol(format!(
+            "a JSON-RPC response must be an object, got {}",
+            snippet(msg.to_string().as_bytes())
+        )));
+    }
+    if let Some(err) = msg.get("error").filter(|e| !e.is_null()) {
+        return match RpcError::from_json(err, http_status) {
+            Some(e) => Err(ClientError::Rpc(e)),
+            None => Err(ClientError::Protocol(format!(
+                "malformed JSON-RPC error object: {}",
+                snippet(err.to_string().as_bytes())
+            ))),
+        };
+    }
+    match msg.get("result") {
+        Some(r) => Ok(r.clone()),
+        None => Err(ClientError::Protocol(format!(
+            "JSON-RPC response without result or error: {}",
+            snippet(msg.to_string().as_bytes())
+        ))),
+    }
+}
+
+/// Reads a JSON body; a non-2xx status without a JSON body is
+/// [`ClientError::Http`].
+pub(crate) fn json_body(raw: &RawResponse) -> Result<Value, ClientError> {
+    match serde_json::from_slice::<Value>(&raw.body) {
+        Ok(v) => Ok(v),
+        Err(e) => {
+            if (200..300).contains(&raw.status) {
+                Err(ClientError::decode("JSON body", e, &raw.body))
+            } else {
+                Err(http_error(raw))
+            }
+        }
+    }
+}
+
+/// The [`ClientError::Http`] of a failed response (reads `{"error":{"code","message"}}`
+/// when the body has that shape).
+pub(crate) fn http_error(raw: &RawResponse) -> ClientError {
+    let parsed: Option<Value> = serde_json::from_slice(&raw.body).ok();
+    let err = parsed.as_ref().and_then(|v| v.get("error"));
+    let code = err.and_then(|e| e.get("code")).and_then(|c| match c {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    });
+    let message = err
+        .and_then(|e| e.get("message"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    ClientError::Http {
+        status: raw.status,
+        code,
+        message,
+        body: snippet(&raw.body),
+    }
+}
+
+/// One server-sent event.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SseEvent {
+    /// `event:` (None: a plain message).
+    pub event: Option<String>,
+    /// `data:` lines joined with `\n` (empty if none).
+    pub data: String,
+    /// `id:`.
+    pub id: Option<String>,
+    /// `retry:` in milliseconds.
+    pub retry: Option<u64>,
+}
+
+/// A boxed stream of SSE events.
+pub(crate) type SseStream = Pin<Box<dyn Stream<Item = Result<SseEvent, ClientError>> + Send>>;
+
+/// The SSE events of a streaming body (parsed with the `sse-stream` crate).
+/// Events with neither data nor id (comments, keep-alives) are skipped. A
+/// read that stays silent longer than `idle` is [`ClientError::Timeout`].
+pub(crate) fn sse_events<S, E>(body: S, idle: Option<Duration>) -> SseStream
+where
+    S: Stream<Item = Result<Bytes, E>> + Send + 'static,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let parsed = sse_stream::SseStream::from_bytes_stream(body)
+        .filter_map(|item| async move {
+            match item {
+                Ok(sse) => {
+                    if sse.data.is_none() && sse.id.is_none() && sse.event.is_none() {
+                        None
+                    } else {
+                        Some(Ok(SseEvent {
+                            event: sse.event,
+                            data: sse.data.unwrap_or_default(),
+                            id: sse.id,
+                            retry: sse.retry,
+                        }))
+                    }
+                }
+                Err(sse_stream::Error::Body(e)) => Some(Err(ClientError::Transport(format!(
+                    "stream body: {}",
+                    error_chain(e.as_ref())
+                )))),
+                Err(e) => Some(Err(ClientError::Decode {
+                    what: "SSE stream".into(),
+                    detail: e.to_string(),
+                })),
+            }
+        })
+        .boxed();
+    match idle {
+        None => parsed,
+        Some(limit) => with_idle_timeout(parsed, limit),
+    }
+}
+
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(inner) = src {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        src = inner.source();
+    }
+    s
+}
+
+/// Ends the stream with a timeout error when no item arrives within `limit`.
+pub(crate) fn with_idle_timeout<T: Send + 'static>(
+    s: Pin<Box<dyn Stream<Item = Result<T, ClientError>> + Send>>,
+    limit: Duration,
+) -> Pin<Box<dyn Stream<Item = Result<T, ClientError>> + Send>> {
+    futures::stream::unfold(Some(s), move |state| async move {
+        let mut s = state?;
+        match tokio::time::timeout(limit, s.next()).await {
+            Ok(Some(item)) => Some((item, Some(s))),
+            Ok(None) => None,
+            Err(_) => Some((
+                Err(ClientError::Timeout(format!(
+                    "no stream data for {} ms",
+                    limit.as_millis()
+                ))),
+                None,
+            )),
+        }
+    })
+    .boxed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::convert::Infallible;
+
+    fn chunks(
+        parts: &[&str],
+    ) -> impl Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static {
+        let v: Vec<Result<Bytes, std::io::Error>> = parts
+            .iter()
+            .map(|p| Ok(Bytes::from(p.to_string())))
+            .collect();
+        futures::stream::iter(v)
+    }
+
+    #[tokio::test]
+    async fn sse_frames_split_across_chunks() {
+        let s = sse_events(
+            chunks(&[
+                ": keep-alive\n\n",
+                "id: 1\nda",
+                "ta: {\"a\":1}\n",
+                "\nevent: x\ndata: a\ndata: b\n\n",
+                "data:\n\n",
+            ]),
+            None,
+        );
+        let evs: Vec<_> = s.collect().await;
+        let evs: Vec<SseEvent> = evs.into_iter().map(|e| e.expect("event")).collect();
+        assert_eq!(evs.len(), 3, "{evs:?}");
+        assert_eq!(evs[0].id.as_deref(), Some("1"));
+        assert_eq!(evs[0].data, "{\"a\":1}");
+        assert_eq!(evs[1].event.as_deref(), Some("x"));
+        assert_eq!(evs[1].data, "a\nb");
+        assert_eq!(evs[2].data, "");
+    }
+
+    #[tokio::test]
+    async fn sse_body_error_is_transport() {
+        let body = futures::stream::iter(vec![
+            Ok(Bytes::from_static(b"data: 1\n\n")),
+            Err(std::io::Error::other("reset")),
+        ]);
+        let evs: Vec<_> = sse_events(body, None).collect().await;
+        assert!(evs[0].is_ok());
+        assert!(matches!(evs[1], Err(ClientError::Transport(_))), "{evs:?}");
+    }
+
+    #[tokio::test]
+    async fn idle_timeout_ends_a_silent_stream() {
+        let body = futures::stream::pending::<Result<Bytes, Infallible>>();
+        let body = body.map(|r| r.map_err(|e| match e {}));
+        let body = body.map(|r: Result<Bytes, std::io::Error>| r);
+        let mut s = sse_events(body, Some(Duration::from_millis(20)));
+        let first = s.next().await;
+        assert!(
+            matches!(first, Some(Err(ClientError::Timeout(_)))),
+            "{first:?}"
+        );
+        assert!(s.next().await.is_none());
+    }
+
+    #[test]
+    fn rpc_result_shapes() {
+        let ok = serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {"x": 1}});
+        assert_eq!(rpc_result(&ok, None).expect("result")["x"], 1);
+        let err = serde_json::json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "nope"}});
+        assert_eq!(
+            rpc_result(&err, Some(404)).expect_err("error").rpc_code(),
+            Some(-32601)
+        );
+        let neither = serde_json::json!({"jsonrpc": "2.0", "id": 1});
+        assert!(matches!(
+            rpc_result(&neither, None),
+            Err(ClientError::Protocol(_))
+        ));
+        assert!(matches!(
+            rpc_result(&serde_json::json!([1]), None),
+            Err(ClientError::Protocol(_))
+        ));
+    }
+
+    #[test]
+    fn http_error_reads_cas_shape() {
+        let raw = RawResponse {
+            status: 404,
+            headers: vec![],
+            body: Bytes::from_static(br#"{"error":{"code":"not_found","message":"no such task"}}"#),
+        };
+        match http_error(&raw) {
+            ClientError::Http {
+                status,
+                code,
+                message,
+                ..
+            } => {
+                assert_eq!(status, 404);
+                assert_eq!(code.as_deref(), Some("not_found"));
+                assert_eq!(message.as_deref(), Some("no such task"));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

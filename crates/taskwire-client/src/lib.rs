@@ -1,0 +1,67 @@
+//! Clients for every protocol taskwire speaks, usable against any server that
+//! implements the same specifications:
+//!
+//! | protocol | client | transport |
+//! |---|---|---|
+//! | A2A 1.0, JSON-RPC binding | [`a2a::A2aClient`] | reqwest, SSE streams |
+//! | A2A 1.0, gRPC binding | [`grpc::A2aGrpcClient`] | tonic (h2c) |
+//! | MCP 2026-07-28 + tasks extension, `tasks/continue` | [`mcp::McpClient`] | Streamable HTTP |
+//! | MCP 2025-11-25 experimental tasks | [`mcp::McpLegacyClient`] | Streamable HTTP, session |
+//! | AG-UI 1.0 | [`agui::AguiClient`] | SSE or protobuf frames |
+//! | CAS task status | [`cas::CasClient`] | HTTP (taskwire's `/cas` paths) |
+//!
+//! All clients share one [`ClientConfig`]: base url, bearer token, request and
+//! connect timeouts, the [`BackoffPolicy`] of reconnects (initial delay, cap,
+//! multiplier, jitter, attempts), the poll interval of the polling fallback,
+//! and an optional observer that sees every exchange. Every call returns the
+//! typed view together with the JSON it came from ([`Received`]), and every
+//! failure is one [`ClientError`]: no server response, however malformed,
+//! makes a client panic.
+//!
+//! Streams ([`a2a::A2aStream`], [`agui::AguiStream`]) survive a broken
+//! connection: they wait per the backoff policy and resume (A2A: resubscribe
+//! with `Last-Event-ID`; AG-UI: taskwire's run-events route), and an A2A
+//! stream that cannot be re-established falls back to polling `GetTask`.
+//!
+//! ```no_run
+//! use futures::StreamExt;
+//! use taskwire_client::a2a::{self, A2aClient};
+//! use taskwire_client::{ClientConfig, ClientError};
+//!
+//! # async fn demo() -> Result<(), ClientError> {
+//! let config = ClientConfig::builder("http://127.0.0.1:8080")
+//!     .bearer_token("secret")
+//!     .build();
+//! let (client, card) = A2aClient::discover(config).await?;
+//! println!("talking to {}", card.name);
+//!
+//! // Blocking send: the task as it ended (or paused for input).
+//! let reply = client.send_text("hello", false).await?;
+//! println!("{}", reply.raw);
+//!
+//! // Streaming send: events until the task ends, reconnecting on breaks.
+//! let req = a2a::send_request(a2a::text_message("stream 3"));
+//! let mut events = client.send_streaming_message(req).await?;
+//! while let Some(ev) = events.next().await {
+//!     let ev = ev?;
+//!     println!("{:?} {}", ev.state(), ev.raw);
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod a2a;
+mod a2a_stream;
+pub mod agui;
+pub mod cas;
+mod config;
+mod error;
+pub mod grpc;
+pub mod http;
+pub mod mcp;
+
+pub use config::{
+    BackoffPolicy, ClientConfig, ClientConfigBuilder, Exchange, ExchangeObserver, Received,
+};
+pub use error::{error_info_reason, ClientError, RpcError};
+pub use http::{RawResponse, SseEvent};

@@ -1,0 +1,1060 @@
+//! MCP over Streamable HTTP (`POST {base}/mcp`): tools as tasks.
+//!
+//! Two clients, one per wire generation:
+//! - [`McpClient`] speaks revision 2026-07-28 (no handshake, no session: every
+//!   request carries `params._meta` and the `MCP-Protocol-Version`,
+//!   `Mcp-Method` and `Mcp-Name` headers) with the tasks extension
+//!   (SEP-2663: `tools/call` answered with a task, `tasks/get`,
+//!   `tasks/update`, `tasks/cancel`, `subscriptions/listen`) and
+//!   `tasks/continue` (SEP-2339).
+//! - [`McpLegacyClient`] speaks revision 2025-11-25: `initialize` (+
+//!   `notifications/initialized`), the `Mcp-Session-Id` session, and the
+//!   experimental tasks (`params.task`, `tasks/get`, `tasks/result`,
+//!   `tasks/list`, `tasks/cancel`).
+//!
+//! Both accept an `application/json` or a `text/event-stream` answer to any
+//! POST: on a stream, server messages before the response (notifications,
+//! server requests) are kept in [`McpReply::messages`].
+
+use std::sync::{Arc, Mutex};
+
+use base64::Engine as _;
+use bytes::Bytes;
+use futures::stream::BoxStream;
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use crate::config::{ClientConfig, Exchange, Received};
+use crate::error::ClientError;
+use crate::http::{self, RawResponse};
+
+/// The default endpoint path.
+pub const MCP_PATH: &str = "/mcp";
+/// The current protocol revision.
+pub const VERSION_CURRENT: &str = "2026-07-28";
+/// The revision of the experimental tasks.
+pub const VERSION_LEGACY: &str = "2025-11-25";
+/// The tasks extension id.
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// Method names.
+pub mod method {
+    /// server/discover.
+    pub const DISCOVER: &str = "server/discover";
+    /// initialize.
+    pub const INITIALIZE: &str = "initialize";
+    /// notifications/initialized.
+    pub const INITIALIZED: &str = "notifications/initialized";
+    /// ping.
+    pub const PING: &str = "ping";
+    /// tools/list.
+    pub const TOOLS_LIST: &str = "tools/list";
+    /// tools/call.
+    pub const TOOLS_CALL: &str = "tools/call";
+    /// tasks/get.
+    pub const TASKS_GET: &str = "tasks/get";
+    /// tasks/update.
+    pub const TASKS_UPDATE: &str = "tasks/update";
+    /// tasks/cancel.
+    pub const TASKS_CANCEL: &str = "tasks/cancel";
+    /// tasks/continue.
+    pub const TASKS_CONTINUE: &str = "tasks/continue";
+    /// tasks/result (2025-11-25).
+    pub const TASKS_RESULT: &str = "tasks/result";
+    /// tasks/list (2025-11-25).
+    pub const TASKS_LIST: &str = "tasks/list";
+    /// subscriptions/listen.
+    pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
+    /// notifications/tasks.
+    pub const NOTIFY_TASKS: &str = "notifications/tasks";
+    /// notifications/tasks/status (2025-11-25).
+    pub const NOTIFY_TASKS_STATUS: &str = "notifications/tasks/status";
+    /// notifications/subscriptions/acknowledged.
+    pub const NOTIFY_SUBSCRIPTIONS_ACK: &str = "notifications/subscriptions/acknowledged";
+}
+
+/// Header names.
+pub mod header {
+    /// MCP-Protocol-Version.
+    pub const PROTOCOL_VERSION: &str = "MCP-Protocol-Version";
+    /// Mcp-Method.
+    pub const METHOD: &str = "Mcp-Method";
+    /// Mcp-Name.
+    pub const NAME: &str = "Mcp-Name";
+    /// Mcp-Session-Id.
+    pub const SESSION_ID: &str = "Mcp-Session-Id";
+}
+
+/// `_meta` keys.
+pub mod meta {
+    /// The protocol version.
+    pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+    /// The client info.
+    pub const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+    /// The client capabilities.
+    pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+    /// The related task (2025-11-25).
+    pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+}
+
+/// An MCP task status (both generations).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum McpTaskStatus {
+    /// working.
+    Working,
+    /// input_required.
+    InputRequired,
+    /// completed.
+    Completed,
+    /// failed.
+    Failed,
+    /// cancelled.
+    Cancelled,
+    /// Anything else a server sent.
+    #[serde(other)]
+    Unknown,
+}
+
+impl McpTaskStatus {
+    /// completed, failed or cancelled.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
+    }
+}
+
+/// A tool of `tools/list`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tool {
+    /// The name.
+    pub name: String,
+    /// The title.
+    #[serde(default)]
+    pub title: Option<String>,
+    /// The description.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The JSON Schema of the arguments.
+    #[serde(default)]
+    pub input_schema: Value,
+    /// 2025-11-25: `execution.taskSupport` and friends.
+    #[serde(default)]
+    pub execution: Option<Value>,
+}
+
+/// A `CallToolResult`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolResult {
+    /// The content blocks.
+    #[serde(default)]
+    pub content: Vec<Value>,
+    /// Structured content.
+    #[serde(default)]
+    pub structured_content: Option<Value>,
+    /// Whether the tool failed.
+    #[serde(default)]
+    pub is_error: bool,
+}
+
+impl CallToolResult {
+    /// The text of all `text` content blocks, joined with newlines.
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter(|c| c.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|c| c.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// The flat `CreateTaskResult` of the tasks extension.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateTaskResult {
+    /// The task id.
+    pub task_id: String,
+    /// The status.
+    pub status: McpTaskStatus,
+    /// The status message.
+    #[serde(default)]
+    pub status_message: Option<String>,
+    /// Creation time.
+    #[serde(default)]
+    pub created_at: Option<String>,
+    /// Last update time.
+    #[serde(default)]
+    pub last_updated_at: Option<String>,
+    /// Time to live in ms (`null`: unlimited).
+    #[serde(default)]
+    pub ttl_ms: Option<u64>,
+    /// Suggested poll interval in ms.
+    #[serde(default)]
+    pub poll_interval_ms: Option<u64>,
+}
+
+/// A `DetailedTask` (`tasks/get`, `tasks/continue`, `notifications/tasks`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DetailedTask {
+    /// The task id.
+    pub task_id: String,
+    /// The status.
+    pub status: McpTaskStatus,
+    /// The status message.
+    #[serde(default)]
+    pub status_message: Option<String>,
+    /// Creation time.
+    #[serde(default)]
+    pub created_at: Option<String>,
+    /// Last update time.
+    #[serde(default)]
+    pub last_updated_at: Option<String>,
+    /// Time to live in ms.
+    #[serde(default)]
+    pub ttl_ms: Option<u64>,
+    /// Suggested poll interval in ms.
+    #[serde(default)]
+    pub poll_interval_ms: Option<u64>,
+    /// While `input_required`: the pending requests by key.
+    #[serde(default)]
+    pub input_requests: Option<Map<String, Value>>,
+    /// When `completed`: the tool result.
+    #[serde(default)]
+    pub result: Option<CallToolResult>,
+    /// When `failed`: the JSON-RPC error object.
+    #[serde(default)]
+    pub error: Option<Value>,
+}
+
+/// What a `tools/call` answered (revision 2026-07-28).
+#[derive(Clone, Debug, PartialEq)]
+pub enum ToolCallOutcome {
+    /// `resultType: "complete"`: the tool's result.
+    Complete(CallToolResult),
+    /// `resultType: "task"`: the call became a task.
+    Task(CreateTaskResult),
+    /// `resultType: "input_required"` (MRTR): the raw result.
+    InputRequired(Value),
+}
+
+/// A task of revision 2025-11-25.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LegacyTask {
+    /// The task id.
+    pub task_id: String,
+    /// The status.
+    pub status: McpTaskStatus,
+    /// The status message.
+    #[serde(default)]
+    pub status_message: Option<String>,
+    /// Creation time.
+    #[serde(default)]
+    pub created_at: Option<String>,
+    /// Last update time.
+    #[serde(default)]
+    pub last_updated_at: Option<String>,
+    /// Time to live in ms.
+    #[serde(default)]
+    pub ttl: Option<u64>,
+    /// Suggested poll interval in ms.
+    #[serde(default)]
+    pub poll_interval: Option<u64>,
+}
+
+/// A page of `tasks/list` (2025-11-25).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LegacyTaskPage {
+    /// The tasks.
+    #[serde(default)]
+    pub tasks: Vec<LegacyTask>,
+    /// The cursor of the next page.
+    #[serde(default)]
+    pub next_cursor: Option<String>,
+}
+
+/// An `ElicitResult` accepting with `content` (an input response).
+pub fn elicit_accept(content: Value) -> Value {
+    json!({"action": "accept", "content": content})
+}
+
+/// An `ElicitResult` declining.
+pub fn elicit_decline() -> Value {
+    json!({"action": "decline"})
+}
+
+/// An `ElicitResult` cancelling.
+pub fn elicit_cancel() -> Value {
+    json!({"action": "cancel"})
+}
+
+/// A JSON-RPC response with everything that came before it on the same POST.
+#[derive(Clone, Debug, PartialEq)]
+pub struct McpReply {
+    /// The HTTP status.
+    pub http_status: u16,
+    /// The media type of the answer (`application/json` or `text/event-stream`).
+    pub media_type: Option<String>,
+    /// The `Mcp-Session-Id` response header.
+    pub session_id: Option<String>,
+    /// The whole JSON-RPC response message.
+    pub response: Value,
+    /// Other messages on the stream before the response (notifications and
+    /// server requests), in order.
+    pub messages: Vec<Value>,
+}
+
+/// A header value as MCP wants it: as is when it is visible ASCII, else in
+/// `=?base64?…?=` form.
+pub fn header_safe(v: &str) -> String {
+    let safe = !v.is_empty()
+        && v.bytes().all(|b| (0x20..0x7f).contains(&b))
+        && !v.starts_with(' ')
+        && !v.ends_with(' ')
+        && !v.starts_with("=?");
+    if safe {
+        v.to_string()
+    } else {
+        format!(
+            "=?base64?{}?=",
+            base64::engine::general_purpose::STANDARD.encode(v.as_bytes())
+        )
+    }
+}
+
+#[derive(Debug)]
+struct Transport {
+    config: ClientConfig,
+    http: reqwest::Client,
+    endpoint: String,
+}
+
+impl Transport {
+    fn new(config: ClientConfig, endpoint: &str) -> Result<Self, ClientError> {
+        let http = config.http_client()?;
+        let endpoint = config.url(endpoint);
+        Ok(Self {
+            config,
+            http,
+            endpoint,
+        })
+    }
+
+    async fn post_raw(
+        &self,
+        body: Bytes,
+        headers: &[(String, String)],
+    ) -> Result<reqwest::Response, ClientError> {
+        let mut rb = self.http.post(&self.endpoint).header(
+            reqwest::header::ACCEPT,
+            "application/json, text/event-stream",
+        );
+        if !headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+        {
+            rb = rb.header(reqwest::header::CONTENT_TYPE, http::JSON_MEDIA_TYPE);
+        }
+        for (k, v) in headers {
+            rb = rb.header(k.as_str(), v.as_str());
+        }
+        let c = &self.config;
+        let resp = tokio::time::timeout(c.request_timeout, rb.body(body).send())
+            .await
+            .map_err(|_| ClientError::Timeout("MCP request: no response head".into()))??;
+        Ok(resp)
+    }
+
+    /// Sends one request and reads its response (JSON or SSE).
+    async fn request(
+        &self,
+        id: u64,
+        body: &Value,
+        headers: &[(String, String)],
+    ) -> Result<McpReply, ClientError> {
+        let method = body
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let resp = self
+            .post_raw(Bytes::from(body.to_string()), headers)
+            .await?;
+        let status = resp.status().as_u16();
+        let media = http::content_type(&resp);
+        let session_id = resp
+            .headers()
+            .get(header::SESSION_ID)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let reply = if media.as_deref() == Some(http::SSE_MEDIA_TYPE) {
+            let limit = self.config.request_timeout;
+            let mut events = http::sse_events(resp.bytes_stream(), self.config.stream_idle_timeout);
+            let mut messages = Vec::new();
+            let found = tokio::time::timeout(limit, async {
+                while let Some(ev) = events.next().await {
+                    let ev = ev?;
+                    if ev.data.trim().is_empty() {
+                        continue;
+                    }
+                    let msg: Value = serde_json::from_str(&ev.data).map_err(|e| {
+                        ClientError::decode("SSE data (JSON-RPC)", e, ev.data.as_bytes())
+                    })?;
+                    let is_response = msg.get("method").is_none()
+                        && msg.get("id").and_then(Value::as_u64) == Some(id);
+                    if is_response {
+                        return Ok(Some(msg));
+                    }
+                    messages.push(msg);
+                }
+                Ok::<_, ClientError>(None)
+            })
+            .await
+            .map_err(|_| ClientError::Timeout(format!("{method}: no response on the stream")))??;
+            match found {
+                Some(response) => McpReply {
+                    http_status: status,
+                    media_type: media,
+                    session_id,
+                    response,
+                    messages,
+                },
+                None => {
+                    return Err(ClientError::Protocol(format!(
+                        "{method}: the event stream ended without the response"
+                    )))
+                }
+            }
+        } else {
+            let raw = RawResponse::read(resp).await?;
+            if media.as_deref() != Some(http::JSON_MEDIA_TYPE) && !(200..300).contains(&status) {
+                // Not JSON-RPC at all (a proxy error page, …).
+                if serde_json::from_slice::<Value>(&raw.body).is_err() {
+                    return Err(http::http_error(&raw));
+                }
+            }
+            let response = http::json_body(&raw)?;
+            if media.as_deref() != Some(http::JSON_MEDIA_TYPE) {
+                self.observe(&method, body, status, &response);
+                return Err(ClientError::ContentType {
+                    expected: "application/json or text/event-stream".into(),
+                    got: media,
+                });
+            }
+            McpReply {
+                http_status: status,
+                media_type: media,
+                session_id,
+                response,
+                messages: Vec::new(),
+            }
+        };
+        self.observe(&method, body, status, &reply.response);
+        Ok(reply)
+    }
+
+    fn observe(&self, method: &str, request: &Value, status: u16, response: &Value) {
+        self.config.observe(|| Exchange {
+            protocol: "mcp",
+            operation: method.to_string(),
+            request: request.clone(),
+            status: Some(status),
+            response: response.clone(),
+        });
+    }
+
+    /// Sends a notification (no response expected beyond 2xx).
+    async fn notify(&self, body: &Value, headers: &[(String, String)]) -> Result<u16, ClientError> {
+        let resp = self
+            .post_raw(Bytes::from(body.to_string()), headers)
+            .await?;
+        let raw = RawResponse::read(resp).await?;
+        if !(200..300).contains(&raw.status) {
+            return Err(http::http_error(&raw));
+        }
+        Ok(raw.status)
+    }
+}
+
+fn typed<T: serde::de::DeserializeOwned>(
+    raw: Value,
+    what: &str,
+) -> Result<Received<T>, ClientError> {
+    let value = T::deserialize(&raw)
+        .map_err(|e| ClientError::decode(what, e, raw.to_string().as_bytes()))?;
+    Ok(Received { value, raw })
+}
+
+/// The MCP client of revision 2026-07-28 with the tasks extension. Cheap to
+/// clone.
+#[derive(Clone, Debug)]
+pub struct McpClient {
+    inner: Arc<Transport>,
+    client_info: Value,
+    declare_tasks: bool,
+}
+
+impl McpClient {
+    /// A client for `{base}/mcp` declaring the tasks extension.
+    pub fn new(config: ClientConfig) -> Result<Self, ClientError> {
+        Self::with_endpoint(config, MCP_PATH)
+    }
+
+    /// A client for the endpoint `url` (absolute, or a path below the base).
+    pub fn with_endpoint(config: ClientConfig, url: &str) -> Result<Self, ClientError> {
+        Ok(Self {
+            inner: Arc::new(Transport::new(config, url)?),
+            client_info: json!({"name": "taskwire-client", "version": env!("CARGO_PKG_VERSION")}),
+            declare_tasks: true,
+        })
+    }
+
+    /// Whether requests declare the tasks extension (default true). Without
+    /// it, `tools/call` blocks and answers with the result.
+    pub fn declare_tasks_extension(mut self, yes: bool) -> Self {
+        self.declare_tasks = yes;
+        self
+    }
+
+    /// The `clientInfo` sent in `_meta`.
+    pub fn client_info(mut self, info: Value) -> Self {
+        self.client_info = info;
+        self
+    }
+
+    /// The endpoint url.
+    pub fn endpoint(&self) -> &str {
+        &self.inner.endpoint
+    }
+
+    /// The `_meta` object every request carries.
+    pub fn request_meta(&self) -> Value {
+        let caps = if self.declare_tasks {
+            json!({"extensions": {TASKS_EXTENSION: {}}})
+        } else {
+            json!({})
+        };
+        json!({
+            meta::PROTOCOL_VERSION: VERSION_CURRENT,
+            meta::CLIENT_INFO: self.client_info,
+            meta::CLIENT_CAPABILITIES: caps,
+        })
+    }
+
+    /// Sends any request (adding `_meta` and the headers) and returns the
+    /// whole reply; JSON-RPC errors are returned inside the reply, not as
+    /// `Err`. `name` is the `Mcp-Name` header value.
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        name: Option<&str>,
+    ) -> Result<McpReply, ClientError> {
+        let mut params = match params {
+            Value::Object(m) => m,
+            Value::Null => Map::new(),
+            other => {
+                return Err(ClientError::Config(format!(
+                    "MCP params must be an object, got {other}"
+                )))
+            }
+        };
+        let mut m = match params.remove("_meta") {
+            Some(Value::Object(m)) => m,
+            _ => Map::new(),
+        };
+        if let Value::Object(base) = self.request_meta() {
+            for (k, v) in base {
+                m.entry(k).or_insert(v);
+            }
+        }
+        params.insert("_meta".into(), Value::Object(m));
+        let id = http::next_id();
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let mut headers = vec![
+            (
+                header::PROTOCOL_VERSION.to_string(),
+                VERSION_CURRENT.to_string(),
+            ),
+            (header::METHOD.to_string(), method.to_string()),
+        ];
+        if let Some(n) = name {
+            headers.push((header::NAME.to_string(), header_safe(n)));
+        }
+        self.inner.request(id, &body, &headers).await
+    }
+
+    /// Sends a request and returns its `result` (errors as [`ClientError::Rpc`]).
+    pub async fn call_raw(
+        &self,
+        method: &str,
+        params: Value,
+        name: Option<&str>,
+    ) -> Result<Value, ClientError> {
+        let reply = self.request(method, params, name).await?;
+        http::rpc_result(&reply.response, Some(reply.http_status))
+    }
+
+    /// POSTs `body` as is (with auth and `content-type: application/json`
+    /// unless `headers` sets one): for malformed-request probes.
+    pub async fn post_raw(
+        &self,
+        body: impl Into<Bytes>,
+        headers: &[(&str, &str)],
+    ) -> Result<RawResponse, ClientError> {
+        let h: Vec<(String, String)> = headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let resp = self.inner.post_raw(body.into(), &h).await?;
+        RawResponse::read(resp).await
+    }
+
+    /// `server/discover`: supported versions and capabilities.
+    pub async fn discover(&self) -> Result<Received<Value>, ClientError> {
+        let r = self.call_raw(method::DISCOVER, json!({}), None).await?;
+        Ok(Received {
+            value: r.clone(),
+            raw: r,
+        })
+    }
+
+    /// Whether a discover result advertises the tasks extension.
+    pub fn offers_tasks(discover: &Value) -> bool {
+        discover
+            .pointer("/capabilities/extensions")
+            .and_then(|e| e.get(TASKS_EXTENSION))
+            .is_some()
+    }
+
+    /// `tools/list` (first page).
+    pub async fn list_tools(&self) -> Result<Received<Vec<Tool>>, ClientError> {
+        let r = self.call_raw(method::TOOLS_LIST, json!({}), None).await?;
+        let tools = r.get("tools").cloned().unwrap_or(Value::Array(vec![]));
+        let value = typed::<Vec<Tool>>(tools, "tools")?.value;
+        Ok(Received { value, raw: r })
+    }
+
+    /// `tools/call`: the tool's result, a task, or an MRTR input request.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+    ) -> Result<Received<ToolCallOutcome>, ClientError> {
+        let r = self
+            .call_raw(
+                method::TOOLS_CALL,
+                json!({"name": name, "arguments": arguments}),
+                Some(name),
+            )
+            .await?;
+        let outcome = match r.get("resultType").and_then(Value::as_str) {
+            Some("task") => ToolCallOutcome::Task(typed(r.clone(), "CreateTaskResult")?.value),
+            Some("input_required") => ToolCallOutcome::InputRequired(r.clone()),
+            _ => ToolCallOutcome::Complete(typed(r.clone(), "CallToolResult")?.value),
+        };
+        Ok(Received {
+            value: outcome,
+            raw: r,
+        })
+    }
+
+    /// `tasks/get`.
+    pub async fn get_task(&self, task_id: &str) -> Result<Received<DetailedTask>, ClientError> {
+        let r = self
+            .call_raw(method::TASKS_GET, json!({"taskId": task_id}), Some(task_id))
+            .await?;
+        typed(r, "DetailedTask")
+    }
+
+    /// `tasks/update`: answers input requests by key (values are
+    /// `ElicitResult`s, see [`elicit_accept`]).
+    pub async fn update_task(
+        &self,
+        task_id: &str,
+        input_responses: Map<String, Value>,
+    ) -> Result<Received<Value>, ClientError> {
+        let r = self
+            .call_raw(
+                method::TASKS_UPDATE,
+                json!({"taskId": task_id, "inputResponses": input_responses}),
+                Some(task_id),
+            )
+            .await?;
+        Ok(Received {
+            value: r.clone(),
+            raw: r,
+        })
+    }
+
+    /// `tasks/cancel`.
+    pub async fn cancel_task(&self, task_id: &str) -> Result<Received<Value>, ClientError> {
+        let r = self
+            .call_raw(
+                method::TASKS_CANCEL,
+                json!({"taskId": task_id}),
+                Some(task_id),
+            )
+            .await?;
+        Ok(Received {
+            value: r.clone(),
+            raw: r,
+        })
+    }
+
+    /// `tasks/continue` (SEP-2339): applies the input responses, if any, and
+    /// returns the task.
+    pub async fn continue_task(
+        &self,
+        task_id: &str,
+        input_responses: Option<Map<String, Value>>,
+    ) -> Result<Received<DetailedTask>, ClientError> {
+        let mut params = json!({"taskId": task_id});
+        if let (Some(r), Value::Object(m)) = (input_responses, &mut params) {
+            m.insert("inputResponses".into(), Value::Object(r));
+        }
+        let r = self
+            .call_raw(method::TASKS_CONTINUE, params, Some(task_id))
+            .await?;
+        typed(r, "DetailedTask")
+    }
+
+    /// Polls `tasks/get` (at the task's `pollIntervalMs`, else the config's
+    /// poll interval) until the task is terminal or `input_required`, at most
+    /// until `limit`.
+    pub async fn wait_task(
+        &self,
+        task_id: &str,
+        limit: std::time::Duration,
+    ) -> Result<Received<DetailedTask>, ClientError> {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let t = self.get_task(task_id).await?;
+            if t.status.is_terminal() || t.status == McpTaskStatus::InputRequired {
+                return Ok(t);
+            }
+            let wait = t
+                .poll_interval_ms
+                .map(std::time::Duration::from_millis)
+                .unwrap_or(self.inner.config.poll_interval)
+                .min(
+                    self.inner
+                        .config
+                        .poll_interval
+                        .max(std::time::Duration::from_millis(10)),
+                );
+            if tokio::time::Instant::now() + wait > deadline {
+                return Err(ClientError::Timeout(format!(
+                    "task {task_id} still {:?} after {} ms",
+                    t.status,
+                    limit.as_millis()
+                )));
+            }
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    /// `subscriptions/listen` for task notifications: a stream of every
+    /// message the server sends (the acknowledgement, `notifications/tasks`
+    /// with a [`DetailedTask`] each, and finally the listen result).
+    pub async fn listen_tasks(
+        &self,
+        task_ids: &[&str],
+    ) -> Result<BoxStream<'static, Result<Value, ClientError>>, ClientError> {
+        let id = http::next_id();
+        let mut params = json!({"notifications": {"taskIds": task_ids}});
+        if let Value::Object(m) = &mut params {
+            m.insert("_meta".into(), self.request_meta());
+        }
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method::SUBSCRIPTIONS_LISTEN, "params": params});
+        let headers = vec![
+            (
+                header::PROTOCOL_VERSION.to_string(),
+                VERSION_CURRENT.to_string(),
+            ),
+            (
+                header::METHOD.to_string(),
+                method::SUBSCRIPTIONS_LISTEN.to_string(),
+            ),
+        ];
+        let resp = self
+            .inner
+            .post_raw(Bytes::from(body.to_string()), &headers)
+            .await?;
+        let media = http::content_type(&resp);
+        if media.as_deref() != Some(http::SSE_MEDIA_TYPE) {
+            let status = resp.status().as_u16();
+            let raw = RawResponse::read(resp).await?;
+            let json = http::json_body(&raw)?;
+            http::rpc_result(&json, Some(status))?;
+            return Err(ClientError::ContentType {
+                expected: http::SSE_MEDIA_TYPE.into(),
+                got: media,
+            });
+        }
+        let s = http::sse_events(resp.bytes_stream(), self.inner.config.stream_idle_timeout)
+            .filter_map(|ev| async move {
+                match ev {
+                    Err(e) => Some(Err(e)),
+                    Ok(ev) if ev.data.trim().is_empty() => None,
+                    Ok(ev) => Some(
+                        serde_json::from_str::<Value>(&ev.data)
+                            .map_err(|e| ClientError::decode("SSE data", e, ev.data.as_bytes())),
+                    ),
+                }
+            });
+        Ok(s.boxed())
+    }
+}
+
+/// The MCP client of revision 2025-11-25 (session, experimental tasks).
+#[derive(Clone, Debug)]
+pub struct McpLegacyClient {
+    inner: Arc<Transport>,
+    session: Arc<Mutex<Option<String>>>,
+    version: Arc<Mutex<String>>,
+}
+
+impl McpLegacyClient {
+    /// A client for `{base}/mcp`; call [`McpLegacyClient::initialize`] first
+    /// (or use [`McpLegacyClient::connect`]).
+    pub fn new(config: ClientConfig) -> Result<Self, ClientError> {
+        Self::with_endpoint(config, MCP_PATH)
+    }
+
+    /// A client for the endpoint `url`.
+    pub fn with_endpoint(config: ClientConfig, url: &str) -> Result<Self, ClientError> {
+        Ok(Self {
+            inner: Arc::new(Transport::new(config, url)?),
+            session: Arc::new(Mutex::new(None)),
+            version: Arc::new(Mutex::new(VERSION_LEGACY.to_string())),
+        })
+    }
+
+    /// A client with an initialized session (`initialize` with the
+    /// `elicitation` capability, then `notifications/initialized`).
+    pub async fn connect(config: ClientConfig) -> Result<(Self, Received<Value>), ClientError> {
+        let c = Self::new(config)?;
+        let init = c.initialize(json!({"elicitation": {}})).await?;
+        Ok((c, init))
+    }
+
+    /// The session id, once `initialize` gave one.
+    pub fn session_id(&self) -> Option<String> {
+        self.session.lock().ok().and_then(|s| s.clone())
+    }
+
+    /// The negotiated protocol version.
+    pub fn protocol_version(&self) -> String {
+        self.version
+            .lock()
+            .map(|v| v.clone())
+            .unwrap_or_else(|_| VERSION_LEGACY.to_string())
+    }
+
+    /// `initialize` with these client capabilities, then
+    /// `notifications/initialized`; keeps the session id and version.
+    pub async fn initialize(&self, capabilities: Value) -> Result<Received<Value>, ClientError> {
+        let id = http::next_id();
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method::INITIALIZE, "params": {
+            "protocolVersion": VERSION_LEGACY,
+            "capabilities": capabilities,
+            "clientInfo": {"name": "taskwire-client", "version": env!("CARGO_PKG_VERSION")},
+        }});
+        let reply = self.inner.request(id, &body, &[]).await?;
+        let result = http::rpc_result(&reply.response, Some(reply.http_status))?;
+        if let Ok(mut s) = self.session.lock() {
+            *s = reply.session_id.clone();
+        }
+        if let Some(v) = result.get("protocolVersion").and_then(Value::as_str) {
+            if let Ok(mut g) = self.version.lock() {
+                *g = v.to_string();
+            }
+        }
+        self.notify(method::INITIALIZED, json!({})).await?;
+        Ok(Received {
+            value: result.clone(),
+            raw: result,
+        })
+    }
+
+    fn headers(&self) -> Vec<(String, String)> {
+        let mut h = vec![(
+            header::PROTOCOL_VERSION.to_string(),
+            self.protocol_version(),
+        )];
+        if let Some(s) = self.session_id() {
+            h.push((header::SESSION_ID.to_string(), s));
+        }
+        h
+    }
+
+    /// Sends a notification in the session.
+    pub async fn notify(&self, method: &str, params: Value) -> Result<(), ClientError> {
+        let body = json!({"jsonrpc": "2.0", "method": method, "params": params});
+        self.inner.notify(&body, &self.headers()).await.map(|_| ())
+    }
+
+    /// Sends any request in the session and returns the whole reply.
+    pub async fn request(&self, method: &str, params: Value) -> Result<McpReply, ClientError> {
+        let id = http::next_id();
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.inner.request(id, &body, &self.headers()).await
+    }
+
+    /// Sends a request and returns its `result`.
+    pub async fn call_raw(&self, method: &str, params: Value) -> Result<Value, ClientError> {
+        let reply = self.request(method, params).await?;
+        http::rpc_result(&reply.response, Some(reply.http_status))
+    }
+
+    /// Answers a server request (e.g. `elicitation/create`) in the session.
+    pub async fn respond(&self, request_id: Value, result: Value) -> Result<(), ClientError> {
+        let body = json!({"jsonrpc": "2.0", "id": request_id, "result": result});
+        self.inner.notify(&body, &self.headers()).await.map(|_| ())
+    }
+
+    /// `tools/list`.
+    pub async fn list_tools(&self) -> Result<Received<Vec<Tool>>, ClientError> {
+        let r = self.call_raw(method::TOOLS_LIST, json!({})).await?;
+        let tools = r.get("tools").cloned().unwrap_or(Value::Array(vec![]));
+        let value = typed::<Vec<Tool>>(tools, "tools")?.value;
+        Ok(Received { value, raw: r })
+    }
+
+    /// `tools/call` without a task: blocks until the result.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+    ) -> Result<Received<CallToolResult>, ClientError> {
+        let r = self
+            .call_raw(
+                method::TOOLS_CALL,
+                json!({"name": name, "arguments": arguments}),
+            )
+            .await?;
+        typed(r, "CallToolResult")
+    }
+
+    /// `tools/call` with `params.task {ttl}`: the created task.
+    pub async fn call_tool_as_task(
+        &self,
+        name: &str,
+        arguments: Value,
+        ttl_ms: Option<u64>,
+    ) -> Result<Received<LegacyTask>, ClientError> {
+        let task = match ttl_ms {
+            Some(t) => json!({"ttl": t}),
+            None => json!({}),
+        };
+        let r = self
+            .call_raw(
+                method::TOOLS_CALL,
+                json!({"name": name, "arguments": arguments, "task": task}),
+            )
+            .await?;
+        let inner = r.get("task").cloned().unwrap_or(Value::Null);
+        let value = typed::<LegacyTask>(inner, "CreateTaskResult.task")?.value;
+        Ok(Received { value, raw: r })
+    }
+
+    /// `tasks/get`.
+    pub async fn get_task(&self, task_id: &str) -> Result<Received<LegacyTask>, ClientError> {
+        let r = self
+            .call_raw(method::TASKS_GET, json!({"taskId": task_id}))
+            .await?;
+        typed(r, "Task")
+    }
+
+    /// `tasks/result`: the original result once terminal (the server may
+    /// block; the config's request timeout applies).
+    pub async fn task_result(
+        &self,
+        task_id: &str,
+    ) -> Result<Received<CallToolResult>, ClientError> {
+        let r = self
+            .call_raw(method::TASKS_RESULT, json!({"taskId": task_id}))
+            .await?;
+        typed(r, "CallToolResult")
+    }
+
+    /// `tasks/list`.
+    pub async fn list_tasks(
+        &self,
+        cursor: Option<&str>,
+    ) -> Result<Received<LegacyTaskPage>, ClientError> {
+        let params = match cursor {
+            Some(c) => json!({"cursor": c}),
+            None => json!({}),
+        };
+        let r = self.call_raw(method::TASKS_LIST, params).await?;
+        typed(r, "ListTasksResult")
+    }
+
+    /// `tasks/cancel`: the cancelled task.
+    pub async fn cancel_task(&self, task_id: &str) -> Result<Received<LegacyTask>, ClientError> {
+        let r = self
+            .call_raw(method::TASKS_CANCEL, json!({"taskId": task_id}))
+            .await?;
+        typed(r, "Task")
+    }
+
+    /// Ends the session (`DELETE` with the session id).
+    pub async fn close(&self) -> Result<(), ClientError> {
+        let Some(s) = self.session_id() else {
+            return Ok(());
+        };
+        let resp = self
+            .inner
+            .http
+            .delete(&self.inner.endpoint)
+            .header(header::SESSION_ID, s)
+            .timeout(self.inner.config.request_timeout)
+            .send()
+            .await?;
+        let raw = RawResponse::read(resp).await?;
+        if !(200..300).contains(&raw.status) {
+            return Err(http::http_error(&raw));
+        }
+        if let Ok(mut g) = self.session.lock() {
+            *g = None;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_values_are_encoded_when_unsafe() {
+        assert_eq!(header_safe("run_script"), "run_script");
+        assert_eq!(header_safe("é"), "=?base64?w6k=?=");
+        assert_eq!(header_safe(" x"), "=?base64?IHg=?=");
+    }
+
+    #[test]
+    fn shapes_parse() {
+        let d: DetailedTask = serde_json::from_value(json!({
+            "taskId": "t", "status": "input_required", "resultType": "complete",
+            "inputRequests": {"k": {"method": "elicitation/create"}}, "ttlMs": null
+        }))
+        .expect("detailed");
+        assert_eq!(d.status, McpTaskStatus::InputRequired);
+        assert!(d.input_requests.is_some_and(|m| m.contains_key("k")));
+        let s: McpTaskStatus = serde_json::from_value(json!("paused")).expect("status");
+        assert_eq!(s, McpTaskStatus::Unknown);
+        let r: CallToolResult = serde_json::from_value(json!({
+            "content": [{"type": "text", "text": "a"}, {"type": "image"}, {"type": "text", "text": "b"}]
+        }))
+        .expect("result");
+        assert_eq!(r.text(), "a\nb");
+    }
+}
