@@ -212,6 +212,89 @@ pub fn part_content_to_a2a(p: &Part) -> A2aPartContent {
     }
 }
 
+/// Lost: proto3 strings have no presence, so an empty `mediaType` or `filename`
+/// reads back as absent.
+pub const LOSS_EMPTY_STRING_FIELDS: Loss =
+    Loss("an empty mediaType or filename is sent as the proto3 default and reads back as absent");
+/// Lost: `data` and `metadata` travel as `google.protobuf.Value`, whose numbers are
+/// doubles.
+pub const LOSS_DATA_NUMBERS: Loss = Loss(
+    "data and metadata numbers travel as protobuf doubles: whole floats come back as integers and integers of 9e15 or more as floats",
+);
+/// Whole doubles below this magnitude are read back as JSON integers (the A2A
+/// adapter's `google.protobuf.Value` decoding); see [`LOSS_DATA_NUMBERS`].
+pub const PROTOBUF_WHOLE_NUMBER_LIMIT: f64 = 9.0e15;
+
+/// An A2A `Part`: its content and the fields beside it, with proto3 semantics
+/// (an empty string is an absent field).
+#[derive(Clone, Debug, PartialEq)]
+pub struct A2aPart {
+    /// The `content` oneof (none is refused on input).
+    pub content: Option<A2aPartContent>,
+    /// `mediaType` (empty: absent).
+    pub media_type: String,
+    /// `filename` (empty: absent).
+    pub filename: String,
+    /// `metadata` (empty: absent).
+    pub metadata: taskwire_core::types::Metadata,
+}
+
+/// True if a JSON value survives a trip through `google.protobuf.Value` unchanged.
+pub fn survives_protobuf_value(v: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match v {
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                (i as f64).abs() < PROTOBUF_WHOLE_NUMBER_LIMIT
+            } else if let Some(u) = n.as_u64() {
+                (u as f64) < PROTOBUF_WHOLE_NUMBER_LIMIT
+            } else {
+                let f = n.as_f64().unwrap_or(0.0);
+                !(f.fract() == 0.0 && f.abs() < PROTOBUF_WHOLE_NUMBER_LIMIT)
+            }
+        }
+        Value::Array(a) => a.iter().all(survives_protobuf_value),
+        Value::Object(o) => o.values().all(survives_protobuf_value),
+        Value::Null | Value::Bool(_) | Value::String(_) => true,
+    }
+}
+
+/// The A2A part of a core part, with what the trip loses: empty strings become
+/// absent ([`LOSS_EMPTY_STRING_FIELDS`]) and some numbers change form
+/// ([`LOSS_DATA_NUMBERS`]). Everything else maps one to one.
+pub fn part_to_a2a(p: &Part) -> (A2aPart, Vec<Loss>) {
+    let mut losses = Vec::new();
+    if p.media_type.as_deref() == Some("") || p.filename.as_deref() == Some("") {
+        losses.push(LOSS_EMPTY_STRING_FIELDS);
+    }
+    let data_ok = match &p.content {
+        PartContent::Data { data } => survives_protobuf_value(data),
+        _ => true,
+    };
+    if !data_ok || !p.metadata.values().all(survives_protobuf_value) {
+        losses.push(LOSS_DATA_NUMBERS);
+    }
+    (
+        A2aPart {
+            content: Some(part_content_to_a2a(p)),
+            media_type: p.media_type.clone().unwrap_or_default(),
+            filename: p.filename.clone().unwrap_or_default(),
+            metadata: p.metadata.clone(),
+        },
+        losses,
+    )
+}
+
+/// The core part of an A2A part; `index` names it in errors.
+pub fn part_from_a2a(p: A2aPart, index: usize) -> Result<Part, VocabError> {
+    Ok(Part {
+        content: part_content_from_a2a(p.content, index)?,
+        media_type: (!p.media_type.is_empty()).then_some(p.media_type),
+        filename: (!p.filename.is_empty()).then_some(p.filename),
+        metadata: p.metadata,
+    })
+}
+
 /// The core part content of an A2A part's content; a part with no content is refused.
 pub fn part_content_from_a2a(
     c: Option<A2aPartContent>,
@@ -286,6 +369,34 @@ pub const ERROR_DOMAIN: &str = "a2a-protocol.org";
 pub const ERROR_INFO_TYPE: &str = "type.googleapis.com/google.rpc.ErrorInfo";
 
 impl A2aErrorKind {
+    /// Every kind.
+    pub const ALL: [A2aErrorKind; 14] = [
+        A2aErrorKind::TaskNotFound,
+        A2aErrorKind::TaskNotCancelable,
+        A2aErrorKind::PushNotificationNotSupported,
+        A2aErrorKind::UnsupportedOperation,
+        A2aErrorKind::ContentTypeNotSupported,
+        A2aErrorKind::InvalidAgentResponse,
+        A2aErrorKind::ExtendedAgentCardNotConfigured,
+        A2aErrorKind::ExtensionSupportRequired,
+        A2aErrorKind::VersionNotSupported,
+        A2aErrorKind::ParseError,
+        A2aErrorKind::InvalidRequest,
+        A2aErrorKind::MethodNotFound,
+        A2aErrorKind::InvalidParams,
+        A2aErrorKind::Internal,
+    ];
+
+    /// The kind of a JSON-RPC error code (what a client reads back).
+    pub fn from_code(code: i64) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.code() == code)
+    }
+
+    /// The kind of a `google.rpc.ErrorInfo` reason (what a gRPC client reads back).
+    pub fn from_reason(reason: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.reason() == reason)
+    }
+
     /// The JSON-RPC error code.
     pub fn code(self) -> i64 {
         match self {
@@ -381,6 +492,35 @@ pub fn error_from_core(e: &CoreError) -> (A2aErrorKind, String) {
         }
     }
 }
+
+/// Lost: several core refusals share InvalidParams.
+pub const LOSS_ERROR_REFUSALS: Loss = Loss(
+    "an over-limit input and a guardrail refusal are InvalidParams (-32602) like a malformed field; only the message tells them apart",
+);
+/// Lost: a retryable condition is reported as an internal error.
+pub const LOSS_ERROR_RETRYABLE: Loss = Loss(
+    "contention and shutdown are InternalError (-32603) like a failure; A2A has no retryable error code",
+);
+
+/// What the A2A error of a core error loses (see [`error_from_core`]).
+pub fn error_loss(e: &CoreError) -> Option<Loss> {
+    match e {
+        CoreError::TooLarge { .. } | CoreError::DeniedByGuardrail { .. } => {
+            Some(LOSS_ERROR_REFUSALS)
+        }
+        CoreError::Contention | CoreError::ShuttingDown => Some(LOSS_ERROR_RETRYABLE),
+        CoreError::IllegalTransition { .. } | CoreError::WrongState { .. } => {
+            Some(LOSS_ERROR_UNSUPPORTED)
+        }
+        CoreError::LeaseLost => Some(crate::LOSS_LEASE_LOST),
+        _ => None,
+    }
+}
+
+/// Lost: several state refusals share UnsupportedOperation.
+pub const LOSS_ERROR_UNSUPPORTED: Loss = Loss(
+    "an illegal transition or a command in the wrong state is UnsupportedOperation (-32004) like a message to a terminal task",
+);
 
 /// Accepted media-type check: `mt` matches one of `accepted` exactly or through a
 /// `type/*` or `*/*` wildcard (parameters after `;` are ignored, case-insensitive).

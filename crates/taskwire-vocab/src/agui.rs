@@ -21,8 +21,11 @@
 //! routed back to it without any state in the adapter: see [`InterruptRef`].
 
 use serde_json::{json, Value};
-use taskwire_core::types::{InputResponse, PartContent, ReviewDecision, TaskError, TerminalCause};
-use taskwire_core::{CoreError, Part, TaskState};
+use taskwire_core::types::{
+    AuthWait, InputRequest, InputResponse, PartContent, Review, ReviewDecision, TaskError,
+    TerminalCause,
+};
+use taskwire_core::{CoreError, Part, Role, Task, TaskState};
 
 use crate::{Loss, VocabError};
 
@@ -76,14 +79,195 @@ pub const LOSS_EXPIRED_AS_CANCELLED: Loss = Loss(
     "an inactivity expiry is reported as a cancelled run; the expiry cause is only in the message",
 );
 /// Non-text parts of agent messages are not part of the streamed text.
-pub const LOSS_NON_TEXT_PARTS: Loss =
-    Loss("non-text parts of an agent message are left out of its text (artifacts keep them)");
+pub const LOSS_NON_TEXT_PARTS: Loss = Loss(
+    "non-text parts of a message, and the media type, file name and metadata of its text parts, are left out of its text (artifacts keep them)",
+);
 /// Declining an authorisation has no core counterpart: the task is canceled.
 pub const LOSS_AUTH_DECLINE_CANCELS: Loss =
     Loss("a cancelled resume of an authorisation interrupt cancels the whole task");
 /// A resume payload that is not an object is wrapped as `{"answer": payload}`.
 pub const LOSS_PAYLOAD_WRAPPED: Loss =
     Loss("a non-object resume payload is stored as {\"answer\": payload}");
+/// Several text parts of one message become one text message.
+pub const LOSS_TEXT_JOINED: Loss = Loss(
+    "the text parts of a message are joined with newlines into one text; part boundaries are lost",
+);
+/// The core's submitted and working are one open run.
+pub const LOSS_SUBMITTED: Loss =
+    Loss("AG-UI has no queued run: submitted (not yet picked up) and working are both an open run");
+/// A review addressed to someone else is offered like one of the caller's.
+pub const LOSS_FOREIGN_REVIEW: Loss = Loss(
+    "a review addressed to someone other than the responsible user is still a confirmation interrupt; only its reviewer can resolve it",
+);
+/// An agent refusal and a guardrail lock are errors, not outcomes.
+pub const LOSS_REJECTED_AS_ERROR: Loss = Loss(
+    "AG-UI has no refused outcome: a rejected task ends its run with RUN_ERROR (code rejected or restricted)",
+);
+/// Several core refusals share one RUN_ERROR code.
+pub const LOSS_ERROR_WRONG_STATE: Loss = Loss(
+    "illegal transitions, wrong states and non-cancelable tasks all read wrong_state; only the message tells them apart",
+);
+/// A retryable condition and a shutdown share one code.
+pub const LOSS_ERROR_UNAVAILABLE: Loss = Loss(
+    "contention and shutdown both read unavailable; lease and store failures both read internal",
+);
+
+/// The `role` of a core role in AG-UI messages.
+pub fn role(r: Role) -> &'static str {
+    match r {
+        Role::User => ROLE_USER,
+        Role::Agent => ROLE_ASSISTANT,
+    }
+}
+
+/// The AG-UI role of user input.
+pub const ROLE_USER: &str = "user";
+/// The AG-UI role of agent output.
+pub const ROLE_ASSISTANT: &str = "assistant";
+
+/// The core role of an AG-UI message role; `system`, `developer`, `tool`,
+/// `activity` and `reasoning` messages have none.
+pub fn role_from(s: &str) -> Option<Role> {
+    match s {
+        ROLE_USER => Some(Role::User),
+        ROLE_ASSISTANT => Some(Role::Agent),
+        _ => None,
+    }
+}
+
+/// An interrupt a pending interaction is shown as (without the id's task part and
+/// without `expiresAt`, which the run knows).
+#[derive(Clone, Debug, PartialEq)]
+pub struct InterruptView {
+    /// What it stands for (gives the id with [`InterruptRef`]).
+    pub kind: InterruptKind,
+    /// `reason`.
+    pub reason: &'static str,
+    /// `message`.
+    pub message: String,
+    /// `responseSchema`.
+    pub response_schema: Option<Value>,
+    /// `metadata`.
+    pub metadata: Option<Value>,
+}
+
+/// The response schema of a review interrupt.
+pub fn review_response_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"approved": {"type": "boolean"}},
+    })
+}
+
+/// A keyed input request as an `input_required` interrupt, with its schema (when
+/// it is an object schema) as `responseSchema`.
+pub fn input_interrupt(r: &InputRequest) -> InterruptView {
+    InterruptView {
+        kind: InterruptKind::Input(r.key.clone()),
+        reason: REASON_INPUT_REQUIRED,
+        message: r.prompt.clone(),
+        response_schema: Some(r.schema.clone()).filter(Value::is_object),
+        metadata: None,
+    }
+}
+
+/// A provider authorisation as a `taskwire:auth_required` interrupt; the provider
+/// and URL travel in `metadata`.
+pub fn auth_interrupt(a: &AuthWait) -> InterruptView {
+    let mut meta = json!({"provider": a.provider});
+    if let Some(u) = &a.url {
+        meta["url"] = json!(u);
+    }
+    InterruptView {
+        kind: InterruptKind::Auth(a.provider.clone()),
+        reason: REASON_AUTH_REQUIRED,
+        message: format!("authorization required: {}", a.provider),
+        response_schema: None,
+        metadata: Some(meta),
+    }
+}
+
+/// A review as a `confirmation` interrupt; the reviewer travels in `metadata`.
+pub fn review_interrupt(r: &Review) -> InterruptView {
+    InterruptView {
+        kind: InterruptKind::Review(r.id.clone()),
+        reason: REASON_CONFIRMATION,
+        message: r.summary.clone(),
+        response_schema: Some(review_response_schema()),
+        metadata: Some(json!({"reviewer": r.reviewer})),
+    }
+}
+
+/// Key of the placeholder interrupt of a task that waits with nothing pending.
+pub const PLACEHOLDER_INPUT_KEY: &str = "*";
+/// A task that waits for its next message with nothing pending (the host
+/// interrupted its turn) shows a placeholder interrupt.
+pub const LOSS_NOTHING_PENDING: Loss = Loss(
+    "a task waiting for its next message with nothing pending shows a placeholder input_required interrupt (key *)",
+);
+
+/// The interrupt shown when a run ends interrupted with nothing pending, so the
+/// client still sees why the run stopped; `message` is the status message text.
+pub fn placeholder_interrupt(message: Option<String>) -> InterruptView {
+    InterruptView {
+        kind: InterruptKind::Input(PLACEHOLDER_INPUT_KEY.to_string()),
+        reason: REASON_INPUT_REQUIRED,
+        message: message.unwrap_or_default(),
+        response_schema: None,
+        metadata: None,
+    }
+}
+
+/// Every interrupt of a task that waits, in the order a run shows them (input
+/// requests by key, authorisations, reviews), with what the view loses.
+pub fn interrupts(task: &Task) -> (Vec<InterruptView>, Option<Loss>) {
+    let mut v: Vec<InterruptView> = task.input_requests.values().map(input_interrupt).collect();
+    v.extend(task.pending_auth.iter().map(auth_interrupt));
+    v.extend(task.pending_reviews.iter().map(review_interrupt));
+    if v.is_empty() && task.state.is_interrupted() {
+        let text = task.status_message.as_ref().map(|m| m.text());
+        return (
+            vec![placeholder_interrupt(text)],
+            Some(LOSS_NOTHING_PENDING),
+        );
+    }
+    let foreign = task
+        .pending_reviews
+        .iter()
+        .any(|r| r.reviewer != task.responsible_user);
+    (v, foreign.then_some(LOSS_FOREIGN_REVIEW))
+}
+
+/// The HTTP status of a core error on the adapter's plain HTTP endpoints (run
+/// cancel, replay), where no run stream carries a `RUN_ERROR`.
+pub fn http_status(e: &CoreError) -> u16 {
+    match e {
+        CoreError::NotFound => 404,
+        CoreError::InvalidInput { .. } => 400,
+        CoreError::TooLarge { .. } => 413,
+        CoreError::DeniedByGuardrail { .. } => 403,
+        CoreError::Terminal { .. }
+        | CoreError::NotCancelable { .. }
+        | CoreError::IllegalTransition { .. }
+        | CoreError::WrongState { .. } => 409,
+        CoreError::Contention | CoreError::ShuttingDown => 503,
+        CoreError::LeaseLost | CoreError::Store(_) => 500,
+    }
+}
+
+/// What the `RUN_ERROR` code of a core error loses (see [`core_error`]).
+pub fn error_loss(e: &CoreError) -> Option<Loss> {
+    match e {
+        CoreError::IllegalTransition { .. }
+        | CoreError::WrongState { .. }
+        | CoreError::NotCancelable { .. } => Some(LOSS_ERROR_WRONG_STATE),
+        CoreError::Contention
+        | CoreError::ShuttingDown
+        | CoreError::LeaseLost
+        | CoreError::Store(_) => Some(LOSS_ERROR_UNAVAILABLE),
+        _ => None,
+    }
+}
 
 /// How a run ends, derived from the task's state.
 #[derive(Clone, Debug, PartialEq)]
@@ -121,7 +305,8 @@ pub fn run_end(
             .unwrap_or_else(|| default_msg.to_string()),
     };
     match state {
-        TaskState::Submitted | TaskState::Working => (RunEnd::Open, None),
+        TaskState::Submitted => (RunEnd::Open, Some(LOSS_SUBMITTED)),
+        TaskState::Working => (RunEnd::Open, None),
         TaskState::InputRequired | TaskState::AuthRequired => (RunEnd::Interrupted, None),
         TaskState::Completed => (RunEnd::Completed, None),
         TaskState::Canceled => match cause {
@@ -129,12 +314,29 @@ pub fn run_end(
             _ => (RunEnd::Cancelled, None),
         },
         TaskState::Failed => match cause {
-            Some(TerminalCause::Internal) => (err("internal", "internal error"), None),
+            // The error of an internal failure holds details for operators only.
+            Some(TerminalCause::Internal) | None => (
+                RunEnd::Error {
+                    code: codes::INTERNAL.to_string(),
+                    message: "internal error".to_string(),
+                },
+                None,
+            ),
+            Some(TerminalCause::Restricted) => (
+                err("restricted", "the task is restricted"),
+                Some(LOSS_REJECTED_AS_ERROR),
+            ),
             _ => (err("agent_failed", "the task failed"), None),
         },
         TaskState::Rejected => match cause {
-            Some(TerminalCause::Restricted) => (err("restricted", "the task is restricted"), None),
-            _ => (err("rejected", "the task was rejected"), None),
+            Some(TerminalCause::Restricted) => (
+                err("restricted", "the task is restricted"),
+                Some(LOSS_REJECTED_AS_ERROR),
+            ),
+            _ => (
+                err("rejected", "the task was rejected"),
+                Some(LOSS_REJECTED_AS_ERROR),
+            ),
         },
     }
 }
@@ -298,21 +500,35 @@ pub fn auth_resume(status: ResumeStatus) -> (AuthResume, Option<Loss>) {
 
 /// The text of an agent message's parts (text parts joined with newlines), with
 /// [`LOSS_NON_TEXT_PARTS`] when any part was not text.
+/// Several text parts are joined ([`LOSS_TEXT_JOINED`]); a text part's media type,
+/// file name and metadata are not shown either (also [`LOSS_NON_TEXT_PARTS`]).
 pub fn message_text(parts: &[Part]) -> (String, Option<Loss>) {
     let mut out = String::new();
     let mut lossy = false;
+    let mut texts = 0usize;
     for p in parts {
         match &p.content {
             PartContent::Text { text } => {
-                if !out.is_empty() {
+                if texts > 0 {
                     out.push('\n');
                 }
+                texts += 1;
                 out.push_str(text);
+                if p.filename.is_some() || !p.metadata.is_empty() || p.media_type.is_some() {
+                    lossy = true;
+                }
             }
             _ => lossy = true,
         }
     }
-    (out, lossy.then_some(LOSS_NON_TEXT_PARTS))
+    let loss = if lossy {
+        Some(LOSS_NON_TEXT_PARTS)
+    } else if texts > 1 {
+        Some(LOSS_TEXT_JOINED)
+    } else {
+        None
+    };
+    (out, loss)
 }
 
 /// Core parts from an AG-UI user message `content`: a string is one text part; an
@@ -526,8 +742,13 @@ mod tests {
 
     #[test]
     fn non_text_parts_are_a_named_loss() {
+        let (t, loss) = message_text(&[Part::text("a")]);
+        assert_eq!((t.as_str(), loss), ("a", None));
         let (t, loss) = message_text(&[Part::text("a"), Part::text("b")]);
-        assert_eq!((t.as_str(), loss), ("a\nb", None));
+        assert_eq!((t.as_str(), loss), ("a\nb", Some(LOSS_TEXT_JOINED)));
+        let mut named = Part::text("a");
+        named.filename = Some("a.txt".into());
+        assert_eq!(message_text(&[named]).1, Some(LOSS_NON_TEXT_PARTS));
         let (t, loss) = message_text(&[Part::text("a"), Part::data(json!(1))]);
         assert_eq!((t.as_str(), loss), ("a", Some(LOSS_NON_TEXT_PARTS)));
     }

@@ -42,6 +42,7 @@ pub const WELL_KNOWN_KEYS: [&str; 5] = ["message", "received_at", "committed_at"
 
 /// The coarse status of a task.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
     /// Waiting for the responsible user's next input.
@@ -65,6 +66,7 @@ impl Phase {
 
 /// Why a terminal task ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum TerminalReason {
     /// Finished by an explicit action.
@@ -88,6 +90,7 @@ impl TerminalReason {
 
 /// The two kinds of notification; nothing else is ever a notification.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum NotificationKind {
     /// The responsible user must authorise a provider.
@@ -183,11 +186,15 @@ pub fn phase(task: &Task) -> (Phase, Option<Loss>) {
 pub fn terminal_reason(task: &Task) -> (Option<TerminalReason>, Option<Loss>) {
     match task.state {
         TaskState::Completed => (Some(TerminalReason::Completed), None),
+        // A guardrail lock is `restricted` whichever terminal state the core
+        // recorded it under.
+        TaskState::Failed | TaskState::Rejected
+            if task.terminal_cause == Some(TerminalCause::Restricted) =>
+        {
+            (Some(TerminalReason::Restricted), None)
+        }
         TaskState::Failed => (Some(TerminalReason::Errored), Some(LOSS_FAILED_KIND)),
-        TaskState::Rejected => match task.terminal_cause {
-            Some(TerminalCause::Restricted) => (Some(TerminalReason::Restricted), None),
-            _ => (Some(TerminalReason::Restricted), Some(LOSS_REJECTED)),
-        },
+        TaskState::Rejected => (Some(TerminalReason::Restricted), Some(LOSS_REJECTED)),
         TaskState::Canceled => match task.terminal_cause {
             Some(TerminalCause::Expired) => (Some(TerminalReason::Completed), Some(LOSS_EXPIRED)),
             _ => (Some(TerminalReason::Completed), Some(LOSS_CANCELED)),
@@ -242,6 +249,7 @@ pub fn idle_expires_at(task: &Task) -> Option<Timestamp> {
 
 /// A CAS ContentPart: inline `text` or a `file` reference.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ContentPart {
     /// The media type.
@@ -462,6 +470,98 @@ pub fn wire_error(e: &CoreError) -> WireError {
         CoreError::Store(_) => (500, ERR_INTERNAL),
     };
     WireError { status, code }
+}
+
+/// Every error code of the CAS surface with its HTTP status.
+pub const ERROR_CODES: [WireError; 8] = [
+    WireError {
+        status: 404,
+        code: ERR_NOT_FOUND,
+    },
+    WireError {
+        status: 400,
+        code: ERR_INVALID_INPUT,
+    },
+    WireError {
+        status: 413,
+        code: ERR_TOO_LARGE,
+    },
+    WireError {
+        status: 403,
+        code: ERR_DENIED_BY_INPUT_GUARDRAIL,
+    },
+    WireError {
+        status: 409,
+        code: ERR_TASK_TERMINAL,
+    },
+    WireError {
+        status: 409,
+        code: ERR_CONFLICT,
+    },
+    WireError {
+        status: 503,
+        code: ERR_UNAVAILABLE,
+    },
+    WireError {
+        status: 500,
+        code: ERR_INTERNAL,
+    },
+];
+
+impl WireError {
+    /// The wire error of a body code (what a client reads back).
+    pub fn from_code(code: &str) -> Option<Self> {
+        ERROR_CODES.into_iter().find(|w| w.code == code)
+    }
+}
+
+/// Lost: retryable conditions share one code.
+pub const LOSS_ERROR_UNAVAILABLE: Loss =
+    Loss("contention, a lost lease and shutdown all read unavailable (503)");
+/// Lost: canceling a task that ended otherwise reads like writing to a terminal task.
+pub const LOSS_ERROR_NOT_CANCELABLE: Loss = Loss(
+    "canceling a task that ended otherwise reads task_terminal, like input to a terminal task",
+);
+
+/// Lost: an illegal transition reads like a command in the wrong state.
+pub const LOSS_ERROR_CONFLICT: Loss =
+    Loss("an illegal transition reads conflict (409), like a command in the wrong state");
+
+/// What the CAS wire error of a core error loses (see [`wire_error`]).
+pub fn error_loss(e: &CoreError) -> Option<Loss> {
+    match e {
+        CoreError::Contention | CoreError::LeaseLost | CoreError::ShuttingDown => {
+            Some(LOSS_ERROR_UNAVAILABLE)
+        }
+        CoreError::NotCancelable { .. } => Some(LOSS_ERROR_NOT_CANCELABLE),
+        CoreError::IllegalTransition { .. } => Some(LOSS_ERROR_CONFLICT),
+        _ => None,
+    }
+}
+
+/// The message of a core error that is safe to show: store failures have no
+/// details; a guardrail refusal says so in words.
+pub fn error_message(e: &CoreError) -> String {
+    match e {
+        CoreError::Store(_) => "internal error".into(),
+        CoreError::DeniedByGuardrail { reason } => {
+            format!("the input was refused by an input guardrail: {reason}")
+        }
+        other => other.to_string(),
+    }
+}
+
+/// The `error` of the output message a status change carries: the core error's
+/// code once the task is terminal, nothing before.
+pub fn output_error(
+    to: TaskState,
+    error: Option<&taskwire_core::types::TaskError>,
+) -> Option<String> {
+    if to.is_terminal() {
+        error.map(|x| x.code.clone())
+    } else {
+        None
+    }
 }
 
 /// Maps a translation error (a malformed ContentPart) to the CAS wire error.

@@ -9,10 +9,16 @@ pub mod a2a;
 pub mod agui;
 pub mod cas;
 pub mod mcp;
+pub mod table;
 
 /// What a lossy mapping drops, in words a person can act on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Loss(pub &'static str);
+
+/// Lost, on every protocol: a worker that lost its lease on a task (another worker
+/// took it over) reads as an internal error, like a store failure.
+pub const LOSS_LEASE_LOST: Loss =
+    Loss("a lost lease (another worker took the task over) reads as an internal error, like a store failure");
 
 /// Errors of the translation layer (a protocol value the core has no meaning for).
 #[derive(Debug, thiserror::Error)]

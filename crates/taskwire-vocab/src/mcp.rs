@@ -15,6 +15,7 @@ use taskwire_core::types::{
     InputAction, InputResponse, Message, Part, PartContent, ReviewDecision, Task, TaskState,
     TerminalCause, Timestamp,
 };
+use taskwire_core::CoreError;
 
 use crate::{Loss, VocabError};
 
@@ -28,6 +29,8 @@ pub const AUTH_KEY_PREFIX: &str = "taskwire.auth/";
 pub const REVIEW_KEY_PREFIX: &str = "taskwire.review/";
 /// The JSON-RPC code of an internal error.
 pub const INTERNAL_ERROR: i64 = -32603;
+/// The JSON-RPC code of invalid params (also: unknown or foreign task).
+pub const INVALID_PARAMS: i64 = -32602;
 /// Longest status message put on the wire, in characters.
 pub const MAX_STATUS_MESSAGE: usize = 512;
 
@@ -103,6 +106,10 @@ pub const LOSS_RAW_AS_RESOURCE: Loss =
 /// Lost: several data parts, or a data part that is not an object, are wrapped.
 pub const LOSS_DATA_WRAPPED: Loss =
     Loss("structuredContent is one object: several data parts (or a non-object) are wrapped under `data`");
+/// Lost: content blocks carry no part metadata, and most carry no file name.
+pub const LOSS_PART_METADATA: Loss = Loss(
+    "part metadata is dropped, and so is the file name except on resource links and embedded resources",
+);
 /// Lost: artifact names, ids and metadata do not survive as content.
 pub const LOSS_ARTIFACT_FRAMING: Loss =
     Loss("artifact ids, names and metadata are dropped; only their parts become content");
@@ -114,14 +121,74 @@ pub const LOSS_REVIEW_AS_FORM: Loss =
 /// outlive the advertised deadline by its running time (never the reverse).
 pub const LOSS_TTL_ORIGIN: Loss =
     Loss("ttlMs is the core's retention after the task ends; MCP counts it from creation, so tasks outlive it by their running time");
+/// Lost: a task that waits for its next message with nothing pending (the host
+/// interrupted its turn) has nothing an MCP client can answer.
+pub const LOSS_NOTHING_TO_ANSWER: Loss = Loss(
+    "input_required with empty inputRequests: the task waits for a new message, which MCP cannot send; it can only be cancelled",
+);
 /// Lost: an authorisation dismissed with `cancel` is left pending.
 pub const LOSS_AUTH_CANCEL: Loss = Loss("cancel on an authorisation leaves it pending");
+/// Lost: the core has no "authorisation refused": declining one cancels the task.
+pub const LOSS_AUTH_DECLINE_CANCELS: Loss = Loss(
+    "decline on an authorisation cancels the whole task (the core has no refused authorisation)",
+);
+/// Lost: every refusal of a request is -32602.
+pub const LOSS_ERROR_REFUSALS: Loss = Loss(
+    "unknown task, terminal task, wrong state, over-limit and guardrail refusals are all -32602; only the message tells them apart",
+);
+/// Lost: a retryable condition is reported as an internal error.
+pub const LOSS_ERROR_RETRYABLE: Loss =
+    Loss("contention and shutdown are -32603 like a failure; MCP has no retryable error code");
+
+/// The JSON-RPC error (code, message safe to show) of a core error; `task_id`
+/// names the task in the unknown-task message. Store and lease failures become a
+/// bare "internal error" (their details are for logs only).
+pub fn error_from_core(e: &CoreError, task_id: Option<&str>) -> (i64, String) {
+    match e {
+        CoreError::NotFound => (
+            INVALID_PARAMS,
+            format!("unknown task: {}", task_id.unwrap_or("")),
+        ),
+        CoreError::InvalidInput { .. }
+        | CoreError::TooLarge { .. }
+        | CoreError::DeniedByGuardrail { .. }
+        | CoreError::Terminal { .. }
+        | CoreError::NotCancelable { .. }
+        | CoreError::WrongState { .. }
+        | CoreError::IllegalTransition { .. } => (INVALID_PARAMS, e.to_string()),
+        CoreError::Contention => (
+            INTERNAL_ERROR,
+            "too much contention on the task, retry".into(),
+        ),
+        CoreError::ShuttingDown => (INTERNAL_ERROR, "the server is shutting down".into()),
+        CoreError::LeaseLost | CoreError::Store(_) => (INTERNAL_ERROR, "internal error".into()),
+    }
+}
+
+/// What the MCP error of a core error loses (see [`error_from_core`]).
+pub fn error_loss(e: &CoreError) -> Option<Loss> {
+    match e {
+        CoreError::NotFound
+        | CoreError::TooLarge { .. }
+        | CoreError::DeniedByGuardrail { .. }
+        | CoreError::Terminal { .. }
+        | CoreError::NotCancelable { .. }
+        | CoreError::WrongState { .. }
+        | CoreError::IllegalTransition { .. } => Some(LOSS_ERROR_REFUSALS),
+        CoreError::Contention | CoreError::ShuttingDown => Some(LOSS_ERROR_RETRYABLE),
+        CoreError::LeaseLost => Some(crate::LOSS_LEASE_LOST),
+        CoreError::InvalidInput { .. } | CoreError::Store(_) => None,
+    }
+}
 
 /// The MCP status of a task, and what the mapping loses.
 pub fn status(task: &Task, generation: Generation) -> (McpStatus, Option<Loss>) {
     match task.state {
         TaskState::Submitted => (McpStatus::Working, Some(LOSS_SUBMITTED)),
         TaskState::Working => (McpStatus::Working, None),
+        TaskState::InputRequired if task.waiting_state().is_none() => {
+            (McpStatus::InputRequired, Some(LOSS_NOTHING_TO_ANSWER))
+        }
         TaskState::InputRequired => (McpStatus::InputRequired, None),
         TaskState::AuthRequired => (McpStatus::InputRequired, Some(LOSS_AUTH_REQUIRED)),
         TaskState::Completed => (McpStatus::Completed, None),
@@ -129,10 +196,17 @@ pub fn status(task: &Task, generation: Generation) -> (McpStatus, Option<Loss>) 
             Some(TerminalCause::Expired) => (McpStatus::Cancelled, Some(LOSS_EXPIRED)),
             _ => (McpStatus::Cancelled, None),
         },
-        TaskState::Rejected => match generation {
-            Generation::Current => (McpStatus::Completed, Some(LOSS_REJECTED)),
-            Generation::Legacy => (McpStatus::Failed, Some(LOSS_REJECTED)),
-        },
+        TaskState::Rejected => {
+            let loss = if task.terminal_cause == Some(TerminalCause::Restricted) {
+                LOSS_RESTRICTED
+            } else {
+                LOSS_REJECTED
+            };
+            match generation {
+                Generation::Current => (McpStatus::Completed, Some(loss)),
+                Generation::Legacy => (McpStatus::Failed, Some(loss)),
+            }
+        }
         TaskState::Failed => match (task.terminal_cause, generation) {
             (Some(TerminalCause::AgentFailed), Generation::Current) => {
                 (McpStatus::Completed, Some(LOSS_AGENT_FAILED))
@@ -179,12 +253,15 @@ pub fn outcome(task: &Task) -> Outcome {
     match task.state {
         s if !s.is_terminal() => Outcome::Pending,
         TaskState::Canceled => Outcome::Cancelled,
+        // The core keeps an internal failure's details in the task's error, for
+        // operators; the caller sees the safe status message.
         TaskState::Failed if is_internal_failure(task) => Outcome::Error(json!({
             "code": INTERNAL_ERROR,
             "message": task
-                .error
+                .status_message
                 .as_ref()
-                .map(|e| short(&e.message))
+                .map(|m| short(&m.text()))
+                .filter(|m| !m.is_empty())
                 .unwrap_or_else(|| "internal error".to_string()),
         })),
         _ => Outcome::Result(call_tool_result(task).0),
@@ -206,8 +283,8 @@ pub fn call_tool_result(task: &Task) -> (Map<String, Value>, Vec<Loss>) {
             push_loss(&mut losses, LOSS_ARTIFACT_FRAMING);
         }
         for p in &a.parts {
-            let (c, loss) = content_of_part(p, &a.artifact_id);
-            if let Some(l) = loss {
+            let (c, ls) = content_of_part(p, &a.artifact_id);
+            for l in ls {
                 push_loss(&mut losses, l);
             }
             match c {
@@ -219,8 +296,8 @@ pub fn call_tool_result(task: &Task) -> (Map<String, Value>, Vec<Loss>) {
     if let Some(m) = &task.status_message {
         if task.state == TaskState::Completed {
             for p in &m.parts {
-                let (c, loss) = content_of_part(p, &m.message_id);
-                if let Some(l) = loss {
+                let (c, ls) = content_of_part(p, &m.message_id);
+                for l in ls {
                     push_loss(&mut losses, l);
                 }
                 match c {
@@ -287,7 +364,20 @@ pub enum PartView {
 
 /// One part as a content block (or structured data), and what that loses.
 /// `owner_id` (the artifact or message id) names embedded resources.
-pub fn content_of_part(p: &Part, owner_id: &str) -> (PartView, Option<Loss>) {
+pub fn content_of_part(p: &Part, owner_id: &str) -> (PartView, Vec<Loss>) {
+    let (view, loss) = content_block(p, owner_id);
+    let mut losses: Vec<Loss> = loss.into_iter().collect();
+    // A file name survives as a resource link's name or in an embedded
+    // resource's uri; metadata never does.
+    let name_kept = matches!(view, PartView::Content(ref c)
+        if c["type"] == "resource_link" || c["type"] == "resource");
+    if !p.metadata.is_empty() || (p.filename.is_some() && !name_kept) {
+        losses.push(LOSS_PART_METADATA);
+    }
+    (view, losses)
+}
+
+fn content_block(p: &Part, owner_id: &str) -> (PartView, Option<Loss>) {
     match &p.content {
         PartContent::Text { text } => (
             PartView::Content(json!({"type": "text", "text": text})),
@@ -347,6 +437,10 @@ pub fn status_message(task: &Task) -> Option<String> {
         if !t.is_empty() {
             return Some(short(&t));
         }
+    }
+    if is_internal_failure(task) {
+        // The error of an internal failure holds details for operators only.
+        return Some("internal error".to_string());
     }
     task.error.as_ref().map(|e| short(&e.message))
 }
@@ -855,9 +949,18 @@ mod tests {
     fn internal_failure_is_failed_with_an_error() {
         let t = failed(TerminalCause::Internal);
         assert_eq!(status(&t, Generation::Current), (McpStatus::Failed, None));
+        // The error's message holds details for operators; the caller sees the
+        // safe status message.
         assert_eq!(
             outcome(&t),
-            Outcome::Error(json!({"code": -32603, "message": "boom"}))
+            Outcome::Error(json!({"code": -32603, "message": "internal error"}))
+        );
+        assert_eq!(status_message(&t).as_deref(), Some("internal error"));
+        let mut t = t;
+        t.status_message = Some(Message::agent_text("internal error (safe)"));
+        assert_eq!(
+            outcome(&t),
+            Outcome::Error(json!({"code": -32603, "message": "internal error (safe)"}))
         );
         let d = detailed_task(&t, 500, "");
         assert_eq!(d["error"]["code"], -32603);
@@ -929,7 +1032,7 @@ mod tests {
     #[test]
     fn other_bytes_become_an_embedded_resource() {
         let (v, loss) = content_of_part(&Part::raw(vec![0], "application/pdf"), "a");
-        assert_eq!(loss, Some(LOSS_RAW_AS_RESOURCE));
+        assert_eq!(loss, vec![LOSS_RAW_AS_RESOURCE]);
         match v {
             PartView::Content(c) => assert_eq!(c["resource"]["blob"], "AA=="),
             other => panic!("unexpected {other:?}"),
