@@ -1,0 +1,221 @@
+//! The MCP clients against this repo's MCP adapter: revision 2026-07-28 with
+//! the tasks extension and `tasks/continue`, and the 2025-11-25 session.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+mod common;
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::{json, Map, Value};
+use taskwire_client::mcp::{
+    self, elicit_accept, McpClient, McpLegacyClient, McpTaskStatus, ToolCallOutcome,
+};
+
+fn task_id(o: &ToolCallOutcome) -> String {
+    match o {
+        ToolCallOutcome::Task(t) => t.task_id.clone(),
+        other => panic!("expected a task, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn current_revision_lifecycles() {
+    let server = common::start().await;
+    let client = McpClient::new(common::config(&server.base)).unwrap();
+    let disc = client.discover().await.unwrap();
+    assert!(McpClient::offers_tasks(&disc.raw), "{}", disc.raw);
+    let tools = client.list_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "run_script"));
+
+    // Echo as a task.
+    let created = client
+        .call_tool("run_script", json!({"text": "hello"}))
+        .await
+        .unwrap();
+    assert_eq!(created.raw["resultType"], "task");
+    let id = task_id(&created);
+    let done = client
+        .wait_task(&id, Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert_eq!(done.status, McpTaskStatus::Completed);
+    assert_eq!(done.result.as_ref().unwrap().text(), "hello");
+
+    // Ask, then answer with tasks/update.
+    let id = task_id(
+        &client
+            .call_tool("run_script", json!({"text": "ask What is your name?"}))
+            .await
+            .unwrap(),
+    );
+    let asked = client
+        .wait_task(&id, Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert_eq!(asked.status, McpTaskStatus::InputRequired);
+    let requests = asked.input_requests.clone().unwrap();
+    let key = requests.keys().next().unwrap().clone();
+    let mut answers = Map::new();
+    answers.insert(key, elicit_accept(json!({"answer": "Ada"})));
+    client.update_task(&id, answers).await.unwrap();
+    let done = client
+        .wait_task(&id, Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert_eq!(done.status, McpTaskStatus::Completed);
+    assert!(done.result.as_ref().unwrap().text().contains("answer: Ada"));
+
+    // Ask, then answer with tasks/continue.
+    let id = task_id(
+        &client
+            .call_tool("run_script", json!({"text": "ask again?"}))
+            .await
+            .unwrap(),
+    );
+    let asked = client
+        .wait_task(&id, Duration::from_secs(10))
+        .await
+        .unwrap();
+    let key = asked
+        .input_requests
+        .clone()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    let mut answers = Map::new();
+    answers.insert(key, elicit_accept(json!({"answer": "Bo"})));
+    let cont = client.continue_task(&id, Some(answers)).await.unwrap();
+    assert_eq!(cont.task_id, id);
+    let done = client
+        .wait_task(&id, Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert_eq!(done.status, McpTaskStatus::Completed);
+
+    // Cancel.
+    let id = task_id(
+        &client
+            .call_tool("run_script", json!({"text": "sleep 5000"}))
+            .await
+            .unwrap(),
+    );
+    client.cancel_task(&id).await.unwrap();
+    let done = client
+        .wait_task(&id, Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert_eq!(done.status, McpTaskStatus::Cancelled);
+
+    // Typed errors: unknown task is -32602; no extension is -32021.
+    let err = client
+        .get_task("0123456789abcdef0123456789abcdef")
+        .await
+        .unwrap_err();
+    assert_eq!(err.rpc_code(), Some(-32602), "{err}");
+    let plain = McpClient::new(common::config(&server.base))
+        .unwrap()
+        .declare_tasks_extension(false);
+    let err = plain.get_task(&id).await.unwrap_err();
+    assert_eq!(err.rpc_code(), Some(-32021), "{err}");
+    assert_eq!(err.http_status(), Some(400));
+    // Without the extension tools/call blocks and answers the result.
+    let direct = plain
+        .call_tool("run_script", json!({"text": "hi"}))
+        .await
+        .unwrap();
+    match &direct.value {
+        ToolCallOutcome::Complete(r) => assert_eq!(r.text(), "hi"),
+        other => panic!("{other:?}"),
+    }
+    // Unknown method: 404 with -32601.
+    let err = client
+        .call_raw("tasks/list", json!({}), None)
+        .await
+        .unwrap_err();
+    assert_eq!(err.rpc_code(), Some(-32601));
+    assert_eq!(err.http_status(), Some(404));
+    // Raw probe: not JSON.
+    let raw = client
+        .post_raw("{", &[("MCP-Protocol-Version", mcp::VERSION_CURRENT)])
+        .await
+        .unwrap();
+    assert_eq!(raw.status, 400);
+    assert_eq!(raw.json().unwrap()["error"]["code"], -32700);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listen_for_task_notifications() {
+    let server = common::start().await;
+    let client = McpClient::new(common::config(&server.base)).unwrap();
+    let id = task_id(
+        &client
+            .call_tool("run_script", json!({"text": "sleep 200\nhello"}))
+            .await
+            .unwrap(),
+    );
+    let s = client.listen_tasks(&[&id]).await.unwrap();
+    let msgs: Vec<Value> = tokio::time::timeout(Duration::from_secs(10), s.collect::<Vec<_>>())
+        .await
+        .expect("listen ends")
+        .into_iter()
+        .map(|m| m.unwrap())
+        .collect();
+    assert!(msgs
+        .iter()
+        .any(|m| m["method"] == mcp::method::NOTIFY_SUBSCRIPTIONS_ACK));
+    let statuses: Vec<&Value> = msgs
+        .iter()
+        .filter(|m| m["method"] == mcp::method::NOTIFY_TASKS)
+        .map(|m| &m["params"]["status"])
+        .collect();
+    assert_eq!(
+        statuses.last().copied(),
+        Some(&json!("completed")),
+        "{msgs:?}"
+    );
+    assert!(msgs.last().unwrap().get("result").is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_session_and_tasks() {
+    let server = common::start().await;
+    let (client, init) = McpLegacyClient::connect(common::config(&server.base))
+        .await
+        .unwrap();
+    assert_eq!(init.raw["protocolVersion"], mcp::VERSION_LEGACY);
+    assert!(client.session_id().is_some());
+    let tools = client.list_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "run_script"));
+
+    let task = client
+        .call_tool_as_task("run_script", json!({"text": "hello"}), Some(60_000))
+        .await
+        .unwrap();
+    assert!(task.raw["task"]["taskId"].is_string());
+    let result = client.task_result(&task.task_id).await.unwrap();
+    assert_eq!(result.text(), "hello");
+    let got = client.get_task(&task.task_id).await.unwrap();
+    assert_eq!(got.status, McpTaskStatus::Completed);
+    let page = client.list_tasks(None).await.unwrap();
+    assert!(page.tasks.iter().any(|t| t.task_id == task.task_id));
+
+    let sleeping = client
+        .call_tool_as_task("run_script", json!({"text": "sleep 5000"}), None)
+        .await
+        .unwrap();
+    let cancelled = client.cancel_task(&sleeping.task_id).await.unwrap();
+    assert_eq!(cancelled.status, McpTaskStatus::Cancelled);
+
+    let blocking = client
+        .call_tool("run_script", json!({"text": "hi"}))
+        .await
+        .unwrap();
+    assert_eq!(blocking.text(), "hi");
+
+    client.close().await.unwrap();
+    assert!(client.session_id().is_none());
+}
