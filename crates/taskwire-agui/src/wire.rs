@@ -90,6 +90,7 @@ pub mod custom {
 
 /// One AG-UI event: the common fields plus the typed body.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Event {
     /// The type and its fields.
@@ -125,6 +126,7 @@ impl Event {
 
 /// The typed part of an event.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(
     tag = "type",
     rename_all = "SCREAMING_SNAKE_CASE",
@@ -239,11 +241,13 @@ pub enum EventBody {
     /// `STATE_DELTA`.
     StateDelta {
         /// RFC 6902 JSON Patch.
+        #[cfg_attr(feature = "schema", schemars(extend("type" = "array", "items" = {"type": "object", "required": ["op", "path"], "properties": {"op": {"enum": ["add", "remove", "replace", "move", "copy", "test"]}, "path": {"type": "string"}, "from": {"type": "string"}}})))]
         delta: Value,
     },
     /// `MESSAGES_SNAPSHOT`.
     MessagesSnapshot {
         /// Every message of the thread the producer owns, in order.
+        #[cfg_attr(feature = "schema", schemars(extend("items" = {"type": "object", "required": ["id", "role"], "properties": {"id": {"type": "string"}, "role": {"type": "string"}}})))]
         messages: Vec<Value>,
     },
     /// `ACTIVITY_SNAPSHOT`.
@@ -253,6 +257,7 @@ pub enum EventBody {
         /// Its type.
         activity_type: String,
         /// Its content (an object).
+        #[cfg_attr(feature = "schema", schemars(extend("type" = "object")))]
         content: Value,
         /// Replace an existing activity message of that id.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -265,6 +270,7 @@ pub enum EventBody {
         /// Its type.
         activity_type: String,
         /// RFC 6902 JSON Patch of its content.
+        #[cfg_attr(feature = "schema", schemars(extend("type" = "array", "items" = {"type": "object", "required": ["op", "path"], "properties": {"op": {"enum": ["add", "remove", "replace", "move", "copy", "test"]}, "path": {"type": "string"}, "from": {"type": "string"}}})))]
         patch: Value,
     },
     /// `CUSTOM`.
@@ -307,6 +313,7 @@ impl EventBody {
 
 /// `RUN_FINISHED.outcome`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum Outcome {
     /// Completed (same as absent).
@@ -322,6 +329,7 @@ pub enum Outcome {
 
 /// Something a run needs from outside before it can continue.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Interrupt {
     /// The id a resume entry names.
@@ -333,9 +341,11 @@ pub struct Interrupt {
     pub message: Option<String>,
     /// JSON schema of the resume payload.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("type" = ["object", "boolean"])))]
     pub response_schema: Option<Value>,
     /// When the interrupt expires (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
     pub expires_at: Option<String>,
     /// Extra information (for an authorisation: `{provider, url?}`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -344,6 +354,7 @@ pub struct Interrupt {
 
 /// What a client posts to run the agent.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct RunAgentInput {
     /// The thread (the core context).
@@ -378,6 +389,7 @@ pub struct RunAgentInput {
 /// A message of the thread as the client sends it. Only `id`, `role` and
 /// `content` are read; other fields pass through untouched.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct InputMessage {
     /// Message id.
@@ -391,11 +403,13 @@ pub struct InputMessage {
 
 /// An answer to one interrupt.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ResumeEntry {
     /// The interrupt.
     pub interrupt_id: String,
     /// `resolved` or `cancelled`.
+    #[cfg_attr(feature = "schema", schemars(extend("enum" = ["resolved", "cancelled"])))]
     pub status: String,
     /// The answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -15,6 +15,7 @@ pub fn iso(t: Timestamp) -> String {
 
 /// The task status object: identity plus a coarse status.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct StatusObject {
     /// Cryptographically random task id (128 bits, 32 hex digits).
     pub id: String,
@@ -23,6 +24,7 @@ pub struct StatusObject {
     /// The human responsible for the task.
     pub responsible_user: String,
     /// Creation time (UTC ISO 8601).
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
     pub created_at: String,
     /// The status.
     pub status: Status,
@@ -30,6 +32,7 @@ pub struct StatusObject {
 
 /// The `status` member of the status object.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Status {
     /// `idle`, `processing` or `terminal`.
     pub phase: Phase,
@@ -40,15 +43,18 @@ pub struct Status {
     /// Outstanding calls to action for the responsible user, ordered by `since`.
     pub notifications: Vec<NotificationWire>,
     /// When the runtime ends the task for inactivity; null when no lifespan applies or terminal.
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
     pub idle_expires_at: Option<String>,
 }
 
 /// One notification on the wire.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct NotificationWire {
     /// `user_auth_required` or `review_required`.
     pub kind: NotificationKind,
     /// When it was raised (UTC ISO 8601).
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
     pub since: String,
     /// The provider to connect (`user_auth_required` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -57,6 +63,7 @@ pub struct NotificationWire {
 
 /// Whether a message entry is an input or an output.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum IoType {
     /// Sent by the responsible user.
@@ -67,6 +74,7 @@ pub enum IoType {
 
 /// One entry of `GET /cas/tasks/{id}/messages`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct MessageEntry {
     /// Input or output.
     #[serde(rename = "type")]
@@ -75,10 +83,12 @@ pub struct MessageEntry {
     pub message: Vec<ContentPart>,
     /// Inputs only: when the runtime took delivery of it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
     pub received_at: Option<String>,
     /// When the agent was shown it (inputs) or it was produced (outputs); absent on
     /// an input the agent has not seen yet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
     pub committed_at: Option<String>,
     /// Why this turn was not taken as usual (the core's error code on a failed or
     /// refused task's last output).
@@ -90,6 +100,7 @@ pub struct MessageEntry {
 
 /// A review addressed to the caller (`GET /cas/reviews`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ReviewEntry {
     /// The task.
     pub task_id: String,
@@ -98,6 +109,7 @@ pub struct ReviewEntry {
     /// What is to be decided.
     pub summary: String,
     /// When it was requested.
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
     pub since: String,
     /// The agent.
     pub agent: String,
@@ -107,6 +119,7 @@ pub struct ReviewEntry {
 
 /// The answer of `GET /cas/reviews`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ReviewList {
     /// Reviews addressed to the caller.
     pub reviews: Vec<ReviewEntry>,
@@ -117,6 +130,7 @@ pub struct ReviewList {
 
 /// A review decision (`POST /cas/reviews/{task_id}/{review_id}`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Decision {
     /// Continue.
@@ -127,6 +141,7 @@ pub enum Decision {
 
 /// Body of a review decision.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct DecisionBody {
     /// The decision.
@@ -135,6 +150,7 @@ pub struct DecisionBody {
 
 /// Body of a host lifecycle command (optional).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct HostBody {
     /// Why, for the record.
@@ -144,6 +160,7 @@ pub struct HostBody {
 
 /// The error body every CAS endpoint answers with.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ErrorBody {
     /// The error.
     pub error: ErrorDetail,
@@ -151,6 +168,7 @@ pub struct ErrorBody {
 
 /// Code and message of an error.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ErrorDetail {
     /// Stable, machine-readable code (`denied_by_input_guardrail`, `not_found`, …).
     pub code: String,

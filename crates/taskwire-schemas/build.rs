@@ -1,0 +1,65 @@
+//! Compiles `proto/a2a.proto` with protox (the same compiler and file taskwire-a2a
+//! builds its messages from) into a descriptor set the A2A schema generator walks,
+//! and embeds the committed `schemas/` files listed in `schemas/index.json`.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use prost::Message;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let proto_dir = root.join("proto");
+    let proto = proto_dir.join("a2a.proto");
+    println!("cargo:rerun-if-changed={}", proto.display());
+    let fds = protox::compile([&proto], [&proto_dir])?;
+    let out = PathBuf::from(std::env::var("OUT_DIR")?);
+    std::fs::write(out.join("a2a_descriptor.bin"), fds.encode_to_vec())?;
+
+    let schemas = root.join("schemas");
+    println!("cargo:rerun-if-changed={}", schemas.display());
+    std::fs::write(out.join("embedded.rs"), embedded(&schemas)?)?;
+    Ok(())
+}
+
+/// `pub(crate) static INDEX` and `pub(crate) static FILES` (protocol, kind, text)
+/// for every committed file the index names; files not written yet are left out.
+fn embedded(schemas: &Path) -> Result<String, Box<dyn std::error::Error>> {
+    let index_path = schemas.join("index.json");
+    let mut s = String::new();
+    let index: serde_json::Value = match std::fs::read_to_string(&index_path) {
+        Ok(text) => {
+            writeln!(
+                s,
+                "pub(crate) static INDEX: Option<&str> = Some(include_str!({:?}));",
+                index_path.display()
+            )?;
+            serde_json::from_str(&text)?
+        }
+        Err(_) => {
+            writeln!(s, "pub(crate) static INDEX: Option<&str> = None;")?;
+            serde_json::Value::Null
+        }
+    };
+    writeln!(s, "pub(crate) static FILES: &[(&str, &str, &str)] = &[")?;
+    if let Some(protocols) = index.get("protocols").and_then(|p| p.as_object()) {
+        for (protocol, entry) in protocols {
+            let Some(kinds) = entry.get("schemas").and_then(|k| k.as_object()) else {
+                continue;
+            };
+            for (kind, file) in kinds {
+                let Some(file) = file.as_str() else { continue };
+                let path = schemas.join(file);
+                if path.is_file() {
+                    writeln!(
+                        s,
+                        "    ({protocol:?}, {kind:?}, include_str!({:?})),",
+                        path.display()
+                    )?;
+                }
+            }
+        }
+    }
+    writeln!(s, "];")?;
+    Ok(s)
+}
