@@ -53,6 +53,147 @@ pub enum Command {
     /// Serve an agent's tasks over HTTP (health, readiness, metrics and every
     /// adapter compiled in) until SIGTERM or Ctrl-C.
     Serve(ServeArgs),
+    /// Run the conformance suite against a server: the same task lifecycle
+    /// through every protocol it offers and across them (docs/conformance.md).
+    /// Exit status 0 when every failure is in the baseline and no baseline
+    /// entry passes, 1 otherwise, 2 when the suite could not run.
+    Conformance(ConformanceArgs),
+}
+
+/// Arguments of `taskwire conformance`. Every flag can also be set through the
+/// environment variable named in its help.
+#[derive(Clone, Debug, Args)]
+pub struct ConformanceArgs {
+    /// Base url of the server under test (for example http://127.0.0.1:7420).
+    /// The suite discovers the rest: the A2A agent card (JSON-RPC url, gRPC
+    /// host:port), MCP server/discover at /mcp, AG-UI at /agui, CAS at /cas.
+    #[arg(long, env = "TASKWIRE_CONFORMANCE_TARGET", value_name = "URL")]
+    pub target: String,
+
+    /// Protocols to run, comma-separated: a2a, grpc, mcp, agui, cas (or all).
+    #[arg(
+        long,
+        env = "TASKWIRE_CONFORMANCE_PROTOCOLS",
+        value_name = "LIST",
+        default_value = "all"
+    )]
+    pub protocols: String,
+
+    /// Bearer token of the caller the suite acts as.
+    #[arg(long, env = "TASKWIRE_CONFORMANCE_TOKEN", value_name = "TOKEN")]
+    pub token: Option<String>,
+
+    /// Bearer token of a second principal, for the "another caller's task"
+    /// scenario (skipped without it).
+    #[arg(long, env = "TASKWIRE_CONFORMANCE_TOKEN2", value_name = "TOKEN")]
+    pub token2: Option<String>,
+
+    /// Write the results as JUnit XML to this file.
+    #[arg(long, env = "TASKWIRE_CONFORMANCE_JUNIT", value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+
+    /// Known failures: a JSON list of {"scenario", "protocol", "reason"}. Listed
+    /// failures do not fail the run; a listed cell that passes does (stale).
+    #[arg(long, env = "TASKWIRE_CONFORMANCE_BASELINE", value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+
+    /// Print the report as JSON on stdout instead of the matrix.
+    #[arg(long, env = "TASKWIRE_CONFORMANCE_JSON")]
+    pub json: bool,
+
+    /// Write a baseline listing this run's failures to FILE (to start one).
+    #[arg(long, env = "TASKWIRE_CONFORMANCE_WRITE_BASELINE", value_name = "FILE")]
+    pub write_baseline: Option<PathBuf>,
+
+    /// Read the scenarios from this directory instead of the built-in ones
+    /// (conformance/scenarios/*.toml).
+    #[arg(long, env = "TASKWIRE_CONFORMANCE_SCENARIOS", value_name = "DIR")]
+    pub scenarios: Option<PathBuf>,
+
+    /// Run only scenarios whose name contains this text; repeat for several.
+    #[arg(
+        long = "only",
+        env = "TASKWIRE_CONFORMANCE_ONLY",
+        value_name = "NAME",
+        value_delimiter = ','
+    )]
+    pub only: Vec<String>,
+
+    /// The JSON Schemas every received message is validated against
+    /// (schemas/index.json inside). Default: the schemas/ of this source tree.
+    #[arg(long, env = "TASKWIRE_SCHEMAS_DIR", value_name = "DIR")]
+    pub schemas: Option<PathBuf>,
+
+    /// Time limit of one request.
+    #[arg(long, env = "TASKWIRE_CONFORMANCE_TIMEOUT", value_name = "DURATION", default_value = "30s", value_parser = parse_positive_duration)]
+    pub timeout: Duration,
+
+    /// Do not print progress lines on stderr.
+    #[arg(long, env = "TASKWIRE_CONFORMANCE_QUIET")]
+    pub quiet: bool,
+}
+
+/// The suite's configuration for these arguments.
+pub fn conformance_config(
+    args: &ConformanceArgs,
+) -> Result<taskwire_conformance::Config, taskwire_conformance::Error> {
+    let mut c = taskwire_conformance::Config::new(args.target.trim_end_matches('/'))?;
+    c.protocols = taskwire_conformance::Protocol::parse_list(&args.protocols)?;
+    c.token = args.token.clone().filter(|t| !t.is_empty());
+    c.token2 = args.token2.clone().filter(|t| !t.is_empty());
+    if let Some(b) = &args.baseline {
+        c.baseline = taskwire_conformance::Baseline::load(b)?;
+    }
+    if let Some(d) = &args.scenarios {
+        c.scenarios = taskwire_conformance::scenario::load_dir(d)?;
+    }
+    c.only = args
+        .only
+        .iter()
+        .filter(|o| !o.trim().is_empty())
+        .cloned()
+        .collect();
+    if let Some(d) = &args.schemas {
+        c.schemas_dir = d.clone();
+    }
+    c.request_timeout = args.timeout;
+    c.progress = !args.quiet;
+    Ok(c)
+}
+
+/// Runs `conformance`: the report on stdout (matrix, or JSON with `--json`),
+/// JUnit and a baseline to files when asked. Returns the exit status.
+pub async fn conformance(args: ConformanceArgs) -> Result<ExitCode, taskwire_conformance::Error> {
+    let config = conformance_config(&args)?;
+    let report = taskwire_conformance::run(&config).await?;
+    let write = |path: &PathBuf, text: String| {
+        std::fs::write(path, text).map_err(|e| taskwire_conformance::Error::Io {
+            path: path.display().to_string(),
+            source: e,
+        })
+    };
+    if let Some(p) = &args.junit {
+        write(p, report.render_junit(&config.baseline))?;
+    }
+    if let Some(p) = &args.write_baseline {
+        let b = taskwire_conformance::Baseline::from_cells(&report.cells);
+        write(p, serde_json::to_string_pretty(&b)? + "\n")?;
+    }
+    let out = if args.json {
+        report.render_json()? + "\n"
+    } else {
+        report.render_text(&config.baseline)
+    };
+    let mut stdout = std::io::stdout().lock();
+    // Best effort: a closed stdout must not change the verdict.
+    let _ = stdout
+        .write_all(out.as_bytes())
+        .and_then(|()| stdout.flush());
+    Ok(if report.failed() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// Log output format.
@@ -385,6 +526,25 @@ pub fn shutdown_signal() -> Result<impl Future<Output = ()> + Send + 'static, Er
 /// and a nonzero exit code.
 pub fn main(cli: Cli) -> ExitCode {
     let result = match cli.command {
+        Command::Conformance(args) => {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build();
+            let res = match rt {
+                Ok(rt) => rt.block_on(conformance(args)),
+                Err(e) => Err(taskwire_conformance::Error::Io {
+                    path: "tokio runtime".into(),
+                    source: e,
+                }),
+            };
+            return match res {
+                Ok(code) => code,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(2)
+                }
+            };
+        }
         Command::Serve(args) => init_tracing(args.log_format).and_then(|()| {
             tokio::runtime::Builder::new_multi_thread()
                 .enable_all()

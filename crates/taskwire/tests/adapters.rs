@@ -15,7 +15,9 @@ async fn start() -> (String, tokio::sync::oneshot::Sender<()>) {
         "memory://",
     ])
     .expect("parse");
-    let Command::Serve(args) = cli.command;
+    let Command::Serve(args) = cli.command else {
+        panic!("parsed as another command");
+    };
     let server = taskwire::cli::build_server(&args).await.expect("build");
     let base = format!("http://{}", server.local_addr());
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();

@@ -14,6 +14,7 @@ fn serve(args: &[&str]) -> Result<ServeArgs, clap::Error> {
         .chain(args.iter().copied());
     Cli::try_parse_from(argv).map(|cli| match cli.command {
         Command::Serve(a) => a,
+        other => panic!("parsed as another command: {other:?}"),
     })
 }
 

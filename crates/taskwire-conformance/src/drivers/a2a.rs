@@ -1,0 +1,505 @@
+//! A2A 1.0 over JSON-RPC (`A2aClient`) and gRPC (`A2aGrpcClient`): the same
+//! messages and the same reconnecting stream, so one driver serves both.
+
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use serde_json::{json, Value};
+use taskwire_client::a2a::{pb, A2aClient, A2aEvent, A2aStream};
+use taskwire_client::grpc::A2aGrpcClient;
+use taskwire_client::{ClientError, Received};
+
+use super::classify;
+use crate::driver::{Driver, OpError, ResumeObs, StreamObs, TaskRef, Wire};
+use crate::protocol::Protocol;
+use crate::scenario::ErrorClass;
+use crate::views::View;
+
+/// The binding a driver speaks.
+#[derive(Clone, Debug)]
+pub(crate) enum Binding {
+    /// JSON-RPC with SSE.
+    Rpc(A2aClient),
+    /// gRPC (h2c).
+    Grpc(A2aGrpcClient),
+}
+
+impl Binding {
+    async fn send(
+        &self,
+        req: pb::SendMessageRequest,
+    ) -> Result<Received<pb::SendMessageResponse>, ClientError> {
+        match self {
+            Binding::Rpc(c) => c.send_message(req).await,
+            Binding::Grpc(c) => c.send_message(req).await,
+        }
+    }
+
+    async fn send_streaming(&self, req: pb::SendMessageRequest) -> Result<A2aStream, ClientError> {
+        match self {
+            Binding::Rpc(c) => c.send_streaming_message(req).await,
+            Binding::Grpc(c) => c.send_streaming_message(req).await,
+        }
+    }
+
+    async fn resubscribe(&self, id: &str, cursor: Option<&str>) -> Result<A2aStream, ClientError> {
+        match self {
+            Binding::Rpc(c) => c.resubscribe(id, cursor).await,
+            Binding::Grpc(c) => c.resubscribe(id, cursor).await,
+        }
+    }
+
+    async fn get(&self, id: &str) -> Result<Received<pb::Task>, ClientError> {
+        match self {
+            Binding::Rpc(c) => c.get_task(id, None).await,
+            Binding::Grpc(c) => c.get_task(id, None).await,
+        }
+    }
+
+    async fn cancel(&self, id: &str) -> Result<Received<pb::Task>, ClientError> {
+        match self {
+            Binding::Rpc(c) => c.cancel_task(id).await,
+            Binding::Grpc(c) => c.cancel_task(id).await,
+        }
+    }
+}
+
+/// The A2A driver.
+pub(crate) struct A2aDriver {
+    pub(crate) protocol: Protocol,
+    pub(crate) binding: Binding,
+    pub(crate) wire: Wire,
+}
+
+/// A user text message, built through ProtoJSON (what goes on the wire).
+fn request(
+    text: &str,
+    message_id: &str,
+    task: Option<&TaskRef>,
+    metadata: Option<Value>,
+    return_immediately: bool,
+) -> Result<pb::SendMessageRequest, OpError> {
+    let mut m = json!({
+        "messageId": message_id,
+        "role": "ROLE_USER",
+        "parts": [{"text": text}],
+    });
+    if let Some(t) = task {
+        m["taskId"] = json!(t.id);
+        if let Some(c) = &t.context_id {
+            m["contextId"] = json!(c);
+        }
+    }
+    if let Some(md) = metadata {
+        m["metadata"] = md;
+    }
+    let mut r = json!({"message": m});
+    if return_immediately {
+        r["configuration"] = json!({"returnImmediately": true});
+    }
+    serde_json::from_value(r).map_err(|e| {
+        OpError::new(
+            ErrorClass::Other,
+            format!("building SendMessageRequest: {e}"),
+        )
+    })
+}
+
+/// The ProtoJSON name of a task state (`TASK_STATE_COMPLETED`).
+fn state_word(s: Option<&pb::TaskStatus>) -> String {
+    s.map(|s| s.state().as_str_name().to_string())
+        .unwrap_or_else(|| "TASK_STATE_UNSPECIFIED".into())
+}
+
+fn text_of(parts: &[pb::Part]) -> String {
+    taskwire_client::a2a::parts_text(parts)
+}
+
+fn view_of(t: &pb::Task) -> View {
+    View {
+        state: state_word(t.status.as_ref()),
+        status_message: t
+            .status
+            .as_ref()
+            .and_then(|s| s.message.as_ref())
+            .map(|m| text_of(&m.parts)),
+        artifacts: t.artifacts.iter().map(|a| parts_concat(&a.parts)).collect(),
+        context_id: Some(t.context_id.clone()).filter(|c| !c.is_empty()),
+        pending: Vec::new(),
+    }
+}
+
+/// Text parts concatenated (chunks of one artifact are parts of it).
+fn parts_concat(parts: &[pb::Part]) -> String {
+    parts
+        .iter()
+        .filter_map(|p| match &p.content {
+            Some(pb::part::Content::Text(t)) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Folds one stream event into an observation.
+fn observe(obs: &mut StreamObs, ev: &A2aEvent) {
+    use pb::stream_response::Payload;
+    obs.frames += 1;
+    if let Some(id) = &ev.event_id {
+        obs.ids.push(id.clone());
+    }
+    match ev.response.payload.as_ref() {
+        Some(Payload::Task(t)) => {
+            obs.push_state(state_word(t.status.as_ref()));
+            // A snapshot restates every artifact.
+            for a in &t.artifacts {
+                obs.artifacts
+                    .insert(a.artifact_id.clone(), parts_concat(&a.parts));
+            }
+        }
+        Some(Payload::StatusUpdate(s)) => obs.push_state(state_word(s.status.as_ref())),
+        Some(Payload::ArtifactUpdate(a)) => {
+            if let Some(art) = &a.artifact {
+                let text = parts_concat(&art.parts);
+                let e = obs.artifacts.entry(art.artifact_id.clone()).or_default();
+                if a.append {
+                    e.push_str(&text);
+                } else {
+                    *e = text;
+                }
+            }
+        }
+        Some(Payload::Message(_)) | None => {}
+    }
+}
+
+fn is_stop_word(w: &str) -> bool {
+    matches!(
+        w,
+        "TASK_STATE_COMPLETED"
+            | "TASK_STATE_FAILED"
+            | "TASK_STATE_CANCELED"
+            | "TASK_STATE_REJECTED"
+    )
+}
+
+impl A2aDriver {
+    fn err(&self, e: ClientError) -> OpError {
+        classify(self.protocol, &e)
+    }
+
+    fn validate_task(&self, raw: &Value, method: &str) {
+        self.wire
+            .validate(self.protocol, &["methods", method, "result"], raw);
+    }
+
+    /// Reads a stream until it ends, `stop` accepts a state, `max_frames`
+    /// frames were read, or the time runs out.
+    async fn read(
+        &self,
+        stream: &mut A2aStream,
+        obs: &mut StreamObs,
+        task_id: &mut String,
+        stop: &[String],
+        max_frames: Option<usize>,
+        limit_ms: u64,
+    ) -> Result<(), OpError> {
+        let deadline = Instant::now() + Duration::from_millis(limit_ms);
+        let mut read = 0usize;
+        loop {
+            if max_frames.is_some_and(|m| read >= m) {
+                return Ok(());
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match tokio::time::timeout(left, stream.next()).await {
+                Err(_) => return Ok(()),
+                Ok(None) => {
+                    obs.ended = true;
+                    return Ok(());
+                }
+                Ok(Some(Err(e))) => return Err(self.err(e)),
+                Ok(Some(Ok(ev))) => {
+                    self.wire.validate(
+                        self.protocol,
+                        &["methods", "SendStreamingMessage", "stream"],
+                        &ev.raw,
+                    );
+                    if task_id.is_empty() {
+                        if let Some(id) = ev.task_id() {
+                            *task_id = id.to_string();
+                        }
+                    }
+                    observe(obs, &ev);
+                    read += 1;
+                    if obs
+                        .last_state()
+                        .is_some_and(|w| stop.iter().any(|x| x == w) || is_stop_word(w))
+                    {
+                        obs.ended = obs.last_state().is_some_and(is_stop_word) || obs.ended;
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Driver for A2aDriver {
+    fn protocol(&self) -> Protocol {
+        self.protocol
+    }
+
+    async fn create(&self, text: &str, message_id: &str) -> Result<TaskRef, OpError> {
+        let req = request(text, message_id, None, None, true)?;
+        let r = self.binding.send(req).await.map_err(|e| self.err(e))?;
+        self.validate_task(&r.raw, "SendMessage");
+        match r.value.payload {
+            Some(pb::send_message_response::Payload::Task(t)) => Ok(TaskRef {
+                id: t.id.clone(),
+                message_id: message_id.to_string(),
+                text: text.to_string(),
+                context_id: Some(t.context_id.clone()).filter(|c| !c.is_empty()),
+                agui_run: None,
+            }),
+            Some(pb::send_message_response::Payload::Message(_)) => Err(OpError::new(
+                ErrorClass::Other,
+                "SendMessage answered with a direct message, not a task",
+            )),
+            None => Err(OpError::new(
+                ErrorClass::Other,
+                "SendMessage answered with neither task nor message",
+            )),
+        }
+    }
+
+    async fn create_stream(
+        &self,
+        text: &str,
+        message_id: &str,
+        limit_ms: u64,
+    ) -> Result<(TaskRef, StreamObs), OpError> {
+        let req = request(text, message_id, None, None, false)?;
+        let mut s = self
+            .binding
+            .send_streaming(req)
+            .await
+            .map_err(|e| self.err(e))?;
+        let mut obs = StreamObs::default();
+        let mut id = String::new();
+        let never: Vec<String> = Vec::new();
+        self.read(&mut s, &mut obs, &mut id, &never[..], None, limit_ms)
+            .await?;
+        // A stream also closes at an interrupted state.
+        if !obs.ended && obs.last_state().is_some_and(|w| w.contains("REQUIRED")) {
+            obs.ended = true;
+        }
+        Ok((
+            TaskRef {
+                id,
+                message_id: message_id.to_string(),
+                text: text.to_string(),
+                context_id: None,
+                agui_run: None,
+            },
+            obs,
+        ))
+    }
+
+    async fn get(&self, task: &mut TaskRef) -> Result<View, OpError> {
+        let r = self.binding.get(&task.id).await.map_err(|e| self.err(e))?;
+        self.validate_task(&r.raw, "GetTask");
+        let v = view_of(&r.value);
+        if task.context_id.is_none() {
+            task.context_id = v.context_id.clone();
+        }
+        Ok(v)
+    }
+
+    async fn answer(&self, task: &mut TaskRef, text: &str) -> Result<(), OpError> {
+        let req = request(
+            text,
+            &format!("{}-a{}", task.message_id, text.len()),
+            Some(task),
+            None,
+            true,
+        )?;
+        let r = self.binding.send(req).await.map_err(|e| self.err(e))?;
+        self.validate_task(&r.raw, "SendMessage");
+        Ok(())
+    }
+
+    async fn authorize(&self, task: &mut TaskRef, provider: &str) -> Result<(), OpError> {
+        let req = request(
+            &format!("authorised {provider}"),
+            &format!("{}-auth-{provider}", task.message_id),
+            Some(task),
+            Some(json!({"authorization": {"provider": provider}})),
+            true,
+        )?;
+        let r = self.binding.send(req).await.map_err(|e| self.err(e))?;
+        self.validate_task(&r.raw, "SendMessage");
+        Ok(())
+    }
+
+    async fn cancel(&self, task: &mut TaskRef) -> Result<(), OpError> {
+        let r = self
+            .binding
+            .cancel(&task.id)
+            .await
+            .map_err(|e| self.err(e))?;
+        self.validate_task(&r.raw, "CancelTask");
+        Ok(())
+    }
+
+    async fn send(&self, task: &mut TaskRef, text: &str) -> Result<(), OpError> {
+        let req = request(
+            text,
+            &format!("{}-s{}", task.message_id, text.len()),
+            Some(task),
+            None,
+            true,
+        )?;
+        let r = self.binding.send(req).await.map_err(|e| self.err(e))?;
+        self.validate_task(&r.raw, "SendMessage");
+        Ok(())
+    }
+
+    async fn stream(
+        &self,
+        task: &mut TaskRef,
+        stop: &[String],
+        limit_ms: u64,
+    ) -> Result<StreamObs, OpError> {
+        let mut s = self
+            .binding
+            .resubscribe(&task.id, None)
+            .await
+            .map_err(|e| self.err(e))?;
+        let mut obs = StreamObs::default();
+        let mut id = task.id.clone();
+        self.read(&mut s, &mut obs, &mut id, stop, None, limit_ms)
+            .await?;
+        Ok(obs)
+    }
+
+    async fn stream_resume(
+        &self,
+        text: &str,
+        message_id: &str,
+        frames: usize,
+        limit_ms: u64,
+    ) -> Result<ResumeObs, OpError> {
+        let req = request(text, message_id, None, None, false)?;
+        let mut s = self
+            .binding
+            .send_streaming(req)
+            .await
+            .map_err(|e| self.err(e))?;
+        let mut first = StreamObs::default();
+        let mut id = String::new();
+        let never: Vec<String> = Vec::new();
+        self.read(
+            &mut s,
+            &mut first,
+            &mut id,
+            &never[..],
+            Some(frames),
+            limit_ms,
+        )
+        .await?;
+        // Our own cursor: the stream may have buffered frames we never read.
+        let cursor = first.ids.last().cloned().unwrap_or_default();
+        drop(s);
+        if id.is_empty() {
+            return Err(OpError::new(
+                ErrorClass::Other,
+                "no frame named the task before the drop",
+            ));
+        }
+        let cur = Some(cursor.as_str()).filter(|c| !c.is_empty());
+        let mut s = self
+            .binding
+            .resubscribe(&id, cur)
+            .await
+            .map_err(|e| self.err(e))?;
+        let mut rest = StreamObs {
+            artifacts: first.artifacts.clone(),
+            ..StreamObs::default()
+        };
+        self.read(&mut s, &mut rest, &mut id, &never[..], None, limit_ms)
+            .await?;
+        Ok(ResumeObs {
+            task: TaskRef {
+                id,
+                message_id: message_id.to_string(),
+                text: text.to_string(),
+                context_id: None,
+                agui_run: None,
+            },
+            first,
+            cursor,
+            rest,
+        })
+    }
+
+    async fn malformed(&self) -> Vec<(String, Result<(), OpError>)> {
+        let mut out = Vec::new();
+        match &self.binding {
+            Binding::Rpc(c) => {
+                for (label, body) in [
+                    ("a body that is not JSON", "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": ".to_string()),
+                    ("an envelope without jsonrpc", json!({"id": 2, "method": "GetTask", "params": {"id": "x"}}).to_string()),
+                    ("GetTask with a numeric id", json!({"jsonrpc": "2.0", "id": 3, "method": "GetTask", "params": {"id": 5}}).to_string()),
+                ] {
+                    let r = c.post_raw(body.clone(), &[]).await;
+                    out.push((label.to_string(), self.raw_outcome(&body, r)));
+                }
+            }
+            Binding::Grpc(c) => {
+                // A message without parts is refused with INVALID_ARGUMENT.
+                let req = pb::SendMessageRequest {
+                    message: Some(pb::Message {
+                        message_id: String::new(),
+                        role: pb::Role::User as i32,
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                };
+                let r = c
+                    .send_message(req)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| self.err(e));
+                out.push(("SendMessage without message id or parts".to_string(), r));
+            }
+        }
+        out
+    }
+}
+
+impl A2aDriver {
+    fn raw_outcome(
+        &self,
+        body: &str,
+        r: Result<taskwire_client::http::RawResponse, ClientError>,
+    ) -> Result<(), OpError> {
+        let raw = r.map_err(|e| self.err(e))?;
+        let text = raw.text();
+        self.wire.record(
+            self.protocol,
+            format!("POST {body}"),
+            format!("{} {text}", raw.status),
+        );
+        let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        if let Some(code) = v["error"]["code"].as_i64() {
+            self.wire
+                .validate(self.protocol, &["envelope", "error"], &v);
+            return Err(super::rpc_class(code, &v["error"]["message"].to_string()));
+        }
+        if raw.status >= 400 {
+            return Err(super::http_class(raw.status, &text));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,315 @@
+//! CAS task status surface (`CasClient`): create, status object, messages,
+//! input, authorisation callback, host complete (cancel), SSE status events.
+
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use serde_json::json;
+use taskwire_client::cas::{CasClient, CasInput, CasStatus};
+use taskwire_client::ClientError;
+
+use super::classify;
+use crate::driver::{Driver, OpError, ResumeObs, StreamObs, TaskRef, Wire};
+use crate::protocol::Protocol;
+use crate::report::excerpt;
+use crate::scenario::ErrorClass;
+use crate::views::{cas_view_word, View};
+
+/// The CAS driver.
+pub(crate) struct CasDriver {
+    pub(crate) client: CasClient,
+    pub(crate) wire: Wire,
+}
+
+fn word(s: &CasStatus) -> String {
+    let phase = serde_json::to_value(s.status.phase)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| "unknown".into());
+    let notes: Vec<String> = s
+        .status
+        .notifications
+        .iter()
+        .map(|n| match &n.provider {
+            Some(p) => format!("{}:{p}", n.kind),
+            None => n.kind.clone(),
+        })
+        .collect();
+    cas_view_word(&phase, s.status.terminal_reason.as_deref(), &notes)
+}
+
+impl CasDriver {
+    fn err(&self, e: ClientError) -> OpError {
+        classify(Protocol::Cas, &e)
+    }
+
+    /// Output texts (artifacts and agent messages) from `GET …/messages`, and the
+    /// last output before the status (the question asked).
+    async fn outputs(&self, id: &str) -> Result<Vec<String>, OpError> {
+        let m = self.client.messages(id).await.map_err(|e| self.err(e))?;
+        Ok(m.value
+            .iter()
+            .filter(|m| m.kind == "output")
+            .map(|m| {
+                m.message
+                    .iter()
+                    .filter_map(|p| p["text"].as_str())
+                    .collect::<String>()
+            })
+            .collect())
+    }
+
+    async fn read(
+        &self,
+        id: &str,
+        cursor: Option<&str>,
+        obs: &mut StreamObs,
+        stop: &[String],
+        max_frames: Option<usize>,
+        limit_ms: u64,
+    ) -> Result<(), OpError> {
+        let mut s = self
+            .client
+            .events(id, cursor)
+            .await
+            .map_err(|e| self.err(e))?;
+        self.wire.record(
+            Protocol::Cas,
+            format!(
+                "GET /tasks/{id}/events{}",
+                cursor
+                    .map(|c| format!(" (Last-Event-ID {c})"))
+                    .unwrap_or_default()
+            ),
+            "200 text/event-stream",
+        );
+        let deadline = Instant::now() + Duration::from_millis(limit_ms);
+        let mut n = 0usize;
+        loop {
+            if max_frames.is_some_and(|m| n >= m) {
+                return Ok(());
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match tokio::time::timeout(left, s.next()).await {
+                Err(_) => return Ok(()),
+                Ok(None) => {
+                    obs.ended = true;
+                    return Ok(());
+                }
+                Ok(Some(Err(e))) => return Err(self.err(e)),
+                Ok(Some(Ok(st))) => {
+                    self.wire.validate(
+                        Protocol::Cas,
+                        &["endpoints", "GET /cas/tasks/{id}/events", "stream"],
+                        &st.raw,
+                    );
+                    self.wire
+                        .record(Protocol::Cas, "event", excerpt(&st.raw.to_string()));
+                    n += 1;
+                    obs.frames += 1;
+                    obs.ids.push(st.status.revision.clone());
+                    let w = word(&st);
+                    obs.push_state(w.clone());
+                    if st.is_terminal() || stop.contains(&w) {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Driver for CasDriver {
+    fn protocol(&self) -> Protocol {
+        Protocol::Cas
+    }
+
+    async fn create(&self, text: &str, message_id: &str) -> Result<TaskRef, OpError> {
+        let s = self
+            .client
+            .create_task(&CasInput::text(text), Some(message_id))
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(TaskRef {
+            id: s.id.clone(),
+            message_id: message_id.to_string(),
+            text: text.to_string(),
+            context_id: None,
+            agui_run: None,
+        })
+    }
+
+    async fn create_stream(
+        &self,
+        text: &str,
+        message_id: &str,
+        limit_ms: u64,
+    ) -> Result<(TaskRef, StreamObs), OpError> {
+        let t = self.create(text, message_id).await?;
+        let mut obs = StreamObs::default();
+        let never: Vec<String> = Vec::new();
+        self.read(&t.id, None, &mut obs, &never[..], None, limit_ms)
+            .await?;
+        // Status events carry no content: the outputs come from the messages list.
+        for (i, o) in self.outputs(&t.id).await?.into_iter().enumerate() {
+            obs.artifacts.insert(format!("output-{i:03}"), o);
+        }
+        Ok((t, obs))
+    }
+
+    async fn get(&self, task: &mut TaskRef) -> Result<View, OpError> {
+        let s = self
+            .client
+            .status(&task.id)
+            .await
+            .map_err(|e| self.err(e))?;
+        let outputs = self.outputs(&task.id).await?;
+        Ok(View {
+            state: word(&s),
+            // The question asked is the last output of a waiting task.
+            status_message: outputs.last().cloned(),
+            artifacts: outputs,
+            context_id: None,
+            pending: s
+                .status
+                .notifications
+                .iter()
+                .map(|n| n.kind.clone())
+                .collect(),
+        })
+    }
+
+    async fn answer(&self, task: &mut TaskRef, text: &str) -> Result<(), OpError> {
+        self.client
+            .send_input(&task.id, &CasInput::text(text), None)
+            .await
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+
+    async fn authorize(&self, task: &mut TaskRef, provider: &str) -> Result<(), OpError> {
+        self.client
+            .grant_authorization(&task.id, provider)
+            .await
+            .map_err(|e| self.err(e))
+    }
+
+    async fn cancel(&self, task: &mut TaskRef) -> Result<(), OpError> {
+        // The host lifecycle control ends the task (a core cancellation).
+        self.client
+            .complete(&task.id, Some("conformance cancel"))
+            .await
+            .map_err(|e| self.err(e))
+    }
+
+    async fn send(&self, task: &mut TaskRef, text: &str) -> Result<(), OpError> {
+        self.answer(task, text).await
+    }
+
+    async fn stream(
+        &self,
+        task: &mut TaskRef,
+        stop: &[String],
+        limit_ms: u64,
+    ) -> Result<StreamObs, OpError> {
+        let mut obs = StreamObs::default();
+        self.read(&task.id, None, &mut obs, stop, None, limit_ms)
+            .await?;
+        for (i, o) in self.outputs(&task.id).await?.into_iter().enumerate() {
+            obs.artifacts.insert(format!("output-{i:03}"), o);
+        }
+        Ok(obs)
+    }
+
+    async fn stream_resume(
+        &self,
+        text: &str,
+        message_id: &str,
+        frames: usize,
+        limit_ms: u64,
+    ) -> Result<ResumeObs, OpError> {
+        let t = self.create(text, message_id).await?;
+        let never: Vec<String> = Vec::new();
+        let mut first = StreamObs::default();
+        self.read(&t.id, None, &mut first, &never[..], Some(frames), limit_ms)
+            .await?;
+        let cursor = first.ids.last().cloned().unwrap_or_default();
+        let mut rest = StreamObs::default();
+        if !first
+            .last_state()
+            .is_some_and(|w| w.starts_with("terminal"))
+        {
+            self.read(
+                &t.id,
+                Some(&cursor).filter(|c| !c.is_empty()).map(String::as_str),
+                &mut rest,
+                &never[..],
+                None,
+                limit_ms,
+            )
+            .await?;
+        } else {
+            rest.ended = true;
+        }
+        for (i, o) in self.outputs(&t.id).await?.into_iter().enumerate() {
+            rest.artifacts.insert(format!("output-{i:03}"), o);
+        }
+        Ok(ResumeObs {
+            task: t,
+            first,
+            cursor,
+            rest,
+        })
+    }
+
+    async fn malformed(&self) -> Vec<(String, Result<(), OpError>)> {
+        let mut out = Vec::new();
+        let probes: [(&str, Option<serde_json::Value>); 2] = [
+            (
+                "a create whose message is a string",
+                Some(json!({"message": "not a list"})),
+            ),
+            (
+                "a create with a part that has neither text nor file",
+                Some(json!({"message": [{"mimeType": "text/plain"}]})),
+            ),
+        ];
+        for (label, body) in probes {
+            let r = self
+                .client
+                .send_raw(reqwest::Method::POST, "/tasks", body, &[])
+                .await;
+            let o = match r {
+                Err(e) => Err(self.err(e)),
+                Ok(raw) if raw.status >= 400 => Err(super::http_class(raw.status, &raw.text())),
+                Ok(raw) => {
+                    let _ = raw;
+                    Ok(())
+                }
+            };
+            out.push((label.to_string(), o));
+        }
+        // A body that is not JSON at all.
+        let r = self
+            .client
+            .send_raw(
+                reqwest::Method::POST,
+                "/tasks",
+                None,
+                &[("content-type", "application/json")],
+            )
+            .await;
+        out.push((
+            "a create with an empty body".to_string(),
+            match r {
+                Err(e) => Err(self.err(e)),
+                Ok(raw) if raw.status >= 400 => Err(super::http_class(raw.status, &raw.text())),
+                Ok(_) => Ok(()),
+            },
+        ));
+        let _ = ErrorClass::Invalid;
+        out
+    }
+}

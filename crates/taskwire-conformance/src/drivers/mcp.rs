@@ -1,0 +1,342 @@
+//! MCP revision 2026-07-28 with the tasks extension (`McpClient`): `tools/call`
+//! becomes a task; `tasks/get`, `tasks/update` (input responses by key),
+//! `tasks/cancel`, `subscriptions/listen`.
+
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use serde_json::{json, Map, Value};
+use taskwire_client::mcp::{elicit_accept, DetailedTask, McpClient, ToolCallOutcome};
+use taskwire_client::ClientError;
+
+use super::classify;
+use crate::driver::{Driver, OpError, ResumeObs, StreamObs, TaskRef, Wire};
+use crate::protocol::Protocol;
+use crate::scenario::ErrorClass;
+use crate::views::{mcp_view_word, View};
+
+/// Prefix of the input-request key of a provider authorisation (taskwire's MCP adapter).
+const AUTH_KEY_PREFIX: &str = "taskwire.auth/";
+
+/// The MCP driver.
+pub(crate) struct McpDriver {
+    pub(crate) client: McpClient,
+    pub(crate) tool: String,
+    pub(crate) wire: Wire,
+}
+
+fn status_word(v: &Value) -> String {
+    let status = v["status"].as_str().unwrap_or("?");
+    let is_error = v["result"]["isError"].as_bool() == Some(true);
+    mcp_view_word(status, is_error)
+}
+
+fn contents(v: &Value) -> Vec<String> {
+    v["result"]["content"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|c| c["text"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl McpDriver {
+    fn err(&self, e: ClientError) -> OpError {
+        classify(Protocol::Mcp, &e)
+    }
+
+    async fn detailed(&self, id: &str) -> Result<DetailedTask, OpError> {
+        self.client
+            .get_task(id)
+            .await
+            .map(|r| r.value)
+            .map_err(|e| self.err(e))
+    }
+
+    async fn respond(
+        &self,
+        task: &TaskRef,
+        pick: impl Fn(&str) -> bool,
+        response: Value,
+    ) -> Result<(), OpError> {
+        let t = self.detailed(&task.id).await?;
+        let keys: Vec<String> = t
+            .input_requests
+            .as_ref()
+            .map(|m| m.keys().filter(|k| pick(k)).cloned().collect())
+            .unwrap_or_default();
+        if keys.is_empty() {
+            return Err(OpError::new(
+                ErrorClass::Other,
+                format!(
+                    "tasks/get shows no matching input request (status {:?})",
+                    t.status
+                ),
+            ));
+        }
+        let mut m = Map::new();
+        for k in keys {
+            m.insert(k, response.clone());
+        }
+        self.client
+            .update_task(&task.id, m)
+            .await
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+
+    async fn listen(
+        &self,
+        id: &str,
+        obs: &mut StreamObs,
+        stop: &[String],
+        max_frames: Option<usize>,
+        limit_ms: u64,
+    ) -> Result<(), OpError> {
+        let mut s = self
+            .client
+            .listen_tasks(&[id])
+            .await
+            .map_err(|e| self.err(e))?;
+        self.wire.record(
+            Protocol::Mcp,
+            format!("subscriptions/listen {{taskIds:[{id}]}}"),
+            "200 text/event-stream",
+        );
+        let deadline = Instant::now() + Duration::from_millis(limit_ms);
+        let mut n = 0usize;
+        loop {
+            if max_frames.is_some_and(|m| n >= m) {
+                return Ok(());
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match tokio::time::timeout(left, s.next()).await {
+                Err(_) => return Ok(()),
+                Ok(None) => {
+                    obs.ended = true;
+                    return Ok(());
+                }
+                Ok(Some(Err(e))) => return Err(self.err(e)),
+                Ok(Some(Ok(msg))) => {
+                    n += 1;
+                    obs.frames += 1;
+                    let v = crate::discovery::MCP_VERSION;
+                    if let Some(m) = msg["method"].as_str() {
+                        self.wire.validate(
+                            Protocol::Mcp,
+                            &["methods", v, m, "params"],
+                            &msg["params"],
+                        );
+                        if m == "notifications/tasks" {
+                            let t = &msg["params"];
+                            let t = if t.get("task").is_some() {
+                                &t["task"]
+                            } else {
+                                t
+                            };
+                            let w = status_word(t);
+                            for (i, c) in contents(t).into_iter().enumerate() {
+                                obs.artifacts.insert(format!("content-{i:03}"), c);
+                            }
+                            obs.push_state(w.clone());
+                            if stop.contains(&w) {
+                                return Ok(());
+                            }
+                        }
+                    } else if msg.get("result").is_some() {
+                        self.wire.validate(
+                            Protocol::Mcp,
+                            &["methods", v, "subscriptions/listen", "result"],
+                            &msg["result"],
+                        );
+                        obs.ended = true;
+                        return Ok(());
+                    } else if msg.get("error").is_some() {
+                        return Err(OpError::new(
+                            ErrorClass::Other,
+                            format!("listen error: {}", msg["error"]),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Driver for McpDriver {
+    fn protocol(&self) -> Protocol {
+        Protocol::Mcp
+    }
+
+    async fn create(&self, text: &str, message_id: &str) -> Result<TaskRef, OpError> {
+        let r = self
+            .client
+            .call_tool(&self.tool, json!({"text": text}))
+            .await
+            .map_err(|e| self.err(e))?;
+        match r.value {
+            ToolCallOutcome::Task(t) => Ok(TaskRef {
+                id: t.task_id,
+                message_id: message_id.to_string(),
+                text: text.to_string(),
+                context_id: None,
+                agui_run: None,
+            }),
+            ToolCallOutcome::Complete(_) => Err(OpError::new(
+                ErrorClass::Other,
+                "tools/call answered with the result directly, not a task (the tasks extension was declared)",
+            )),
+            ToolCallOutcome::InputRequired(v) => Err(OpError::new(
+                ErrorClass::Other,
+                format!("tools/call answered input_required without a task: {v}"),
+            )),
+        }
+    }
+
+    async fn create_stream(
+        &self,
+        text: &str,
+        message_id: &str,
+        limit_ms: u64,
+    ) -> Result<(TaskRef, StreamObs), OpError> {
+        let t = self.create(text, message_id).await?;
+        let mut obs = StreamObs::default();
+        let stop = vec!["input_required".to_string()];
+        self.listen(&t.id, &mut obs, &stop, None, limit_ms).await?;
+        Ok((t, obs))
+    }
+
+    async fn get(&self, task: &mut TaskRef) -> Result<View, OpError> {
+        let r = self
+            .client
+            .get_task(&task.id)
+            .await
+            .map_err(|e| self.err(e))?;
+        let v = &r.raw;
+        Ok(View {
+            state: status_word(v),
+            status_message: v["statusMessage"].as_str().map(str::to_string),
+            artifacts: contents(v),
+            context_id: None,
+            pending: v["inputRequests"]
+                .as_object()
+                .map(|m| m.keys().cloned().collect())
+                .unwrap_or_default(),
+        })
+    }
+
+    async fn answer(&self, task: &mut TaskRef, text: &str) -> Result<(), OpError> {
+        self.respond(
+            task,
+            |k| !k.starts_with(AUTH_KEY_PREFIX) && !k.starts_with("taskwire.review/"),
+            elicit_accept(json!({"answer": text})),
+        )
+        .await
+    }
+
+    async fn authorize(&self, task: &mut TaskRef, provider: &str) -> Result<(), OpError> {
+        let key = format!("{AUTH_KEY_PREFIX}{provider}");
+        self.respond(task, |k| k == key, elicit_accept(json!({})))
+            .await
+    }
+
+    async fn cancel(&self, task: &mut TaskRef) -> Result<(), OpError> {
+        self.client
+            .cancel_task(&task.id)
+            .await
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+
+    async fn send(&self, task: &mut TaskRef, text: &str) -> Result<(), OpError> {
+        // The only message MCP carries to a task is an input response.
+        let mut m = Map::new();
+        m.insert("conformance".into(), elicit_accept(json!({"answer": text})));
+        self.client
+            .update_task(&task.id, m)
+            .await
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+
+    async fn stream(
+        &self,
+        task: &mut TaskRef,
+        stop: &[String],
+        limit_ms: u64,
+    ) -> Result<StreamObs, OpError> {
+        let mut obs = StreamObs::default();
+        self.listen(&task.id, &mut obs, stop, None, limit_ms)
+            .await?;
+        Ok(obs)
+    }
+
+    async fn stream_resume(
+        &self,
+        text: &str,
+        message_id: &str,
+        frames: usize,
+        limit_ms: u64,
+    ) -> Result<ResumeObs, OpError> {
+        // No cursor: a second listen restates the task.
+        let t = self.create(text, message_id).await?;
+        let never: Vec<String> = Vec::new();
+        let mut first = StreamObs::default();
+        self.listen(&t.id, &mut first, &never[..], Some(frames), limit_ms)
+            .await?;
+        let mut rest = StreamObs::default();
+        self.listen(&t.id, &mut rest, &never[..], None, limit_ms)
+            .await?;
+        Ok(ResumeObs {
+            task: t,
+            first,
+            cursor: String::new(),
+            rest,
+        })
+    }
+
+    async fn malformed(&self) -> Vec<(String, Result<(), OpError>)> {
+        let mut out = Vec::new();
+        let r = self.client.post_raw("{\"jsonrpc\":\"2.0\",", &[]).await;
+        out.push(("a body that is not JSON".to_string(), self.raw_outcome(r)));
+        let r = self
+            .client
+            .call_raw("tasks/get", json!({"taskId": 5}), Some("5"))
+            .await;
+        out.push((
+            "tasks/get with a numeric taskId".to_string(),
+            r.map(|_| ()).map_err(|e| self.err(e)),
+        ));
+        out
+    }
+}
+
+impl McpDriver {
+    fn raw_outcome(
+        &self,
+        r: Result<taskwire_client::http::RawResponse, ClientError>,
+    ) -> Result<(), OpError> {
+        let raw = r.map_err(|e| self.err(e))?;
+        let text = raw.text();
+        self.wire.record(
+            Protocol::Mcp,
+            "POST (malformed body)",
+            format!("{} {text}", raw.status),
+        );
+        let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        if let Some(code) = v["error"]["code"].as_i64() {
+            return Err(super::rpc_class(
+                code,
+                v["error"]["message"].as_str().unwrap_or_default(),
+            ));
+        }
+        if raw.status >= 400 {
+            return Err(super::http_class(raw.status, &text));
+        }
+        Ok(())
+    }
+}
