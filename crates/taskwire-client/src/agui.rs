@@ -751,11 +751,28 @@ where
 // ---- protobuf → JSON (the SSE form of each event) ----
 
 fn val(v: &pbjson_types::Value) -> Value {
-    serde_json::to_value(v).unwrap_or(Value::Null)
+    integral(serde_json::to_value(v).unwrap_or(Value::Null))
 }
 
 fn strukt(v: &pbjson_types::Struct) -> Value {
-    serde_json::to_value(v).unwrap_or(Value::Null)
+    integral(serde_json::to_value(v).unwrap_or(Value::Null))
+}
+
+/// `google.protobuf.Value` numbers are doubles: a whole number within the
+/// exactly representable range is shown as an integer, as its JSON form had it.
+fn integral(v: Value) -> Value {
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
+    match v {
+        Value::Number(n) => match n.as_f64() {
+            Some(f) if n.is_f64() && f.fract() == 0.0 && f.abs() <= EXACT => {
+                json!(f as i64)
+            }
+            _ => Value::Number(n),
+        },
+        Value::Array(a) => Value::Array(a.into_iter().map(integral).collect()),
+        Value::Object(m) => Value::Object(m.into_iter().map(|(k, v)| (k, integral(v))).collect()),
+        other => other,
+    }
 }
 
 struct Obj(Map<String, Value>);
