@@ -50,7 +50,7 @@ pub struct Config {
     pub baseline: Baseline,
     /// The scenarios (default: the built-in ones).
     pub scenarios: Vec<Scenario>,
-    /// Only scenarios whose name contains one of these.
+    /// Only the scenarios of these names (all when empty).
     pub only: Vec<String>,
     /// Per-request time limit.
     pub request_timeout: Duration,
@@ -84,6 +84,16 @@ pub async fn run(config: &Config) -> Result<Report, Error> {
     if !(target.starts_with("http://") || target.starts_with("https://")) {
         return Err(Error::Target(target));
     }
+    if let Some(o) = config
+        .only
+        .iter()
+        .find(|o| !config.scenarios.iter().any(|s| &s.name == *o))
+    {
+        return Err(Error::Scenario {
+            file: o.clone(),
+            reason: "no scenario of that name".into(),
+        });
+    }
     let schemas = schema::Schemas::load(&config.schemas_dir);
     let wire = driver::Wire::new(schemas.clone());
     let found = discovery::discover(&target, config, &wire).await?;
@@ -112,9 +122,7 @@ pub async fn run(config: &Config) -> Result<Report, Error> {
     let scenarios: Vec<Scenario> = config
         .scenarios
         .iter()
-        .filter(|s| {
-            config.only.is_empty() || config.only.iter().any(|o| s.name.contains(o.as_str()))
-        })
+        .filter(|s| config.only.is_empty() || config.only.iter().any(|o| o == &s.name))
         .cloned()
         .collect();
     let progress = config.progress;

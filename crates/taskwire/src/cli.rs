@@ -110,7 +110,8 @@ pub struct ConformanceArgs {
     #[arg(long, env = "TASKWIRE_CONFORMANCE_SCENARIOS", value_name = "DIR")]
     pub scenarios: Option<PathBuf>,
 
-    /// Run only scenarios whose name contains this text; repeat for several.
+    /// Run only the scenario of this name (a file name under
+    /// conformance/scenarios without .toml); repeat or comma-separate for several.
     #[arg(
         long = "only",
         env = "TASKWIRE_CONFORMANCE_ONLY",
