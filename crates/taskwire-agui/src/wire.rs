@@ -321,6 +321,7 @@ pub enum Outcome {
     /// Paused, waiting for outside input.
     Interrupt {
         /// What is awaited (at least one).
+        #[cfg_attr(feature = "schema", schemars(extend("minItems" = 1)))]
         interrupts: Vec<Interrupt>,
     },
     /// Stopped before it completed.

@@ -31,6 +31,79 @@ pub fn pool() -> Result<DescriptorPool, SchemaError> {
     DescriptorPool::decode(DESCRIPTOR).map_err(|e| SchemaError::Descriptor(e.to_string()))
 }
 
+/// Fields the upstream `specification/a2a.proto` marks
+/// `[(google.api.field_behavior) = REQUIRED]` (taskwire's copy of the proto leaves
+/// the google.api options out, as no crate ships those imports) and whose default
+/// value is not a valid value, so that ProtoJSON output must carry them: ids,
+/// URLs and names that must not be empty, the status and role enums that must not
+/// be UNSPECIFIED, messages that must be set, lists that must not be empty.
+/// Required scalars whose default is meaningful (`ListTasksResponse.totalSize`
+/// 0, `nextPageToken` "" on the last page) are left out: printers omit defaults.
+pub const REQUIRED: &[(&str, &[&str])] = &[
+    ("Task", &["id", "status"]),
+    ("TaskStatus", &["state"]),
+    ("Message", &["messageId", "role", "parts"]),
+    ("Artifact", &["artifactId", "parts"]),
+    ("TaskStatusUpdateEvent", &["taskId", "contextId", "status"]),
+    (
+        "TaskArtifactUpdateEvent",
+        &["taskId", "contextId", "artifact"],
+    ),
+    ("AuthenticationInfo", &["scheme"]),
+    (
+        "AgentInterface",
+        &["url", "protocolBinding", "protocolVersion"],
+    ),
+    (
+        "AgentCard",
+        &[
+            "name",
+            "description",
+            "supportedInterfaces",
+            "version",
+            "capabilities",
+            "defaultInputModes",
+            "defaultOutputModes",
+            "skills",
+        ],
+    ),
+    ("AgentProvider", &["url", "organization"]),
+    ("AgentSkill", &["id", "name", "description", "tags"]),
+    ("AgentCardSignature", &["protected", "signature"]),
+    ("TaskPushNotificationConfig", &["url"]),
+    ("APIKeySecurityScheme", &["location", "name"]),
+    ("HTTPAuthSecurityScheme", &["scheme"]),
+    ("OAuth2SecurityScheme", &["flows"]),
+    ("OpenIdConnectSecurityScheme", &["openIdConnectUrl"]),
+    (
+        "AuthorizationCodeOAuthFlow",
+        &["authorizationUrl", "tokenUrl"],
+    ),
+    ("ClientCredentialsOAuthFlow", &["tokenUrl"]),
+    (
+        "DeviceCodeOAuthFlow",
+        &["deviceAuthorizationUrl", "tokenUrl"],
+    ),
+    ("SendMessageRequest", &["message"]),
+    ("GetTaskRequest", &["id"]),
+    ("CancelTaskRequest", &["id"]),
+    ("SubscribeToTaskRequest", &["id"]),
+    ("GetTaskPushNotificationConfigRequest", &["taskId", "id"]),
+    ("DeleteTaskPushNotificationConfigRequest", &["taskId", "id"]),
+    ("ListTaskPushNotificationConfigsRequest", &["taskId"]),
+];
+
+fn required_of(m: &MessageDescriptor) -> &'static [&'static str] {
+    if m.package_name() != PACKAGE {
+        return &[];
+    }
+    REQUIRED
+        .iter()
+        .find(|(name, _)| *name == m.name())
+        .map(|(_, fields)| *fields)
+        .unwrap_or(&[])
+}
+
 /// JSON-RPC methods: (method, params message, result kind, streams its result).
 fn method_table() -> [(&'static str, &'static str, &'static str, bool); 11] {
     [
@@ -269,17 +342,24 @@ impl Defs {
             s.insert("description".into(), json!(d));
         }
         s.insert("type".into(), json!("object"));
+        let required = required_of(m);
         let mut props = Map::new();
         for f in m.fields() {
             let mut fs = self.field(&f);
-            if let Some(d) = comment(file, f.path()) {
-                if let Value::Object(o) = &mut fs {
+            if let Value::Object(o) = &mut fs {
+                if let Some(d) = comment(file, f.path()) {
                     o.insert("description".into(), json!(d));
+                }
+                if f.is_list() && required.contains(&f.json_name()) {
+                    o.insert("minItems".into(), json!(1));
                 }
             }
             props.insert(f.json_name().to_string(), fs);
         }
         s.insert("properties".into(), Value::Object(props));
+        if !required.is_empty() {
+            s.insert("required".into(), json!(required));
+        }
         let mut all_of = Vec::new();
         for o in m.oneofs().filter(|o| !o.is_synthetic()) {
             let alternatives: Vec<Value> = o
@@ -442,4 +522,37 @@ fn well_known(full_name: &str) -> Option<Value> {
         _ => return None,
     };
     Some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_required_table_names_real_fields() {
+        let pool = pool().expect("pool");
+        for (message, fields) in REQUIRED {
+            let m = pool
+                .get_message_by_name(&format!("{PACKAGE}.{message}"))
+                .unwrap_or_else(|| panic!("no message {message}"));
+            for f in *fields {
+                assert!(
+                    m.fields().any(|x| x.json_name() == *f),
+                    "{message} has no field {f}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_message_of_the_proto_is_a_kind() {
+        let (kinds, _) = generate().expect("generate");
+        let pool = pool().expect("pool");
+        for m in pool
+            .all_messages()
+            .filter(|m| m.package_name() == PACKAGE && !m.is_map_entry())
+        {
+            assert!(kinds.iter().any(|k| k.name == m.name()), "{}", m.name());
+        }
+    }
 }

@@ -6,7 +6,7 @@ use taskwire_agui::wire::{event_type as t, Event, RunAgentInput};
 
 use crate::cas::finish;
 use crate::error::SchemaError;
-use crate::{schemas_entry, Kind};
+use crate::{schemas_entry, tidy, Kind};
 
 /// Every event type of `EventBody`, with its kind name.
 pub(crate) const EVENTS: [(&str, &str); 20] = [
@@ -39,10 +39,14 @@ fn root<T: schemars::JsonSchema>(serialize: bool) -> Value {
     } else {
         settings.for_deserialize()
     };
-    settings
+    let mut v = settings
         .into_generator()
         .into_root_schema_for::<T>()
-        .to_value()
+        .to_value();
+    if serialize {
+        tidy::no_null_when_optional(&mut v);
+    }
+    v
 }
 
 pub(crate) fn generate() -> Result<(Vec<Kind>, Value), SchemaError> {
@@ -63,22 +67,9 @@ pub(crate) fn generate() -> Result<(Vec<Kind>, Value), SchemaError> {
     );
     kinds.push(Kind::new("Event", any));
     for (ty, name) in EVENTS {
-        let mut s = event.clone();
+        let mut s = tidy::select_variant(&event, "type", ty)
+            .ok_or_else(|| SchemaError::Shape(format!("AG-UI Event has no variant {ty}")))?;
         finish(&mut s, name, Some(&format!("An AG-UI `{ty}` event.")));
-        if let Value::Object(o) = &mut s {
-            let props = o
-                .entry("properties")
-                .or_insert_with(|| Value::Object(Map::new()));
-            if let Value::Object(p) = props {
-                p.insert("type".into(), json!({"const": ty}));
-            }
-            let required = o.entry("required").or_insert_with(|| json!([]));
-            if let Value::Array(r) = required {
-                if !r.contains(&json!("type")) {
-                    r.push(json!("type"));
-                }
-            }
-        }
         kinds.push(Kind::new(name, s));
     }
     let mut events = Map::new();

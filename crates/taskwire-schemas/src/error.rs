@@ -6,6 +6,9 @@ pub enum SchemaError {
     /// The A2A descriptor could not be decoded or lacks a message.
     #[error("A2A descriptor: {0}")]
     Descriptor(String),
+    /// A schema derived from the Rust types does not have the expected shape.
+    #[error("unexpected schema shape: {0}")]
+    Shape(String),
     /// JSON (de)serialisation failed.
     #[error("json: {0}")]
     Json(#[from] serde_json::Error),

@@ -33,6 +33,7 @@ pub mod cas;
 mod error;
 pub mod mcp;
 mod rpc;
+mod tidy;
 
 pub use error::SchemaError;
 

@@ -782,6 +782,7 @@ fn kind<T: JsonSchema>(name: &str, description: Option<&str>) -> Kind {
         .into_generator()
         .into_root_schema_for::<T>()
         .to_value();
+    crate::tidy::no_null_when_optional(&mut s);
     finish(&mut s, name, description);
     Kind::new(name, s)
 }

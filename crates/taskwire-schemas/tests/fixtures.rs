@@ -301,6 +301,14 @@ fn a2a_schemas_reject_what_protojson_does_not_allow() {
     let mut bad = task;
     bad["status"]["timestamp"] = json!("yesterday");
     invalid("a2a", "Task", bad);
+    // Fields the upstream proto marks REQUIRED must be present.
+    invalid("a2a", "Task", json!({"id": "t"}));
+    invalid(
+        "a2a",
+        "Message",
+        json!({"messageId": "m", "parts": [{"text": "x"}]}),
+    );
+    invalid("a2a", "Artifact", json!({"artifactId": "a", "parts": []}));
     // A Part holds exactly one of text, raw, url, data.
     valid(
         "a2a",
