@@ -34,7 +34,7 @@ pub fn value_from_pb(v: &pbjson_types::Value) -> Value {
         None | Some(Kind::NullValue(_)) => Value::Null,
         Some(Kind::BoolValue(b)) => Value::Bool(*b),
         Some(Kind::NumberValue(n)) => {
-            if n.fract() == 0.0 && n.abs() < 9.0e15 {
+            if n.fract() == 0.0 && n.abs() < vocab::PROTOBUF_WHOLE_NUMBER_LIMIT {
                 Value::from(*n as i64)
             } else {
                 serde_json::Number::from_f64(*n).map_or(Value::Null, Value::Number)
@@ -79,19 +79,20 @@ pub fn timestamp_from_pb(t: pbjson_types::Timestamp, field: &str) -> Result<Time
     Timestamp::try_from(t).map_err(|e| A2aError::invalid_params(field, e))
 }
 
-/// A core part as an A2A part.
+/// A core part as an A2A part (losses: [`vocab::part_to_a2a`]).
 pub fn part_to_pb(p: &Part) -> pb::Part {
-    let content = match vocab::part_content_to_a2a(p) {
+    let (a, _losses) = vocab::part_to_a2a(p);
+    let content = a.content.map(|c| match c {
         A2aPartContent::Text(t) => pb::part::Content::Text(t),
         A2aPartContent::Raw(b) => pb::part::Content::Raw(b),
         A2aPartContent::Url(u) => pb::part::Content::Url(u),
         A2aPartContent::Data(d) => pb::part::Content::Data(value_to_pb(&d)),
-    };
+    });
     pb::Part {
-        content: Some(content),
-        metadata: metadata_to_pb(&p.metadata),
-        filename: p.filename.clone().unwrap_or_default(),
-        media_type: p.media_type.clone().unwrap_or_default(),
+        content,
+        metadata: metadata_to_pb(&a.metadata),
+        filename: a.filename,
+        media_type: a.media_type,
     }
 }
 
@@ -103,13 +104,15 @@ pub fn part_from_pb(p: pb::Part, index: usize) -> Result<Part> {
         pb::part::Content::Url(u) => A2aPartContent::Url(u),
         pb::part::Content::Data(d) => A2aPartContent::Data(value_from_pb(&d)),
     });
-    let content = vocab::part_content_from_a2a(content, index)?;
-    Ok(Part {
-        content,
-        media_type: (!p.media_type.is_empty()).then_some(p.media_type),
-        filename: (!p.filename.is_empty()).then_some(p.filename),
-        metadata: p.metadata.as_ref().map(struct_to_map).unwrap_or_default(),
-    })
+    Ok(vocab::part_from_a2a(
+        vocab::A2aPart {
+            content,
+            media_type: p.media_type,
+            filename: p.filename,
+            metadata: p.metadata.as_ref().map(struct_to_map).unwrap_or_default(),
+        },
+        index,
+    )?)
 }
 
 /// A core message as an A2A message of a task. Loses the core's receive/commit
@@ -429,5 +432,45 @@ mod tests {
         let v = serde_json::json!({"a": [1, 2.5, null, true, "s", {"b": {}}]});
         let Value::Object(m) = &v else { panic!() };
         assert_eq!(Value::Object(struct_to_map(&map_to_struct(m))), v);
+    }
+
+    fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            (-1.0e20f64..1.0e20).prop_map(Value::from),
+            (-100i32..100).prop_map(|i| Value::from(f64::from(i))),
+            "[a-z]{0,4}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(2, 8, 3, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+                prop::collection::btree_map("[a-z]{1,3}", inner, 0..3)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// A part survives the real protobuf trip exactly when the vocabulary
+        /// reports no loss for it (`taskwire_vocab::a2a::part_to_a2a`).
+        #[test]
+        fn part_trip_matches_the_named_losses(
+            data in json_value(),
+            meta in proptest::collection::btree_map("[a-z]{1,3}", json_value(), 0..2),
+            media in proptest::option::of(proptest::prop_oneof![
+                proptest::strategy::Just(String::new()),
+                "[a-z]{1,4}/[a-z]{1,4}"
+            ]),
+        ) {
+            let mut p = Part::data(data);
+            p.metadata = meta.into_iter().collect();
+            p.media_type = media;
+            let (_, losses) = vocab::part_to_a2a(&p);
+            let back = part_from_pb(part_to_pb(&p), 0).unwrap();
+            proptest::prop_assert_eq!(losses.is_empty(), back == p, "{:?} -> {:?}", losses, back);
+        }
     }
 }

@@ -34,7 +34,10 @@ fn integral_numbers(v: &mut Value) {
     match v {
         Value::Number(n) => {
             if let Some(f) = n.as_f64() {
-                if n.is_f64() && f.fract() == 0.0 && f.abs() < 9.0e15 {
+                if n.is_f64()
+                    && f.fract() == 0.0
+                    && f.abs() < taskwire_vocab::a2a::PROTOBUF_WHOLE_NUMBER_LIMIT
+                {
                     *v = Value::from(f as i64);
                 }
             }

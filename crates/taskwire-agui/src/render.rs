@@ -134,11 +134,7 @@ fn artifact_content(a: &Artifact) -> Value {
 /// The snapshot form of a core message (`user` or `assistant`).
 pub fn snapshot_message(m: &Message) -> Value {
     let (text, _loss) = vocab::message_text(&m.parts);
-    let role = match m.role {
-        Role::User => role::USER,
-        Role::Agent => role::ASSISTANT,
-    };
-    json!({"id": m.message_id, "role": role, "content": text})
+    json!({"id": m.message_id, "role": vocab::role(m.role), "content": text})
 }
 
 impl Renderer {
@@ -481,45 +477,26 @@ impl Renderer {
             chrono::DateTime::from_timestamp_millis(waiting_since.saturating_add(l as i64))
                 .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
         });
-        let mut v = Vec::new();
-        for r in self.inputs.values() {
-            v.push(Interrupt {
-                id: self.iid(InterruptKind::Input(r.key.clone())),
-                reason: vocab::REASON_INPUT_REQUIRED.to_string(),
-                message: Some(r.prompt.clone()),
-                response_schema: Some(r.schema.clone()).filter(Value::is_object),
-                expires_at: expires_at.clone(),
-                metadata: None,
-            });
+        // The pending interactions, in the order and shape `taskwire_vocab::agui`
+        // gives them.
+        self.inputs
+            .values()
+            .map(vocab::input_interrupt)
+            .chain(self.auth.iter().map(vocab::auth_interrupt))
+            .chain(self.reviews.iter().map(vocab::review_interrupt))
+            .map(|i| self.interrupt(i, expires_at.clone()))
+            .collect()
+    }
+
+    fn interrupt(&self, i: vocab::InterruptView, expires_at: Option<String>) -> Interrupt {
+        Interrupt {
+            id: self.iid(i.kind),
+            reason: i.reason.to_string(),
+            message: Some(i.message),
+            response_schema: i.response_schema,
+            expires_at,
+            metadata: i.metadata,
         }
-        for a in &self.auth {
-            let mut meta = json!({"provider": a.provider});
-            if let Some(u) = &a.url {
-                meta["url"] = json!(u);
-            }
-            v.push(Interrupt {
-                id: self.iid(InterruptKind::Auth(a.provider.clone())),
-                reason: vocab::REASON_AUTH_REQUIRED.to_string(),
-                message: Some(format!("authorization required: {}", a.provider)),
-                response_schema: None,
-                expires_at: expires_at.clone(),
-                metadata: Some(meta),
-            });
-        }
-        for r in &self.reviews {
-            v.push(Interrupt {
-                id: self.iid(InterruptKind::Review(r.id.clone())),
-                reason: vocab::REASON_CONFIRMATION.to_string(),
-                message: Some(r.summary.clone()),
-                response_schema: Some(json!({
-                    "type": "object",
-                    "properties": {"approved": {"type": "boolean"}},
-                })),
-                expires_at: expires_at.clone(),
-                metadata: Some(json!({"reviewer": r.reviewer})),
-            });
-        }
-        v
     }
 
     fn result(&self) -> Value {
@@ -572,14 +549,12 @@ impl Renderer {
                 if interrupts.is_empty() {
                     // The core never waits on nothing; if a log says otherwise the
                     // run still ends as an interrupt the client can see.
-                    interrupts.push(Interrupt {
-                        id: self.iid(InterruptKind::Input("*".into())),
-                        reason: vocab::REASON_INPUT_REQUIRED.to_string(),
-                        message: message.map(Message::text),
-                        response_schema: None,
-                        expires_at: None,
-                        metadata: None,
-                    });
+                    let mut p = self.interrupt(
+                        vocab::placeholder_interrupt(message.map(Message::text)),
+                        None,
+                    );
+                    p.message = message.map(Message::text);
+                    interrupts.push(p);
                 }
                 if let Some(s) = &self.state {
                     out.push(EventBody::StateSnapshot {

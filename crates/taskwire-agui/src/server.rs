@@ -931,9 +931,8 @@ async fn replay(
     let format = Format::from_headers(&headers);
     let tasks = match thread_tasks(&inner.service, &caller, &thread_id).await {
         Ok(t) if !t.is_empty() => t,
-        Ok(_) | Err(CoreError::NotFound) => return StatusCode::NOT_FOUND.into_response(),
-        Err(CoreError::InvalidInput { .. }) => return StatusCode::BAD_REQUEST.into_response(),
-        Err(_) => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+        Ok(_) => return StatusCode::NOT_FOUND.into_response(),
+        Err(e) => return http_status(&e).into_response(),
     };
     let mut events_out: Vec<Event> = Vec::new();
     let mut prior: Vec<Value> = Vec::new();
@@ -1033,18 +1032,19 @@ async fn cancel(
     {
         Ok(t) => Json(json!({"taskId": t.id.to_string(), "state": t.state})).into_response(),
         Err(CoreError::NotFound) => StatusCode::NOT_FOUND.into_response(),
-        Err(e @ CoreError::NotCancelable { .. }) => (
-            StatusCode::CONFLICT,
-            Json(json!({"code": codes::WRONG_STATE, "message": e.to_string()})),
-        )
-            .into_response(),
         Err(e) => {
             let (code, message) = vocab::core_error(&e);
             (
-                StatusCode::INTERNAL_SERVER_ERROR,
+                http_status(&e),
                 Json(json!({"code": code, "message": message})),
             )
                 .into_response()
         }
     }
+}
+
+/// The HTTP status of a core error on the plain HTTP endpoints, from
+/// `taskwire_vocab::agui::http_status`.
+fn http_status(e: &CoreError) -> StatusCode {
+    StatusCode::from_u16(vocab::http_status(e)).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
 }

@@ -52,10 +52,7 @@ impl CasError {
     /// A message safe to show (no store or backend details).
     fn safe_message(&self) -> String {
         match self {
-            CasError::Core(CoreError::Store(_)) => "internal error".into(),
-            CasError::Core(CoreError::DeniedByGuardrail { reason }) => {
-                format!("the input was refused by an input guardrail: {reason}")
-            }
+            CasError::Core(e) => vocab::error_message(e),
             other => other.to_string(),
         }
     }

@@ -125,11 +125,7 @@ impl MessagesFold {
             EventKind::Status {
                 to, message, error, ..
             } => {
-                let error = if to.is_terminal() {
-                    error.as_ref().map(|x| x.code.clone())
-                } else {
-                    None
-                };
+                let error = vocab::output_error(*to, error.as_ref());
                 match message {
                     Some(m) if self.seen.insert(m.message_id.clone()) => {
                         self.committed.push(output_entry(m, e.at, error));

@@ -93,26 +93,14 @@ impl RpcError {
         o
     }
 
-    /// Maps a core error; `task_id` names the task for not-found errors.
+    /// Maps a core error (through `taskwire_vocab::mcp::error_from_core`);
+    /// `task_id` names the task for not-found errors.
     pub fn from_core(e: CoreError, task_id: Option<&str>) -> Self {
-        match e {
-            CoreError::NotFound => Self::unknown_task(task_id.unwrap_or("")),
-            CoreError::InvalidInput { field, reason } => {
-                Self::invalid_params(format!("invalid {field}: {reason}"))
-            }
-            e @ (CoreError::TooLarge { .. }
-            | CoreError::DeniedByGuardrail { .. }
-            | CoreError::Terminal { .. }
-            | CoreError::NotCancelable { .. }
-            | CoreError::WrongState { .. }
-            | CoreError::IllegalTransition { .. }) => Self::invalid_params(e.to_string()),
-            CoreError::Contention => Self::internal("too much contention on the task, retry"),
-            CoreError::ShuttingDown => Self::internal("the server is shutting down"),
-            e @ (CoreError::LeaseLost | CoreError::Store(_)) => {
-                tracing::warn!(error = %e, "mcp: internal error");
-                Self::internal("internal error")
-            }
+        if matches!(e, CoreError::LeaseLost | CoreError::Store(_)) {
+            tracing::warn!(error = %e, "mcp: internal error");
         }
+        let (code, message) = taskwire_vocab::mcp::error_from_core(&e, task_id);
+        Self::new(code, message)
     }
 }
 
