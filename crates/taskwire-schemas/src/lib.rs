@@ -141,6 +141,48 @@ pub fn kinds() -> impl Iterator<Item = (&'static str, &'static str)> {
     embedded::FILES.iter().map(|(p, k, _)| (*p, *k))
 }
 
+fn parsed_index() -> Option<&'static Value> {
+    static INDEX: std::sync::OnceLock<Option<Value>> = std::sync::OnceLock::new();
+    INDEX
+        .get_or_init(|| index().and_then(|t| serde_json::from_str(t).ok()))
+        .as_ref()
+}
+
+fn index_str(path: &[&str]) -> Option<String> {
+    let mut v = parsed_index()?.get("protocols")?;
+    for p in path {
+        v = v.get(*p)?;
+    }
+    v.as_str().map(str::to_string)
+}
+
+/// The kind of one part (`"params"`, `"result"` or, for A2A streaming methods,
+/// `"stream"`) of a JSON-RPC method, per the embedded index. MCP methods are
+/// per revision: pass `Some("2026-07-28")` or `Some("2025-11-25")`; A2A takes
+/// `None`.
+pub fn method_kind(
+    protocol: &str,
+    revision: Option<&str>,
+    method: &str,
+    part: &str,
+) -> Option<String> {
+    match revision {
+        Some(r) => index_str(&[protocol, "methods", r, method, part]),
+        None => index_str(&[protocol, "methods", method, part]),
+    }
+}
+
+/// The kind of an AG-UI event by its `type` (`RUN_STARTED` → `RunStartedEvent`).
+pub fn agui_event_kind(event_type: &str) -> Option<String> {
+    index_str(&[protocol::AGUI, "events", event_type])
+}
+
+/// The kind of one part (`"request"`, `"response"`, `"stream"`) of a CAS endpoint
+/// written as in the index (`"GET /cas/tasks/{id}"`).
+pub fn cas_endpoint_kind(endpoint: &str, part: &str) -> Option<String> {
+    index_str(&[protocol::CAS, "endpoints", endpoint, part])
+}
+
 /// Compiles a schema (format assertions on: `date-time` and friends are checked).
 pub fn compile(
     protocol: &str,
@@ -232,5 +274,51 @@ impl Validators {
             Ok(r) => r,
             Err(e) => Err(vec![e.to_string()]),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_lookups_name_kinds_that_are_embedded() {
+        let k = method_kind("a2a", None, "GetTask", "result");
+        assert_eq!(k.as_deref(), Some("Task"));
+        let k = method_kind("a2a", None, "SubscribeToTask", "stream");
+        assert_eq!(k.as_deref(), Some("StreamResponse"));
+        let k = method_kind("mcp", Some("2026-07-28"), "tasks/get", "result");
+        assert_eq!(k.as_deref(), Some("DetailedTask"));
+        let k = method_kind("mcp", Some("2025-11-25"), "tasks/get", "result");
+        assert_eq!(k.as_deref(), Some("LegacyTask"));
+        assert_eq!(
+            agui_event_kind("RUN_FINISHED").as_deref(),
+            Some("RunFinishedEvent")
+        );
+        let k = cas_endpoint_kind("GET /cas/tasks/{id}", "response");
+        assert_eq!(k.as_deref(), Some("StatusObject"));
+        assert!(method_kind("a2a", None, "Nope", "result").is_none());
+        for (p, k) in [
+            ("a2a", "Task"),
+            ("mcp", "DetailedTask"),
+            ("agui", "RunFinishedEvent"),
+            ("cas", "StatusObject"),
+        ] {
+            assert!(schema(p, k).is_some(), "{p}/{k}");
+        }
+        assert!(kinds().count() > 100);
+    }
+
+    #[test]
+    fn validators_report_unknown_kinds_and_violations() {
+        let mut v = Validators::new();
+        assert!(matches!(
+            v.check("a2a", "Nope", &json!({})),
+            Err(SchemaError::Unknown { .. })
+        ));
+        let errors = v
+            .validate("cas", "ErrorBody", &json!({"error": {"code": 1}}))
+            .expect_err("invalid");
+        assert!(errors.iter().any(|e| e.starts_with("/error")), "{errors:?}");
     }
 }
