@@ -429,7 +429,32 @@ impl A2aClient {
                 got: raw.media_type(),
             });
         }
+        http::check_id(&json, id)?;
         http::rpc_result(&json, Some(raw.status))
+    }
+
+    /// Polls `GetTask` at the config's poll interval until the task is
+    /// terminal or interrupted, at most for `limit`.
+    pub async fn wait_task(
+        &self,
+        id: &str,
+        limit: std::time::Duration,
+    ) -> Result<Received<pb::Task>, ClientError> {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let t = self.get_task(id, None).await?;
+            let state = t.status.as_ref().map(|s| s.state());
+            if state.is_some_and(|s| is_terminal(s) || is_interrupted(s)) {
+                return Ok(t);
+            }
+            if tokio::time::Instant::now() + self.inner.config.poll_interval > deadline {
+                return Err(ClientError::Timeout(format!(
+                    "task {id} still {state:?} after {} ms",
+                    limit.as_millis()
+                )));
+            }
+            tokio::time::sleep(self.inner.config.poll_interval).await;
+        }
     }
 
     /// POSTs `body` as is to the endpoint (with the version header, auth and
@@ -445,8 +470,13 @@ impl A2aClient {
             .inner
             .http
             .post(&self.inner.endpoint)
-            .header(VERSION_HEADER, A2A_VERSION)
             .timeout(c.request_timeout);
+        if !headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case(VERSION_HEADER))
+        {
+            rb = rb.header(VERSION_HEADER, A2A_VERSION);
+        }
         if !headers
             .iter()
             .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))

@@ -283,7 +283,20 @@ impl Driver {
                         event_id,
                         origin,
                     };
-                    *progress = true;
+                    // Progress is a new cursor, or (without ids) an update:
+                    // a re-sent snapshot or a repeated id is not, so a
+                    // server that keeps breaking the same way runs out of
+                    // attempts.
+                    let advanced = match &ev.event_id {
+                        Some(id) => self.last_event_id().as_deref() != Some(id.as_str()),
+                        None => !matches!(
+                            ev.response.payload,
+                            Some(pb::stream_response::Payload::Task(_))
+                        ),
+                    };
+                    if advanced {
+                        *progress = true;
+                    }
                     let message = ev.is_message();
                     if let Some(st) = ev.state() {
                         last_state = Some(st);
@@ -321,6 +334,14 @@ impl Driver {
             // An error the server sent in the stream before anything else is
             // the answer, not a break.
             if matches!(err, ClientError::Rpc(_)) && !progress && attempt == 0 {
+                return self.fail(err).await;
+            }
+            // A frame that is not a StreamResponse is a server fault that a
+            // reconnect would only repeat.
+            if matches!(
+                err,
+                ClientError::Decode { .. } | ClientError::ContentType { .. }
+            ) {
                 return self.fail(err).await;
             }
             if progress {

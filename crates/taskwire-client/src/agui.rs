@@ -593,7 +593,9 @@ impl AguiClient {
                             skip -= 1;
                             continue;
                         }
-                        progress = true;
+                        if ev.id.is_none() || ev.id != last_id {
+                            progress = true;
+                        }
                         if ev.id.is_some() {
                             last_id = ev.id.clone();
                         }
@@ -620,6 +622,14 @@ impl AguiClient {
             };
             if progress {
                 attempt = 0;
+            }
+            // A malformed event is a server fault a reconnect would repeat.
+            if matches!(
+                err,
+                ClientError::Decode { .. } | ClientError::ContentType { .. }
+            ) {
+                let _ = tx.send(Err(err)).await;
+                return;
             }
             let Some((thread, run_id)) = &run else {
                 let _ = tx.send(Err(err)).await;

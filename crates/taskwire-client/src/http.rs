@@ -104,6 +104,18 @@ pub(crate) fn envelope(id: u64, method: &str, params: Value) -> Value {
     serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }
 
+/// Checks that a response answers request `id` (a `null` id is accepted:
+/// servers answer unparseable requests with it).
+pub(crate) fn check_id(msg: &Value, id: u64) -> Result<(), ClientError> {
+    match msg.get("id") {
+        None | Some(Value::Null) => Ok(()),
+        Some(v) if v.as_u64() == Some(id) || v.as_str() == Some(id.to_string().as_str()) => Ok(()),
+        Some(v) => Err(ClientError::Protocol(format!(
+            "response id {v} does not answer request id {id}"
+        ))),
+    }
+}
+
 /// The `result` of a JSON-RPC response, or its error as [`ClientError::Rpc`].
 pub(crate) fn rpc_result(msg: &Value, http_status: Option<u16>) -> Result<Value, ClientError> {
     if !msg.is_object() {

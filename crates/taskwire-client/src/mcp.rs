@@ -309,6 +309,11 @@ pub struct McpReply {
     pub messages: Vec<Value>,
 }
 
+/// Answers server requests (e.g. `elicitation/create`) that arrive on the
+/// SSE answer of a request: given the request message, `Some(result)` is sent
+/// back as its response, `None` leaves it unanswered.
+pub type ServerRequestHandler<'a> = dyn FnMut(&Value) -> Option<Value> + Send + 'a;
+
 /// A header value as MCP wants it: as is when it is visible ASCII, else in
 /// `=?base64?…?=` form.
 pub fn header_safe(v: &str) -> String {
@@ -377,6 +382,19 @@ impl Transport {
         body: &Value,
         headers: &[(String, String)],
     ) -> Result<McpReply, ClientError> {
+        self.request_with(id, body, headers, None).await
+    }
+
+    /// As [`Transport::request`]; server requests arriving on an SSE answer
+    /// are passed to `handler`, and a `Some(result)` is POSTed back as the
+    /// response to that server request.
+    async fn request_with(
+        &self,
+        id: u64,
+        body: &Value,
+        headers: &[(String, String)],
+        mut handler: Option<&mut ServerRequestHandler<'_>>,
+    ) -> Result<McpReply, ClientError> {
         let method = body
             .get("method")
             .and_then(Value::as_str)
@@ -409,6 +427,17 @@ impl Transport {
                         && msg.get("id").and_then(Value::as_u64) == Some(id);
                     if is_response {
                         return Ok(Some(msg));
+                    }
+                    let server_request =
+                        msg.get("method").is_some() && msg.get("id").is_some_and(|i| !i.is_null());
+                    if server_request {
+                        if let Some(h) = handler.as_mut() {
+                            if let Some(result) = h(&msg) {
+                                let answer =
+                                    json!({"jsonrpc": "2.0", "id": msg["id"], "result": result});
+                                self.notify(&answer, headers).await?;
+                            }
+                        }
                     }
                     messages.push(msg);
                 }
@@ -446,6 +475,7 @@ impl Transport {
                     got: media,
                 });
             }
+            http::check_id(&response, id)?;
             McpReply {
                 http_status: status,
                 media_type: media,
@@ -905,6 +935,22 @@ impl McpLegacyClient {
         let id = http::next_id();
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         self.inner.request(id, &body, &self.headers()).await
+    }
+
+    /// Sends a request in the session, answering server requests that arrive
+    /// on its SSE answer (e.g. the `elicitation/create` of a blocking
+    /// `tools/call` or of `tasks/result`) with `handler`.
+    pub async fn request_interactive(
+        &self,
+        method: &str,
+        params: Value,
+        handler: &mut ServerRequestHandler<'_>,
+    ) -> Result<McpReply, ClientError> {
+        let id = http::next_id();
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.inner
+            .request_with(id, &body, &self.headers(), Some(handler))
+            .await
     }
 
     /// Sends a request and returns its `result`.

@@ -216,6 +216,28 @@ async fn legacy_session_and_tasks() {
         .unwrap();
     assert_eq!(blocking.text(), "hi");
 
+    // A blocking call that asks: the elicitation arrives on the SSE answer
+    // and the handler answers it in the session.
+    let mut asked = Vec::new();
+    let mut handler = |req: &Value| {
+        asked.push(req["method"].clone());
+        Some(elicit_accept(json!({"answer": "Ada"})))
+    };
+    let reply = client
+        .request_interactive(
+            mcp::method::TOOLS_CALL,
+            json!({"name": "run_script", "arguments": {"text": "ask What is your name?"}}),
+            &mut handler,
+        )
+        .await
+        .unwrap();
+    assert_eq!(reply.media_type.as_deref(), Some("text/event-stream"));
+    assert_eq!(asked, vec![json!("elicitation/create")]);
+    let text = reply.response["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(text.contains("answer: Ada"), "{}", reply.response);
+
     client.close().await.unwrap();
     assert!(client.session_id().is_none());
 }
