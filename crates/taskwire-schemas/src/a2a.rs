@@ -474,9 +474,10 @@ fn well_known(full_name: &str) -> Option<Value> {
         }),
         "google.protobuf.Timestamp" => json!({
             "title": full_name,
-            "description": "An RFC 3339 date-time in UTC (ends in Z), with 0, 3, 6 or 9 fractional digits.",
+            "description": "An RFC 3339 date-time, Z-normalized as ProtoJSON printers write it (parsers also take offsets).",
             "type": "string",
-            "format": "date-time"
+            "format": "date-time",
+            "pattern": "Z$"
         }),
         "google.protobuf.Duration" => json!({
             "title": full_name,

@@ -300,6 +300,8 @@ fn a2a_schemas_reject_what_protojson_does_not_allow() {
     invalid("a2a", "Task", bad);
     let mut bad = task;
     bad["status"]["timestamp"] = json!("yesterday");
+    invalid("a2a", "Task", bad.clone());
+    bad["status"]["timestamp"] = json!("2026-01-01T00:00:00+00:00");
     invalid("a2a", "Task", bad);
     // Fields the upstream proto marks REQUIRED must be present.
     invalid("a2a", "Task", json!({"id": "t"}));
