@@ -427,3 +427,118 @@ impl Driver {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::FutureExt;
+    use std::time::Duration;
+    use tokio::time::Instant;
+
+    fn task(state: pb::TaskState) -> pb::Task {
+        pb::Task {
+            id: "t1".into(),
+            status: Some(pb::TaskStatus {
+                state: state as i32,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    /// The first open yields one WORKING snapshot and then breaks; every
+    /// later open fails; GetTask says COMPLETED.
+    struct Flaky {
+        opens: Arc<Mutex<Vec<(Instant, Option<String>)>>>,
+    }
+
+    impl StreamSource for Flaky {
+        fn open(
+            &self,
+            _kind: StreamKind,
+            last_event_id: Option<String>,
+        ) -> BoxFuture<'static, Result<FrameStream, ClientError>> {
+            let opens = self.opens.clone();
+            async move {
+                let n = {
+                    let mut g = opens.lock().unwrap_or_else(|e| e.into_inner());
+                    g.push((Instant::now(), last_event_id));
+                    g.len()
+                };
+                if n == 1 {
+                    let t = task(pb::TaskState::Working);
+                    let raw = serde_json::json!({"task": {"id": "t1"}});
+                    let items: Vec<Result<Frame, ClientError>> = vec![
+                        Ok((
+                            Some("7".into()),
+                            pb::StreamResponse {
+                                payload: Some(pb::stream_response::Payload::Task(t)),
+                            },
+                            raw,
+                        )),
+                        Err(ClientError::Transport("reset".into())),
+                    ];
+                    Ok(futures::stream::iter(items).boxed())
+                } else {
+                    Err(ClientError::Transport("refused".into()))
+                }
+            }
+            .boxed()
+        }
+
+        fn get_task(
+            &self,
+            _id: String,
+        ) -> BoxFuture<'static, Result<(pb::Task, Value), ClientError>> {
+            async {
+                Ok((
+                    task(pb::TaskState::Completed),
+                    serde_json::json!({"id": "t1"}),
+                ))
+            }
+            .boxed()
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn reconnects_follow_the_backoff_policy_then_poll() {
+        let policy = BackoffPolicy {
+            initial: Duration::from_millis(100),
+            max: Duration::from_millis(1000),
+            multiplier: 2.0,
+            jitter: 0.5,
+            max_attempts: 4,
+        };
+        let opens = Arc::new(Mutex::new(Vec::new()));
+        let source = Arc::new(Flaky {
+            opens: opens.clone(),
+        });
+        let s = A2aStream::start(
+            source,
+            StreamKind::Subscribe("t1".into()),
+            None,
+            policy.clone(),
+            Duration::from_millis(10),
+        )
+        .await
+        .expect("first open");
+        let events = s.collect_all().await.expect("events");
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[0].origin, EventOrigin::Live);
+        assert_eq!(events[1].origin, EventOrigin::Polled);
+        assert_eq!(events[1].state(), Some(pb::TaskState::Completed));
+
+        let opens = opens.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        assert_eq!(opens.len(), 5, "the first open and max_attempts reconnects");
+        // Every reconnect carries the cursor of the last event.
+        assert!(opens[1..].iter().all(|(_, id)| id.as_deref() == Some("7")));
+        for (i, w) in opens.windows(2).enumerate() {
+            let waited = w[1].0 - w[0].0;
+            let base = policy.base_delay(i as u32);
+            assert!(
+                waited >= base.mul_f64(0.5) && waited <= base + Duration::from_millis(1),
+                "retry {i}: waited {waited:?}, base {base:?}"
+            );
+        }
+    }
+}
