@@ -107,6 +107,18 @@ pub const LOSS_MESSAGE_EXTENSIONS: Loss =
 pub const LOSS_MESSAGE_TIMESTAMPS: Loss =
     Loss("message receive/commit timestamps are not part of an A2A Message");
 
+/// What an A2A `Message` built from a core message loses (its receive/commit
+/// timestamps, [`LOSS_MESSAGE_TIMESTAMPS`]).
+pub fn message_loss(m: &taskwire_core::Message) -> Option<Loss> {
+    (m.received_at.is_some() || m.committed_at.is_some()).then_some(LOSS_MESSAGE_TIMESTAMPS)
+}
+
+/// What storing an A2A input message loses: its `extensions` and
+/// `referenceTaskIds`, when it has any ([`LOSS_MESSAGE_EXTENSIONS`]).
+pub fn input_message_loss(extensions: usize, reference_task_ids: usize) -> Option<Loss> {
+    (extensions + reference_task_ids > 0).then_some(LOSS_MESSAGE_EXTENSIONS)
+}
+
 /// The A2A state of a core state. This table is total and lossless at the level of
 /// states; what a state *means* may lose detail, see [`task_state`].
 pub fn state_to_a2a(s: TaskState) -> A2aState {
