@@ -448,8 +448,10 @@ mod tests {
 
     /// The first open yields one WORKING snapshot and then breaks; every
     /// later open fails; GetTask says COMPLETED.
+    type Opens = Arc<Mutex<Vec<(Instant, Option<String>)>>>;
+
     struct Flaky {
-        opens: Arc<Mutex<Vec<(Instant, Option<String>)>>>,
+        opens: Opens,
     }
 
     impl StreamSource for Flaky {
