@@ -5,7 +5,8 @@
 //! passes does (the baseline is stale and must be shortened), and so does an
 //! entry naming a scenario the suite does not have. Entries whose cell was
 //! skipped or not run (a protocol left out with `--protocols`) are reported but
-//! change nothing.
+//! change nothing, and so do passing entries marked `"flaky": true` (a failure
+//! that depends on timing, such as a race the target loses only sometimes).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -26,6 +27,9 @@ pub struct Entry {
     pub protocol: Protocol,
     /// Why the target fails it (for a person).
     pub reason: String,
+    /// The failure depends on timing (a race): a pass is then not stale.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub flaky: bool,
 }
 
 /// A list of known failures.
@@ -81,6 +85,7 @@ impl Baseline {
                     scenario: c.scenario.clone(),
                     protocol: c.protocol,
                     reason: f.invariant.clone(),
+                    flaky: false,
                 }),
                 _ => None,
             })
@@ -135,6 +140,7 @@ pub fn judge(cells: &[Cell], baseline: &Baseline, scenarios: &[String]) -> Judge
             .find(|c| c.scenario == e.scenario && c.protocol == e.protocol)
             .map(|c| &c.verdict)
         {
+            Some(Verdict::Pass) if e.flaky => j.unverified.push(e.clone()),
             Some(Verdict::Pass) => j.stale.push(e.clone()),
             Some(Verdict::Fail(_)) => {}
             Some(Verdict::Skip(_)) | None => j.unverified.push(e.clone()),
@@ -201,6 +207,7 @@ mod tests {
             scenario: s.into(),
             protocol: Protocol::A2a,
             reason: "r".into(),
+            flaky: false,
         };
         // Empty baseline: both failures are new.
         let j = judge(&cells, &Baseline::default(), &names);
@@ -225,6 +232,15 @@ mod tests {
         let j = judge(&cells, &b3, &names);
         assert_eq!(j.unverified, vec![entry("d")]);
         assert!(!j.failed());
+        // A passing cell listed as flaky: unverified, does not fail.
+        let mut flaky = b.clone();
+        flaky.entries.push(Entry {
+            flaky: true,
+            ..entry("c")
+        });
+        let j = judge(&cells, &flaky, &names);
+        assert!(j.stale.is_empty() && !j.failed(), "{j:?}");
+        assert_eq!(j.unverified.len(), 1);
         // A scenario the suite does not have: fails.
         let mut b4 = b;
         b4.entries.push(entry("zzz"));

@@ -308,6 +308,14 @@ fn op_err(p: Protocol, what: &str, e: OpError) -> StepErr {
     }
 }
 
+/// Error classes that count as the same: a refusal because the task has ended
+/// may be named either way (A2A TaskNotCancelable vs UnsupportedOperation, CAS
+/// `task_terminal` for a cancel, AG-UI `wrong_state`).
+fn same_class(got: ErrorClass, want: ErrorClass) -> bool {
+    let ended = |c| matches!(c, ErrorClass::Terminal | ErrorClass::NotCancelable);
+    got == want || (ended(got) && ended(want))
+}
+
 /// Checks a command's result against `expect.error`.
 fn check_result(p: Protocol, what: &str, r: Result<(), OpError>, e: &Expect) -> StepResult {
     match (r, e.error) {
@@ -317,7 +325,7 @@ fn check_result(p: Protocol, what: &str, r: Result<(), OpError>, e: &Expect) -> 
             "{p} {what} succeeded; expected a `{}` error",
             want.as_str()
         )),
-        (Err(err), Some(want)) if err.class == want => Ok(()),
+        (Err(err), Some(want)) if same_class(err.class, want) => Ok(()),
         (Err(err), Some(_)) if err.detail.starts_with("unsupported:") => Err(op_err(p, what, err)),
         (Err(err), Some(want)) => fail(format!(
             "{p} {what}: expected a `{}` error, got `{}`: {}",
