@@ -154,3 +154,87 @@ async fn cut_sse_stream_reconnects_with_last_event_id() {
         .count();
     assert!(chunks >= 3, "{chunks}");
 }
+
+/// Protobuf frames carry no ids: a cut protobuf stream is re-read from the
+/// run-events route and the events already delivered are skipped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cut_protobuf_stream_rereads_the_run_and_skips_what_was_delivered() {
+    use axum::http::header::CONTENT_TYPE;
+    use prost::Message as _;
+    use taskwire_client::agui::{pb, PROTO_MEDIA_TYPE};
+
+    fn frame(e: pb::event::Event) -> Vec<u8> {
+        let bytes = pb::Event { event: Some(e) }.encode_to_vec();
+        let mut out = (bytes.len() as u32).to_be_bytes().to_vec();
+        out.extend_from_slice(&bytes);
+        out
+    }
+    let started = frame(pb::event::Event::RunStarted(pb::RunStartedEvent {
+        thread_id: "t".into(),
+        run_id: "r".into(),
+        ..Default::default()
+    }));
+    let step = |finished: bool| {
+        if finished {
+            frame(pb::event::Event::StepFinished(pb::StepFinishedEvent {
+                step_name: "s".into(),
+                ..Default::default()
+            }))
+        } else {
+            frame(pb::event::Event::StepStarted(pb::StepStartedEvent {
+                step_name: "s".into(),
+                ..Default::default()
+            }))
+        }
+    };
+    let finished = frame(pb::event::Event::RunFinished(pb::RunFinishedEvent {
+        thread_id: "t".into(),
+        run_id: "r".into(),
+        ..Default::default()
+    }));
+    // The run as first posted: two frames, then half a frame.
+    let mut cut = [started.clone(), step(false)].concat();
+    cut.extend_from_slice(&step(true)[..3]);
+    let full = [started, step(false), step(true), finished].concat();
+    let app = axum::Router::new()
+        .route(
+            "/agui",
+            axum::routing::post(move || {
+                let body = cut.clone();
+                async move { ([(CONTENT_TYPE, PROTO_MEDIA_TYPE)], body) }
+            }),
+        )
+        .route(
+            "/agui/threads/{t}/runs/{r}/events",
+            axum::routing::get(move || {
+                let body = full.clone();
+                async move { ([(CONTENT_TYPE, PROTO_MEDIA_TYPE)], body) }
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let server = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+
+    let client = AguiClient::new(common::config(&base)).unwrap();
+    let input = RunAgentInput::new("t", "r").user_message("m", "x");
+    let mut s = client.run(&input, AguiEncoding::Protobuf).await.unwrap();
+    let mut events = Vec::new();
+    while let Some(e) = s.next().await {
+        events.push(e.unwrap());
+    }
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "RUN_STARTED",
+            "STEP_STARTED",
+            "STEP_FINISHED",
+            "RUN_FINISHED"
+        ]
+    );
+    assert_eq!(s.reconnects(), 1);
+    assert_eq!(events[2].origin, EventOrigin::Resumed);
+    server.abort();
+}
