@@ -249,7 +249,9 @@ fn every_golden_fixture_matches_the_schema_of_its_kind() {
             "taskwire-a2a" => ("a2a", a2a(stem)),
             "taskwire-mcp" => ("mcp", mcp(stem)),
             "taskwire-cas" => ("cas", cas(stem)),
-            _ => ("", None),
+            // Fixtures of crates that are not protocol adapters (clients, the
+            // conformance suite) are not wire objects taskwire sends or accepts.
+            _ => continue,
         };
         let Some(checks) = checks else {
             run.failures.push(format!(
