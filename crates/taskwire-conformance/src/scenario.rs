@@ -578,6 +578,21 @@ checks = "a"
     }
 
     #[test]
+    fn docs_list_every_scenario() {
+        let docs = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/conformance.md"),
+        )
+        .expect("docs/conformance.md");
+        for s in builtin().expect("scenarios") {
+            assert!(
+                docs.contains(&format!("| `{}` |", s.name)),
+                "docs/conformance.md has no row for scenario `{}`",
+                s.name
+            );
+        }
+    }
+
+    #[test]
     fn every_shipped_scenario_parses() {
         let all = builtin().expect("the embedded scenarios parse");
         assert!(all.len() >= 10, "only {} scenarios", all.len());
