@@ -440,14 +440,14 @@ impl A2aClient {
         id: &str,
         limit: std::time::Duration,
     ) -> Result<Received<pb::Task>, ClientError> {
-        let deadline = tokio::time::Instant::now() + limit;
+        let deadline = crate::config::after(limit);
         loop {
             let t = self.get_task(id, None).await?;
             let state = t.status.as_ref().map(|s| s.state());
             if state.is_some_and(|s| is_terminal(s) || is_interrupted(s)) {
                 return Ok(t);
             }
-            if tokio::time::Instant::now() + self.inner.config.poll_interval > deadline {
+            if crate::config::after(self.inner.config.poll_interval) > deadline {
                 return Err(ClientError::Timeout(format!(
                     "task {id} still {state:?} after {} ms",
                     limit.as_millis()

@@ -310,7 +310,7 @@ impl CasClient {
             .inner
             .http
             .get(self.url(&path))
-            .timeout(c.request_timeout + wait);
+            .timeout(c.request_timeout.saturating_add(wait));
         rb = rb.header(reqwest::header::ACCEPT, http::JSON_MEDIA_TYPE);
         let raw = RawResponse::read(rb.send().await?).await?;
         c.observe(|| Exchange {
@@ -334,7 +334,7 @@ impl CasClient {
         limit: Duration,
         done: impl Fn(&CasStatus) -> bool,
     ) -> Result<Received<CasStatus>, ClientError> {
-        let deadline = tokio::time::Instant::now() + limit;
+        let deadline = crate::config::after(limit);
         let mut s = self.status(id).await?;
         loop {
             if done(&s) {

@@ -81,6 +81,14 @@ impl BackoffPolicy {
     }
 }
 
+/// `now + d`, saturating at about thirty years from now.
+pub(crate) fn after(d: Duration) -> tokio::time::Instant {
+    let now = tokio::time::Instant::now();
+    now.checked_add(d)
+        .or_else(|| now.checked_add(Duration::from_secs(30 * 365 * 86_400)))
+        .unwrap_or(now)
+}
+
 /// A uniformly distributed number in `[0, 1)` from the OS generator (0.5 if the
 /// generator fails).
 pub(crate) fn random_unit() -> f64 {

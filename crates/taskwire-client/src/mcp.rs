@@ -762,7 +762,7 @@ impl McpClient {
         task_id: &str,
         limit: std::time::Duration,
     ) -> Result<Received<DetailedTask>, ClientError> {
-        let deadline = tokio::time::Instant::now() + limit;
+        let deadline = crate::config::after(limit);
         loop {
             let t = self.get_task(task_id).await?;
             if t.status.is_terminal() || t.status == McpTaskStatus::InputRequired {
@@ -778,7 +778,7 @@ impl McpClient {
                         .poll_interval
                         .max(std::time::Duration::from_millis(10)),
                 );
-            if tokio::time::Instant::now() + wait > deadline {
+            if crate::config::after(wait) > deadline {
                 return Err(ClientError::Timeout(format!(
                     "task {task_id} still {:?} after {} ms",
                     t.status,
