@@ -4,7 +4,7 @@
 //!
 //! Run: `cargo run --release -p taskwire-bench` (see `--help`).
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,21 +23,22 @@ struct Counting;
 static LIVE: AtomicIsize = AtomicIsize::new(0);
 static COUNTING: AtomicBool = AtomicBool::new(false);
 
-// SAFETY: delegates every call to the system allocator and only adds counting.
+// SAFETY: delegates every call to mimalloc (the allocator `taskwire serve` uses) and
+// only adds counting.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         if COUNTING.load(Ordering::Relaxed) {
             LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
         }
         // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
+        unsafe { mimalloc::MiMalloc.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         if COUNTING.load(Ordering::Relaxed) {
             LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
         }
         // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
+        unsafe { mimalloc::MiMalloc.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         if COUNTING.load(Ordering::Relaxed) {
@@ -47,7 +48,7 @@ unsafe impl GlobalAlloc for Counting {
             );
         }
         // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
+        unsafe { mimalloc::MiMalloc.realloc(ptr, layout, new_size) }
     }
 }
 

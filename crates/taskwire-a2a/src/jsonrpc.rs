@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 
 use axum::extract::{Query, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
@@ -94,6 +94,19 @@ pub fn result_response(id: &Value, result: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": result})
 }
 
+/// The text of a JSON-RPC success response around a result already encoded as JSON
+/// text (the same object as [`result_response`], without a value tree).
+fn result_text(id: &Value, result: &str) -> String {
+    let id = serde_json::to_string(id).unwrap_or_else(|_| "null".to_string());
+    let mut out = String::with_capacity(result.len() + id.len() + 32);
+    out.push_str("{\"jsonrpc\":\"2.0\",\"id\":");
+    out.push_str(&id);
+    out.push_str(",\"result\":");
+    out.push_str(result);
+    out.push('}');
+    out
+}
+
 /// A parsed request envelope.
 struct Request {
     id: Value,
@@ -156,9 +169,10 @@ fn is_streaming(method: &str) -> bool {
     method == methods::SEND_STREAMING_MESSAGE || method == methods::SUBSCRIBE_TO_TASK
 }
 
-async fn dispatch(svc: &A2aService, caller: &Caller, method: &str, params: Value) -> Result<Value> {
+/// Runs one method; the result is its ProtoJSON text.
+async fn dispatch(svc: &A2aService, caller: &Caller, method: &str, params: Value) -> Result<String> {
     use methods::*;
-    use protojson::{from_value as dec, to_value as enc};
+    use protojson::{from_value as dec, to_string as enc};
     match method {
         SEND_MESSAGE => enc(&svc.send_message(caller, dec(params)?).await?),
         GET_TASK => enc(&svc.get_task(caller, dec(params)?).await?),
@@ -169,7 +183,7 @@ async fn dispatch(svc: &A2aService, caller: &Caller, method: &str, params: Value
         LIST_PUSH_CONFIGS => enc(&svc.list_push_configs(caller, dec(params)?).await?),
         DELETE_PUSH_CONFIG => {
             svc.delete_push_config(caller, dec(params)?).await?;
-            Ok(json!({}))
+            Ok("{}".to_string())
         }
         GET_EXTENDED_AGENT_CARD => {
             let _req: crate::pb::GetExtendedAgentCardRequest = dec(params)?;
@@ -204,9 +218,9 @@ async fn open_stream(
 
 fn sse_response(id: Value, frames: FrameStream) -> Response {
     let events = frames.map(move |r| {
-        let ev = match r.and_then(|(seq, frame)| Ok((seq, protojson::to_value(&frame)?))) {
+        let ev = match r.and_then(|(seq, frame)| Ok((seq, protojson::to_string(&frame)?))) {
             Ok((seq, v)) => {
-                let ev = SseEvent::default().data(result_response(&id, v).to_string());
+                let ev = SseEvent::default().data(result_text(&id, &v));
                 if seq > 0 {
                     ev.id(seq.to_string())
                 } else {
@@ -224,6 +238,18 @@ fn sse_response(id: Value, frames: FrameStream) -> Response {
 
 fn json_response(v: Value) -> Response {
     (StatusCode::OK, Json(v)).into_response()
+}
+
+fn json_text_response(text: String) -> Response {
+    (
+        StatusCode::OK,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        text,
+    )
+        .into_response()
 }
 
 fn content_type_ok(headers: &HeaderMap) -> bool {
@@ -292,10 +318,10 @@ pub async fn handle(
                 let e = A2aError::new(A2aErrorKind::InvalidRequest, "empty batch");
                 return json_response(error_response(&Value::Null, &e));
             }
-            let mut out = Vec::new();
+            let mut out: Vec<String> = Vec::new();
             for item in items {
                 match parse_envelope(item) {
-                    Err((id, e)) => out.push(error_response(&id, &e)),
+                    Err((id, e)) => out.push(error_response(&id, &e).to_string()),
                     Ok(req) => {
                         let r = match &version {
                             Err(e) => Err(A2aError::new(e.kind(), e.message())),
@@ -303,8 +329,8 @@ pub async fn handle(
                         };
                         if !req.notification {
                             out.push(match r {
-                                Ok(v) => result_response(&req.id, v),
-                                Err(e) => error_response(&req.id, &e),
+                                Ok(v) => result_text(&req.id, &v),
+                                Err(e) => error_response(&req.id, &e).to_string(),
                             });
                         }
                     }
@@ -313,7 +339,7 @@ pub async fn handle(
             if out.is_empty() {
                 StatusCode::NO_CONTENT.into_response()
             } else {
-                json_response(Value::Array(out))
+                json_text_response(format!("[{}]", out.join(",")))
             }
         }
         single => {
@@ -336,10 +362,10 @@ pub async fn handle(
             if req.notification {
                 return StatusCode::NO_CONTENT.into_response();
             }
-            json_response(match r {
-                Ok(v) => result_response(&req.id, v),
-                Err(e) => error_response(&req.id, &e),
-            })
+            match r {
+                Ok(v) => json_text_response(result_text(&req.id, &v)),
+                Err(e) => json_response(error_response(&req.id, &e)),
+            }
         }
     }
 }

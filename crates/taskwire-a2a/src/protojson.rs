@@ -22,10 +22,177 @@ pub fn to_value<T: Serialize>(msg: &T) -> Result<Value> {
     Ok(v)
 }
 
-/// Encodes a message as a ProtoJSON string.
+/// Encodes a message as a ProtoJSON string, in one pass: the same two fixes as
+/// [`to_value`] are made by the [`Fixer`] formatter as the text is written, without
+/// building a `serde_json::Value` tree first.
 pub fn to_string<T: Serialize>(msg: &T) -> Result<String> {
-    let v = to_value(msg)?;
-    serde_json::to_string(&v).map_err(A2aError::internal)
+    let mut out = Vec::with_capacity(512);
+    write(&mut out, msg)?;
+    String::from_utf8(out).map_err(A2aError::internal)
+}
+
+/// Appends a message's ProtoJSON text to `out` (see [`to_string`]).
+pub fn write<T: Serialize>(out: &mut Vec<u8>, msg: &T) -> Result<()> {
+    let mut ser = serde_json::Serializer::with_formatter(out, Fixer::default());
+    msg.serialize(&mut ser).map_err(A2aError::internal)
+}
+
+/// What the value being written is, by the key it sits under.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Slot {
+    #[default]
+    Plain,
+    Timestamp,
+    Struct,
+}
+
+/// A compact JSON formatter that makes pbjson's output ProtoJSON as clients expect
+/// it: timestamps end in `Z` rather than `+00:00`, and integral numbers inside
+/// `google.protobuf.Struct`/`Value` fields are written as integers. It follows the
+/// key each value sits under, as [`fix_timestamps`] does on a value tree.
+#[derive(Debug, Default)]
+struct Fixer {
+    /// Writing an object key.
+    in_key: bool,
+    key: String,
+    /// The slot of the value about to be written.
+    next: Slot,
+    /// Nesting depth inside a Struct/Value field (0: outside).
+    raw_depth: usize,
+    /// A timestamp string being written, held back until it ends.
+    ts: Option<String>,
+}
+
+impl Fixer {
+    fn enter(&mut self) {
+        if self.raw_depth > 0 || self.next == Slot::Struct {
+            self.raw_depth += 1;
+        }
+        self.next = Slot::Plain;
+    }
+
+    fn leave(&mut self) {
+        self.raw_depth = self.raw_depth.saturating_sub(1);
+    }
+}
+
+use serde_json::ser::CompactFormatter as Cf;
+
+impl serde_json::ser::Formatter for Fixer {
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.in_key = true;
+        self.key.clear();
+        Cf.begin_object_key(w, first)
+    }
+
+    fn end_object_key<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.in_key = false;
+        Cf.end_object_key(w)
+    }
+
+    fn begin_object_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+    ) -> std::io::Result<()> {
+        self.next = if self.raw_depth > 0 {
+            Slot::Plain
+        } else if TIMESTAMP_KEYS.contains(&self.key.as_str()) {
+            Slot::Timestamp
+        } else if STRUCT_KEYS.contains(&self.key.as_str()) {
+            Slot::Struct
+        } else {
+            Slot::Plain
+        };
+        Cf.begin_object_value(w)
+    }
+
+    fn end_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.next = Slot::Plain;
+        Cf.end_object_value(w)
+    }
+
+    fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.enter();
+        Cf.begin_object(w)
+    }
+
+    fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.leave();
+        Cf.end_object(w)
+    }
+
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.enter();
+        Cf.begin_array(w)
+    }
+
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.leave();
+        Cf.end_array(w)
+    }
+
+    fn begin_string<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        if !self.in_key && self.next == Slot::Timestamp {
+            self.ts = Some(String::new());
+        }
+        self.next = Slot::Plain;
+        Cf.begin_string(w)
+    }
+
+    fn end_string<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        if let Some(ts) = self.ts.take() {
+            match ts.strip_suffix("+00:00") {
+                Some(base) => {
+                    w.write_all(base.as_bytes())?;
+                    w.write_all(b"Z")?;
+                }
+                None => w.write_all(ts.as_bytes())?,
+            }
+        }
+        Cf.end_string(w)
+    }
+
+    fn write_string_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        if self.in_key {
+            self.key.push_str(fragment);
+        } else if let Some(ts) = &mut self.ts {
+            ts.push_str(fragment);
+            return Ok(());
+        }
+        w.write_all(fragment.as_bytes())
+    }
+
+    fn write_char_escape<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        escape: serde_json::ser::CharEscape,
+    ) -> std::io::Result<()> {
+        if self.in_key {
+            // No key the fixes look for has an escape in it.
+            self.key.push('\\');
+        } else if let Some(ts) = self.ts.take() {
+            // Not a timestamp after all: write what was held back.
+            w.write_all(ts.as_bytes())?;
+        }
+        Cf.write_char_escape(w, escape)
+    }
+
+    fn write_f64<W: ?Sized + std::io::Write>(&mut self, w: &mut W, v: f64) -> std::io::Result<()> {
+        let in_struct = self.raw_depth > 0 || self.next == Slot::Struct;
+        self.next = Slot::Plain;
+        if in_struct && v.fract() == 0.0 && v.abs() < 9.0e15 {
+            return Cf.write_i64(w, v as i64);
+        }
+        Cf.write_f64(w, v)
+    }
 }
 
 /// `google.protobuf.Value` numbers are doubles; integral ones are written as
@@ -121,6 +288,64 @@ mod tests {
         let v = to_value(&s).unwrap();
         assert_eq!(v["timestamp"], "2023-11-14T22:13:20Z");
         assert_eq!(v["state"], "TASK_STATE_WORKING");
+    }
+
+    #[test]
+    fn streaming_text_matches_the_value_fixes() {
+        let t = pb::Task {
+            id: "t".into(),
+            context_id: "c".into(),
+            status: Some(pb::TaskStatus {
+                state: pb::TaskState::Completed as i32,
+                message: None,
+                timestamp: Some(pbjson_types::Timestamp {
+                    seconds: 1_700_000_000,
+                    nanos: 5_000_000,
+                }),
+            }),
+            metadata: Some(pbjson_types::Struct {
+                fields: [
+                    (
+                        "n".to_string(),
+                        pbjson_types::Value {
+                            kind: Some(pbjson_types::value::Kind::NumberValue(3.0)),
+                        },
+                    ),
+                    (
+                        "half".to_string(),
+                        pbjson_types::Value {
+                            kind: Some(pbjson_types::value::Kind::NumberValue(0.5)),
+                        },
+                    ),
+                    (
+                        // User data is never rewritten, even under a timestamp key.
+                        "timestamp".to_string(),
+                        pbjson_types::Value {
+                            kind: Some(pbjson_types::value::Kind::StringValue(
+                                "2020-01-01T00:00:00+00:00".into(),
+                            )),
+                        },
+                    ),
+                    (
+                        "quote".to_string(),
+                        pbjson_types::Value {
+                            kind: Some(pbjson_types::value::Kind::StringValue("a\"b".into())),
+                        },
+                    ),
+                ]
+                .into_iter()
+                .collect(),
+            }),
+            ..Default::default()
+        };
+        let text = to_string(&t).unwrap();
+        let parsed: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(parsed, to_value(&t).unwrap(), "{text}");
+        assert_eq!(parsed["status"]["timestamp"], "2023-11-14T22:13:20.005Z");
+        assert_eq!(parsed["metadata"]["n"], serde_json::json!(3));
+        assert_eq!(parsed["metadata"]["half"], serde_json::json!(0.5));
+        assert_eq!(parsed["metadata"]["timestamp"], "2020-01-01T00:00:00+00:00");
+        assert_eq!(parsed["metadata"]["quote"], "a\"b");
     }
 
     #[test]

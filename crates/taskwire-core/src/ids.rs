@@ -70,8 +70,9 @@ fn random_128() -> [u8; 16] {
     out
 }
 
+const DIGITS: &[u8; 16] = b"0123456789abcdef";
+
 fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(bytes.len() * 2);
     for b in bytes {
         s.push(DIGITS[(b >> 4) as usize] as char);
@@ -80,26 +81,43 @@ fn hex(bytes: &[u8]) -> String {
     s
 }
 
+/// Writes 16 bytes as 32 lowercase hex digits.
+fn hex_into(bytes: &[u8; 16], out: &mut [u8; 32]) {
+    for (i, b) in bytes.iter().enumerate() {
+        out[2 * i] = DIGITS[(b >> 4) as usize];
+        out[2 * i + 1] = DIGITS[(b & 0xf) as usize];
+    }
+}
+
 /// A fresh 128-bit random identifier as 32 lowercase hex digits.
 pub fn random_id() -> String {
     hex(&random_128())
 }
 
 /// The id of a task: 128 random bits as 32 lowercase hex digits.
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct TaskId(String);
+///
+/// Held inline (no heap allocation): every event, map key and claim carries one, and
+/// copying 32 bytes is cheaper than allocating and freeing a string each time.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TaskId([u8; 32]);
 
 impl TaskId {
     /// A new random task id.
     pub fn new() -> Self {
-        Self(random_id())
+        let mut out = [0u8; 32];
+        hex_into(&random_128(), &mut out);
+        Self(out)
     }
 
     /// Parses a task id received from outside, rejecting anything that is not 32 hex digits.
     pub fn parse(s: &str) -> Result<Self, CoreError> {
-        if s.len() == 32 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
-            Ok(Self(s.to_ascii_lowercase()))
+        let b = s.as_bytes();
+        if b.len() == 32 && b.iter().all(u8::is_ascii_hexdigit) {
+            let mut out = [0u8; 32];
+            for (o, c) in out.iter_mut().zip(b) {
+                *o = c.to_ascii_lowercase();
+            }
+            Ok(Self(out))
         } else {
             Err(CoreError::InvalidInput {
                 field: "taskId".into(),
@@ -110,7 +128,30 @@ impl TaskId {
 
     /// The id as text.
     pub fn as_str(&self) -> &str {
-        &self.0
+        // Only ASCII hex digits are ever stored (see `new` and `parse`).
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+}
+
+impl Serialize for TaskId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for TaskId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = TaskId;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a task id (32 hexadecimal digits)")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<TaskId, E> {
+                TaskId::parse(v).map_err(E::custom)
+            }
+        }
+        d.deserialize_str(V)
     }
 }
 
@@ -122,13 +163,13 @@ impl Default for TaskId {
 
 impl fmt::Display for TaskId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
     }
 }
 
 impl fmt::Debug for TaskId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "TaskId({})", self.0)
+        write!(f, "TaskId({})", self.as_str())
     }
 }
 

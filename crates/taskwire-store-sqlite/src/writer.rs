@@ -265,10 +265,10 @@ impl Writer {
                     conn.wal_hook(Some(wal_pages_hook));
                     conn.pragma_update(None, "synchronous", "OFF")?;
                     let (tx, rx) = mpsc::channel();
-                    let (h2, c2) = (hub.clone(), cache.clone());
+                    let h2 = hub.clone();
                     match std::thread::Builder::new()
                         .name("taskwire-sqlite-sync".into())
-                        .spawn(move || sync_loop(wal, h2, c2, rx))
+                        .spawn(move || sync_loop(wal, h2, rx))
                     {
                         Ok(handle) => syncer = Some(Syncer { tx, handle }),
                         Err(e) => {
@@ -365,6 +365,9 @@ impl Writer {
                 done.push(self.apply_alone(op));
             }
         }
+        for (op, d) in batch.iter().zip(&done) {
+            cache_committed(&self.cache, op, d);
+        }
         if let Some(s) = &self.syncer {
             let mut committed = Vec::with_capacity(batch.len());
             for (op, d) in batch.drain(..).zip(done) {
@@ -386,7 +389,7 @@ impl Writer {
             }
             return;
         }
-        publish_and_answer(&self.hub, &self.cache, batch.drain(..).zip(done));
+        publish_and_answer(&self.hub, batch.drain(..).zip(done));
     }
 
     /// Applies a whole batch in one transaction.
@@ -740,15 +743,11 @@ impl Writer {
 }
 
 /// Publishes what committed requests changed, then answers them.
-fn publish_and_answer(
-    hub: &WakeHub,
-    cache: &SnapshotCache,
-    items: impl Iterator<Item = (Op, Done)>,
-) {
+fn publish_and_answer(hub: &WakeHub, items: impl Iterator<Item = (Op, Done)>) {
     let items: Vec<(Op, Done)> = items.collect();
     let mut work = false;
     for (op, d) in &items {
-        work |= publish(hub, cache, op, d);
+        work |= publish(hub, op, d);
     }
     if work {
         hub.work_queued();
@@ -760,12 +759,7 @@ fn publish_and_answer(
 
 /// The syncer thread: syncs the log once for every committed batch that is
 /// waiting, then publishes and answers those batches in commit order.
-fn sync_loop(
-    wal: File,
-    hub: Arc<WakeHub>,
-    cache: Arc<SnapshotCache>,
-    rx: mpsc::Receiver<Committed>,
-) {
+fn sync_loop(wal: File, hub: Arc<WakeHub>, rx: mpsc::Receiver<Committed>) {
     let mut pending: Vec<Committed> = Vec::new();
     while let Ok(first) = rx.recv() {
         pending.push(first);
@@ -775,7 +769,7 @@ fn sync_loop(
         match wal.sync_data() {
             Ok(()) => {
                 for batch in pending.drain(..) {
-                    publish_and_answer(&hub, &cache, batch.into_iter());
+                    publish_and_answer(&hub, batch.into_iter());
                 }
             }
             Err(e) => {
@@ -794,23 +788,30 @@ fn sync_loop(
     }
 }
 
-/// Publishes what a committed request changed (to the snapshot cache first, then
-/// to the hub); true if it made work available.
-fn publish(hub: &WakeHub, cache: &SnapshotCache, op: &Op, done: &Done) -> bool {
+/// Puts what a committed request changed into the snapshot cache. The writer does
+/// this as soon as the transaction commits, before the log is synced: the read pool
+/// already sees the committed rows then, and a worker that claimed the task in the
+/// next batch must find its snapshot in memory rather than in the database.
+fn cache_committed(cache: &SnapshotCache, op: &Op, done: &Done) {
+    match (op, done) {
+        (Op::Create { task, .. }, Done::Create(Ok(None)))
+        | (Op::Commit { task, .. }, Done::Commit(Ok(_))) => cache.put_committed(task.clone()),
+        (_, Done::Sweep(Ok(ids))) => cache.remove_swept(ids),
+        _ => {}
+    }
+}
+
+/// Tells the hub what a committed (and, with the syncer, durable) request changed;
+/// true if it made work available.
+fn publish(hub: &WakeHub, op: &Op, done: &Done) -> bool {
     match (op, done) {
         (Op::Create { task, enqueue, .. }, Done::Create(Ok(None))) => {
-            cache.put_committed(task.clone());
             hub.publish(&task.id, wake_of(task));
             *enqueue
         }
         (Op::Commit { task, .. }, Done::Commit(Ok(queued))) => {
-            cache.put_committed(task.clone());
             hub.publish(&task.id, wake_of(task));
             *queued
-        }
-        (_, Done::Sweep(Ok(ids))) => {
-            cache.remove_swept(ids);
-            false
         }
         (_, Done::Release(Ok(held))) => *held,
         (_, Done::Reap(Ok(ids))) => !ids.is_empty(),
