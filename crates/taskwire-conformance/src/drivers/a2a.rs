@@ -371,11 +371,31 @@ impl Driver for A2aDriver {
         stop: &[String],
         limit_ms: u64,
     ) -> Result<StreamObs, OpError> {
-        let mut s = self
-            .binding
-            .resubscribe(&task.id, None)
-            .await
-            .map_err(|e| self.err(e))?;
+        let mut s = match self.binding.resubscribe(&task.id, None).await {
+            Ok(s) => s,
+            Err(e) => {
+                let e = self.err(e);
+                if e.class != ErrorClass::Terminal {
+                    return Err(e);
+                }
+                // SubscribeToTask refuses a task that has already ended
+                // (UnsupportedOperation): the stream of an ended task is its final state.
+                let r = self.binding.get(&task.id).await.map_err(|e| self.err(e))?;
+                self.validate_task(&r.raw, "GetTask");
+                let v = view_of(&r.value);
+                let mut obs = StreamObs {
+                    ended: true,
+                    frames: 1,
+                    ..StreamObs::default()
+                };
+                obs.push_state(v.state);
+                for a in &r.value.artifacts {
+                    obs.artifacts
+                        .insert(a.artifact_id.clone(), parts_concat(&a.parts));
+                }
+                return Ok(obs);
+            }
+        };
         let mut obs = StreamObs::default();
         let mut id = task.id.clone();
         self.read(&mut s, &mut obs, &mut id, stop, None, limit_ms)
