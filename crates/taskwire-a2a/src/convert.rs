@@ -262,19 +262,24 @@ impl FrameBuilder {
     /// and user messages have no A2A frame.
     pub fn frame(&mut self, ev: &Event) -> Option<pb::StreamResponse> {
         use pb::stream_response::Payload;
-        let payload = match &ev.kind {
-            EventKind::Status { to, message, .. } => {
+        use vocab::A2aFrame;
+        // Which events A2A shows is `taskwire_vocab::a2a::frame_of`.
+        let payload = match (vocab::frame_of(&ev.kind).0?, &ev.kind) {
+            (A2aFrame::StatusUpdate, EventKind::Status { to, message, .. }) => {
                 self.state = *to;
                 Payload::StatusUpdate(self.status_update(*to, message.as_ref(), ev.at))
             }
-            EventKind::Message { message, .. } if message.role == taskwire_core::Role::Agent => {
+            (A2aFrame::StatusMessage, EventKind::Message { message, .. }) => {
                 Payload::StatusUpdate(self.status_update(self.state, Some(message), ev.at))
             }
-            EventKind::Artifact {
-                artifact,
-                append,
-                last_chunk,
-            } => Payload::ArtifactUpdate(pb::TaskArtifactUpdateEvent {
+            (
+                A2aFrame::ArtifactUpdate,
+                EventKind::Artifact {
+                    artifact,
+                    append,
+                    last_chunk,
+                },
+            ) => Payload::ArtifactUpdate(pb::TaskArtifactUpdateEvent {
                 task_id: self.task_id.clone(),
                 context_id: self.context_id.clone(),
                 artifact: Some(artifact_to_pb(artifact)),

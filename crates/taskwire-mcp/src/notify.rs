@@ -8,7 +8,6 @@ use std::sync::Arc;
 use axum::response::Response;
 use futures::StreamExt;
 use serde_json::{json, Map, Value};
-use taskwire_core::event::EventKind;
 use taskwire_core::service::Access;
 use taskwire_core::{Caller, Task};
 use taskwire_vocab::mcp as vocab;
@@ -141,18 +140,7 @@ async fn drive(
         };
         let Some(ev) = ev else { break };
         let Ok(ev) = ev else { continue };
-        let relevant = matches!(
-            ev.kind,
-            EventKind::Status { .. }
-                | EventKind::InputRequested { .. }
-                | EventKind::InputAnswered { .. }
-                | EventKind::InputSuperseded { .. }
-                | EventKind::AuthRequired { .. }
-                | EventKind::AuthGranted { .. }
-                | EventKind::ReviewRequested { .. }
-                | EventKind::ReviewDecided { .. }
-        );
-        if !relevant {
+        if !vocab::notifies(&ev.kind).0 {
             continue;
         }
         let Ok(t) = inner.service.get(&caller, &ev.task_id).await else {

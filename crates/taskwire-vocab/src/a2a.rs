@@ -4,6 +4,7 @@
 //! wire names and numbers (`lf.a2a.v1`); the A2A adapter (`taskwire-a2a`) turns
 //! the results into its generated protobuf types. Lossy edges carry a [`Loss`].
 
+use taskwire_core::event::EventKind;
 use taskwire_core::types::{Part, PartContent, Task, TaskState, TerminalCause};
 use taskwire_core::{CoreError, Role};
 
@@ -117,6 +118,58 @@ pub fn message_loss(m: &taskwire_core::Message) -> Option<Loss> {
 /// `referenceTaskIds`, when it has any ([`LOSS_MESSAGE_EXTENSIONS`]).
 pub fn input_message_loss(extensions: usize, reference_task_ids: usize) -> Option<Loss> {
     (extensions + reference_task_ids > 0).then_some(LOSS_MESSAGE_EXTENSIONS)
+}
+
+/// What an A2A stream (and a push notification) shows for a core log event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum A2aFrame {
+    /// A `TaskStatusUpdateEvent` with the new state and its status message.
+    StatusUpdate,
+    /// A `TaskStatusUpdateEvent` in the unchanged state, carrying an agent message.
+    StatusMessage,
+    /// A `TaskArtifactUpdateEvent` (with `append` and `lastChunk`).
+    ArtifactUpdate,
+}
+
+/// Lost from A2A streams: user messages (they are in the task's history).
+pub const LOSS_USER_MESSAGES_NOT_STREAMED: Loss =
+    Loss("user messages are not streamed; they are only in the task's history");
+/// Lost from A2A: the structure of what a task waits for.
+pub const LOSS_INTERACTION_DETAILS: Loss = Loss(
+    "input request keys and schemas, providers, reviews and their decisions are not shown; only the state and its status message",
+);
+/// Lost from A2A: steps.
+pub const LOSS_STEPS: Loss = Loss("named steps are not shown");
+/// Lost from A2A: the agent's shared state.
+pub const LOSS_AGENT_STATE: Loss =
+    Loss("the agent's shared state (snapshots and deltas) is not shown");
+
+/// The A2A frame of a core log event, if A2A shows it, and what is lost when it
+/// does not. Bookkeeping events (created, turn started, input handed to a turn,
+/// answers stored) have no frame and lose nothing a client could act on.
+pub fn frame_of(kind: &EventKind) -> (Option<A2aFrame>, Option<Loss>) {
+    match kind {
+        EventKind::Status { .. } => (Some(A2aFrame::StatusUpdate), None),
+        EventKind::Message { message, .. } if message.role == Role::Agent => {
+            (Some(A2aFrame::StatusMessage), None)
+        }
+        EventKind::Message { .. } => (None, Some(LOSS_USER_MESSAGES_NOT_STREAMED)),
+        EventKind::Artifact { .. } => (Some(A2aFrame::ArtifactUpdate), None),
+        EventKind::InputRequested { .. }
+        | EventKind::InputSuperseded { .. }
+        | EventKind::AuthRequired { .. }
+        | EventKind::AuthGranted { .. }
+        | EventKind::ReviewRequested { .. }
+        | EventKind::ReviewDecided { .. } => (None, Some(LOSS_INTERACTION_DETAILS)),
+        EventKind::Step { .. } => (None, Some(LOSS_STEPS)),
+        EventKind::StateSnapshot { .. } | EventKind::StateDelta { .. } => {
+            (None, Some(LOSS_AGENT_STATE))
+        }
+        EventKind::Created { .. }
+        | EventKind::TurnStarted { .. }
+        | EventKind::InputCommitted { .. }
+        | EventKind::InputAnswered { .. } => (None, None),
+    }
 }
 
 /// The A2A state of a core state. This table is total and lossless at the level of

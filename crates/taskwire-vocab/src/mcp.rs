@@ -140,6 +140,36 @@ pub const LOSS_ERROR_REFUSALS: Loss = Loss(
 pub const LOSS_ERROR_RETRYABLE: Loss =
     Loss("contention and shutdown are -32603 like a failure; MCP has no retryable error code");
 
+/// Lost from MCP task notifications: the task's progress between states.
+pub const LOSS_PROGRESS_NOT_NOTIFIED: Loss = Loss(
+    "agent messages, artifact chunks, steps and agent state are not notified; a task notification carries only status, inputRequests and the final result",
+);
+
+/// True if a core log event may change what an MCP task notification
+/// (`notifications/tasks` of the extension, `notifications/tasks/status` of
+/// 2025-11-25) carries: the status, the open interactions or the outcome. Other
+/// events are not notified ([`LOSS_PROGRESS_NOT_NOTIFIED`] for the ones a client
+/// could have used).
+pub fn notifies(kind: &taskwire_core::EventKind) -> (bool, Option<Loss>) {
+    use taskwire_core::EventKind as E;
+    match kind {
+        E::Status { .. }
+        | E::InputRequested { .. }
+        | E::InputAnswered { .. }
+        | E::InputSuperseded { .. }
+        | E::AuthRequired { .. }
+        | E::AuthGranted { .. }
+        | E::ReviewRequested { .. }
+        | E::ReviewDecided { .. } => (true, None),
+        E::Message { .. }
+        | E::Artifact { .. }
+        | E::Step { .. }
+        | E::StateSnapshot { .. }
+        | E::StateDelta { .. } => (false, Some(LOSS_PROGRESS_NOT_NOTIFIED)),
+        E::Created { .. } | E::TurnStarted { .. } | E::InputCommitted { .. } => (false, None),
+    }
+}
+
 /// The JSON-RPC error (code, message safe to show) of a core error; `task_id`
 /// names the task in the unknown-task message. Store and lease failures become a
 /// bare "internal error" (their details are for logs only).

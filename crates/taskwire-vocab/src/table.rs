@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use taskwire_core::types::{
     AuthWait, InputKind, InputRequest, Metadata, Review, TaskError, TerminalCause, Timestamp,
 };
-use taskwire_core::{CoreError, Message, Part, StoreError, Task, TaskId, TaskState};
+use taskwire_core::{CoreError, EventKind, Message, Part, StoreError, Task, TaskId, TaskState};
 
 use crate::mcp::{Generation, Outcome};
 use crate::{a2a, agui, cas, mcp, Loss};
@@ -976,12 +976,168 @@ fn errors_table() -> Table {
     }
 }
 
+/// One sample of every kind of core log event, with a row label.
+pub fn sample_events() -> Vec<(&'static str, EventKind)> {
+    let since = Timestamp::default();
+    vec![
+        (
+            "Created",
+            EventKind::Created {
+                context_id: "ctx".into(),
+                agent: "scripted".into(),
+            },
+        ),
+        (
+            "Status",
+            EventKind::Status {
+                from: TaskState::Working,
+                to: TaskState::Completed,
+                message: None,
+                cause: Some(TerminalCause::Completed),
+                error: None,
+            },
+        ),
+        (
+            "Message (agent)",
+            EventKind::Message {
+                message: Message::agent_text("hi"),
+                queued: false,
+            },
+        ),
+        (
+            "Message (user)",
+            EventKind::Message {
+                message: Message::user_text("hi"),
+                queued: false,
+            },
+        ),
+        (
+            "InputCommitted",
+            EventKind::InputCommitted {
+                message_ids: vec!["m".into()],
+            },
+        ),
+        ("TurnStarted", EventKind::TurnStarted { turn: 1 }),
+        (
+            "Artifact",
+            EventKind::Artifact {
+                artifact: taskwire_core::Artifact {
+                    artifact_id: "a".into(),
+                    name: None,
+                    description: None,
+                    parts: vec![Part::text("x")],
+                    metadata: Metadata::new(),
+                    complete: true,
+                },
+                append: false,
+                last_chunk: true,
+            },
+        ),
+        (
+            "InputRequested",
+            EventKind::InputRequested {
+                requests: vec![input_request(since)],
+            },
+        ),
+        (
+            "InputAnswered",
+            EventKind::InputAnswered {
+                keys: vec![INPUT_KEY.into()],
+            },
+        ),
+        (
+            "InputSuperseded",
+            EventKind::InputSuperseded {
+                keys: vec![INPUT_KEY.into()],
+            },
+        ),
+        (
+            "AuthRequired",
+            EventKind::AuthRequired {
+                auth: auth_wait(since),
+            },
+        ),
+        (
+            "AuthGranted",
+            EventKind::AuthGranted {
+                provider: PROVIDER.into(),
+            },
+        ),
+        (
+            "ReviewRequested",
+            EventKind::ReviewRequested {
+                review: review(OWNER, since),
+            },
+        ),
+        (
+            "ReviewDecided",
+            EventKind::ReviewDecided {
+                review_id: REVIEW_ID.into(),
+                decision: taskwire_core::types::ReviewDecision::Approve,
+                by: OWNER.into(),
+            },
+        ),
+        (
+            "Step",
+            EventKind::Step {
+                name: "plan".into(),
+                phase: taskwire_core::StepPhase::Started,
+            },
+        ),
+        (
+            "StateSnapshot",
+            EventKind::StateSnapshot {
+                snapshot: json!({}),
+            },
+        ),
+        ("StateDelta", EventKind::StateDelta { delta: json!([]) }),
+    ]
+}
+
+fn events_table() -> Table {
+    let rows = sample_events()
+        .into_iter()
+        .map(|(label, kind)| {
+            let (frame, l) = a2a::frame_of(&kind);
+            let a2a_cell = Cell::new(match frame {
+                Some(a2a::A2aFrame::StatusUpdate) => "`TaskStatusUpdateEvent` (new state)",
+                Some(a2a::A2aFrame::StatusMessage) => {
+                    "`TaskStatusUpdateEvent` (same state, carrying the message)"
+                }
+                Some(a2a::A2aFrame::ArtifactUpdate) => "`TaskArtifactUpdateEvent`",
+                None => "nothing",
+            })
+            .lose(l);
+            let (n, l) = mcp::notifies(&kind);
+            let mcp_cell = Cell::new(if n {
+                "a task notification if the task's view changed"
+            } else {
+                "nothing"
+            })
+            .lose(l);
+            vec![label.to_string(), a2a_cell.text(), mcp_cell.text()]
+        })
+        .collect();
+    Table {
+        name: "events",
+        header: [
+            "core event",
+            "A2A stream and push",
+            "MCP notifications/tasks (tasks extension; 2025-11-25 notifies status changes only)",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+    }
+}
+
 /// Every table of `docs/state-mapping.md`, in document order.
 pub fn tables() -> Vec<Table> {
     vec![
         states_table(),
         interactions_table(),
         answers_table(),
+        events_table(),
         parts_table(),
         errors_table(),
     ]

@@ -67,6 +67,50 @@ fn a2a_losses() {
 }
 
 #[test]
+fn event_losses() {
+    use taskwire_core::EventKind;
+    let user = EventKind::Message {
+        message: Message::user_text("hi"),
+        queued: false,
+    };
+    assert_eq!(
+        a2a::frame_of(&user),
+        (None, Some(a2a::LOSS_USER_MESSAGES_NOT_STREAMED))
+    );
+    let agent = EventKind::Message {
+        message: Message::agent_text("hi"),
+        queued: false,
+    };
+    assert_eq!(
+        a2a::frame_of(&agent),
+        (Some(a2a::A2aFrame::StatusMessage), None)
+    );
+    assert_eq!(
+        mcp::notifies(&agent),
+        (false, Some(mcp::LOSS_PROGRESS_NOT_NOTIFIED))
+    );
+    let granted = EventKind::AuthGranted {
+        provider: "github".into(),
+    };
+    assert_eq!(
+        a2a::frame_of(&granted),
+        (None, Some(a2a::LOSS_INTERACTION_DETAILS))
+    );
+    assert_eq!(mcp::notifies(&granted), (true, None));
+    let step = EventKind::Step {
+        name: "s".into(),
+        phase: taskwire_core::StepPhase::Started,
+    };
+    assert_eq!(a2a::frame_of(&step), (None, Some(a2a::LOSS_STEPS)));
+    let state = EventKind::StateDelta { delta: json!([]) };
+    assert_eq!(a2a::frame_of(&state), (None, Some(a2a::LOSS_AGENT_STATE)));
+    assert_eq!(
+        a2a::frame_of(&EventKind::TurnStarted { turn: 1 }),
+        (None, None)
+    );
+}
+
+#[test]
 fn mcp_losses() {
     use mcp::Generation::{Current, Legacy};
     assert_eq!(
