@@ -226,7 +226,7 @@ pub(crate) fn generate() -> Result<(Vec<SchemaKind>, Value), SchemaError> {
     ));
     kinds.push(SchemaKind::new(
         "JsonRpcSuccessResponse",
-        rpc::success("A2A JSON-RPC success response (one SSE frame of a stream is one too, its `result` a StreamResponse)."),
+        rpc::success("A2A JSON-RPC success response (one SSE frame of a stream is one too, its `result` a StreamResponse).", true),
     ));
     kinds.push(SchemaKind::new(
         "JsonRpcError",

@@ -791,7 +791,7 @@ pub(crate) fn generate() -> Result<(Vec<Kind>, Value), SchemaError> {
     let kinds = vec![
         Kind::new("JsonRpcRequest", rpc::request("MCP JSON-RPC request.", false, &[], Map::new())),
         Kind::new("JsonRpcNotification", rpc::notification("MCP JSON-RPC notification.")),
-        Kind::new("JsonRpcSuccessResponse", rpc::success("MCP JSON-RPC success response.")),
+        Kind::new("JsonRpcSuccessResponse", rpc::success("MCP JSON-RPC success response.", false)),
         Kind::new("JsonRpcError", rpc::error_object(json!({}))),
         Kind::new("JsonRpcErrorResponse", rpc::error_response("MCP JSON-RPC error response (also the body of HTTP 400/404 answers).", json!({}))),
         kind::<RequestParams>("RequestParams", Some("Params of server/discover and tools/list (2026-07-28).")),

@@ -75,8 +75,9 @@ pub(crate) fn notification(description: &str) -> Value {
     })
 }
 
-/// A success response; `result` depends on the method (see the index).
-pub(crate) fn success(description: &str) -> Value {
+/// A success response; `result` depends on the method (see the index). `null_id`:
+/// the binding takes requests whose id is null (A2A does), so answers carry it.
+pub(crate) fn success(description: &str, null_id: bool) -> Value {
     json!({
         "$schema": DIALECT,
         "title": "JsonRpcSuccessResponse",
@@ -85,7 +86,7 @@ pub(crate) fn success(description: &str) -> Value {
         "required": ["jsonrpc", "id", "result"],
         "properties": {
             "jsonrpc": {"const": "2.0"},
-            "id": id(false),
+            "id": id(null_id),
             "result": {}
         },
         "not": {"required": ["error"]}
