@@ -107,6 +107,34 @@ pub fn status_error(status: &tonic::Status) -> ClientError {
 
 type Stub = pb::a2a_service_client::A2aServiceClient<Channel>;
 
+/// A received message as ProtoJSON, with timestamps in the canonical `Z`
+/// form (pbjson writes `+00:00`).
+fn proto_json<T: serde::Serialize>(v: &T) -> Result<Value, ClientError> {
+    let mut j = to_json(v)?;
+    zulu(&mut j);
+    Ok(j)
+}
+
+fn zulu(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m.iter_mut() {
+                if k == "timestamp" || k == "statusTimestampAfter" {
+                    if let Value::String(s) = x {
+                        if let Some(base) = s.strip_suffix("+00:00") {
+                            *s = format!("{base}Z");
+                        }
+                    }
+                } else {
+                    zulu(x);
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(zulu),
+        _ => {}
+    }
+}
+
 /// The A2A gRPC client. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct A2aGrpcClient {
@@ -207,7 +235,7 @@ impl A2aGrpcClient {
         match res {
             Ok(r) => {
                 let value = r.into_inner();
-                let raw = to_json(&value)?;
+                let raw = proto_json(&value)?;
                 self.inner.config.observe(|| Exchange {
                     protocol: "grpc",
                     operation: op.to_string(),
@@ -429,7 +457,7 @@ impl A2aGrpcClient {
         let frames = stream.map_err(|s| status_error(&s)).and_then(move |resp| {
             let observer = observer.clone();
             async move {
-                let raw = to_json(&resp)?;
+                let raw = proto_json(&resp)?;
                 if let Some(o) = &observer {
                     o(&Exchange {
                         protocol: "grpc",
@@ -498,6 +526,24 @@ mod tests {
         assert_eq!(rpc.code, code::TASK_NOT_CANCELABLE);
         assert_eq!(rpc.reason.as_deref(), Some("TASK_NOT_CANCELABLE"));
         assert_eq!(rpc.grpc_code, Some(tonic::Code::FailedPrecondition as i32));
+    }
+
+    #[test]
+    fn grpc_json_timestamps_end_in_z() {
+        let t = pb::TaskStatus {
+            state: pb::TaskState::Working as i32,
+            timestamp: Some(pbjson_types::Timestamp {
+                seconds: 1_700_000_000,
+                nanos: 5_000_000,
+            }),
+            ..Default::default()
+        };
+        let j = proto_json(&t).expect("json");
+        let ts = j["timestamp"].as_str().expect("timestamp");
+        assert!(
+            ts.ends_with('Z') && ts.starts_with("2023-11-14T22:13:20"),
+            "{ts}"
+        );
     }
 
     #[test]
