@@ -182,6 +182,40 @@ fn every_agui_event_variant_validates_with_and_without_optionals() {
         .expect("events")
         .len();
     assert_eq!(types.len(), listed);
+    // taskwire's own CUSTOM events carry the value of their name; others are free.
+    let custom = |name: &str, value: Value| {
+        serde_json::to_value(Event::new(EventBody::Custom {
+            name: name.into(),
+            value,
+        }))
+        .expect("json")
+    };
+    for kind in ["Event", "CustomEvent"] {
+        assert!(v
+            .validate(
+                "agui",
+                kind,
+                &custom("taskwire:turn_started", json!({"turn": 2}))
+            )
+            .is_ok());
+        assert!(v
+            .validate(
+                "agui",
+                kind,
+                &custom("taskwire:turn_started", json!({"turn": "two"}))
+            )
+            .is_err());
+        assert!(v
+            .validate(
+                "agui",
+                kind,
+                &custom("taskwire:auth_required", json!({"provider": "github"}))
+            )
+            .is_err());
+        assert!(v
+            .validate("agui", kind, &custom("acme:thing", json!("anything")))
+            .is_ok());
+    }
     // And a RUN_ERROR is not a RUN_FINISHED.
     let e = serde_json::to_value(Event::new(EventBody::RunError {
         message: "x".into(),
