@@ -9,8 +9,10 @@
 //! A stream that breaks before the run ended (`RUN_FINISHED` or `RUN_ERROR`)
 //! is re-opened with backoff through taskwire's run-events route
 //! (`GET {endpoint}/threads/{threadId}/runs/{runId}/events`) with
-//! `Last-Event-ID` (SSE); protobuf frames carry no ids, so a protobuf
-//! reconnect re-reads the run and skips the events already delivered. The
+//! `Last-Event-ID` (SSE; what the server restates up to that id, such as
+//! taskwire's reopening `RUN_STARTED`, is dropped, so the merged stream is the
+//! uncut one); protobuf frames carry no ids, so a protobuf reconnect re-reads
+//! the run and skips the events already delivered. The
 //! AG-UI specification itself has no resume cursor: against other servers a
 //! break ends the stream with [`ClientError::StreamBroken`].
 
@@ -584,6 +586,10 @@ impl AguiClient {
         let mut attempt: u32 = 0;
         let mut skip: usize = 0;
         let mut in_run = false;
+        // After an SSE reconnect: drop what the server restates up to the
+        // cursor (taskwire reopens with the run's RUN_STARTED and what was
+        // open, at the cursor's id).
+        let mut skip_through: Option<String> = None;
         loop {
             let mut progress = false;
             let err = loop {
@@ -592,6 +598,12 @@ impl AguiClient {
                         if skip > 0 {
                             skip -= 1;
                             continue;
+                        }
+                        if let (Some(after), Some(id)) = (&skip_through, &ev.id) {
+                            if !id_after(id, after) {
+                                continue;
+                            }
+                            skip_through = None;
                         }
                         if ev.id.is_none() || ev.id != last_id {
                             progress = true;
@@ -666,6 +678,7 @@ impl AguiClient {
                 Ok(s) => {
                     stream = s;
                     skip = to_skip;
+                    skip_through = cursor.clone();
                     in_run = in_run || cursor.is_some();
                 }
                 Err(e) if e.is_transient() => {
@@ -682,6 +695,19 @@ impl AguiClient {
                 }
             }
         }
+    }
+}
+
+/// Whether SSE id `id` comes after `after`: ids of dot-separated numbers
+/// (`<seq>.<k>`, as taskwire writes them) compare numerically, others only
+/// by equality.
+fn id_after(id: &str, after: &str) -> bool {
+    fn parts(s: &str) -> Option<Vec<u64>> {
+        s.split('.').map(|p| p.parse().ok()).collect()
+    }
+    match (parts(id), parts(after)) {
+        (Some(a), Some(b)) => a > b,
+        _ => id != after,
     }
 }
 
@@ -1275,6 +1301,16 @@ mod tests {
                 "outcome": {"type": "interrupt", "interrupts": [{"id": "i", "reason": "input_required", "message": "name?"}]}})
         );
         assert!(event_json(&pb::Event { event: None }).is_err());
+    }
+
+    #[test]
+    fn ids_compare_numerically() {
+        assert!(id_after("10.0", "9.2"));
+        assert!(id_after("9.3", "9.2"));
+        assert!(!id_after("9.2", "9.2"));
+        assert!(!id_after("1.1", "9.2"));
+        assert!(id_after("b", "a"));
+        assert!(!id_after("a", "a"));
     }
 
     #[test]
