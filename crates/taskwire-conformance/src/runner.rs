@@ -191,9 +191,51 @@ async fn run_cell(suite: &Suite, s: &Scenario, p: Protocol) -> Verdict {
             }
             Ok(()) => {}
         }
+        // In a cross scenario every view must agree after every step that
+        // settles the task in a known state, not only at `views_agree` steps.
+        let settles = !matches!(step.action, Action::ViewsAgree | Action::Sleep)
+            && step.expect.error.is_none()
+            && step.expect.core_states().is_ok_and(|v| v.len() == 1);
+        if s.kind == crate::scenario::Kind::Cross && settles {
+            let check = Step {
+                action: Action::ViewsAgree,
+                expect: Expect {
+                    artifact: None,
+                    status_message: None,
+                    ..step.expect.clone()
+                },
+                ..step.clone()
+            };
+            let res = views_agree(&mut cx, s, &check).await;
+            let (exchange, violations) = suite.wire.drain();
+            let keep = |mut v: Vec<crate::report::Exchange>| {
+                let n = v.len();
+                v.split_off(n.saturating_sub(4))
+            };
+            let detail = match res {
+                Err(StepErr::Fail(d)) => Some(d),
+                Ok(()) if !violations.is_empty() => Some(violations.join("; ")),
+                _ => None,
+            };
+            if let Some(detail) = detail {
+                return Verdict::Fail(Failure {
+                    step: i + 1,
+                    invariant: format!(
+                        "{AGREE_AFTER_EACH_STEP} (after `{}`)",
+                        step.action.as_str()
+                    ),
+                    detail,
+                    exchange: keep(exchange),
+                });
+            }
+        }
     }
     Verdict::Pass
 }
+
+/// The invariant every cross scenario checks after each settling step.
+pub const AGREE_AFTER_EACH_STEP: &str =
+    "views-agree: after each step of a cross scenario, every offered protocol shows the task as the mapping says";
 
 fn targets(cx: &Cx<'_>, on: On) -> Vec<Protocol> {
     let offered: Vec<Protocol> = cx.suite.drivers.keys().copied().collect();
@@ -861,6 +903,139 @@ async fn views_agree(cx: &mut Cx<'_>, _s: &Scenario, step: &Step) -> StepResult 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::driver::ResumeObs;
+    use async_trait::async_trait;
+
+    /// A driver whose every task shows one fixed view word.
+    struct Fixed(Protocol, &'static str);
+
+    #[async_trait]
+    impl Driver for Fixed {
+        fn protocol(&self) -> Protocol {
+            self.0
+        }
+        async fn create(&self, text: &str, message_id: &str) -> Result<TaskRef, OpError> {
+            Ok(TaskRef {
+                id: "t".into(),
+                message_id: message_id.into(),
+                text: text.into(),
+                context_id: Some("c".into()),
+                agui_run: None,
+            })
+        }
+        async fn create_stream(
+            &self,
+            _: &str,
+            _: &str,
+            _: u64,
+        ) -> Result<(TaskRef, StreamObs), OpError> {
+            Err(OpError::unsupported("fake"))
+        }
+        async fn get(&self, _: &mut TaskRef) -> Result<View, OpError> {
+            Ok(View {
+                state: self.1.into(),
+                ..View::default()
+            })
+        }
+        async fn answer(&self, _: &mut TaskRef, _: &str) -> Result<(), OpError> {
+            Ok(())
+        }
+        async fn authorize(&self, _: &mut TaskRef, _: &str) -> Result<(), OpError> {
+            Ok(())
+        }
+        async fn cancel(&self, _: &mut TaskRef) -> Result<(), OpError> {
+            Ok(())
+        }
+        async fn send(&self, _: &mut TaskRef, _: &str) -> Result<(), OpError> {
+            Ok(())
+        }
+        async fn stream(
+            &self,
+            _: &mut TaskRef,
+            _: &[String],
+            _: u64,
+        ) -> Result<StreamObs, OpError> {
+            Err(OpError::unsupported("fake"))
+        }
+        async fn stream_resume(
+            &self,
+            _: &str,
+            _: &str,
+            _: usize,
+            _: u64,
+        ) -> Result<ResumeObs, OpError> {
+            Err(OpError::unsupported("fake"))
+        }
+        async fn malformed(&self) -> Vec<(String, Result<(), OpError>)> {
+            Vec::new()
+        }
+    }
+
+    fn suite(views: &[(Protocol, &'static str)]) -> Suite {
+        let mut drivers: BTreeMap<Protocol, Arc<dyn Driver>> = BTreeMap::new();
+        for (p, w) in views {
+            drivers.insert(*p, Arc::new(Fixed(*p, w)));
+        }
+        Suite {
+            selected: drivers.keys().copied().collect(),
+            drivers,
+            second: BTreeMap::new(),
+            unavailable: BTreeMap::new(),
+            scripted: (true, "test".into()),
+            ask: true,
+            echo: true,
+            wire: Wire::default(),
+            no_second_reason: "none".into(),
+        }
+    }
+
+    const CROSS: &str = r#"
+name = "cross-x"
+title = "x"
+kind = "cross"
+requires = ["scripted", "two_protocols"]
+[[invariants]]
+id = "pauses"
+text = "it pauses"
+[[steps]]
+action = "create"
+text = "ask q?"
+ms = 500
+expect = { state = "input-required" }
+checks = "pauses"
+"#;
+
+    #[tokio::test]
+    async fn views_that_disagree_with_the_mapping_fail_a_cross_scenario() {
+        let s = Scenario::parse("cross-x.toml", CROSS).expect("parses");
+        // A2A and CAS agree with the mapping for input-required.
+        let good = suite(&[
+            (Protocol::A2a, "TASK_STATE_INPUT_REQUIRED"),
+            (Protocol::Cas, "idle"),
+        ]);
+        assert_eq!(run_cell(&good, &s, Protocol::A2a).await, Verdict::Pass);
+        // CAS claims `processing`: the implicit check after the step names it.
+        let bad = suite(&[
+            (Protocol::A2a, "TASK_STATE_INPUT_REQUIRED"),
+            (Protocol::Cas, "processing"),
+        ]);
+        match run_cell(&bad, &s, Protocol::A2a).await {
+            Verdict::Fail(f) => {
+                assert!(f.invariant.starts_with("views-agree"), "{f:?}");
+                assert!(
+                    f.detail.contains("cas: expected input-required (`idle`"),
+                    "{f:?}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        // Started on CAS, whose own view is wrong: the step itself fails.
+        match run_cell(&bad, &s, Protocol::Cas).await {
+            Verdict::Fail(f) => assert!(f.invariant.starts_with("pauses"), "{f:?}"),
+            other => panic!("{other:?}"),
+        }
+    }
 
     #[test]
     fn words_for_a_race() {
