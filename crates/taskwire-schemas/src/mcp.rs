@@ -933,3 +933,41 @@ pub(crate) fn generate() -> Result<(Vec<Kind>, Value), SchemaError> {
     });
     Ok((kinds, entry))
 }
+
+#[cfg(test)]
+mod tests {
+    use taskwire_mcp::wire::meta;
+
+    use super::*;
+
+    fn props(kind: &str) -> Value {
+        let (kinds, _) = generate().expect("generate");
+        kinds
+            .into_iter()
+            .find(|k| k.name == kind)
+            .map(|k| k.schema)
+            .unwrap_or_else(|| panic!("no {kind}"))
+    }
+
+    /// The `_meta` keys written as literals in the serde renames are the adapter's.
+    #[test]
+    fn meta_keys_are_the_adapters_constants() {
+        let s = props("RequestParams");
+        let m = &s["$defs"]["RequestMeta"]["properties"];
+        for key in [
+            meta::PROTOCOL_VERSION,
+            meta::CLIENT_INFO,
+            meta::CLIENT_CAPABILITIES,
+        ] {
+            assert!(m.get(key).is_some(), "{key} missing from {m}");
+        }
+        let s = props("DiscoverResult");
+        assert!(s["$defs"]["ServerMeta"]["properties"]
+            .get(meta::SERVER_INFO)
+            .is_some());
+        let s = props("ListenResult");
+        assert!(s["$defs"]["SubscriptionMeta"]["properties"]
+            .get(meta::SUBSCRIPTION_ID)
+            .is_some());
+    }
+}
