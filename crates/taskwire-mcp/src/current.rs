@@ -8,7 +8,7 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use serde_json::{json, Map, Value};
 use taskwire_core::Caller;
-use taskwire_vocab::mcp::{self as vocab, Generation, Outcome};
+use taskwire_vocab::mcp::{self as vocab, Generation};
 
 use crate::error::RpcError;
 use crate::ops::task_id_param;
@@ -481,11 +481,9 @@ async fn tools_call(
 }
 
 fn terminal_reply(t: &taskwire_core::Task) -> Result<Reply, RpcError> {
-    match vocab::outcome(t) {
-        Outcome::Result(r) => Ok(Reply::Result(complete(r))),
-        Outcome::Error(e) => Ok(Reply::ErrorObject(e)),
-        Outcome::Cancelled => Err(RpcError::internal("the tool call was cancelled")),
-        Outcome::Pending => Err(RpcError::internal("the task has not ended")),
+    match vocab::answer(t, vocab::Answering::ToolCall).0 {
+        Ok(r) => Ok(Reply::Result(complete(r))),
+        Err(e) => Ok(Reply::ErrorObject(e)),
     }
 }
 

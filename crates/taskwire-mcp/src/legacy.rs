@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{json, Map, Value};
 use taskwire_core::store::ListQuery;
 use taskwire_core::{Caller, Task};
-use taskwire_vocab::mcp::{self as vocab, Generation, McpStatus, Outcome};
+use taskwire_vocab::mcp::{self as vocab, Answering, Generation, McpStatus};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::error::RpcError;
@@ -361,11 +361,9 @@ async fn blocking_call(
             timeout.as_millis()
         )));
     }
-    match vocab::outcome(&t) {
-        Outcome::Result(r) => Ok(Value::Object(r)),
-        Outcome::Error(e) => Err(rpc_of_object(&e)),
-        Outcome::Cancelled => Err(RpcError::internal("the tool call was cancelled")),
-        Outcome::Pending => Err(RpcError::internal("the task has not ended")),
+    match vocab::answer(&t, Answering::ToolCall).0 {
+        Ok(r) => Ok(Value::Object(r)),
+        Err(e) => Err(rpc_of_object(&e)),
     }
 }
 
@@ -386,17 +384,12 @@ fn related(task: &Task) -> Value {
 
 /// The final `tasks/result` answer of a terminal task.
 fn final_message(id: &Value, task: &Task) -> Value {
-    match vocab::outcome(task) {
-        Outcome::Result(mut r) => {
+    match vocab::answer(task, Answering::TasksResult).0 {
+        Ok(mut r) => {
             r.insert("_meta".into(), related(task));
             wire::result(id, Value::Object(r))
         }
-        Outcome::Error(e) => wire::error_object(id, e),
-        Outcome::Cancelled => wire::error(
-            id,
-            &RpcError::invalid_params(format!("task {} was cancelled: it has no result", task.id)),
-        ),
-        Outcome::Pending => wire::error(id, &RpcError::internal("the task has not ended")),
+        Err(e) => wire::error_object(id, e),
     }
 }
 
@@ -587,12 +580,9 @@ async fn drive_result(
         if t.state.is_terminal() {
             let msg = match mode {
                 Mode::TaskResult => final_message(&id, &t),
-                Mode::BlockingCall => match vocab::outcome(&t) {
-                    Outcome::Result(r) => wire::result(&id, Value::Object(r)),
-                    Outcome::Error(e) => wire::error_object(&id, e),
-                    Outcome::Cancelled | Outcome::Pending => {
-                        wire::error(&id, &RpcError::internal("the tool call was cancelled"))
-                    }
+                Mode::BlockingCall => match vocab::answer(&t, Answering::ToolCall).0 {
+                    Ok(r) => wire::result(&id, Value::Object(r)),
+                    Err(e) => wire::error_object(&id, e),
                 },
             };
             let _ = tx.send(msg).await;

@@ -298,6 +298,47 @@ pub fn outcome(task: &Task) -> Outcome {
     }
 }
 
+/// Which request a terminal task's outcome answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answering {
+    /// The original `tools/call` (answered when the task ends while the call waits).
+    ToolCall,
+    /// A 2025-11-25 `tasks/result`.
+    TasksResult,
+}
+
+/// Lost: MCP results have no cancelled form.
+pub const LOSS_CANCELLED_AS_ERROR: Loss = Loss(
+    "a cancelled tool call has no result: the waiting request is answered with a JSON-RPC error",
+);
+
+/// The JSON-RPC answer a task's outcome gives the request waiting on it: a
+/// `CallToolResult`, or an error object (`{code, message}`) for an internal
+/// failure, a cancellation ([`LOSS_CANCELLED_AS_ERROR`]) or a task that has not
+/// ended.
+pub fn answer(task: &Task, to: Answering) -> (Result<Map<String, Value>, Value>, Option<Loss>) {
+    match outcome(task) {
+        Outcome::Result(r) => (Ok(r), None),
+        Outcome::Error(e) => (Err(e), None),
+        Outcome::Cancelled => {
+            let e = match to {
+                Answering::ToolCall => {
+                    json!({"code": INTERNAL_ERROR, "message": "the tool call was cancelled"})
+                }
+                Answering::TasksResult => json!({
+                    "code": INVALID_PARAMS,
+                    "message": format!("task {} was cancelled: it has no result", task.id),
+                }),
+            };
+            (Err(e), Some(LOSS_CANCELLED_AS_ERROR))
+        }
+        Outcome::Pending => (
+            Err(json!({"code": INTERNAL_ERROR, "message": "the task has not ended"})),
+            None,
+        ),
+    }
+}
+
 /// A `CallToolResult` from a terminal task's artifacts and final message.
 ///
 /// Text parts become text content, image and audio bytes become image and audio

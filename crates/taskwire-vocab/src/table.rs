@@ -369,7 +369,14 @@ pub fn mcp_legacy_cell(t: &Task) -> Cell {
         }
         Outcome::Result(_) => "CallToolResult".into(),
         Outcome::Error(e) => format!("error {}", e["code"]),
-        Outcome::Cancelled => "no result".into(),
+        Outcome::Cancelled => {
+            let (a, l) = mcp::answer(t, mcp::Answering::TasksResult);
+            losses.extend(l);
+            match a {
+                Err(e) => format!("error {}", e["code"]),
+                Ok(_) => "CallToolResult".into(),
+            }
+        }
     };
     Cell::new(format!("{}; tasks/result: {result}", code(st.as_str()))).lose(losses)
 }

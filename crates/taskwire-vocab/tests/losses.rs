@@ -209,6 +209,18 @@ fn mcp_losses() {
         "a link keeps its name"
     );
 
+    let c = Situation::Canceled.task();
+    let (a, l) = mcp::answer(&c, mcp::Answering::TasksResult);
+    assert_eq!(l, Some(mcp::LOSS_CANCELLED_AS_ERROR));
+    assert_eq!(a.unwrap_err()["code"], mcp::INVALID_PARAMS);
+    let (a, _) = mcp::answer(&c, mcp::Answering::ToolCall);
+    assert_eq!(a.unwrap_err()["code"], mcp::INTERNAL_ERROR);
+    assert!(
+        mcp::answer(&Situation::Completed.task(), mcp::Answering::ToolCall)
+            .0
+            .is_ok()
+    );
+
     assert_eq!(mcp::ttl(&Situation::Working.task()).1, mcp::LOSS_TTL_ORIGIN);
 
     let nf = mcp::error_from_core(&CoreError::NotFound, Some("abc"));
