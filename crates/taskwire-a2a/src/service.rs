@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
 use taskwire_core::event::EventKind;
-use taskwire_core::store::ListQuery;
+use taskwire_core::store::{ListOrder, ListQuery};
 use taskwire_core::{Access, Agent, Caller, CreateTask, Task, TaskId, TaskService};
 use taskwire_vocab::a2a::{self as vocab, A2aErrorKind, A2aState};
 
@@ -425,9 +425,9 @@ impl A2aService {
         let q = ListQuery {
             context_id: (!req.context_id.is_empty()).then_some(req.context_id),
             state,
-            // The store filters on the last update (strictly after); every status
-            // change is an update, so this is a superset, narrowed below.
-            updated_after: after.map(|t| t - chrono::Duration::microseconds(1)),
+            // A2A lists newest status first, filtered by status time.
+            changed_since: after,
+            order: ListOrder::StateChanged,
             page_size,
             cursor: (!req.page_token.is_empty()).then_some(req.page_token),
             ..ListQuery::default()
@@ -452,7 +452,6 @@ impl A2aService {
         let tasks = page
             .tasks
             .iter()
-            .filter(|t| after.is_none_or(|a| t.state_changed_at >= a))
             .map(|t| convert::task_to_pb(t, view))
             .collect();
         Ok(pb::ListTasksResponse {

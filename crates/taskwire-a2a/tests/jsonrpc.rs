@@ -173,11 +173,11 @@ async fn other_callers_tasks_are_not_found() {
 #[tokio::test]
 async fn list_tasks_filters_and_pages() {
     let s = start(test_config()).await;
+    let asked = s.rpc("SendMessage", send_params("ask q?", "m-lq")).await;
     for i in 0..3 {
         s.rpc("SendMessage", send_params("done", &format!("m-l{i}")))
             .await;
     }
-    let asked = s.rpc("SendMessage", send_params("ask q?", "m-lq")).await;
     let p1 = s.rpc("ListTasks", json!({"pageSize": 2})).await;
     assert_eq!(p1["result"]["tasks"].as_array().unwrap().len(), 2, "{p1}");
     assert_eq!(p1["result"]["totalSize"], 4);
@@ -211,6 +211,49 @@ async fn list_tasks_filters_and_pages() {
         )
         .await;
     assert_eq!(past["result"]["tasks"].as_array().unwrap().len(), 4);
+    // Newest status first: the oldest task, answered last, leads the list, and a
+    // status-time filter counts only what it returns.
+    let before = s.rpc("ListTasks", json!({})).await;
+    assert_ne!(
+        before["result"]["tasks"][0]["id"],
+        asked["result"]["task"]["id"]
+    );
+    let mut answer = send_params("blue", "m-lq-answer");
+    answer["message"]["taskId"] = asked["result"]["task"]["id"].clone();
+    let answered = s.rpc("SendMessage", answer).await;
+    assert_eq!(
+        answered["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{answered}"
+    );
+    let after = s.rpc("ListTasks", json!({})).await;
+    let order: Vec<&Value> = after["result"]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| &t["id"])
+        .collect();
+    assert_eq!(order[0], &asked["result"]["task"]["id"], "{after}");
+    let stamps: Vec<chrono::DateTime<chrono::FixedOffset>> = after["result"]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            chrono::DateTime::parse_from_rfc3339(t["status"]["timestamp"].as_str().unwrap())
+                .unwrap()
+        })
+        .collect();
+    assert!(stamps.windows(2).all(|w| w[0] >= w[1]), "{stamps:?}");
+    let since = s
+        .rpc(
+            "ListTasks",
+            json!({"statusTimestampAfter": answered["result"]["task"]["status"]["timestamp"]}),
+        )
+        .await;
+    assert_eq!(since["result"]["totalSize"], 1, "{since}");
+    assert_eq!(
+        since["result"]["tasks"][0]["id"],
+        asked["result"]["task"]["id"]
+    );
     let bad = s.rpc("ListTasks", json!({"pageSize": 500})).await;
     assert_eq!(bad["error"]["code"], -32602);
     let bad = s.rpc("ListTasks", json!({"pageToken": "garbage"})).await;

@@ -14,8 +14,8 @@ use crate::error::StoreError;
 use crate::event::Event;
 use crate::ids::TaskId;
 use crate::store::{
-    decode_cursor, encode_cursor, Claim, Commit, CreateOutcome, IdempotencyKey, ListPage,
-    ListQuery, QueueOp, TaskStore, TaskWake, WakeHub,
+    decode_cursor, encode_cursor, Claim, Commit, CreateOutcome, IdempotencyKey, ListOrder,
+    ListPage, ListQuery, QueueOp, TaskStore, TaskWake, WakeHub,
 };
 use crate::types::{Task, TaskState, Timestamp};
 
@@ -238,26 +238,47 @@ impl TaskStore for MemoryStore {
                 && q.updated_after.is_none_or(|u| t.updated_at > u)
         };
         let size = q.page_size.clamp(1, 1000);
-        let mut tasks = Vec::new();
-        let mut total = 0u64;
-        let mut next = None;
-        for (micros, id) in g.order.iter().rev() {
-            let Some(t) = g.tasks.get(id) else { continue };
-            if !matches(t) {
-                continue;
+        // To the microsecond, as the order key and every store's cursor.
+        let changed_ok = |t: &Task| {
+            q.changed_since
+                .is_none_or(|c| t.state_changed_at.timestamp_micros() >= c.timestamp_micros())
+        };
+        // Candidates newest first, as (order key in microseconds, task).
+        let candidates: Vec<(i64, &Arc<Task>)> = match q.order {
+            ListOrder::Created => g
+                .order
+                .iter()
+                .rev()
+                .filter_map(|(micros, id)| g.tasks.get(id).map(|t| (*micros, t)))
+                .filter(|(_, t)| matches(t) && changed_ok(t))
+                .collect(),
+            ListOrder::StateChanged => {
+                let mut v: Vec<(i64, &Arc<Task>)> = g
+                    .tasks
+                    .values()
+                    .filter(|t| matches(t) && changed_ok(t))
+                    .map(|t| (t.state_changed_at.timestamp_micros(), t))
+                    .collect();
+                v.sort_unstable_by(|a, b| (b.0, &b.1.id).cmp(&(a.0, &a.1.id)));
+                v
             }
-            total += 1;
+        };
+        let total = candidates.len() as u64;
+        let mut tasks = Vec::new();
+        let mut next = None;
+        for (micros, t) in candidates {
             let past_cursor = match &after {
-                Some((cm, cid)) => (*micros, id.as_str()) < (*cm, cid.as_str()),
+                Some((cm, cid)) => (micros, t.id.as_str()) < (*cm, cid.as_str()),
                 None => true,
             };
             if past_cursor {
                 if tasks.len() < size {
                     tasks.push(Task::clone(t));
-                } else if next.is_none() {
+                } else {
                     if let Some(last) = tasks.last() {
-                        next = Some(encode_cursor(last.created_at, &last.id));
+                        next = Some(encode_cursor(q.order.key(last), &last.id));
                     }
+                    break;
                 }
             }
         }

@@ -94,10 +94,37 @@ pub struct ListQuery {
     pub state: Option<TaskState>,
     /// Only tasks updated strictly after this time.
     pub updated_after: Option<Timestamp>,
+    /// Only tasks whose state last changed at or after this time (compared to the
+    /// microsecond).
+    pub changed_since: Option<Timestamp>,
+    /// The order of the pages (newest first either way).
+    pub order: ListOrder,
     /// Page size (1..=1000).
     pub page_size: usize,
-    /// Opaque cursor from a previous page.
+    /// Opaque cursor from a previous page (of a query with the same order).
     pub cursor: Option<String>,
+}
+
+/// How a list is ordered: newest first by creation time (stable while paging), or
+/// newest first by the time of the last state change (A2A's "status timestamp"
+/// order; a task that changes state while someone pages moves to the front).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ListOrder {
+    /// By `created_at`, then id, descending.
+    #[default]
+    Created,
+    /// By `state_changed_at` (to the microsecond), then id, descending.
+    StateChanged,
+}
+
+impl ListOrder {
+    /// The time a task is ordered by.
+    pub fn key(self, t: &Task) -> Timestamp {
+        match self {
+            ListOrder::Created => t.created_at,
+            ListOrder::StateChanged => t.state_changed_at,
+        }
+    }
 }
 
 /// A page of tasks, newest first.
@@ -300,9 +327,9 @@ pub trait TaskStore: Send + Sync + 'static {
 }
 
 /// Encodes a list cursor from the last task of a page.
-pub fn encode_cursor(created_at: Timestamp, id: &TaskId) -> String {
+pub fn encode_cursor(at: Timestamp, id: &TaskId) -> String {
     use base64::Engine;
-    let raw = format!("{}:{}", created_at.timestamp_micros(), id);
+    let raw = format!("{}:{}", at.timestamp_micros(), id);
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw.as_bytes())
 }
 

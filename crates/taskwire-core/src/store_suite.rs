@@ -19,7 +19,7 @@ use crate::event::EventKind;
 use crate::runtime::{Runtime, RuntimeConfig};
 use crate::scripted::{ask_key, ScriptedAgent};
 use crate::service::{Access, CreateTask, TaskDefaults, TaskService};
-use crate::store::{Commit, ListQuery, QueueOp, TaskStore};
+use crate::store::{Commit, ListOrder, ListQuery, QueueOp, TaskStore};
 use crate::types::{Caller, InputResponse, Message, TaskState};
 
 /// A factory of fresh, empty stores.
@@ -466,6 +466,52 @@ pub async fn listing_filters_and_cursor(store: Arc<dyn TaskStore>) {
             .collect::<Vec<_>>(),
         vec![mine[0].id.clone()]
     );
+    // By status time: the canceled task (the last state change) comes first, then
+    // the others newest first; paging in twos sees each once; `changed_since`
+    // narrows the list and its total.
+    let mut by_status = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = svc
+            .list(
+                &alice(),
+                ListQuery {
+                    order: ListOrder::StateChanged,
+                    cursor: cursor.clone(),
+                    ..q(2)
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(page.total, 7);
+        by_status.extend(page.tasks.iter().map(|t| t.id.clone()));
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    let mut want: Vec<_> = vec![mine[0].id.clone()];
+    want.extend(mine[1..].iter().rev().map(|t| t.id.clone()));
+    assert_eq!(by_status, want);
+    let canceled_at = svc
+        .get(&alice(), &mine[0].id)
+        .await
+        .unwrap()
+        .state_changed_at;
+    let since = svc
+        .list(
+            &alice(),
+            ListQuery {
+                order: ListOrder::StateChanged,
+                changed_since: Some(canceled_at),
+                ..q(50)
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(since.total, 1);
+    assert_eq!(since.tasks.len(), 1);
+    assert_eq!(since.tasks[0].id, mine[0].id);
     let bad = svc
         .list(
             &alice(),

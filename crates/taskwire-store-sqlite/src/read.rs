@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension};
-use taskwire_core::store::{decode_cursor, encode_cursor, ListPage, ListQuery};
+use taskwire_core::store::{decode_cursor, encode_cursor, ListOrder, ListPage, ListQuery};
 use taskwire_core::{Event, StoreError, Task, TaskId, TaskState};
 use tokio::sync::Semaphore;
 
@@ -150,6 +150,14 @@ pub(crate) fn list(conn: &Connection, q: &ListQuery) -> Result<ListPage, StoreEr
         filter.push_str(" AND updated_ns > ?");
         args.push(Value::Integer(crate::row::ns(after)));
     }
+    if let Some(since) = q.changed_since {
+        filter.push_str(" AND changed_us >= ?");
+        args.push(Value::Integer(since.timestamp_micros()));
+    }
+    let key = match q.order {
+        ListOrder::Created => "created_us",
+        ListOrder::StateChanged => "changed_us",
+    };
     let size = q.page_size.clamp(1, 1000);
     // Count and page in one read transaction so that both see the same state.
     let tx = conn.unchecked_transaction().map_err(backend)?;
@@ -159,11 +167,11 @@ pub(crate) fn list(conn: &Connection, q: &ListQuery) -> Result<ListPage, StoreEr
         .map_err(backend)?;
     let mut page_sql = format!("SELECT body FROM tasks WHERE {filter}");
     if let Some((micros, id)) = after {
-        page_sql.push_str(" AND (created_us, id) < (?, ?)");
+        page_sql.push_str(&format!(" AND ({key}, id) < (?, ?)"));
         args.push(Value::Integer(micros));
         args.push(Value::Text(id));
     }
-    page_sql.push_str(" ORDER BY created_us DESC, id DESC LIMIT ?");
+    page_sql.push_str(&format!(" ORDER BY {key} DESC, id DESC LIMIT ?"));
     args.push(Value::Integer(limit(size + 1)));
     let mut tasks = Vec::with_capacity(size.min(64));
     let mut more = false;
@@ -182,7 +190,7 @@ pub(crate) fn list(conn: &Connection, q: &ListQuery) -> Result<ListPage, StoreEr
     }
     tx.finish().map_err(backend)?;
     let next_cursor = if more {
-        tasks.last().map(|t| encode_cursor(t.created_at, &t.id))
+        tasks.last().map(|t| encode_cursor(q.order.key(t), &t.id))
     } else {
         None
     };

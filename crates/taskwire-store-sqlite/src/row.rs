@@ -45,6 +45,8 @@ pub(crate) struct TaskRow {
     pub(crate) terminal: bool,
     pub(crate) version: i64,
     pub(crate) created_us: i64,
+    /// When the state last changed, in microseconds (the status-time list order).
+    pub(crate) changed_us: i64,
     pub(crate) updated_ns: i64,
     pub(crate) expires_ns: Option<i64>,
     pub(crate) idle_ns: Option<i64>,
@@ -80,6 +82,7 @@ impl TaskRow {
             terminal: task.state.is_terminal(),
             version: int(task.version),
             created_us: task.created_at.timestamp_micros(),
+            changed_us: task.state_changed_at.timestamp_micros(),
             updated_ns: ns(task.updated_at),
             expires_ns: task.expires_at.map(ns),
             idle_ns: task.idle_expires_at.map(ns),

@@ -115,6 +115,16 @@ INSERT INTO event_log (tid, last_seq, body)
     SELECT tid, seq, CAST('[' || CAST(body AS TEXT) || ']' AS BLOB) FROM events;
 DROP TABLE events;
 "#,
+    // 3: the time of the last state change, for listing newest-first by status time
+    // (A2A ListTasks). Rows written before this migration get it from the snapshot,
+    // to the millisecond (what SQLite's date functions resolve).
+    r#"
+ALTER TABLE tasks ADD COLUMN changed_us INTEGER NOT NULL DEFAULT 0;
+UPDATE tasks SET changed_us = COALESCE(CAST(
+    unixepoch(json_extract(body, '$.stateChangedAt'), 'subsec') * 1000000 AS INTEGER), 0)
+    WHERE json_valid(body);
+CREATE INDEX tasks_by_owner_changed ON tasks (tenant, owner, changed_us, id);
+"#,
 ];
 
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -248,5 +258,39 @@ mod tests {
         }
         let two = crate::read::events(&conn, id.as_str(), 1, 2).unwrap();
         assert_eq!(two, events[1..3].to_vec());
+    }
+
+    /// Rows written before migration 3 get their state-change time from the snapshot.
+    #[test]
+    fn state_change_times_are_backfilled() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = Connection::open(dir.path().join("m.db")).unwrap();
+        conn.execute_batch(MIGRATIONS[0]).unwrap();
+        conn.execute_batch(MIGRATIONS[1]).unwrap();
+        conn.pragma_update(None, "user_version", 2).unwrap();
+        conn.execute(
+            "INSERT INTO tasks (tid, id, tenant, owner, context_id, state, terminal, version, \
+             created_us, updated_ns, body) VALUES (1, 'a', 't', 'o', 'c', 'working', 0, 3, 0, 0, \
+             '{\"stateChangedAt\":\"2026-01-02T03:04:05.678901Z\"}'), \
+             (2, 'b', 't', 'o', 'c', 'working', 0, 3, 0, 0, x'')",
+            [],
+        )
+        .unwrap();
+        migrate(&conn).unwrap();
+        let got: Vec<i64> = conn
+            .prepare("SELECT changed_us FROM tasks ORDER BY tid")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let want = chrono::DateTime::parse_from_rfc3339("2026-01-02T03:04:05.678Z")
+            .unwrap()
+            .timestamp_micros();
+        assert!((got[0] - want).abs() <= 1000, "{} vs {want}", got[0]);
+        assert_eq!(
+            got[1], 0,
+            "an unreadable body gets 0, not a failed migration"
+        );
     }
 }

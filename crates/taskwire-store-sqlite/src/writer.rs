@@ -148,15 +148,16 @@ const IDEM_GET: &str = "SELECT t.body FROM idempotency i JOIN tasks t ON t.tid =
 const IDEM_PUT: &str = "INSERT OR REPLACE INTO idempotency (tenant, owner, message_id, tid) \
      VALUES (?1, ?2, ?3, ?4)";
 const TASK_INSERT: &str = "INSERT INTO tasks (id, tenant, owner, context_id, state, terminal, \
-     version, created_us, updated_ns, expires_ns, idle_ns, reviewers, body) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) ON CONFLICT (id) DO NOTHING";
+     version, created_us, updated_ns, expires_ns, idle_ns, reviewers, body, changed_us) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) ON CONFLICT (id) DO NOTHING";
 const TASK_HEAD: &str =
     "SELECT tid, version, tenant, owner, context_id, created_us FROM tasks WHERE id = ?1";
 const TASK_UPDATE: &str = "UPDATE tasks SET state = ?2, terminal = ?3, version = ?4, \
-     updated_ns = ?5, expires_ns = ?6, idle_ns = ?7, reviewers = ?8, body = ?9 WHERE tid = ?1";
+     updated_ns = ?5, expires_ns = ?6, idle_ns = ?7, reviewers = ?8, body = ?9, changed_us = ?10 \
+     WHERE tid = ?1";
 const TASK_UPDATE_ALL: &str = "UPDATE tasks SET state = ?2, terminal = ?3, version = ?4, \
-     updated_ns = ?5, expires_ns = ?6, idle_ns = ?7, reviewers = ?8, body = ?9, \
-     tenant = ?10, owner = ?11, context_id = ?12, created_us = ?13 WHERE tid = ?1";
+     updated_ns = ?5, expires_ns = ?6, idle_ns = ?7, reviewers = ?8, body = ?9, changed_us = ?10, \
+     tenant = ?11, owner = ?12, context_id = ?13, created_us = ?14 WHERE tid = ?1";
 const EVENT_INSERT: &str = "INSERT INTO event_log (tid, last_seq, body) VALUES (?1, ?2, ?3)";
 const QUEUE_PUT: &str = "INSERT OR REPLACE INTO queue \
      (tid, available, lease_owner, lease_until, epoch, attempts, ready_seq) \
@@ -514,6 +515,7 @@ impl Writer {
             row.idle_ns,
             row.reviewers,
             row.body,
+            row.changed_us,
         ])?;
         if inserted == 0 {
             return Ok(Err(StoreError::Backend("duplicate task id".into())));
@@ -626,6 +628,7 @@ impl Writer {
                 row.idle_ns,
                 row.reviewers,
                 row.body,
+                row.changed_us,
             ])?;
         } else {
             self.conn.prepare_cached(TASK_UPDATE_ALL)?.execute(params![
@@ -638,6 +641,7 @@ impl Writer {
                 row.idle_ns,
                 row.reviewers,
                 row.body,
+                row.changed_us,
                 row.tenant,
                 row.owner,
                 row.context_id,

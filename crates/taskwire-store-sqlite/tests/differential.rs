@@ -142,6 +142,12 @@ impl Pair {
                 tenant: tenant.into(),
                 ..ListQuery::default()
             });
+            queries.push(ListQuery {
+                tenant: tenant.into(),
+                order: taskwire_core::store::ListOrder::StateChanged,
+                page_size: 3,
+                ..ListQuery::default()
+            });
             for owner in ["alice", "bob"] {
                 queries.push(ListQuery {
                     tenant: tenant.into(),
@@ -174,6 +180,12 @@ impl Pair {
                 queries.push(ListQuery {
                     tenant: tenant.into(),
                     updated_after: Some(*t),
+                    ..ListQuery::default()
+                });
+                queries.push(ListQuery {
+                    tenant: tenant.into(),
+                    changed_since: Some(*t),
+                    order: taskwire_core::store::ListOrder::StateChanged,
                     ..ListQuery::default()
                 });
             }
