@@ -136,11 +136,14 @@ pub enum EventBody {
     /// `RUN_STARTED`.
     RunStarted {
         /// The thread.
+        #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
         thread_id: String,
         /// The run.
+        #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
         run_id: String,
         /// The producer's protocol version.
         #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "schema", schemars(extend("const" = "1.0")))]
         protocol_version: Option<String>,
         /// The run this one continues.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -162,6 +165,7 @@ pub enum EventBody {
     /// `RUN_ERROR`.
     RunError {
         /// For a person.
+        #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
         message: String,
         /// Machine-readable.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -183,6 +187,10 @@ pub enum EventBody {
         message_id: String,
         /// Its role.
         #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(
+            feature = "schema",
+            schemars(extend("enum" = ["developer", "system", "assistant", "user"]))
+        )]
         role: Option<String>,
     },
     /// `TEXT_MESSAGE_CONTENT`.
@@ -190,6 +198,7 @@ pub enum EventBody {
         /// The message.
         message_id: String,
         /// The fragment (never empty).
+        #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
         delta: String,
     },
     /// `TEXT_MESSAGE_END`.
@@ -247,7 +256,7 @@ pub enum EventBody {
     /// `MESSAGES_SNAPSHOT`.
     MessagesSnapshot {
         /// Every message of the thread the producer owns, in order.
-        #[cfg_attr(feature = "schema", schemars(extend("items" = {"type": "object", "required": ["id", "role"], "properties": {"id": {"type": "string"}, "role": {"type": "string"}}})))]
+        #[cfg_attr(feature = "schema", schemars(extend("items" = {"type": "object", "required": ["id", "role"], "properties": {"id": {"type": "string"}, "role": {"type": "string"}}, "if": {"properties": {"role": {"const": "activity"}}, "required": ["role"]}, "then": {"required": ["content"], "properties": {"content": {"type": "object"}}}})))]
         messages: Vec<Value>,
     },
     /// `ACTIVITY_SNAPSHOT`.
@@ -276,6 +285,7 @@ pub enum EventBody {
     /// `CUSTOM`.
     Custom {
         /// The name (namespaced `taskwire:`).
+        #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
         name: String,
         /// The value.
         value: Value,
@@ -334,15 +344,17 @@ pub enum Outcome {
 #[serde(rename_all = "camelCase")]
 pub struct Interrupt {
     /// The id a resume entry names.
+    #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
     pub id: String,
     /// `input_required`, `confirmation` or `taskwire:auth_required`.
+    #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
     pub reason: String,
     /// For a person.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// JSON schema of the resume payload.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "schema", schemars(extend("type" = ["object", "boolean"])))]
+    #[cfg_attr(feature = "schema", schemars(extend("type" = "object")))]
     pub response_schema: Option<Value>,
     /// When the interrupt expires (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -216,6 +216,62 @@ fn every_agui_event_variant_validates_with_and_without_optionals() {
             .validate("agui", kind, &custom("acme:thing", json!("anything")))
             .is_ok());
     }
+    // Field rules of the producer-side verifier hold in the schemas too.
+    let ev = |b: EventBody| serde_json::to_value(Event::new(b)).expect("json");
+    let bad = [
+        (
+            "TextMessageContentEvent",
+            ev(EventBody::TextMessageContent {
+                message_id: "m".into(),
+                delta: String::new(),
+            }),
+        ),
+        (
+            "TextMessageStartEvent",
+            ev(EventBody::TextMessageStart {
+                message_id: "m".into(),
+                role: Some("robot".into()),
+            }),
+        ),
+        (
+            "RunStartedEvent",
+            ev(EventBody::RunStarted {
+                thread_id: "t".into(),
+                run_id: "r".into(),
+                protocol_version: Some("0.9".into()),
+                parent_run_id: None,
+            }),
+        ),
+        (
+            "RunStartedEvent",
+            ev(EventBody::RunStarted {
+                thread_id: String::new(),
+                run_id: "r".into(),
+                protocol_version: None,
+                parent_run_id: None,
+            }),
+        ),
+        (
+            "RunErrorEvent",
+            ev(EventBody::RunError {
+                message: String::new(),
+                code: None,
+            }),
+        ),
+        (
+            "MessagesSnapshotEvent",
+            ev(EventBody::MessagesSnapshot {
+                messages: vec![json!({"id": "a", "role": "activity", "content": "text"})],
+            }),
+        ),
+    ];
+    for (kind, e) in bad {
+        assert!(v.validate("agui", kind, &e).is_err(), "{kind} accepted {e}");
+        assert!(
+            v.validate("agui", "Event", &e).is_err(),
+            "Event accepted {e}"
+        );
+    }
     // And a RUN_ERROR is not a RUN_FINISHED.
     let e = serde_json::to_value(Event::new(EventBody::RunError {
         message: "x".into(),
