@@ -166,7 +166,10 @@ pub async fn run(config: &Config) -> Result<Report, Error> {
     Ok(Report {
         target,
         offers: found.offers,
-        scripted_agent: suite.scripted.clone(),
+        scripted_agent: report::Detection {
+            detected: suite.scripted.0,
+            reason: suite.scripted.1.clone(),
+        },
         cells,
         judgement,
         schemas: report::SchemaCoverage {

@@ -96,6 +96,15 @@ pub struct Offer {
     pub skipped: Option<String>,
 }
 
+/// A yes/no finding of discovery with its reason.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Detection {
+    /// The finding.
+    pub detected: bool,
+    /// How it was decided.
+    pub reason: String,
+}
+
 /// Message kinds received that had no schema to validate against.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct SchemaCoverage {
@@ -113,7 +122,7 @@ pub struct Report {
     /// What the target offers.
     pub offers: Vec<Offer>,
     /// Whether the target runs the scripted reference agent, and how that was decided.
-    pub scripted_agent: (bool, String),
+    pub scripted_agent: Detection,
     /// Every cell, scenario-major in file order.
     pub cells: Vec<Cell>,
     /// The cells against the baseline.
@@ -403,7 +412,10 @@ mod tests {
         Report {
             target: "http://127.0.0.1:1".into(),
             offers: Vec::new(),
-            scripted_agent: (true, "card".into()),
+            scripted_agent: Detection {
+                detected: true,
+                reason: "card".into(),
+            },
             cells,
             judgement,
             schemas: SchemaCoverage::default(),

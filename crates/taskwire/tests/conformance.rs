@@ -73,7 +73,10 @@ async fn the_whole_suite_passes_against_taskwire_serve_on_every_protocol() {
     for o in &report.offers {
         assert!(o.skipped.is_none(), "{:?} skipped: {text}", o.protocol);
     }
-    assert!(report.scripted_agent.0, "scripted agent not detected");
+    assert!(
+        report.scripted_agent.detected,
+        "scripted agent not detected"
+    );
     // Every cell passes, except the documented not-applicable ones.
     for cell in &report.cells {
         match &cell.verdict {
