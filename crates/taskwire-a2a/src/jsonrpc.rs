@@ -170,11 +170,18 @@ fn is_streaming(method: &str) -> bool {
 }
 
 /// Runs one method; the result is its ProtoJSON text.
-async fn dispatch(svc: &A2aService, caller: &Caller, method: &str, params: Value) -> Result<String> {
+async fn dispatch(
+    svc: &A2aService,
+    caller: &Caller,
+    method: &str,
+    params: Value,
+) -> Result<String> {
     use methods::*;
     use protojson::{from_value as dec, to_string as enc};
     match method {
-        SEND_MESSAGE => enc(&svc.send_message(caller, dec(params)?).await?),
+        SEND_MESSAGE => enc(&svc
+            .send_message(caller, protojson::send_request_from_value(params)?)
+            .await?),
         GET_TASK => enc(&svc.get_task(caller, dec(params)?).await?),
         LIST_TASKS => enc(&svc.list_tasks(caller, dec(params)?).await?),
         CANCEL_TASK => enc(&svc.cancel_task(caller, dec(params)?).await?),
@@ -208,8 +215,12 @@ async fn open_stream(
     last_event_id: Option<u64>,
 ) -> Result<FrameStream> {
     if method == methods::SEND_STREAMING_MESSAGE {
-        svc.send_streaming_message(caller, protojson::from_value(params)?, last_event_id)
-            .await
+        svc.send_streaming_message(
+            caller,
+            protojson::send_request_from_value(params)?,
+            last_event_id,
+        )
+        .await
     } else {
         svc.subscribe_to_task(caller, protojson::from_value(params)?, last_event_id)
             .await

@@ -94,10 +94,7 @@ impl serde_json::ser::Formatter for Fixer {
         Cf.end_object_key(w)
     }
 
-    fn begin_object_value<W: ?Sized + std::io::Write>(
-        &mut self,
-        w: &mut W,
-    ) -> std::io::Result<()> {
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
         self.next = if self.raw_depth > 0 {
             Slot::Plain
         } else if TIMESTAMP_KEYS.contains(&self.key.as_str()) {
@@ -270,6 +267,43 @@ pub fn from_value<T: DeserializeOwned>(mut v: Value) -> Result<T> {
     })
 }
 
+/// Decodes SendMessage params. Unlike [`from_value`] it keeps a data part whose
+/// value is JSON `null` (`{"data": null}`): pbjson reads a null oneof member as
+/// "absent", which would leave a part without content, while in ProtoJSON a null
+/// `google.protobuf.Value` is the null value.
+pub fn send_request_from_value(v: Value) -> Result<crate::pb::SendMessageRequest> {
+    const CONTENT: [&str; 3] = ["text", "raw", "url"];
+    let null_data: Vec<usize> = v
+        .get("message")
+        .and_then(|m| m.get("parts"))
+        .and_then(Value::as_array)
+        .map(|parts| {
+            parts
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| {
+                    p.get("data").is_some_and(Value::is_null)
+                        && CONTENT.iter().all(|k| p.get(k).is_none_or(Value::is_null))
+                })
+                .map(|(i, _)| i)
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut req: crate::pb::SendMessageRequest = from_value(v)?;
+    if let Some(m) = req.message.as_mut() {
+        for i in null_data {
+            if let Some(p) = m.parts.get_mut(i) {
+                if p.content.is_none() {
+                    p.content = Some(crate::pb::part::Content::Data(pbjson_types::Value {
+                        kind: Some(pbjson_types::value::Kind::NullValue(0)),
+                    }));
+                }
+            }
+        }
+    }
+    Ok(req)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -369,9 +403,25 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(r.history_length, Some(2));
-        // Known gap of pbjson: `"data": null` decodes as a part without content
-        // (refused later as InvalidParams), not as a null Value.
+        // pbjson alone reads `"data": null` as a part without content; the
+        // SendMessage decoder keeps it as the null value.
         let p: pb::Part = from_value(serde_json::json!({"data": null})).unwrap();
         assert!(p.content.is_none());
+        let r = send_request_from_value(serde_json::json!({"message": {
+            "messageId": "m", "role": "ROLE_USER",
+            "parts": [{"text": "x"}, {"data": null}, {"data": {"a": 1}}]
+        }}))
+        .unwrap();
+        let parts = r.message.unwrap().parts;
+        assert!(matches!(
+            &parts[1].content,
+            Some(pb::part::Content::Data(pbjson_types::Value {
+                kind: Some(pbjson_types::value::Kind::NullValue(_))
+            }))
+        ));
+        assert!(matches!(
+            &parts[2].content,
+            Some(pb::part::Content::Data(_))
+        ));
     }
 }

@@ -629,3 +629,17 @@ async fn auth_required_is_granted_by_a_message() {
     );
     s.stop().await;
 }
+
+#[tokio::test]
+async fn a_null_data_part_is_the_null_value() {
+    let s = start(test_config()).await;
+    let mut p = send_params("hi", "m-null-data");
+    p["message"]["parts"] = json!([{"text": "hi"}, {"data": null}]);
+    let r = s.rpc("SendMessage", p).await;
+    assert!(r.get("error").is_none(), "{r}");
+    let history = r["result"]["task"]["history"].as_array().unwrap();
+    let parts = history[0]["parts"].as_array().unwrap();
+    assert_eq!(parts.len(), 2, "{r}");
+    assert!(parts[1].get("data").is_some_and(Value::is_null), "{r}");
+    s.stop().await;
+}
