@@ -389,6 +389,13 @@ fn mcp_cas_and_agui_schemas_reject_wrong_shapes() {
         "InputBody",
         json!({"message": [{"text": "hi", "colour": "red"}]}),
     );
+    // A part holds exactly one of text and file.
+    invalid(
+        "cas",
+        "InputBody",
+        json!({"message": [{"text": "hi", "file": "https://f.invalid/a"}]}),
+    );
+    invalid("cas", "ContentPart", json!({"mimeType": "text/plain"}));
     valid(
         "cas",
         "InputBody",

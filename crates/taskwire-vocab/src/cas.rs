@@ -203,6 +203,34 @@ pub fn terminal_reason(task: &Task) -> (Option<TerminalReason>, Option<Loss>) {
     }
 }
 
+/// The core state a CAS status stands for, read back from phase, terminal
+/// reason and notification kinds. Exact wherever [`phase`] and
+/// [`terminal_reason`] report no loss: idle is input-required; processing with a
+/// `review_required` is input-required, with only `user_auth_required` is
+/// auth-required, with none is working; terminal completed, errored and
+/// restricted are completed, failed and rejected.
+pub fn state_from_status(
+    phase: Phase,
+    reason: Option<TerminalReason>,
+    notifications: &[NotificationKind],
+) -> TaskState {
+    match (phase, reason) {
+        (Phase::Idle, _) => TaskState::InputRequired,
+        (Phase::Processing, _) => {
+            if notifications.contains(&NotificationKind::ReviewRequired) {
+                TaskState::InputRequired
+            } else if notifications.contains(&NotificationKind::UserAuthRequired) {
+                TaskState::AuthRequired
+            } else {
+                TaskState::Working
+            }
+        }
+        (Phase::Terminal, Some(TerminalReason::Errored)) => TaskState::Failed,
+        (Phase::Terminal, Some(TerminalReason::Restricted)) => TaskState::Rejected,
+        (Phase::Terminal, _) => TaskState::Completed,
+    }
+}
+
 /// The outstanding notifications of a task, ordered by `since` (ties: kind, then
 /// provider). Empty for a terminal task. One `user_auth_required` per provider
 /// however many operations wait on it; one `review_required` per pending review
@@ -250,6 +278,10 @@ pub fn idle_expires_at(task: &Task) -> Option<Timestamp> {
 /// A CAS ContentPart: inline `text` or a `file` reference.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(
+    feature = "schema",
+    schemars(extend("oneOf" = [{"required": ["text"]}, {"required": ["file"]}]))
+)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ContentPart {
     /// The media type.
