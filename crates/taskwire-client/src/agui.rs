@@ -698,6 +698,46 @@ impl AguiClient {
     }
 }
 
+/// Decodes a whole protobuf body (length-prefixed `ag_ui.Event`s, e.g. the
+/// body of a [`RawResponse`]) into events in their JSON form.
+pub fn decode_proto_body(mut body: &[u8]) -> Result<Vec<AguiEvent>, ClientError> {
+    let mut out = Vec::new();
+    while !body.is_empty() {
+        if body.len() < 4 {
+            return Err(ClientError::Protocol(format!(
+                "protobuf body ends inside a length prefix ({} bytes left)",
+                body.len()
+            )));
+        }
+        let len = u32::from_be_bytes([body[0], body[1], body[2], body[3]]) as usize;
+        let rest = &body[4..];
+        if len > MAX_FRAME || rest.len() < len {
+            return Err(ClientError::Protocol(format!(
+                "protobuf frame of {len} bytes, {} left",
+                rest.len()
+            )));
+        }
+        let (frame, tail) = rest.split_at(len);
+        let ev =
+            pb::Event::decode(frame).map_err(|e| ClientError::decode("ag_ui.Event", e, frame))?;
+        let raw = event_json(&ev)?;
+        let kind = raw
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        out.push(AguiEvent {
+            kind,
+            raw,
+            id: None,
+            proto: Some(ev),
+            origin: EventOrigin::Live,
+        });
+        body = tail;
+    }
+    Ok(out)
+}
+
 /// Whether SSE id `id` comes after `after`: ids of dot-separated numbers
 /// (`<seq>.<k>`, as taskwire writes them) compare numerically, others only
 /// by equality.
@@ -1255,6 +1295,11 @@ mod tests {
                 json!({"type": "STEP_STARTED", "stepName": "s"})
             );
         }
+        let all = decode_proto_body(&twice).expect("whole body");
+        assert_eq!(all.len(), 2);
+        assert_eq!(all[0].kind, "STEP_STARTED");
+        assert!(decode_proto_body(&wire[..wire.len() - 1]).is_err());
+        assert!(decode_proto_body(&[0, 0]).is_err());
         let truncated: Vec<Result<Bytes, ClientError>> =
             vec![Ok(Bytes::copy_from_slice(&wire[..wire.len() - 1]))];
         let frames: Vec<_> = proto_frames(futures::stream::iter(truncated))

@@ -235,6 +235,18 @@ where
     }
 }
 
+/// Parses a whole SSE body (e.g. the body of a [`RawResponse`]) into its
+/// events, with the same parser the streams use.
+pub async fn parse_sse(body: Bytes) -> Result<Vec<SseEvent>, ClientError> {
+    let one = futures::stream::iter(vec![Ok::<_, std::io::Error>(body)]);
+    let mut out = Vec::new();
+    let mut s = sse_events(one, None);
+    while let Some(ev) = s.next().await {
+        out.push(ev?);
+    }
+    Ok(out)
+}
+
 fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut s = e.to_string();
     let mut src = e.source();
@@ -303,6 +315,20 @@ mod tests {
         assert_eq!(evs[1].event.as_deref(), Some("x"));
         assert_eq!(evs[1].data, "a\nb");
         assert_eq!(evs[2].data, "");
+    }
+
+    #[tokio::test]
+    async fn whole_bodies_parse() {
+        let evs = parse_sse(Bytes::from_static(b"id: 1\ndata: a\n\ndata: b\n\n"))
+            .await
+            .expect("events");
+        assert_eq!(evs.len(), 2);
+        assert_eq!(evs[1].data, "b");
+        // A final event without its blank line is not an event.
+        let evs = parse_sse(Bytes::from_static(b"data: a\n\ndata: cut"))
+            .await
+            .expect("events");
+        assert_eq!(evs.len(), 1);
     }
 
     #[tokio::test]
