@@ -341,6 +341,35 @@ pub fn run_end(
     }
 }
 
+/// The core state a run's end stands for, read back from the end and the
+/// interrupt reasons. Exact wherever [`run_end`] and [`interrupts`] report no
+/// loss: an open run is working; an interrupt with any `input_required` or
+/// `confirmation` reason is input-required, with only auth reasons
+/// auth-required; `RUN_ERROR` codes `rejected` and `restricted` are rejected, any
+/// other code failed.
+pub fn state_from_run_end(end: &RunEnd, reasons: &[&str]) -> TaskState {
+    match end {
+        RunEnd::Open => TaskState::Working,
+        RunEnd::Completed => TaskState::Completed,
+        RunEnd::Cancelled => TaskState::Canceled,
+        RunEnd::Interrupted => {
+            if reasons
+                .iter()
+                .any(|r| *r == REASON_INPUT_REQUIRED || *r == REASON_CONFIRMATION)
+                || reasons.is_empty()
+            {
+                TaskState::InputRequired
+            } else {
+                TaskState::AuthRequired
+            }
+        }
+        RunEnd::Error { code, .. } if code == "rejected" || code == "restricted" => {
+            TaskState::Rejected
+        }
+        RunEnd::Error { .. } => TaskState::Failed,
+    }
+}
+
 /// What kind of pending interaction an interrupt stands for.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum InterruptKind {

@@ -255,6 +255,36 @@ pub fn status(task: &Task, generation: Generation) -> (McpStatus, Option<Loss>) 
     }
 }
 
+/// The core state an MCP status stands for, read back (by a client, or a check
+/// that two views agree). Exact wherever [`status`] reports no loss; a lossy
+/// status reads back as the state it is shared with (`working` as working,
+/// `completed` as completed, 2025-11-25 `failed` as failed).
+pub fn state_from_status(s: McpStatus) -> TaskState {
+    match s {
+        McpStatus::Working => TaskState::Working,
+        McpStatus::InputRequired => TaskState::InputRequired,
+        McpStatus::Completed => TaskState::Completed,
+        McpStatus::Failed => TaskState::Failed,
+        McpStatus::Cancelled => TaskState::Canceled,
+    }
+}
+
+impl McpStatus {
+    /// Every status.
+    pub const ALL: [McpStatus; 5] = [
+        McpStatus::Working,
+        McpStatus::InputRequired,
+        McpStatus::Completed,
+        McpStatus::Failed,
+        McpStatus::Cancelled,
+    ];
+
+    /// The status of a wire word.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|x| x.as_str() == s)
+    }
+}
+
 /// How a terminal task answers the original `tools/call`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {

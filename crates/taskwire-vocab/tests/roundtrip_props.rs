@@ -92,7 +92,85 @@ fn task() -> impl Strategy<Value = Task> {
     ]
 }
 
+/// A task as the core leaves it: a representative situation, with any number of
+/// extra pending interactions where it waits.
+fn real_task() -> impl Strategy<Value = Task> {
+    (
+        prop::sample::select(Situation::ALL.to_vec()),
+        prop::collection::vec(0u8..3, 0..3),
+    )
+        .prop_map(|(s, extra)| {
+            let mut t = s.task();
+            if t.state.is_interrupted() && t.waiting_state().is_some() {
+                let since = Timestamp::default();
+                for (i, k) in extra.into_iter().enumerate() {
+                    match k {
+                        0 => {
+                            let key = format!("extra-{i}");
+                            t.input_requests.insert(
+                                key.clone(),
+                                InputRequest {
+                                    key,
+                                    prompt: "?".into(),
+                                    schema: json!({"type": "object"}),
+                                    since,
+                                    kind: InputKind::Form,
+                                    subject: None,
+                                },
+                            );
+                        }
+                        1 => t.pending_auth.push(taskwire_core::types::AuthWait {
+                            provider: format!("p{i}"),
+                            since,
+                            operations: vec![],
+                            url: None,
+                        }),
+                        _ => t.pending_reviews.push(taskwire_core::types::Review {
+                            id: format!("r{i}"),
+                            reviewer: t.responsible_user.clone(),
+                            summary: "s".into(),
+                            since,
+                        }),
+                    }
+                }
+                if let Some(w) = t.waiting_state() {
+                    t.state = w;
+                }
+            }
+            t
+        })
+}
+
 proptest! {
+    /// Core → protocol status → core, for every protocol: wherever the view
+    /// reports no loss, reading the view back gives the task's state.
+    #[test]
+    fn states_round_trip_where_no_loss_is_reported(t in real_task(), legacy in any::<bool>()) {
+        let (a, la) = a2a::task_state(&t);
+        if la.is_none() {
+            prop_assert_eq!(a2a::state_from_a2a(a).ok(), Some(t.state));
+        }
+        let g = if legacy { mcp::Generation::Legacy } else { mcp::Generation::Current };
+        let (m, lm) = mcp::status(&t, g);
+        prop_assert_eq!(mcp::McpStatus::parse(m.as_str()), Some(m));
+        if lm.is_none() {
+            prop_assert_eq!(mcp::state_from_status(m), t.state, "MCP {:?}", m);
+        }
+        let (p, lp) = cas::phase(&t);
+        let (r, lr) = cas::terminal_reason(&t);
+        let kinds: Vec<cas::NotificationKind> =
+            cas::notifications(&t).into_iter().map(|n| n.kind).collect();
+        if lp.is_none() && lr.is_none() {
+            prop_assert_eq!(cas::state_from_status(p, r, &kinds), t.state, "CAS {:?}/{:?}", p, r);
+        }
+        let (end, le) = agui::run_end(t.state, t.terminal_cause, t.error.as_ref());
+        let (ints, li) = agui::interrupts(&t);
+        let reasons: Vec<&str> = ints.iter().map(|i| i.reason).collect();
+        if le.is_none() && li.is_none() {
+            prop_assert_eq!(agui::state_from_run_end(&end, &reasons), t.state, "AG-UI {:?}", end);
+        }
+    }
+
     /// A2A states are a bijection with the core states.
     #[test]
     fn a2a_states_round_trip(s in state()) {
