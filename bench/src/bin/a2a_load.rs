@@ -7,6 +7,8 @@
 //! ```text
 //! TOKIO_WORKER_THREADS=1 taskset -c 0 target/release/taskwire serve --store memory:// &
 //! taskset -c 1 target/release/a2a_load http://127.0.0.1:8080 get jsonrpc 64 10 <server-pid>
+//! # latency per 10-second window while SendMessage grows the store:
+//! taskset -c 1 target/release/a2a_load http://127.0.0.1:8080 send jsonrpc 64 120 <server-pid> 10
 //! ```
 
 #![allow(
@@ -40,7 +42,7 @@ async fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 6 {
         eprintln!(
-            "usage: a2a_load <base-url> <get|send> <jsonrpc|grpc> <conns> <secs> [server-pid]"
+            "usage: a2a_load <base-url> <get|send> <jsonrpc|grpc> <conns> <secs> [server-pid] [window-secs]"
         );
         std::process::exit(2);
     }
@@ -50,6 +52,9 @@ async fn main() {
     let conns: usize = args[4].parse().unwrap();
     let secs: u64 = args[5].parse().unwrap();
     let pid: Option<u32> = args.get(6).and_then(|p| p.parse().ok());
+    // With a window, latency is also reported per window of that many seconds, to
+    // show whether it stays flat while the store grows.
+    let window: Option<u64> = args.get(7).and_then(|w| w.parse().ok()).filter(|w| *w > 0);
 
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(conns)
@@ -140,15 +145,37 @@ async fn main() {
                         r.bytes().await.unwrap();
                     }
                 }
-                lat.push(t.elapsed().as_micros() as u64);
+                let w = window.map_or(0, |w| started.elapsed().as_secs() / w);
+                lat.push((w, t.elapsed().as_micros() as u64));
             }
             lat
         }));
     }
-    let mut all = Vec::new();
+    let mut pairs: Vec<(u64, u64)> = Vec::new();
     for h in handles {
-        all.extend(h.await.unwrap());
+        pairs.extend(h.await.unwrap());
     }
+    if let Some(w) = window {
+        let mut by: std::collections::BTreeMap<u64, Vec<u64>> = Default::default();
+        for (i, l) in &pairs {
+            by.entry(*i).or_default().push(*l);
+        }
+        println!("| window | requests | p50 µs | p99 µs | max µs |");
+        println!("|---|---:|---:|---:|---:|");
+        for (i, mut v) in by {
+            v.sort_unstable();
+            let n = v.len();
+            println!(
+                "| {}-{} s | {n} | {} | {} | {} |",
+                i * w,
+                (i + 1) * w,
+                v[n / 2],
+                v[((n as f64 * 0.99) as usize).min(n - 1)],
+                v[n - 1]
+            );
+        }
+    }
+    let mut all: Vec<u64> = pairs.into_iter().map(|(_, l)| l).collect();
     let elapsed = started.elapsed().as_secs_f64();
     let cpu1 = pid.and_then(cpu_ticks);
     all.sort_unstable();
