@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The A2A benchmark of issue 3, as its closing note reports it: `taskwire serve`
+# pinned to core 0 with one runtime worker, the load generator (a2a_load, 64
+# keep-alive connections) pinned to core 1, so that the server's CPU per request is
+# what is measured.
+#
+#   bench/a2a.sh                 # GetTask and SendMessage, JSON-RPC and gRPC, memory and SQLite
+#   SECS=30 bench/a2a.sh         # longer runs
+#   GROW=1 bench/a2a.sh          # also: SendMessage for GROW_SECS (default 120) on SQLite,
+#                                # latency per 10 s window while the store grows
+#
+# Needs `taskset` (util-linux) and two cores. Builds the release binaries first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECS=${SECS:-10}
+CONNS=${CONNS:-64}
+cargo build --release -p taskwire -p taskwire-bench --bin taskwire --bin a2a_load >&2
+BIN=target/release
+DIR=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$DIR"' EXIT
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# run <store-url> <get|send> <jsonrpc|grpc> <secs> [window]
+run() {
+  local store=$1 mode=$2 binding=$3 secs=$4 window=${5:-}
+  local port
+  port=$(free_port)
+  TOKIO_WORKER_THREADS=1 taskset -c 0 "$BIN/taskwire" serve --listen "127.0.0.1:$port" \
+    --store "$store" >"$DIR/serve.log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 100); do
+    curl -fs "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  echo "## $mode / $binding / $store"
+  taskset -c 1 "$BIN/a2a_load" "http://127.0.0.1:$port" "$mode" "$binding" "$CONNS" "$secs" "$pid" $window
+  kill -INT "$pid"
+  wait "$pid" 2>/dev/null || true
+}
+
+for store in memory:// "sqlite://$DIR/bench.db"; do
+  for binding in jsonrpc grpc; do
+    for mode in get send; do
+      rm -f "$DIR"/bench.db*
+      run "$store" "$mode" "$binding" "$SECS"
+    done
+  done
+done
+if [ -n "${GROW:-}" ]; then
+  rm -f "$DIR"/bench.db*
+  run "sqlite://$DIR/bench.db" send jsonrpc "${GROW_SECS:-120}" 10
+fi
