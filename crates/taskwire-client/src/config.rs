@@ -54,7 +54,7 @@ impl BackoffPolicy {
         if !secs.is_finite() || secs >= max {
             self.max
         } else {
-            Duration::from_secs_f64(secs.max(0.0))
+            Duration::try_from_secs_f64(secs.max(0.0)).unwrap_or(self.max)
         }
     }
 
@@ -72,7 +72,7 @@ impl BackoffPolicy {
         } else {
             0.0
         };
-        base.mul_f64(1.0 - jitter * unit)
+        Duration::try_from_secs_f64(base.as_secs_f64() * (1.0 - jitter * unit)).unwrap_or(base)
     }
 
     /// The delay before retry `attempt`, with random jitter.
@@ -374,6 +374,15 @@ mod tests {
         };
         assert_eq!(p.base_delay(5), Duration::from_millis(10));
         assert_eq!(p.delay_with(5, 2.0), Duration::ZERO);
+        let huge = BackoffPolicy {
+            initial: Duration::MAX,
+            max: Duration::MAX,
+            multiplier: 1e300,
+            jitter: 0.5,
+            max_attempts: 1,
+        };
+        assert!(huge.delay(3) <= Duration::MAX);
+        assert!(huge.delay_with(0, 0.0) > Duration::from_secs(1 << 40));
         let r = random_unit();
         assert!((0.0..1.0).contains(&r));
     }
