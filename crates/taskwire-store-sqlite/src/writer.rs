@@ -151,7 +151,9 @@ const TASK_INSERT: &str = "INSERT INTO tasks (id, tenant, owner, context_id, sta
      version, created_us, updated_ns, expires_ns, idle_ns, reviewers, body, changed_us) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) ON CONFLICT (id) DO NOTHING";
 const TASK_HEAD: &str =
-    "SELECT tid, version, tenant, owner, context_id, created_us FROM tasks WHERE id = ?1";
+    "SELECT tid, version, tenant, owner, context_id, created_us, state FROM tasks WHERE id = ?1";
+const COUNT_ADD: &str = "INSERT INTO state_counts (state, n) VALUES (?1, ?2) \
+     ON CONFLICT (state) DO UPDATE SET n = n + excluded.n";
 const TASK_UPDATE: &str = "UPDATE tasks SET state = ?2, terminal = ?3, version = ?4, \
      updated_ns = ?5, expires_ns = ?6, idle_ns = ?7, reviewers = ?8, body = ?9, changed_us = ?10 \
      WHERE tid = ?1";
@@ -181,8 +183,8 @@ const REAP_PICK: &str = "SELECT q.tid, t.id FROM queue q JOIN tasks t ON t.tid =
      WHERE q.available = 0 AND q.lease_until < ?1 ORDER BY q.lease_until";
 const REAP_FREE: &str = "UPDATE queue SET available = 1, lease_owner = NULL, lease_until = NULL, \
      ready_seq = ?2 WHERE tid = ?1";
-const SWEEP_PICK: &str = "SELECT tid, id FROM tasks WHERE terminal = 1 AND expires_ns IS NOT NULL \
-     AND expires_ns < ?1 LIMIT ?2";
+const SWEEP_PICK: &str = "SELECT tid, id, state FROM tasks WHERE terminal = 1 \
+     AND expires_ns IS NOT NULL AND expires_ns < ?1 LIMIT ?2";
 const SWEEP_TASK: &str = "DELETE FROM tasks WHERE tid = ?1";
 const SWEEP_EVENTS: &str = "DELETE FROM event_log WHERE tid = ?1";
 const SWEEP_IDEM: &str = "DELETE FROM idempotency WHERE tid = ?1";
@@ -231,6 +233,10 @@ pub(crate) struct Writer {
     /// WAL pages at the last checkpoint attempt (a passive checkpoint that could not
     /// finish is not retried at every commit).
     checkpointed_at: i32,
+    /// Changes to the per-state task counts made by the open transaction, written
+    /// to `state_counts` once before it commits (instead of by a trigger on every
+    /// row: a few statements per batch rather than three per task).
+    count_deltas: Vec<(String, i64)>,
 }
 
 fn parse_id(s: &str) -> Result<TaskId, StoreError> {
@@ -293,7 +299,25 @@ impl Writer {
             next_ready: last.saturating_add(1),
             syncer,
             checkpointed_at: 0,
+            count_deltas: Vec::new(),
         })
+    }
+
+    fn count(&mut self, state: &str, delta: i64) {
+        match self.count_deltas.iter_mut().find(|(s, _)| s == state) {
+            Some((_, n)) => *n += delta,
+            None => self.count_deltas.push((state.to_string(), delta)),
+        }
+    }
+
+    /// Writes the pending count changes (inside the open transaction).
+    fn flush_counts(&mut self) -> Result<(), rusqlite::Error> {
+        let deltas = std::mem::take(&mut self.count_deltas);
+        let mut stmt = self.conn.prepare_cached(COUNT_ADD)?;
+        for (state, n) in deltas.iter().filter(|(_, n)| *n != 0) {
+            stmt.execute(params![state, n])?;
+        }
+        Ok(())
     }
 
     /// Serves requests until every sender is gone.
@@ -395,20 +419,24 @@ impl Writer {
 
     /// Applies a whole batch in one transaction.
     fn apply_all(&mut self, batch: &[Op], done: &mut Vec<Done>) -> Result<(), rusqlite::Error> {
+        self.count_deltas.clear();
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
         for op in batch {
             let d = self.apply(op)?;
             done.push(d);
         }
+        self.flush_counts()?;
         self.conn.execute_batch("COMMIT")
     }
 
     /// Applies one request in a transaction of its own.
     fn apply_alone(&mut self, op: &Op) -> Done {
+        self.count_deltas.clear();
         let r = self
             .conn
             .execute_batch("BEGIN IMMEDIATE")
             .and_then(|()| self.apply(op))
+            .and_then(|d| self.flush_counts().map(|()| d))
             .and_then(|d| self.conn.execute_batch("COMMIT").map(|()| d));
         match r {
             Ok(d) => d,
@@ -520,6 +548,7 @@ impl Writer {
         if inserted == 0 {
             return Ok(Err(StoreError::Backend("duplicate task id".into())));
         }
+        self.count(row.state, 1);
         let tid = self.conn.last_insert_rowid();
         if let Some(k) = key {
             self.conn.prepare_cached(IDEM_PUT)?.execute(params![
@@ -558,7 +587,8 @@ impl Writer {
         queue: QueueOp,
         fence: Option<&Claim>,
     ) -> Result<Result<bool, StoreError>, rusqlite::Error> {
-        let head: Option<(i64, i64, String, String, String, i64)> = self
+        type Head = (i64, i64, String, String, String, i64, String);
+        let head: Option<Head> = self
             .conn
             .prepare_cached(TASK_HEAD)?
             .query_row(params![row.id], |r| {
@@ -569,10 +599,11 @@ impl Writer {
                     r.get(3)?,
                     r.get(4)?,
                     r.get(5)?,
+                    r.get(6)?,
                 ))
             })
             .optional()?;
-        let Some((tid, version, tenant, owner, context_id, created_us)) = head else {
+        let Some((tid, version, tenant, owner, context_id, created_us, old_state)) = head else {
             return Ok(Err(StoreError::NotFound));
         };
         if version != expected_version {
@@ -613,6 +644,10 @@ impl Writer {
             }
         }
         self.insert_events(tid, events)?;
+        if old_state != row.state {
+            self.count(&old_state, -1);
+            self.count(row.state, 1);
+        }
         let same_identity = tenant == row.tenant
             && owner == row.owner
             && context_id == row.context_id
@@ -720,19 +755,22 @@ impl Writer {
         if limit <= 0 {
             return Ok(Ok(Vec::new()));
         }
-        let doomed: Vec<(i64, String)> = self
+        let doomed: Vec<(i64, String, String)> = self
             .conn
             .prepare_cached(SWEEP_PICK)?
-            .query_map(params![now, limit], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .query_map(params![now, limit], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?
             .collect::<Result<_, _>>()?;
         let mut ids = Vec::with_capacity(doomed.len());
-        for (_, id) in &doomed {
+        for (_, id, _) in &doomed {
             match parse_id(id) {
                 Ok(t) => ids.push(t),
                 Err(e) => return Ok(Err(e)),
             }
         }
-        for (id, _) in &doomed {
+        for (id, _, state) in &doomed {
+            self.count(state, -1);
             self.conn.prepare_cached(SWEEP_TASK)?.execute(params![id])?;
             self.conn
                 .prepare_cached(SWEEP_EVENTS)?
