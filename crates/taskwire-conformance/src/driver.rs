@@ -218,6 +218,14 @@ pub trait Driver: Send + Sync {
     /// Grants a provider authorisation.
     async fn authorize(&self, task: &mut TaskRef, provider: &str) -> Result<(), OpError>;
 
+    /// Approves the task's pending review, as the responsible user.
+    async fn approve(&self, task: &mut TaskRef) -> Result<(), OpError> {
+        let _ = task;
+        Err(OpError::unsupported(
+            "this protocol has no way to decide a review",
+        ))
+    }
+
     /// Cancels the task.
     async fn cancel(&self, task: &mut TaskRef) -> Result<(), OpError>;
 

@@ -303,6 +303,7 @@ fn expectations(e: &Expect) -> Result<Vec<CoreExpect>, StepErr> {
             state,
             cause,
             provider: e.provider.clone(),
+            review: e.review,
         })
         .collect())
 }
@@ -322,6 +323,7 @@ fn terminal_words(p: Protocol) -> Vec<String> {
                     state: s,
                     cause,
                     provider: None,
+                    review: false,
                 },
             ) {
                 out.push(w);
@@ -650,13 +652,18 @@ async fn step_on(cx: &mut Cx<'_>, step: &Step, p: Protocol) -> StepResult {
             Action::Wait => {
                 after_command(cx, p, step).await?;
             }
-            Action::Answer | Action::Authorize | Action::Cancel | Action::Send => {
+            Action::Answer
+            | Action::Authorize
+            | Action::Approve
+            | Action::Cancel
+            | Action::Send => {
                 let mut t = task_of(cx, &step.task)?;
                 let text = step.text.clone().unwrap_or_default();
                 let provider = step.provider.clone().unwrap_or_default();
                 let (what, r) = match step.action {
                     Action::Answer => ("answer", d.answer(&mut t, &text).await),
                     Action::Authorize => ("authorize", d.authorize(&mut t, &provider).await),
+                    Action::Approve => ("approve the review", d.approve(&mut t).await),
                     Action::Cancel => ("cancel", d.cancel(&mut t).await),
                     _ => ("send", d.send(&mut t, &text).await),
                 };

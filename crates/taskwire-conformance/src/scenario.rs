@@ -104,6 +104,8 @@ pub enum Action {
     Answer,
     /// Grant the authorisation of `provider`.
     Authorize,
+    /// Approve the pending review (as the responsible user).
+    Approve,
     /// Cancel the task.
     Cancel,
     /// Send `text` as a further message to the task.
@@ -140,6 +142,7 @@ impl Action {
             Action::Wait => "wait",
             Action::Answer => "answer",
             Action::Authorize => "authorize",
+            Action::Approve => "approve",
             Action::Cancel => "cancel",
             Action::Send => "send",
             Action::Stream => "stream",
@@ -254,6 +257,9 @@ pub struct Expect {
     /// The provider an auth-required task waits for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
+    /// An input-required task waits for a review by the responsible user.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub review: bool,
     /// The terminal cause of a failed task: `agent_failed` or `internal`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cause: Option<String>,

@@ -23,6 +23,9 @@ pub struct CoreExpect {
     pub cause: Option<TerminalCause>,
     /// For auth-required tasks: the provider waited for.
     pub provider: Option<String>,
+    /// For input-required tasks: the wait is a review by the responsible user
+    /// (the scripted agent's `review`), not a question.
+    pub review: bool,
 }
 
 impl CoreExpect {
@@ -32,6 +35,7 @@ impl CoreExpect {
             state,
             cause: None,
             provider: None,
+            review: false,
         }
     }
 }
@@ -87,7 +91,13 @@ pub fn synthetic_task(e: &CoreExpect) -> Option<Task> {
     };
     let mut input_requests = json!({});
     let mut pending_auth = json!([]);
+    let mut pending_reviews = json!([]);
     match e.state {
+        TaskState::InputRequired if e.review => {
+            pending_reviews = json!([{
+                "id": "review-0", "reviewer": "local", "summary": "approve to continue", "since": now
+            }]);
+        }
         TaskState::InputRequired => {
             input_requests = json!({"ask-0": {
                 "key": "ask-0", "prompt": "?", "since": now,
@@ -119,6 +129,7 @@ pub fn synthetic_task(e: &CoreExpect) -> Option<Task> {
         "artifacts": [],
         "inputRequests": input_requests,
         "pendingAuth": pending_auth,
+        "pendingReviews": pending_reviews,
         "turns": 1,
     });
     serde_json::from_value(v).ok()
@@ -242,12 +253,29 @@ mod tests {
             state: TaskState::AuthRequired,
             cause: None,
             provider: Some("github".into()),
+            review: false,
         };
         assert_eq!(
             expected(Cas, &auth).as_deref(),
             Some("processing [user_auth_required:github]")
         );
         assert_eq!(expected(Mcp, &auth).as_deref(), Some("input_required"));
+        let review = CoreExpect {
+            review: true,
+            ..e(TaskState::InputRequired)
+        };
+        assert_eq!(
+            w(A2a, TaskState::InputRequired),
+            expected(A2a, &review).unwrap_or_default()
+        );
+        assert_eq!(
+            expected(Cas, &review).as_deref(),
+            Some("processing [review_required]")
+        );
+        assert_eq!(
+            expected(Agui, &review).as_deref(),
+            Some("interrupt:confirmation")
+        );
         assert_eq!(
             core_state_from_a2a("TASK_STATE_AUTH_REQUIRED"),
             Some(TaskState::AuthRequired)

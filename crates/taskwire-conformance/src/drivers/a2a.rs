@@ -342,6 +342,13 @@ impl Driver for A2aDriver {
         Ok(())
     }
 
+    async fn approve(&self, task: &mut TaskRef) -> Result<(), OpError> {
+        let _ = task;
+        Err(OpError::unsupported(
+            "A2A has no way to decide a review (a pending review shows as INPUT_REQUIRED, a named loss)",
+        ))
+    }
+
     async fn cancel(&self, task: &mut TaskRef) -> Result<(), OpError> {
         let r = self
             .binding

@@ -424,6 +424,15 @@ impl Driver for AguiDriver {
             .await
     }
 
+    async fn approve(&self, task: &mut TaskRef) -> Result<(), OpError> {
+        self.resume(
+            task,
+            |id| id.contains("/review/"),
+            json!({"approved": true}),
+        )
+        .await
+    }
+
     async fn cancel(&self, task: &mut TaskRef) -> Result<(), OpError> {
         let thread = self.thread_of(task)?;
         let Some(run) = task.agui_run.clone() else {

@@ -196,6 +196,26 @@ impl Driver for CasDriver {
             .map_err(|e| self.err(e))
     }
 
+    async fn approve(&self, task: &mut TaskRef) -> Result<(), OpError> {
+        let list = self.client.reviews().await.map_err(|e| self.err(e))?;
+        let review = list.value["reviews"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|r| r["task_id"].as_str() == Some(task.id.as_str()))
+            .and_then(|r| r["review_id"].as_str().map(str::to_string))
+            .ok_or_else(|| {
+                OpError::new(
+                    ErrorClass::Other,
+                    format!("GET /cas/reviews lists no review of task {}", task.id),
+                )
+            })?;
+        self.client
+            .decide_review(&task.id, &review, true)
+            .await
+            .map_err(|e| self.err(e))
+    }
+
     async fn cancel(&self, task: &mut TaskRef) -> Result<(), OpError> {
         // The host lifecycle control ends the task (a core cancellation).
         self.client

@@ -18,6 +18,8 @@ use crate::views::{mcp_view_word, View};
 
 /// Prefix of the input-request key of a provider authorisation (taskwire's MCP adapter).
 const AUTH_KEY_PREFIX: &str = "taskwire.auth/";
+/// Prefix of the input-request key of a review (taskwire's MCP adapter).
+const REVIEW_KEY_PREFIX: &str = "taskwire.review/";
 
 /// The MCP driver.
 pub(crate) struct McpDriver {
@@ -232,7 +234,7 @@ impl Driver for McpDriver {
     async fn answer(&self, task: &mut TaskRef, text: &str) -> Result<(), OpError> {
         self.respond(
             task,
-            |k| !k.starts_with(AUTH_KEY_PREFIX) && !k.starts_with("taskwire.review/"),
+            |k| !k.starts_with(AUTH_KEY_PREFIX) && !k.starts_with(REVIEW_KEY_PREFIX),
             elicit_accept(json!({"answer": text})),
         )
         .await
@@ -242,6 +244,15 @@ impl Driver for McpDriver {
         let key = format!("{AUTH_KEY_PREFIX}{provider}");
         self.respond(task, |k| k == key, elicit_accept(json!({})))
             .await
+    }
+
+    async fn approve(&self, task: &mut TaskRef) -> Result<(), OpError> {
+        self.respond(
+            task,
+            |k| k.starts_with(REVIEW_KEY_PREFIX),
+            elicit_accept(json!({"approve": true})),
+        )
+        .await
     }
 
     async fn cancel(&self, task: &mut TaskRef) -> Result<(), OpError> {
