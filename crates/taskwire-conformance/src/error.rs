@@ -23,6 +23,9 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// The target offers none of the selected protocols (or does not answer).
+    #[error("the target offers none of the selected protocols: {0}")]
+    NothingOffered(String),
     /// The target url is not usable.
     #[error("target {0}: expected an http:// or https:// url")]
     Target(String),

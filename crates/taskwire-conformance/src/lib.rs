@@ -98,6 +98,15 @@ pub async fn run(config: &Config) -> Result<Report, Error> {
     let wire = driver::Wire::new(schemas.clone());
     let found = discovery::discover(&target, config, &wire).await?;
     let suite = found.suite;
+    if suite.drivers.is_empty() {
+        let why: Vec<String> = found
+            .offers
+            .iter()
+            .filter(|o| config.protocols.contains(&o.protocol))
+            .map(|o| format!("{}: {}", o.protocol, o.skipped.clone().unwrap_or_default()))
+            .collect();
+        return Err(Error::NothingOffered(why.join("; ")));
+    }
     if config.progress {
         let mut err = std::io::stderr().lock();
         let _ = writeln!(err, "taskwire conformance against {target}");

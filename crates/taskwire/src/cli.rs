@@ -56,7 +56,8 @@ pub enum Command {
     /// Run the conformance suite against a server: the same task lifecycle
     /// through every protocol it offers and across them (docs/conformance.md).
     /// Exit status 0 when every failure is in the baseline and no baseline
-    /// entry passes, 1 otherwise, 2 when the suite could not run.
+    /// entry passes, 1 otherwise, 2 when the suite could not run (including a
+    /// target that offers none of the selected protocols).
     Conformance(ConformanceArgs),
 }
 

@@ -227,6 +227,21 @@ async fn the_binary_exits_non_zero_on_a_stale_baseline_and_writes_junit_and_json
     assert_eq!(x.matches("<testcase ").count(), 10, "{x}");
     assert!(x.contains("tests=\"10\" failures=\"0\""), "{x}");
 
+    // A target where nothing answers: exit 2, naming each protocol's reason.
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let a = l.local_addr().expect("addr");
+        drop(l);
+        format!("http://{a}")
+    };
+    let (code, out, err) = binary(&["--target", &dead, "--quiet"]).await;
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(
+        err.contains("offers none of the selected protocols"),
+        "{err}"
+    );
+    assert!(err.contains("a2a: no agent card"), "{err}");
+
     // A target that is not a url: exit 2 with the reason.
     let (code, out, err) = binary(&["--target", "not-a-url"]).await;
     assert_eq!(code, 2, "{out}\n{err}");
