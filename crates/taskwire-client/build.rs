@@ -8,7 +8,9 @@ use std::path::PathBuf;
 use prost::Message;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../proto");
+    // Read at run time (not `env!`), so a build-script binary reused from
+    // another checkout sharing the target directory still finds this one's.
+    let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?).join("../../proto");
     let a2a = root.join("a2a.proto");
     let agui_dir = root.join("agui");
     println!("cargo:rerun-if-changed={}", a2a.display());

@@ -170,3 +170,41 @@ async fn grpc_lifecycles_streams_and_typed_errors() {
     client.delete_push_config(&t.id, &created.id).await.unwrap();
     assert_eq!(client.extended_agent_card().await.unwrap().name, "scripted");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_stream_reconnects_after_the_connection_drops() {
+    // The connection is cut when the chunks arrive after the first sleep; the
+    // task is still in its second sleep when the client resubscribes.
+    let server = common::start().await;
+    let proxy = common::pause_cutting_proxy(server.addr, Duration::from_millis(150)).await;
+    let client = A2aGrpcClient::new(common::config(&proxy.base)).unwrap();
+    let s = client
+        .send_streaming_message(a2a::send_request(a2a::text_message(
+            "sleep 400\nstream 2\nsleep 400\ndone",
+        )))
+        .await
+        .unwrap();
+    let (events, reconnects) = tokio::time::timeout(Duration::from_secs(20), async {
+        let mut s = s;
+        let mut out = Vec::new();
+        while let Some(e) = s.next().await {
+            out.push(e.unwrap());
+        }
+        (out, s.reconnects())
+    })
+    .await
+    .expect("stream ends");
+    assert_eq!(
+        proxy.streams_seen.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "the connection was cut once"
+    );
+    assert!(reconnects >= 1);
+    assert!(events
+        .iter()
+        .any(|e| e.origin == taskwire_client::a2a::EventOrigin::Resumed));
+    assert_eq!(
+        events.last().unwrap().state(),
+        Some(pb::TaskState::Completed)
+    );
+}

@@ -232,3 +232,58 @@ pub async fn proxy(
         task,
     }
 }
+
+/// A TCP proxy that cuts its first connection at the first server read that
+/// follows a silence of at least `pause` (for HTTP/2 streams, where frames
+/// cannot be counted from outside); later connections pass untouched.
+pub async fn pause_cutting_proxy(target: std::net::SocketAddr, pause: Duration) -> Proxy {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let streams_seen = Arc::new(AtomicUsize::new(0));
+    let connections = Arc::new(AtomicUsize::new(0));
+    let (cuts, conns) = (streams_seen.clone(), connections.clone());
+    let task = tokio::spawn(async move {
+        loop {
+            let Ok((client, _)) = listener.accept().await else {
+                return;
+            };
+            let n = conns.fetch_add(1, Ordering::SeqCst);
+            let cuts = cuts.clone();
+            tokio::spawn(async move {
+                let Ok(server) = tokio::net::TcpStream::connect(target).await else {
+                    return;
+                };
+                let (mut cr, mut cw) = client.into_split();
+                let (mut sr, mut sw) = server.into_split();
+                let up = tokio::spawn(async move {
+                    let _ = tokio::io::copy(&mut cr, &mut sw).await;
+                    let _ = sw.shutdown().await;
+                });
+                let mut buf = vec![0u8; 16 * 1024];
+                let mut last = tokio::time::Instant::now();
+                loop {
+                    let r = sr.read(&mut buf).await;
+                    let k = match r {
+                        Ok(0) | Err(_) => break,
+                        Ok(k) => k,
+                    };
+                    if n == 0 && last.elapsed() >= pause {
+                        cuts.fetch_add(1, Ordering::SeqCst);
+                        break;
+                    }
+                    last = tokio::time::Instant::now();
+                    if cw.write_all(&buf[..k]).await.is_err() {
+                        break;
+                    }
+                }
+                up.abort();
+            });
+        }
+    });
+    Proxy {
+        base: format!("http://{addr}"),
+        streams_seen,
+        connections,
+        task,
+    }
+}
