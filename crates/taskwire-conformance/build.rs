@@ -30,8 +30,44 @@ fn main() {
         );
     }
     out.push_str("];\n");
+
+    // The JSON Schemas (schemas/index.json and every file it names), so the
+    // binary validates without the source tree.
+    let schemas = manifest.join("../../schemas");
+    println!("cargo:rerun-if-changed={}", schemas.display());
+    let mut found = Vec::new();
+    collect(&schemas, &schemas, &mut found);
+    found.sort();
+    out.push_str("/// The schemas/ files compiled into the suite: (path below schemas/, contents).\npub(crate) const EMBEDDED_SCHEMAS: &[(&str, &str)] = &[\n");
+    for (rel, abs) in &found {
+        println!("cargo:rerun-if-changed={}", abs.display());
+        let _ = writeln!(
+            out,
+            "    ({rel:?}, include_str!({:?})),",
+            abs.display().to_string()
+        );
+    }
+    out.push_str("];\n");
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").unwrap_or_default());
     if let Err(e) = std::fs::write(out_dir.join("scenarios.rs"), out) {
         panic!("writing scenarios.rs: {e}");
+    }
+}
+
+fn collect(root: &std::path::Path, dir: &std::path::Path, out: &mut Vec<(String, PathBuf)>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            println!("cargo:rerun-if-changed={}", p.display());
+            collect(root, &p, out);
+        } else if p.extension().is_some_and(|x| x == "json") {
+            if let Ok(rel) = p.strip_prefix(root) {
+                let rel = rel.to_string_lossy().replace('\\', "/");
+                out.push((rel, p.clone()));
+            }
+        }
     }
 }

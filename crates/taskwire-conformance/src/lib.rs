@@ -25,6 +25,11 @@ pub mod scenario;
 pub mod schema;
 pub mod views;
 
+/// The scenario files and schemas compiled in by build.rs.
+mod compiled {
+    include!(concat!(env!("OUT_DIR"), "/scenarios.rs"));
+}
+
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -54,8 +59,9 @@ pub struct Config {
     pub only: Vec<String>,
     /// Per-request time limit.
     pub request_timeout: Duration,
-    /// The `schemas/` directory.
-    pub schemas_dir: PathBuf,
+    /// A `schemas/` directory to validate against; `None`: the schemas compiled
+    /// into this build.
+    pub schemas_dir: Option<PathBuf>,
     /// Print progress (one line per cell) to stderr.
     pub progress: bool,
 }
@@ -72,7 +78,7 @@ impl Config {
             scenarios: scenario::builtin()?,
             only: Vec::new(),
             request_timeout: Duration::from_secs(30),
-            schemas_dir: schema::Schemas::default_dir(),
+            schemas_dir: std::env::var_os("TASKWIRE_SCHEMAS_DIR").map(PathBuf::from),
             progress: false,
         })
     }
@@ -94,7 +100,10 @@ pub async fn run(config: &Config) -> Result<Report, Error> {
             reason: "no scenario of that name".into(),
         });
     }
-    let schemas = schema::Schemas::load(&config.schemas_dir);
+    let schemas = match &config.schemas_dir {
+        Some(d) => schema::Schemas::load(d),
+        None => schema::Schemas::embedded(),
+    };
     let wire = driver::Wire::new(schemas.clone());
     let found = discovery::discover(&target, config, &wire).await?;
     let suite = found.suite;

@@ -28,10 +28,6 @@ use taskwire_core::types::TaskState;
 use crate::error::Error;
 use crate::protocol::Protocol;
 
-mod embedded {
-    include!(concat!(env!("OUT_DIR"), "/scenarios.rs"));
-}
-
 /// How a scenario is laid over the protocols.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -502,7 +498,7 @@ pub fn load_dir(dir: &Path) -> Result<Vec<Scenario>, Error> {
 
 /// The scenarios compiled into this build (the files of `conformance/scenarios/`).
 pub fn builtin() -> Result<Vec<Scenario>, Error> {
-    let out = embedded::EMBEDDED
+    let out = crate::compiled::EMBEDDED
         .iter()
         .map(|(name, text)| Scenario::parse(name, text))
         .collect::<Result<Vec<_>, _>>()?;

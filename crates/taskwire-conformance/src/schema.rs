@@ -19,6 +19,7 @@ pub struct Schemas {
 
 #[derive(Default)]
 struct Inner {
+    /// Where the files are; `None`: the copies compiled in.
     dir: Option<PathBuf>,
     index: Value,
     compiled: BTreeMap<String, Option<Arc<jsonschema::Validator>>>,
@@ -48,11 +49,18 @@ impl Schemas {
         }
     }
 
-    /// The `schemas/` directory of this source tree, or `TASKWIRE_SCHEMAS_DIR`.
-    pub fn default_dir() -> PathBuf {
-        std::env::var_os("TASKWIRE_SCHEMAS_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schemas"))
+    /// The schemas compiled into this build (this tree's `schemas/` at build time).
+    pub fn embedded() -> Schemas {
+        let index = read_embedded("index.json")
+            .and_then(|t| serde_json::from_str(t).ok())
+            .unwrap_or(Value::Null);
+        Schemas {
+            inner: Arc::new(Mutex::new(Inner {
+                dir: None,
+                index,
+                ..Inner::default()
+            })),
+        }
     }
 
     /// Validates `value` as the message at `kind` (a path into the protocol's entry
@@ -78,8 +86,10 @@ impl Schemas {
                     .as_str()
                     .map(str::to_string);
                 let v = file
-                    .and_then(|f| inner.dir.as_ref().map(|d| d.join(f)))
-                    .and_then(|p| std::fs::read_to_string(p).ok())
+                    .and_then(|f| match &inner.dir {
+                        Some(d) => std::fs::read_to_string(d.join(f)).ok(),
+                        None => read_embedded(&f).map(str::to_string),
+                    })
                     .and_then(|t| serde_json::from_str::<Value>(&t).ok())
                     .and_then(|s| jsonschema::validator_for(&s).ok())
                     .map(Arc::new);
@@ -106,6 +116,13 @@ impl Schemas {
             Err(_) => (0, Vec::new()),
         }
     }
+}
+
+fn read_embedded(rel: &str) -> Option<&'static str> {
+    crate::compiled::EMBEDDED_SCHEMAS
+        .iter()
+        .find(|(p, _)| *p == rel)
+        .map(|(_, t)| *t)
 }
 
 /// gRPC messages are the A2A messages (validated as their ProtoJSON form).
@@ -148,5 +165,17 @@ mod tests {
         let (n, missing) = s.coverage();
         assert_eq!(n, 2);
         assert_eq!(missing, vec!["mcp methods.x".to_string()]);
+    }
+
+    #[test]
+    fn the_compiled_in_schemas_validate_an_agent_card() {
+        let s = Schemas::embedded();
+        let bad = s.check(Protocol::A2a, &["agent_card"], &json!({"name": 5}));
+        assert!(
+            !bad.is_empty(),
+            "a card whose name is a number must not validate"
+        );
+        let (n, missing) = s.coverage();
+        assert_eq!(n, 1, "{missing:?}");
     }
 }

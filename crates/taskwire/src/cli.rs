@@ -121,8 +121,8 @@ pub struct ConformanceArgs {
     )]
     pub only: Vec<String>,
 
-    /// The JSON Schemas every received message is validated against
-    /// (schemas/index.json inside). Default: the schemas/ of this source tree.
+    /// A directory of JSON Schemas (schemas/index.json inside) to validate every
+    /// received message against. Default: the schemas compiled into this build.
     #[arg(long, env = "TASKWIRE_SCHEMAS_DIR", value_name = "DIR")]
     pub schemas: Option<PathBuf>,
 
@@ -156,7 +156,7 @@ pub fn conformance_config(
         .cloned()
         .collect();
     if let Some(d) = &args.schemas {
-        c.schemas_dir = d.clone();
+        c.schemas_dir = Some(d.clone());
     }
     c.request_timeout = args.timeout;
     c.progress = !args.quiet;
