@@ -117,18 +117,7 @@ pub fn activity_id(task_id: &str, artifact_id: &str) -> String {
 }
 
 fn artifact_content(a: &Artifact) -> Value {
-    let mut c = json!({
-        "artifactId": a.artifact_id,
-        "parts": a.parts,
-        "complete": a.complete,
-    });
-    if let Some(n) = &a.name {
-        c["name"] = json!(n);
-    }
-    if let Some(d) = &a.description {
-        c["description"] = json!(d);
-    }
-    c
+    vocab::artifact_activity(a)
 }
 
 /// The snapshot form of a core message (`user` or `assistant`).

@@ -22,8 +22,8 @@
 
 use serde_json::{json, Value};
 use taskwire_core::types::{
-    AuthWait, InputRequest, InputResponse, PartContent, Review, ReviewDecision, TaskError,
-    TerminalCause,
+    Artifact, AuthWait, InputRequest, InputResponse, PartContent, Review, ReviewDecision,
+    TaskError, TerminalCause,
 };
 use taskwire_core::{CoreError, Part, Role, Task, TaskState};
 
@@ -111,6 +111,36 @@ pub const LOSS_ERROR_WRONG_STATE: Loss = Loss(
 pub const LOSS_ERROR_UNAVAILABLE: Loss = Loss(
     "contention and shutdown both read unavailable; lease and store failures both read internal",
 );
+
+/// An artifact as the content of its `taskwire.artifact` activity message (and
+/// of the run result): `artifactId`, `parts` (core parts as JSON), `complete`, and
+/// `name`, `description` and `metadata` when present. Lossless: see
+/// [`artifact_from_activity`].
+pub fn artifact_activity(a: &Artifact) -> Value {
+    let mut c = json!({
+        "artifactId": a.artifact_id,
+        "parts": a.parts,
+        "complete": a.complete,
+    });
+    if let Some(n) = &a.name {
+        c["name"] = json!(n);
+    }
+    if let Some(d) = &a.description {
+        c["description"] = json!(d);
+    }
+    if !a.metadata.is_empty() {
+        c["metadata"] = Value::Object(a.metadata.clone());
+    }
+    c
+}
+
+/// The artifact of an activity message's content (what a client reads back).
+pub fn artifact_from_activity(v: &Value) -> Result<Artifact, VocabError> {
+    serde_json::from_value(v.clone()).map_err(|e| VocabError::Invalid {
+        field: "activity.content".into(),
+        reason: e.to_string(),
+    })
+}
 
 /// The `role` of a core role in AG-UI messages.
 pub fn role(r: Role) -> &'static str {

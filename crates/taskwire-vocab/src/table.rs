@@ -812,6 +812,21 @@ fn parts_table() -> Table {
                 "text".to_string()
             })
             .lose(gl);
+            let art = taskwire_core::Artifact {
+                artifact_id: "a".into(),
+                name: None,
+                description: None,
+                parts: vec![p.clone()],
+                metadata: Metadata::new(),
+                complete: true,
+            };
+            let whole = agui::artifact_from_activity(&agui::artifact_activity(&art))
+                .is_ok_and(|b| b == art);
+            let agui_art = if whole {
+                "the part whole".to_string()
+            } else {
+                "changed (a bug: artifacts must round-trip)".to_string()
+            };
             let (c, cl) = cas::part_to_cas(&p);
             let mut cas_text = if c.text.is_some() {
                 "`text`".to_string()
@@ -838,6 +853,7 @@ fn parts_table() -> Table {
                 label.to_string(),
                 a2a_cell.text(),
                 mcp_cell.text(),
+                agui_art,
                 agui_cell.text(),
                 cas_cell.text(),
             ]
@@ -849,6 +865,7 @@ fn parts_table() -> Table {
             "core part",
             "A2A Part",
             "MCP CallToolResult",
+            "AG-UI artifact (activity content, run result)",
             "AG-UI message text",
             "CAS ContentPart",
         ]

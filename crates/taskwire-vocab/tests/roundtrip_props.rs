@@ -321,6 +321,29 @@ proptest! {
         }
     }
 
+    /// AG-UI artifacts (activity content and run result) carry core parts whole:
+    /// every part kind, media type, file name and metadata round-trips.
+    #[test]
+    fn agui_artifacts_round_trip(
+        parts in prop::collection::vec(part(), 0..4),
+        name in prop::option::of("[a-z]{0,6}"),
+        description in prop::option::of("[a-z ]{0,12}"),
+        meta in metadata(),
+        complete in any::<bool>(),
+    ) {
+        let a = taskwire_core::Artifact {
+            artifact_id: "a-1".into(),
+            name,
+            description,
+            parts,
+            metadata: meta,
+            complete,
+        };
+        let back = agui::artifact_from_activity(&agui::artifact_activity(&a))
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(back, a);
+    }
+
     /// AG-UI interrupt ids round trip for any task id and key.
     #[test]
     fn agui_interrupt_ids_round_trip(
