@@ -246,13 +246,41 @@ impl Driver for McpDriver {
             .await
     }
 
+    /// Approves through `tasks/continue` (SEP-2339: the input responses, then the
+    /// task), so the suite exercises it beside `tasks/update`.
     async fn approve(&self, task: &mut TaskRef) -> Result<(), OpError> {
-        self.respond(
-            task,
-            |k| k.starts_with(REVIEW_KEY_PREFIX),
-            elicit_accept(json!({"approve": true})),
-        )
-        .await
+        let t = self.detailed(&task.id).await?;
+        let mut m = Map::new();
+        for k in t.input_requests.iter().flat_map(|m| m.keys()) {
+            if k.starts_with(REVIEW_KEY_PREFIX) {
+                m.insert(k.clone(), elicit_accept(json!({"approve": true})));
+            }
+        }
+        if m.is_empty() {
+            return Err(OpError::new(
+                ErrorClass::Other,
+                format!(
+                    "tasks/get shows no review to approve (status {:?})",
+                    t.status
+                ),
+            ));
+        }
+        let r = self
+            .client
+            .continue_task(&task.id, Some(m))
+            .await
+            .map_err(|e| self.err(e))?;
+        self.wire.validate(
+            Protocol::Mcp,
+            &[
+                "methods",
+                crate::discovery::MCP_VERSION,
+                "tasks/continue",
+                "result",
+            ],
+            &r.raw,
+        );
+        Ok(())
     }
 
     async fn cancel(&self, task: &mut TaskRef) -> Result<(), OpError> {
