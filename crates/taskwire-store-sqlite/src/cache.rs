@@ -7,8 +7,11 @@
 //!
 //! - the writer thread puts every snapshot it committed, after the commit and before
 //!   anyone is told about it, so a read that follows a write always sees it;
-//! - a reader that missed puts what it read only if nothing newer is cached and no
-//!   sweep ran since it started (a sweep could have deleted what it read);
+//! - a reader that missed puts what it read only if no transaction committed since
+//!   it started: the writer bumps a counter *before* each commit becomes visible,
+//!   so a read that could have been overtaken (by a newer version, possibly
+//!   already read from the database by someone else and evicted from here since,
+//!   or by a sweep that deleted the task) never puts its older snapshot back;
 //! - sweeps drop the deleted tasks.
 //!
 //! Eviction is by generations: new entries go into the current map; when it is
@@ -24,8 +27,8 @@ use taskwire_core::{Task, TaskId};
 struct Inner {
     current: HashMap<TaskId, Arc<Task>>,
     previous: HashMap<TaskId, Arc<Task>>,
-    /// Incremented by every sweep that deleted something.
-    sweeps: u64,
+    /// Incremented before every transaction commits and by every sweep.
+    writes: u64,
 }
 
 impl Inner {
@@ -89,9 +92,18 @@ impl SnapshotCache {
         Some(t)
     }
 
-    /// The number of sweeps so far; pass it to [`Self::put_read`].
-    pub(crate) fn sweeps(&self) -> u64 {
-        self.lock().map_or(0, |g| g.sweeps)
+    /// The write counter; take it before reading the database and pass it to
+    /// [`Self::put_read`].
+    pub(crate) fn epoch(&self) -> u64 {
+        self.lock().map_or(0, |g| g.writes)
+    }
+
+    /// Called by the writer just before a transaction commits: reads that started
+    /// before may have read what it replaces.
+    pub(crate) fn committing(&self) {
+        if let Some(mut g) = self.lock() {
+            g.writes += 1;
+        }
     }
 
     /// Puts a snapshot the writer has just committed.
@@ -102,10 +114,10 @@ impl SnapshotCache {
     }
 
     /// Puts a snapshot read from the database by a read that started when
-    /// [`Self::sweeps`] returned `sweeps_before`.
-    pub(crate) fn put_read(&self, task: Arc<Task>, sweeps_before: u64) {
+    /// [`Self::epoch`] returned `epoch_before`.
+    pub(crate) fn put_read(&self, task: Arc<Task>, epoch_before: u64) {
         if let Some(mut g) = self.lock() {
-            if g.sweeps != sweeps_before {
+            if g.writes != epoch_before {
                 return;
             }
             if g.cached_version(&task.id)
@@ -123,7 +135,7 @@ impl SnapshotCache {
             return;
         }
         if let Some(mut g) = self.lock() {
-            g.sweeps += 1;
+            g.writes += 1;
             for id in ids {
                 g.current.remove(id);
                 g.previous.remove(id);
@@ -155,7 +167,7 @@ mod tests {
         let c = SnapshotCache::new(8);
         let id = TaskId::new();
         c.put_committed(task(&id, 2));
-        let before = c.sweeps();
+        let before = c.epoch();
         c.put_read(task(&id, 1), before);
         assert_eq!(c.get(&id).unwrap().version, 2);
         c.remove_swept(std::slice::from_ref(&id));
@@ -163,8 +175,27 @@ mod tests {
         // A read that started before the sweep does not bring it back.
         c.put_read(task(&id, 2), before);
         assert!(c.get(&id).is_none());
-        c.put_read(task(&id, 3), c.sweeps());
+        c.put_read(task(&id, 3), c.epoch());
         assert_eq!(c.get(&id).unwrap().version, 3);
+    }
+
+    /// A read that started before a commit never puts its (possibly older)
+    /// snapshot, even when the committed one was already evicted.
+    #[test]
+    fn reads_overtaken_by_a_commit_are_not_cached() {
+        let c = SnapshotCache::new(2);
+        let id = TaskId::new();
+        let before = c.epoch();
+        c.committing();
+        c.put_committed(task(&id, 2));
+        for _ in 0..4 {
+            c.put_committed(task(&TaskId::new(), 1));
+        }
+        assert!(c.get(&id).is_none(), "evicted");
+        c.put_read(task(&id, 1), before);
+        assert!(c.get(&id).is_none(), "the stale read was not cached");
+        c.put_read(task(&id, 2), c.epoch());
+        assert_eq!(c.get(&id).unwrap().version, 2);
     }
 
     #[test]

@@ -208,12 +208,12 @@ impl TaskStore for SqliteStore {
         if let Some(t) = self.cache.get(id) {
             return Ok(Some(Task::clone(&t)));
         }
-        let sweeps = self.cache.sweeps();
+        let epoch = self.cache.epoch();
         let key = id.as_str().to_string();
         let found = self.readers.run(move |c| read::get(c, &key)).await?;
         Ok(found.map(|t| {
             let t = Arc::new(t);
-            self.cache.put_read(t.clone(), sweeps);
+            self.cache.put_read(t.clone(), epoch);
             Arc::unwrap_or_clone(t)
         }))
     }

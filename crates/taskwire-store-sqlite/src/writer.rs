@@ -426,6 +426,7 @@ impl Writer {
             done.push(d);
         }
         self.flush_counts()?;
+        self.cache.committing();
         self.conn.execute_batch("COMMIT")
     }
 
@@ -437,7 +438,10 @@ impl Writer {
             .execute_batch("BEGIN IMMEDIATE")
             .and_then(|()| self.apply(op))
             .and_then(|d| self.flush_counts().map(|()| d))
-            .and_then(|d| self.conn.execute_batch("COMMIT").map(|()| d));
+            .and_then(|d| {
+                self.cache.committing();
+                self.conn.execute_batch("COMMIT").map(|()| d)
+            });
         match r {
             Ok(d) => d,
             Err(e) => {
