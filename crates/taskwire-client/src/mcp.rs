@@ -953,6 +953,48 @@ impl McpLegacyClient {
             .await
     }
 
+    /// Sends a request in the session and returns every message of its answer
+    /// as it arrives: on an SSE answer, the server's notifications and requests
+    /// (e.g. `notifications/tasks/status` and `elicitation/create` of
+    /// `tasks/result`) and finally the response; on a JSON answer, the response
+    /// alone. Server requests are not answered: use [`McpLegacyClient::respond`].
+    /// Dropping the stream closes the connection.
+    pub async fn request_events(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> Result<BoxStream<'static, Result<Value, ClientError>>, ClientError> {
+        let id = http::next_id();
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let resp = self
+            .inner
+            .post_raw(Bytes::from(body.to_string()), &self.headers())
+            .await?;
+        let status = resp.status().as_u16();
+        let media = http::content_type(&resp);
+        if media.as_deref() != Some(http::SSE_MEDIA_TYPE) {
+            let raw = RawResponse::read(resp).await?;
+            let json = match serde_json::from_slice::<Value>(&raw.body) {
+                Ok(v) => v,
+                Err(_) => return Err(http::http_error(&raw)),
+            };
+            self.inner.observe(method, &body, status, &json);
+            return Ok(futures::stream::iter([Ok(json)]).boxed());
+        }
+        let s = http::sse_events(resp.bytes_stream(), self.inner.config.stream_idle_timeout)
+            .filter_map(|ev| async move {
+                match ev {
+                    Err(e) => Some(Err(e)),
+                    Ok(ev) if ev.data.trim().is_empty() => None,
+                    Ok(ev) => Some(
+                        serde_json::from_str::<Value>(&ev.data)
+                            .map_err(|e| ClientError::decode("SSE data", e, ev.data.as_bytes())),
+                    ),
+                }
+            });
+        Ok(s.boxed())
+    }
+
     /// Sends a request and returns its `result`.
     pub async fn call_raw(&self, method: &str, params: Value) -> Result<Value, ClientError> {
         let reply = self.request(method, params).await?;

@@ -241,3 +241,54 @@ async fn legacy_session_and_tasks() {
     client.close().await.unwrap();
     assert!(client.session_id().is_none());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_task_result_events_arrive_one_by_one() {
+    let server = common::start().await;
+    let (client, _) = McpLegacyClient::connect(common::config(&server.base))
+        .await
+        .unwrap();
+    let task = client
+        .call_tool_as_task("run_script", json!({"text": "ask Colour?"}), None)
+        .await
+        .unwrap();
+    let mut events = client
+        .request_events(mcp::method::TASKS_RESULT, json!({"taskId": task.task_id}))
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    let deadline = Duration::from_secs(10);
+    loop {
+        let msg = tokio::time::timeout(deadline, events.next())
+            .await
+            .expect("an event in time")
+            .expect("the stream goes on until the response")
+            .unwrap();
+        if msg["method"] == "elicitation/create" {
+            // Answered while the stream is still open: the task goes on.
+            client
+                .respond(msg["id"].clone(), elicit_accept(json!({"answer": "teal"})))
+                .await
+                .unwrap();
+        }
+        seen.push(msg["method"].as_str().unwrap_or("(response)").to_string());
+        if msg.get("result").is_some() || msg.get("error").is_some() {
+            let text = msg["result"]["content"][0]["text"].as_str().unwrap();
+            assert!(text.contains("answer: teal"), "{msg}");
+            break;
+        }
+    }
+    assert_eq!(
+        seen.first().map(String::as_str),
+        Some("notifications/tasks/status")
+    );
+    assert!(seen.iter().any(|m| m == "elicitation/create"), "{seen:?}");
+    // A terminal task answers with JSON: one message, the response.
+    let mut again = client
+        .request_events(mcp::method::TASKS_RESULT, json!({"taskId": task.task_id}))
+        .await
+        .unwrap();
+    let only = again.next().await.unwrap().unwrap();
+    assert!(only["result"]["content"].is_array(), "{only}");
+    assert!(again.next().await.is_none());
+}
