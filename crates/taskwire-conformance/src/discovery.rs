@@ -25,6 +25,8 @@ pub const SCRIPTED_AGENT_NAME: &str = "scripted";
 pub const SCRIPTED_SKILL: &str = "run_script";
 /// The MCP revision the suite drives.
 pub const MCP_VERSION: &str = "2026-07-28";
+/// The earlier MCP revision whose experimental tasks the `mcp-2025` column drives.
+pub const MCP_LEGACY_VERSION: &str = "2025-11-25";
 /// The MCP tasks extension id.
 pub const MCP_TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
@@ -45,6 +47,10 @@ pub struct Endpoints {
     pub cas: Option<String>,
     /// The MCP tool that runs tasks (the scripted agent's `run_script`, or the first tool).
     pub mcp_tool: Option<String>,
+    /// MCP 2025-11-25 endpoint url (a session negotiated 2025-11-25 with tasks).
+    pub mcp_legacy: Option<String>,
+    /// The tool the 2025-11-25 session runs tasks with.
+    pub mcp_legacy_tool: Option<String>,
 }
 
 /// The result of discovery.
@@ -130,6 +136,94 @@ fn mcp_request(
         rb = rb.header("Mcp-Name", n);
     }
     rb.body(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string())
+}
+
+/// `initialize` asking for 2025-11-25, then `tools/list` in the session it opened
+/// (closed again with `DELETE`): the initialize result and the tools/list result.
+async fn probe_legacy(
+    http: &reqwest::Client,
+    url: &str,
+    token: Option<&str>,
+) -> Result<(Value, Value), String> {
+    let what = format!("MCP initialize ({MCP_LEGACY_VERSION}) at /mcp");
+    let post = |body: Value, sid: Option<&str>| {
+        let mut rb = http
+            .post(url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(body.to_string());
+        if let Some(s) = sid {
+            rb = rb
+                .header("Mcp-Session-Id", s)
+                .header("MCP-Protocol-Version", MCP_LEGACY_VERSION);
+        }
+        match token {
+            Some(t) => rb.bearer_auth(t),
+            None => rb,
+        }
+    };
+    let resp = post(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": MCP_LEGACY_VERSION,
+            "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "taskwire-conformance", "version": env!("CARGO_PKG_VERSION")}}}),
+        None,
+    )
+    .send()
+    .await
+    .map_err(|e| format!("{what}: no answer: {e}"))?;
+    let status = resp.status().as_u16();
+    let sid = resp
+        .headers()
+        .get("Mcp-Session-Id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let text = resp.text().await.unwrap_or_default();
+    let body = json_rpc_body(&text);
+    let init = body["result"].clone();
+    if status != 200 || !init.is_object() {
+        let p = Ok(Probe { status, body, text });
+        return Err(why(&p, &what));
+    }
+    let mut tools = Value::Null;
+    if let Ok(r) = post(
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        sid.as_deref(),
+    )
+    .send()
+    .await
+    {
+        let _ = r.bytes().await;
+        if let Ok(r) = post(
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}),
+            sid.as_deref(),
+        )
+        .send()
+        .await
+        {
+            tools = json_rpc_body(&r.text().await.unwrap_or_default())["result"].clone();
+        }
+    }
+    if let Some(s) = &sid {
+        let mut rb = http.delete(url).header("Mcp-Session-Id", s);
+        if let Some(t) = token {
+            rb = rb.bearer_auth(t);
+        }
+        let _ = rb.send().await;
+    }
+    Ok((init, tools))
+}
+
+/// A JSON-RPC message from a JSON body or the first `data:` line of an SSE body.
+fn json_rpc_body(text: &str) -> Value {
+    if let Ok(v) = serde_json::from_str::<Value>(text) {
+        return v;
+    }
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .find(|v| v.get("result").is_some() || v.get("error").is_some())
+        .unwrap_or(Value::Null)
 }
 
 /// Looks at the target and builds the drivers of every offered, selected protocol.
@@ -305,12 +399,62 @@ pub async fn discover(target: &str, config: &Config, wire: &Wire) -> Result<Foun
             .await;
             let r = match init {
                 Ok(p) if p.status == 200 && p.text.contains("\"result\"") => format!(
-                    "MCP answers initialize (2025-11-25) but not server/discover ({}); the suite drives the {MCP_VERSION} tasks extension",
+                    "MCP answers initialize (2025-11-25) but not server/discover ({}); the `mcp` column drives the {MCP_VERSION} tasks extension (2025-11-25 is the `mcp-2025` column)",
                     why(other, "server/discover")
                 ),
                 _ => why(other, "no MCP server/discover at /mcp"),
             };
             reasons.insert(Protocol::Mcp, r);
+        }
+    }
+
+    // MCP 2025-11-25: initialize asking for that revision; the server must
+    // negotiate it and declare tasks for `tools/call`.
+    match probe_legacy(&http, &mcp_url, token).await {
+        Ok((init, tools)) => {
+            wire.validate(
+                Protocol::Mcp2025,
+                &["methods", MCP_LEGACY_VERSION, "initialize", "result"],
+                &init,
+            );
+            wire.validate(
+                Protocol::Mcp2025,
+                &["methods", MCP_LEGACY_VERSION, "tools/list", "result"],
+                &tools,
+            );
+            let version = init["protocolVersion"].as_str().unwrap_or_default();
+            let task_calls = init["capabilities"]["tasks"]["requests"]["tools"]["call"].is_object();
+            if version != MCP_LEGACY_VERSION {
+                reasons.insert(
+                    Protocol::Mcp2025,
+                    format!(
+                        "MCP initialize asking for {MCP_LEGACY_VERSION} negotiated {version:?}"
+                    ),
+                );
+            } else if !task_calls {
+                reasons.insert(
+                    Protocol::Mcp2025,
+                    format!("MCP initialize ({MCP_LEGACY_VERSION}) declares no capabilities.tasks.requests.tools.call"),
+                );
+            } else {
+                let names: Vec<String> = tools["tools"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|x| x["name"].as_str().map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                ep.mcp_legacy = Some(mcp_url.clone());
+                ep.mcp_legacy_tool = if names.iter().any(|n| n == SCRIPTED_SKILL) {
+                    Some(SCRIPTED_SKILL.into())
+                } else {
+                    names.first().cloned()
+                };
+            }
+        }
+        Err(r) => {
+            reasons.insert(Protocol::Mcp2025, r);
         }
     }
 
@@ -404,6 +548,7 @@ pub async fn discover(target: &str, config: &Config, wire: &Wire) -> Result<Foun
             Protocol::A2a => ep.a2a.clone(),
             Protocol::Grpc => ep.grpc.clone(),
             Protocol::Mcp => ep.mcp.clone(),
+            Protocol::Mcp2025 => ep.mcp_legacy.clone(),
             Protocol::Agui => ep.agui.clone(),
             Protocol::Cas => ep.cas.clone(),
         };

@@ -17,6 +17,9 @@ pub enum Protocol {
     Grpc,
     /// MCP tasks (revision 2026-07-28 with the tasks extension).
     Mcp,
+    /// MCP revision 2025-11-25 experimental tasks (sessions, `tasks/result`).
+    #[serde(rename = "mcp-2025")]
+    Mcp2025,
     /// AG-UI run-event streams.
     Agui,
     /// The CAS task status surface.
@@ -25,10 +28,11 @@ pub enum Protocol {
 
 impl Protocol {
     /// Every protocol, in matrix order.
-    pub const ALL: [Protocol; 5] = [
+    pub const ALL: [Protocol; 6] = [
         Protocol::A2a,
         Protocol::Grpc,
         Protocol::Mcp,
+        Protocol::Mcp2025,
         Protocol::Agui,
         Protocol::Cas,
     ];
@@ -39,6 +43,7 @@ impl Protocol {
             Protocol::A2a => "a2a",
             Protocol::Grpc => "grpc",
             Protocol::Mcp => "mcp",
+            Protocol::Mcp2025 => "mcp-2025",
             Protocol::Agui => "agui",
             Protocol::Cas => "cas",
         }
@@ -93,5 +98,14 @@ mod tests {
             Some(Protocol::ALL.to_vec())
         );
         assert!(Protocol::parse_list("a2a,soap").is_err());
+        assert_eq!(
+            Protocol::parse_list("mcp-2025,mcp").ok(),
+            Some(vec![Protocol::Mcp, Protocol::Mcp2025])
+        );
+        assert_eq!("mcp-2025".parse::<Protocol>().ok(), Some(Protocol::Mcp2025));
+        assert_eq!(
+            serde_json::to_value(Protocol::Mcp2025).ok(),
+            Some(serde_json::json!("mcp-2025"))
+        );
     }
 }

@@ -166,8 +166,10 @@ impl Report {
         let names = self.scenario_names();
         let width = names.iter().map(|n| n.len()).max().unwrap_or(8).max(8);
         let _ = write!(out, "\n{:width$}", "scenario");
+        // Each column is as wide as its protocol's name (at least 6).
+        let col = |p: Protocol| p.as_str().len().max(6);
         for p in Protocol::ALL {
-            let _ = write!(out, "  {:6}", p.as_str());
+            let _ = write!(out, "  {:w$}", p.as_str(), w = col(p));
         }
         out.push('\n');
         for name in &names {
@@ -182,7 +184,7 @@ impl Report {
                         v => v.word(),
                     })
                     .unwrap_or("-");
-                let _ = write!(out, "  {word:6}");
+                let _ = write!(out, "  {word:w$}", w = col(p));
             }
             out.push('\n');
         }

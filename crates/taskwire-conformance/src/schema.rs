@@ -129,6 +129,8 @@ fn read_embedded(rel: &str) -> Option<&'static str> {
 fn index_protocol(p: Protocol) -> &'static str {
     match p {
         Protocol::A2a | Protocol::Grpc => "a2a",
+        // Both MCP generations share one index entry, keyed by revision.
+        Protocol::Mcp | Protocol::Mcp2025 => "mcp",
         other => other.as_str(),
     }
 }

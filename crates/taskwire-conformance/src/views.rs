@@ -141,6 +141,10 @@ pub fn expected(protocol: Protocol, e: &CoreExpect) -> Option<String> {
     Some(match protocol {
         Protocol::A2a | Protocol::Grpc => a2a::state_to_a2a(task.state).name().to_string(),
         Protocol::Mcp => mcp_word(&task),
+        Protocol::Mcp2025 => mcp::status(&task, mcp::Generation::Legacy)
+            .0
+            .as_str()
+            .to_string(),
         Protocol::Cas => cas_word(&task),
         Protocol::Agui => agui_word(&task),
     })
@@ -245,6 +249,12 @@ mod tests {
         );
         assert_eq!(w(Mcp, TaskState::Completed), "completed");
         assert_eq!(w(Mcp, TaskState::Failed), "completed+isError");
+        assert_eq!(w(Mcp2025, TaskState::InputRequired), "input_required");
+        assert_eq!(w(Mcp2025, TaskState::AuthRequired), "input_required");
+        assert_eq!(w(Mcp2025, TaskState::Failed), "failed");
+        assert_eq!(w(Mcp2025, TaskState::Rejected), "failed");
+        assert_eq!(w(Mcp2025, TaskState::Canceled), "cancelled");
+        assert_eq!(w(Mcp2025, TaskState::Submitted), "working");
         assert_eq!(w(Cas, TaskState::Canceled), "terminal/completed");
         assert_eq!(w(Agui, TaskState::Canceled), "cancelled");
         assert_eq!(w(Agui, TaskState::Working), "open");

@@ -67,11 +67,12 @@ pub enum Command {
 pub struct ConformanceArgs {
     /// Base url of the server under test (for example http://127.0.0.1:7420).
     /// The suite discovers the rest: the A2A agent card (JSON-RPC url, gRPC
-    /// host:port), MCP server/discover at /mcp, AG-UI at /agui, CAS at /cas.
+    /// host:port), MCP server/discover at /mcp (and initialize with 2025-11-25
+    /// for mcp-2025), AG-UI at /agui, CAS at /cas.
     #[arg(long, env = "TASKWIRE_CONFORMANCE_TARGET", value_name = "URL")]
     pub target: String,
 
-    /// Protocols to run, comma-separated: a2a, grpc, mcp, agui, cas (or all).
+    /// Protocols to run, comma-separated: a2a, grpc, mcp, mcp-2025, agui, cas (or all).
     #[arg(
         long,
         env = "TASKWIRE_CONFORMANCE_PROTOCOLS",

@@ -6,6 +6,7 @@ mod a2a;
 mod agui;
 mod cas;
 mod mcp;
+mod mcp_legacy;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -44,12 +45,13 @@ fn client_config(
     config: &Config,
     token: Option<&str>,
     wire: &Wire,
+    column: Option<Protocol>,
 ) -> ClientConfig {
     let w = wire.clone();
     let mut b = ClientConfig::builder(ep.base.clone())
         .request_timeout(config.request_timeout)
         .stream_idle_timeout(std::time::Duration::from_secs(60))
-        .observer(move |ex| observe(&w, ex));
+        .observer(move |ex| observe(&w, ex, column));
     if let Some(t) = token {
         b = b.bearer_token(t);
     }
@@ -62,7 +64,7 @@ fn build_one(
     token: Option<&str>,
     wire: &Wire,
 ) -> Result<Drivers, Error> {
-    let cc = client_config(ep, config, token, wire);
+    let cc = client_config(ep, config, token, wire, None);
     let cerr = |e: ClientError| Error::Http(e.to_string());
     let mut out = Drivers::new();
     if let Some(u) = &ep.a2a {
@@ -103,6 +105,21 @@ fn build_one(
             }),
         );
     }
+    if let Some(u) = &ep.mcp_legacy {
+        // Its own config, so its exchanges are recorded and validated as `mcp-2025`.
+        let lc = client_config(ep, config, token, wire, Some(Protocol::Mcp2025));
+        let c = taskwire_client::mcp::McpLegacyClient::with_endpoint(lc, u).map_err(cerr)?;
+        out.insert(
+            Protocol::Mcp2025,
+            Arc::new(mcp_legacy::McpLegacyDriver::new(
+                c,
+                ep.mcp_legacy_tool
+                    .clone()
+                    .unwrap_or_else(|| crate::discovery::SCRIPTED_SKILL.into()),
+                wire.clone(),
+            )),
+        );
+    }
     if let Some(u) = &ep.agui {
         out.insert(
             Protocol::Agui,
@@ -122,14 +139,16 @@ fn build_one(
     Ok(out)
 }
 
-/// Records a client exchange and validates its response.
-fn observe(wire: &Wire, ex: &taskwire_client::Exchange) {
-    let protocol = match ex.protocol {
-        "grpc" => Protocol::Grpc,
-        "mcp" => Protocol::Mcp,
-        "agui" => Protocol::Agui,
-        "cas" => Protocol::Cas,
-        _ => Protocol::A2a,
+/// Records a client exchange and validates its response; `column` names the
+/// protocol where the client's own name is ambiguous (both MCP generations).
+fn observe(wire: &Wire, ex: &taskwire_client::Exchange, column: Option<Protocol>) {
+    let protocol = match (column, ex.protocol) {
+        (Some(p), _) => p,
+        (None, "grpc") => Protocol::Grpc,
+        (None, "mcp") => Protocol::Mcp,
+        (None, "agui") => Protocol::Agui,
+        (None, "cas") => Protocol::Cas,
+        (None, _) => Protocol::A2a,
     };
     let req = if ex.request.is_null() {
         ex.operation.clone()
@@ -162,8 +181,12 @@ fn observe(wire: &Wire, ex: &taskwire_client::Exchange) {
                 wire.validate(protocol, &["envelope", "success"], r);
             }
         }
-        Protocol::Mcp => {
-            let v = crate::discovery::MCP_VERSION;
+        Protocol::Mcp | Protocol::Mcp2025 => {
+            let v = if protocol == Protocol::Mcp {
+                crate::discovery::MCP_VERSION
+            } else {
+                crate::discovery::MCP_LEGACY_VERSION
+            };
             if r.get("error").is_some() {
                 wire.validate(protocol, &["envelope", "error"], r);
             } else if let Some(res) = r.get("result") {
