@@ -431,7 +431,15 @@ mod tests {
         let r = report();
         let t = r.render_text(&Baseline::default());
         assert!(t.contains("create"), "{t}");
-        assert!(t.contains("pass    -       fail    -       skip"), "{t}");
+        // Columns are as wide as their names: mcp-2025 is wider than the rest.
+        assert!(
+            t.contains("a2a     grpc    mcp     mcp-2025  agui    cas"),
+            "{t}"
+        );
+        assert!(
+            t.contains("pass    -       fail    -         -       skip"),
+            "{t}"
+        );
         assert!(t.contains("create × mcp: step 2: done:"), "{t}");
         assert!(t.contains("- not offered: create × cas"), "{t}");
         assert!(r.failed());
