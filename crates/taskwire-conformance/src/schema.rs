@@ -170,6 +170,22 @@ mod tests {
     }
 
     #[test]
+    fn mcp_2025_messages_are_validated_under_their_revision() {
+        let s = Schemas::embedded();
+        let kind = ["methods", "2025-11-25", "tasks/get", "result"];
+        let good = json!({
+            "taskId": "t", "status": "working", "createdAt": "2026-01-01T00:00:00Z",
+            "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttl": 1000, "pollInterval": 500
+        });
+        let ok = s.check(Protocol::Mcp2025, &kind, &good);
+        assert!(ok.is_empty(), "{ok:?}");
+        let bad = s.check(Protocol::Mcp2025, &kind, &json!({"taskId": 5}));
+        assert!(!bad.is_empty(), "a numeric taskId must not validate");
+        let (n, missing) = s.coverage();
+        assert_eq!(n, 2, "{missing:?}");
+    }
+
+    #[test]
     fn the_compiled_in_schemas_validate_an_agent_card() {
         let s = Schemas::embedded();
         let bad = s.check(Protocol::A2a, &["agent_card"], &json!({"name": 5}));
