@@ -38,65 +38,8 @@ pub const VERSION_LEGACY: &str = "2025-11-25";
 /// The tasks extension id.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
-/// Method names.
-pub mod method {
-    /// server/discover.
-    pub const DISCOVER: &str = "server/discover";
-    /// initialize.
-    pub const INITIALIZE: &str = "initialize";
-    /// notifications/initialized.
-    pub const INITIALIZED: &str = "notifications/initialized";
-    /// ping.
-    pub const PING: &str = "ping";
-    /// tools/list.
-    pub const TOOLS_LIST: &str = "tools/list";
-    /// tools/call.
-    pub const TOOLS_CALL: &str = "tools/call";
-    /// tasks/get.
-    pub const TASKS_GET: &str = "tasks/get";
-    /// tasks/update.
-    pub const TASKS_UPDATE: &str = "tasks/update";
-    /// tasks/cancel.
-    pub const TASKS_CANCEL: &str = "tasks/cancel";
-    /// tasks/continue.
-    pub const TASKS_CONTINUE: &str = "tasks/continue";
-    /// tasks/result (2025-11-25).
-    pub const TASKS_RESULT: &str = "tasks/result";
-    /// tasks/list (2025-11-25).
-    pub const TASKS_LIST: &str = "tasks/list";
-    /// subscriptions/listen.
-    pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
-    /// notifications/tasks.
-    pub const NOTIFY_TASKS: &str = "notifications/tasks";
-    /// notifications/tasks/status (2025-11-25).
-    pub const NOTIFY_TASKS_STATUS: &str = "notifications/tasks/status";
-    /// notifications/subscriptions/acknowledged.
-    pub const NOTIFY_SUBSCRIPTIONS_ACK: &str = "notifications/subscriptions/acknowledged";
-}
-
-/// Header names.
-pub mod header {
-    /// MCP-Protocol-Version.
-    pub const PROTOCOL_VERSION: &str = "MCP-Protocol-Version";
-    /// Mcp-Method.
-    pub const METHOD: &str = "Mcp-Method";
-    /// Mcp-Name.
-    pub const NAME: &str = "Mcp-Name";
-    /// Mcp-Session-Id.
-    pub const SESSION_ID: &str = "Mcp-Session-Id";
-}
-
-/// `_meta` keys.
-pub mod meta {
-    /// The protocol version.
-    pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-    /// The client info.
-    pub const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
-    /// The client capabilities.
-    pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
-    /// The related task (2025-11-25).
-    pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
-}
+/// Method, header and `_meta` names, shared with taskwire-mcp.
+pub use taskwire_vocab::names::mcp::{header, meta, method};
 
 /// An MCP task status (both generations).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -15,67 +15,8 @@ pub const V_LEGACY: &str = "2025-11-25";
 /// Older revisions an `initialize` may ask for (served without tasks).
 pub const V_OLDER: [&str; 2] = ["2025-06-18", "2025-03-26"];
 
-/// Method names.
-pub mod method {
-    /// `server/discover` (2026-07-28).
-    pub const DISCOVER: &str = "server/discover";
-    /// `initialize` (2025-11-25 and older).
-    pub const INITIALIZE: &str = "initialize";
-    /// `ping` (2025-11-25 and older).
-    pub const PING: &str = "ping";
-    /// `tools/list`.
-    pub const TOOLS_LIST: &str = "tools/list";
-    /// `tools/call`.
-    pub const TOOLS_CALL: &str = "tools/call";
-    /// `tasks/get`.
-    pub const TASKS_GET: &str = "tasks/get";
-    /// `tasks/update` (SEP-2663).
-    pub const TASKS_UPDATE: &str = "tasks/update";
-    /// `tasks/cancel`.
-    pub const TASKS_CANCEL: &str = "tasks/cancel";
-    /// `tasks/continue` (SEP-2339, Task Continuity).
-    pub const TASKS_CONTINUE: &str = "tasks/continue";
-    /// `tasks/result` (2025-11-25 only).
-    pub const TASKS_RESULT: &str = "tasks/result";
-    /// `tasks/list` (2025-11-25 only).
-    pub const TASKS_LIST: &str = "tasks/list";
-    /// `subscriptions/listen` (2026-07-28).
-    pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
-    /// `elicitation/create` (server to client).
-    pub const ELICITATION_CREATE: &str = "elicitation/create";
-    /// `notifications/tasks` (SEP-2663).
-    pub const NOTIFY_TASKS: &str = "notifications/tasks";
-    /// `notifications/tasks/status` (2025-11-25).
-    pub const NOTIFY_TASKS_STATUS: &str = "notifications/tasks/status";
-    /// `notifications/subscriptions/acknowledged` (2026-07-28).
-    pub const NOTIFY_SUBSCRIPTIONS_ACK: &str = "notifications/subscriptions/acknowledged";
-}
-
-/// Header names.
-pub mod header {
-    /// The protocol version of the request.
-    pub const PROTOCOL_VERSION: &str = "mcp-protocol-version";
-    /// The request's method (2026-07-28).
-    pub const METHOD: &str = "mcp-method";
-    /// The request's name: tool name, resource uri or task id (2026-07-28).
-    pub const NAME: &str = "mcp-name";
-    /// The session id (2025-11-25).
-    pub const SESSION_ID: &str = "mcp-session-id";
-}
-
-/// `_meta` keys of revision 2026-07-28.
-pub mod meta {
-    /// The request's protocol version.
-    pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-    /// The client's implementation info.
-    pub const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
-    /// The client's capabilities.
-    pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
-    /// The server's implementation info (on results).
-    pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
-    /// The subscription a notification belongs to.
-    pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
-}
+/// Method, header and `_meta` names, shared with taskwire-client.
+pub use taskwire_vocab::names::mcp::{header, meta, method};
 
 /// JSON-RPC and MCP error codes.
 pub mod code {

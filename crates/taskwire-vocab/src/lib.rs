@@ -9,6 +9,7 @@ pub mod a2a;
 pub mod agui;
 pub mod cas;
 pub mod mcp;
+pub mod names;
 pub mod table;
 
 /// What a lossy mapping drops, in words a person can act on.

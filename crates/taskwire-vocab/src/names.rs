@@ -1,0 +1,71 @@
+//! Wire names shared by the servers and the clients of this workspace, so that the
+//! two sides cannot drift apart.
+
+/// MCP names (both task generations).
+pub mod mcp {
+    /// Method names.
+    pub mod method {
+        /// `server/discover` (2026-07-28).
+        pub const DISCOVER: &str = "server/discover";
+        /// `initialize` (2025-11-25 and older).
+        pub const INITIALIZE: &str = "initialize";
+        /// `notifications/initialized` (2025-11-25 and older).
+        pub const INITIALIZED: &str = "notifications/initialized";
+        /// `ping` (2025-11-25 and older).
+        pub const PING: &str = "ping";
+        /// `tools/list`.
+        pub const TOOLS_LIST: &str = "tools/list";
+        /// `tools/call`.
+        pub const TOOLS_CALL: &str = "tools/call";
+        /// `tasks/get`.
+        pub const TASKS_GET: &str = "tasks/get";
+        /// `tasks/update` (SEP-2663).
+        pub const TASKS_UPDATE: &str = "tasks/update";
+        /// `tasks/cancel`.
+        pub const TASKS_CANCEL: &str = "tasks/cancel";
+        /// `tasks/continue` (SEP-2339, Task Continuity).
+        pub const TASKS_CONTINUE: &str = "tasks/continue";
+        /// `tasks/result` (2025-11-25 only).
+        pub const TASKS_RESULT: &str = "tasks/result";
+        /// `tasks/list` (2025-11-25 only).
+        pub const TASKS_LIST: &str = "tasks/list";
+        /// `subscriptions/listen` (2026-07-28).
+        pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
+        /// `elicitation/create` (server to client).
+        pub const ELICITATION_CREATE: &str = "elicitation/create";
+        /// `notifications/tasks` (SEP-2663).
+        pub const NOTIFY_TASKS: &str = "notifications/tasks";
+        /// `notifications/tasks/status` (2025-11-25).
+        pub const NOTIFY_TASKS_STATUS: &str = "notifications/tasks/status";
+        /// `notifications/subscriptions/acknowledged` (2026-07-28).
+        pub const NOTIFY_SUBSCRIPTIONS_ACK: &str = "notifications/subscriptions/acknowledged";
+    }
+
+    /// Header names (lowercase, as HTTP/2 writes them; HTTP matches them in any case).
+    pub mod header {
+        /// The protocol version of the request.
+        pub const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+        /// The request's method (2026-07-28).
+        pub const METHOD: &str = "mcp-method";
+        /// The request's name: tool name, resource uri or task id (2026-07-28).
+        pub const NAME: &str = "mcp-name";
+        /// The session id (2025-11-25).
+        pub const SESSION_ID: &str = "mcp-session-id";
+    }
+
+    /// `_meta` keys.
+    pub mod meta {
+        /// The request's protocol version (2026-07-28).
+        pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+        /// The client's implementation info (2026-07-28).
+        pub const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+        /// The client's capabilities (2026-07-28).
+        pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+        /// The server's implementation info (on results, 2026-07-28).
+        pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+        /// The subscription a notification belongs to (2026-07-28).
+        pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+        /// The task a message belongs to (2025-11-25).
+        pub const RELATED_TASK: &str = crate::mcp::RELATED_TASK_META;
+    }
+}
