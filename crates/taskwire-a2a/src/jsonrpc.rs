@@ -25,46 +25,9 @@ use crate::error::{A2aError, Result};
 use crate::protojson;
 use crate::service::{check_version, A2aService, FrameStream, VERSION_HEADER};
 
-/// The JSON-RPC method names (the RPC names of `lf.a2a.v1.A2AService`).
-pub mod methods {
-    /// SendMessage
-    pub const SEND_MESSAGE: &str = "SendMessage";
-    /// SendStreamingMessage (SSE)
-    pub const SEND_STREAMING_MESSAGE: &str = "SendStreamingMessage";
-    /// GetTask
-    pub const GET_TASK: &str = "GetTask";
-    /// ListTasks
-    pub const LIST_TASKS: &str = "ListTasks";
-    /// CancelTask
-    pub const CANCEL_TASK: &str = "CancelTask";
-    /// SubscribeToTask (SSE)
-    pub const SUBSCRIBE_TO_TASK: &str = "SubscribeToTask";
-    /// CreateTaskPushNotificationConfig
-    pub const CREATE_PUSH_CONFIG: &str = "CreateTaskPushNotificationConfig";
-    /// GetTaskPushNotificationConfig
-    pub const GET_PUSH_CONFIG: &str = "GetTaskPushNotificationConfig";
-    /// ListTaskPushNotificationConfigs
-    pub const LIST_PUSH_CONFIGS: &str = "ListTaskPushNotificationConfigs";
-    /// DeleteTaskPushNotificationConfig
-    pub const DELETE_PUSH_CONFIG: &str = "DeleteTaskPushNotificationConfig";
-    /// GetExtendedAgentCard
-    pub const GET_EXTENDED_AGENT_CARD: &str = "GetExtendedAgentCard";
-
-    /// Every method.
-    pub const ALL: [&str; 11] = [
-        SEND_MESSAGE,
-        SEND_STREAMING_MESSAGE,
-        GET_TASK,
-        LIST_TASKS,
-        CANCEL_TASK,
-        SUBSCRIBE_TO_TASK,
-        CREATE_PUSH_CONFIG,
-        GET_PUSH_CONFIG,
-        LIST_PUSH_CONFIGS,
-        DELETE_PUSH_CONFIG,
-        GET_EXTENDED_AGENT_CARD,
-    ];
-}
+/// The JSON-RPC method names (the RPC names of `lf.a2a.v1.A2AService`), shared with
+/// taskwire-client.
+pub use taskwire_vocab::names::a2a::methods;
 
 /// The `error.data` array: a `google.rpc.ErrorInfo` with the A2A reason.
 pub fn error_data(kind: A2aErrorKind) -> Value {

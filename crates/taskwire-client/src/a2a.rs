@@ -54,31 +54,9 @@ pub const BINDING_JSONRPC: &str = "JSONRPC";
 /// The `protocolBinding` of a gRPC interface on the card.
 pub const BINDING_GRPC: &str = "GRPC";
 
-/// The JSON-RPC method names (the RPC names of `A2AService`).
-pub mod method {
-    /// SendMessage.
-    pub const SEND_MESSAGE: &str = "SendMessage";
-    /// SendStreamingMessage.
-    pub const SEND_STREAMING_MESSAGE: &str = "SendStreamingMessage";
-    /// GetTask.
-    pub const GET_TASK: &str = "GetTask";
-    /// ListTasks.
-    pub const LIST_TASKS: &str = "ListTasks";
-    /// CancelTask.
-    pub const CANCEL_TASK: &str = "CancelTask";
-    /// SubscribeToTask.
-    pub const SUBSCRIBE_TO_TASK: &str = "SubscribeToTask";
-    /// CreateTaskPushNotificationConfig.
-    pub const CREATE_PUSH_CONFIG: &str = "CreateTaskPushNotificationConfig";
-    /// GetTaskPushNotificationConfig.
-    pub const GET_PUSH_CONFIG: &str = "GetTaskPushNotificationConfig";
-    /// ListTaskPushNotificationConfigs.
-    pub const LIST_PUSH_CONFIGS: &str = "ListTaskPushNotificationConfigs";
-    /// DeleteTaskPushNotificationConfig.
-    pub const DELETE_PUSH_CONFIG: &str = "DeleteTaskPushNotificationConfig";
-    /// GetExtendedAgentCard.
-    pub const GET_EXTENDED_AGENT_CARD: &str = "GetExtendedAgentCard";
-}
+/// The JSON-RPC method names (the RPC names of `A2AService`), shared with
+/// taskwire-a2a.
+pub use taskwire_vocab::names::a2a::methods as method;
 
 /// The A2A error codes (JSON-RPC binding) and their `ErrorInfo` reasons.
 pub mod code {
