@@ -15,16 +15,14 @@ const TIMESTAMP_KEYS: [&str; 2] = ["timestamp", "statusTimestampAfter"];
 /// Keys whose values are `google.protobuf.Struct` or `Value` (null is data there).
 const STRUCT_KEYS: [&str; 4] = ["metadata", "data", "params", "header"];
 
-/// Encodes a message as a ProtoJSON value.
+/// Encodes a message as a ProtoJSON value (the text of [`to_string`], parsed).
 pub fn to_value<T: Serialize>(msg: &T) -> Result<Value> {
-    let mut v = serde_json::to_value(msg).map_err(A2aError::internal)?;
-    fix_timestamps(&mut v);
-    Ok(v)
+    serde_json::from_str(&to_string(msg)?).map_err(A2aError::internal)
 }
 
-/// Encodes a message as a ProtoJSON string, in one pass: the same two fixes as
-/// [`to_value`] are made by the [`Fixer`] formatter as the text is written, without
-/// building a `serde_json::Value` tree first.
+/// Encodes a message as a ProtoJSON string, in one pass: the [`Fixer`] formatter
+/// makes pbjson's output ProtoJSON as the text is written, without building a
+/// `serde_json::Value` tree first.
 pub fn to_string<T: Serialize>(msg: &T) -> Result<String> {
     let mut out = Vec::with_capacity(512);
     write(&mut out, msg)?;
@@ -49,7 +47,7 @@ enum Slot {
 /// A compact JSON formatter that makes pbjson's output ProtoJSON as clients expect
 /// it: timestamps end in `Z` rather than `+00:00`, and integral numbers inside
 /// `google.protobuf.Struct`/`Value` fields are written as integers. It follows the
-/// key each value sits under, as [`fix_timestamps`] does on a value tree.
+/// key each value sits under.
 #[derive(Debug, Default)]
 struct Fixer {
     /// Writing an object key.
@@ -189,50 +187,6 @@ impl serde_json::ser::Formatter for Fixer {
             return Cf.write_i64(w, v as i64);
         }
         Cf.write_f64(w, v)
-    }
-}
-
-/// `google.protobuf.Value` numbers are doubles; integral ones are written as
-/// integers, as the client sent them.
-fn integral_numbers(v: &mut Value) {
-    match v {
-        Value::Number(n) => {
-            if let Some(f) = n.as_f64() {
-                if n.is_f64()
-                    && f.fract() == 0.0
-                    && f.abs() < taskwire_vocab::a2a::PROTOBUF_WHOLE_NUMBER_LIMIT
-                {
-                    *v = Value::from(f as i64);
-                }
-            }
-        }
-        Value::Array(a) => a.iter_mut().for_each(integral_numbers),
-        Value::Object(m) => m.values_mut().for_each(integral_numbers),
-        _ => {}
-    }
-}
-
-fn fix_timestamps(v: &mut Value) {
-    match v {
-        Value::Object(m) => {
-            for (k, val) in m.iter_mut() {
-                if TIMESTAMP_KEYS.contains(&k.as_str()) {
-                    if let Value::String(s) = val {
-                        if let Some(base) = s.strip_suffix("+00:00") {
-                            *s = format!("{base}Z");
-                        }
-                        continue;
-                    }
-                }
-                if STRUCT_KEYS.contains(&k.as_str()) {
-                    integral_numbers(val);
-                    continue;
-                }
-                fix_timestamps(val);
-            }
-        }
-        Value::Array(a) => a.iter_mut().for_each(fix_timestamps),
-        _ => {}
     }
 }
 
