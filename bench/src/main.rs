@@ -221,6 +221,54 @@ async fn idle_bytes(n: usize) -> f64 {
     (after - before) as f64 / n as f64
 }
 
+/// Heap bytes retained per task created and completed through the runtime on the
+/// memory store (the task, its event log and its idempotency key stay stored).
+async fn completed_bytes(n: usize) -> f64 {
+    let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
+    let svc = TaskService::new(store.clone(), "scripted");
+    let rt = Runtime::start(
+        svc.clone(),
+        Arc::new(ScriptedAgent::new()),
+        RuntimeConfig::default(),
+    );
+    let caller = Caller::local();
+    let run_one = |text: &'static str| {
+        let svc = svc.clone();
+        let caller = caller.clone();
+        async move {
+            let t = svc
+                .create(&caller, CreateTask::new(Message::user_text(text)))
+                .await
+                .ok()?;
+            svc.wait_until(&caller, &t.task.id, Duration::from_secs(30), |t| {
+                t.state.is_terminal()
+            })
+            .await
+            .ok()
+        }
+    };
+    // Warm up allocations that are not per task (runtime, channels, map capacity).
+    for _ in 0..1000 {
+        let _ = run_one("warm-up").await;
+    }
+    COUNTING.store(true, Ordering::SeqCst);
+    let before = LIVE.load(Ordering::Relaxed);
+    let mut done = 0usize;
+    for _ in 0..n {
+        if run_one("hello").await.is_some() {
+            done += 1;
+        }
+    }
+    // Let the turns' last bookkeeping (permits, watch channels) settle.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let after = LIVE.load(Ordering::Relaxed);
+    COUNTING.store(false, Ordering::SeqCst);
+    rt.shutdown(Duration::from_secs(5)).await;
+    drop(svc);
+    drop(store);
+    (after - before) as f64 / done.max(1) as f64
+}
+
 #[tokio::main]
 async fn main() {
     let args = Args::parse();
@@ -233,6 +281,7 @@ async fn main() {
     };
     // Memory first, while nothing else is allocated or being freed.
     let bytes = idle_bytes(args.idle_tasks.max(1)).await;
+    let done_bytes = completed_bytes(args.idle_tasks.max(1)).await;
     println!("| store | callers | tasks | tasks/s | p50 ms | p99 ms | CPU µs/task |");
     println!("|---|---:|---:|---:|---:|---:|---:|");
     for kind in &args.stores {
@@ -254,6 +303,10 @@ async fn main() {
     println!();
     println!(
         "memory store: {bytes:.0} bytes of heap per stored idle task (one 5-byte text message, {} tasks)",
+        args.idle_tasks
+    );
+    println!(
+        "memory store: {done_bytes:.0} bytes of heap per completed echo task (task, event log, idempotency key; {} tasks)",
         args.idle_tasks
     );
 }

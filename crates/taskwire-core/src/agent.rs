@@ -215,7 +215,7 @@ impl std::fmt::Debug for TurnContext {
 
 impl TurnContext {
     pub(crate) fn new(
-        task: Task,
+        task: Arc<Task>,
         input: Vec<Message>,
         new_ids: Vec<String>,
         service: TaskService,
@@ -224,7 +224,7 @@ impl TurnContext {
         cancel: CancellationToken,
     ) -> Self {
         Self {
-            task: Arc::new(task),
+            task,
             input: Arc::new(input),
             shared: Arc::new(TurnShared {
                 service,
@@ -442,7 +442,7 @@ impl TurnContext {
     /// Commits everything emitted so far. Fails if the task was canceled or the
     /// lease lost (the cancellation token fires too).
     pub async fn flush(&self) -> Result<()> {
-        self.commit(None).await.map(|_| ())
+        self.commit(None).await
     }
 
     fn take(&self) -> (Vec<Pending>, Vec<String>) {
@@ -456,16 +456,16 @@ impl TurnContext {
     }
 
     /// Commits the buffer, plus the turn's outcome when given.
-    pub(crate) async fn commit(&self, outcome: Option<&Finish>) -> Result<Task> {
+    pub(crate) async fn commit(&self, outcome: Option<&Finish>) -> Result<()> {
         let _guard = self.shared.flush_lock.lock().await;
         let (items, requested) = self.take();
         if items.is_empty() && outcome.is_none() {
-            return Ok((*self.task).clone());
+            return Ok(());
         }
         let shared = &self.shared;
         let res = shared
             .service
-            .mutate(&self.task.id, Access::System, Some(&shared.claim), |d| {
+            .mutate_shared(&self.task.id, Access::System, Some(&shared.claim), |d| {
                 for item in &items {
                     apply(d, item)?;
                 }
@@ -476,7 +476,7 @@ impl TurnContext {
             })
             .await;
         match res {
-            Ok((t, ())) => Ok(t),
+            Ok(_) => Ok(()),
             Err(e) => {
                 if matches!(
                     e,

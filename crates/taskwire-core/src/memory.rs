@@ -128,10 +128,8 @@ impl TaskStore for MemoryStore {
         Ok(CreateOutcome::Created(task))
     }
 
-    async fn get(&self, id: &TaskId) -> Result<Option<Task>, StoreError> {
-        let found = self.lock()?.tasks.get(id).cloned();
-        // Copied outside the lock.
-        Ok(found.map(Arc::unwrap_or_clone))
+    async fn get_shared(&self, id: &TaskId) -> Result<Option<Arc<Task>>, StoreError> {
+        Ok(self.lock()?.tasks.get(id).cloned())
     }
 
     async fn commit(&self, c: Commit) -> Result<(), StoreError> {
@@ -191,7 +189,7 @@ impl TaskStore for MemoryStore {
                 }
             }
             g.events.entry(id.clone()).or_default().extend(c.events);
-            replaced = g.tasks.insert(id.clone(), Arc::new(c.task));
+            replaced = g.tasks.insert(id.clone(), c.task);
         }
         // The old snapshot is freed outside the lock.
         drop(replaced);

@@ -229,7 +229,7 @@ async fn run_claim(
 ) {
     let store = service.store().clone();
     let id = claim.task_id.clone();
-    let task = match store.get(&id).await {
+    let task = match store.get_shared(&id).await {
         Ok(Some(t)) => t,
         Ok(None) => {
             let _ = store.drop_claim(&claim).await;

@@ -281,7 +281,7 @@ impl Draft {
         self.task.updated_at = self.now;
         Ok((
             Commit {
-                task: self.task,
+                task: Arc::new(self.task),
                 expected_version,
                 events,
                 queue: self.queue,
@@ -392,17 +392,35 @@ impl TaskService {
         id: &TaskId,
         access: Access<'_>,
         fence: Option<&Claim>,
-        mut f: impl FnMut(&mut Draft) -> Result<T>,
+        f: impl FnMut(&mut Draft) -> Result<T>,
     ) -> Result<(Task, T)> {
+        let (task, out) = self.mutate_shared(id, access, fence, f).await?;
+        Ok((Arc::unwrap_or_clone(task), out))
+    }
+
+    /// [`TaskService::mutate`] returning the committed snapshot as shared with the
+    /// store (no copy), for callers that only look at it.
+    pub async fn mutate_shared<T>(
+        &self,
+        id: &TaskId,
+        access: Access<'_>,
+        fence: Option<&Claim>,
+        mut f: impl FnMut(&mut Draft) -> Result<T>,
+    ) -> Result<(Arc<Task>, T)> {
         for _ in 0..MAX_CAS_RETRIES {
-            let task = self.store.get(id).await?.ok_or(CoreError::NotFound)?;
-            if !access.allows(&task) {
+            let current = self
+                .store
+                .get_shared(id)
+                .await?
+                .ok_or(CoreError::NotFound)?;
+            if !access.allows(&current) {
                 return Err(CoreError::NotFound);
             }
-            let mut draft = Draft::new(task, Utc::now());
+            let mut draft = Draft::new(Task::clone(&current), Utc::now());
+            drop(current);
             let out = f(&mut draft)?;
             if draft.events.is_empty() && draft.queue == QueueOp::Keep {
-                return Ok((draft.task, out));
+                return Ok((Arc::new(draft.task), out));
             }
             let (commit, transitions) = draft.into_commit(fence.cloned())?;
             let task = commit.task.clone();
@@ -789,7 +807,17 @@ impl TaskService {
 
     /// Reads a task.
     pub async fn get(&self, caller: &Caller, id: &TaskId) -> Result<Task> {
-        let t = self.store.get(id).await?.ok_or(CoreError::NotFound)?;
+        self.get_shared(caller, id).await.map(Arc::unwrap_or_clone)
+    }
+
+    /// Reads one of the caller's tasks as the store's shared snapshot (no copy): for
+    /// handlers that only render it.
+    pub async fn get_shared(&self, caller: &Caller, id: &TaskId) -> Result<Arc<Task>> {
+        let t = self
+            .store
+            .get_shared(id)
+            .await?
+            .ok_or(CoreError::NotFound)?;
         if t.is_visible_to(caller) {
             Ok(t)
         } else {
@@ -898,10 +926,11 @@ impl TaskService {
         let mut rx = self.store.hub().watch(id);
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
-            let t = self.get(caller, id).await?;
+            let t = self.get_shared(caller, id).await?;
             if pred(&t) || t.state.is_terminal() {
-                return Ok(t);
+                return Ok(Arc::unwrap_or_clone(t));
             }
+            drop(t);
             let changed = tokio::time::timeout_at(deadline, rx.changed()).await;
             match changed {
                 Err(_) => return self.get(caller, id).await,

@@ -3,7 +3,7 @@
 //! is one atomic compare-and-set commit.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -67,8 +67,9 @@ pub struct Claim {
 /// append events, and apply a queue operation.
 #[derive(Clone, Debug)]
 pub struct Commit {
-    /// The new snapshot; its `version` is `expected_version + 1`.
-    pub task: Task,
+    /// The new snapshot; its `version` is `expected_version + 1`. Shared, so that
+    /// the committer keeps it without a copy of what the store keeps.
+    pub task: Arc<Task>,
     /// The version the change was computed from.
     pub expected_version: u64,
     /// New events, with consecutive sequence numbers after the old `last_seq`.
@@ -268,8 +269,13 @@ pub trait TaskStore: Send + Sync + 'static {
         enqueue: bool,
     ) -> Result<CreateOutcome, StoreError>;
 
-    /// Reads a task.
-    async fn get(&self, id: &TaskId) -> Result<Option<Task>, StoreError>;
+    /// Reads a task's current snapshot, shared with the store (no copy).
+    async fn get_shared(&self, id: &TaskId) -> Result<Option<Arc<Task>>, StoreError>;
+
+    /// Reads a task (an owned copy of [`TaskStore::get_shared`]).
+    async fn get(&self, id: &TaskId) -> Result<Option<Task>, StoreError> {
+        Ok(self.get_shared(id).await?.map(Arc::unwrap_or_clone))
+    }
 
     /// Applies a commit atomically: `Conflict` if the version moved, `LeaseLost` if the
     /// fence no longer holds, `NotFound` if the task is gone.

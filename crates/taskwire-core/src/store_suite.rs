@@ -97,7 +97,7 @@ pub async fn commit_is_compare_and_set(store: Arc<dyn TaskStore>) {
     next.metadata.insert("k".into(), json!(1));
     store
         .commit(Commit {
-            task: next.clone(),
+            task: Arc::new(next.clone()),
             expected_version: t.version,
             events: vec![],
             queue: QueueOp::Keep,
@@ -108,7 +108,7 @@ pub async fn commit_is_compare_and_set(store: Arc<dyn TaskStore>) {
     // A second writer with the old version loses.
     let err = store
         .commit(Commit {
-            task: next.clone(),
+            task: Arc::new(next.clone()),
             expected_version: t.version,
             events: vec![],
             queue: QueueOp::Keep,
@@ -125,7 +125,7 @@ pub async fn commit_is_compare_and_set(store: Arc<dyn TaskStore>) {
     ghost.id = crate::ids::TaskId::new();
     let err = store
         .commit(Commit {
-            task: ghost,
+            task: Arc::new(ghost),
             expected_version: 1,
             events: vec![],
             queue: QueueOp::Keep,

@@ -204,9 +204,9 @@ impl TaskStore for SqliteStore {
         })
     }
 
-    async fn get(&self, id: &TaskId) -> Result<Option<Task>, StoreError> {
+    async fn get_shared(&self, id: &TaskId) -> Result<Option<Arc<Task>>, StoreError> {
         if let Some(t) = self.cache.get(id) {
-            return Ok(Some(Task::clone(&t)));
+            return Ok(Some(t));
         }
         let epoch = self.cache.epoch();
         let key = id.as_str().to_string();
@@ -214,16 +214,15 @@ impl TaskStore for SqliteStore {
         Ok(found.map(|t| {
             let t = Arc::new(t);
             self.cache.put_read(t.clone(), epoch);
-            Arc::unwrap_or_clone(t)
+            t
         }))
     }
 
     async fn commit(&self, commit: Commit) -> Result<(), StoreError> {
         let row = TaskRow::new(&commit.task)?;
         let events = event_rows(&commit.events)?;
-        let task = Arc::new(commit.task);
         self.write(|reply| Op::Commit {
-            task,
+            task: commit.task,
             row,
             expected_version: row::int(commit.expected_version),
             events,

@@ -328,7 +328,7 @@ async fn run(options: SqliteOptions) {
                     // Swept: both must say not found.
                     let ghost = base_task(&id, "t1", "alice", "c1", clock);
                     let c = Commit {
-                        task: ghost,
+                        task: ghost.into(),
                         expected_version: 1,
                         events: vec![],
                         queue: QueueOp::Keep,
@@ -406,7 +406,7 @@ async fn run(options: SqliteOptions) {
                     None
                 };
                 let c = Commit {
-                    task: next,
+                    task: next.into(),
                     expected_version,
                     events,
                     queue,

@@ -121,7 +121,7 @@ async fn concurrent_commits_on_one_task_have_one_winner_and_spare_their_neighbou
         racers.push(tokio::spawn(async move {
             store
                 .commit(Commit {
-                    task: next,
+                    task: next.into(),
                     expected_version: 1,
                     events,
                     queue: QueueOp::Keep,
@@ -178,7 +178,7 @@ async fn a_failing_request_leaves_no_trace_and_spares_its_batch() {
             tokio::spawn(async move {
                 store
                     .commit(Commit {
-                        task: next,
+                        task: next.into(),
                         expected_version: 1,
                         events,
                         queue: QueueOp::Remove,
@@ -280,7 +280,7 @@ async fn wakes_follow_the_commit() {
     notified.as_mut().enable();
     store
         .commit(Commit {
-            task: next,
+            task: next.into(),
             expected_version: 1,
             events: vec![step(&t, 3)],
             queue: QueueOp::Requeue,

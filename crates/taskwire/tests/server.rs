@@ -171,11 +171,11 @@ impl TaskStore for FlakyStore {
     ) -> Result<taskwire_core::store::CreateOutcome, taskwire_core::StoreError> {
         self.inner.create(task, events, key, enqueue).await
     }
-    async fn get(
+    async fn get_shared(
         &self,
         id: &taskwire_core::TaskId,
-    ) -> Result<Option<taskwire_core::Task>, taskwire_core::StoreError> {
-        self.inner.get(id).await
+    ) -> Result<Option<std::sync::Arc<taskwire_core::Task>>, taskwire_core::StoreError> {
+        self.inner.get_shared(id).await
     }
     async fn commit(
         &self,
