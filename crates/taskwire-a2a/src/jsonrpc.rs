@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 
-use axum::extract::{Query, State};
+use axum::extract::{RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -145,7 +145,7 @@ async fn dispatch(
         SEND_MESSAGE => enc(&svc
             .send_message(caller, protojson::send_request_from_value(params)?)
             .await?),
-        GET_TASK => enc(&svc.get_task(caller, dec(params)?).await?),
+        GET_TASK => Ok(svc.get_task_json(caller, dec(params)?).await?.to_string()),
         LIST_TASKS => enc(&svc.list_tasks(caller, dec(params)?).await?),
         CANCEL_TASK => enc(&svc.cancel_task(caller, dec(params)?).await?),
         CREATE_PUSH_CONFIG => enc(&svc.create_push_config(caller, dec(params)?).await?),
@@ -244,22 +244,22 @@ fn content_type_ok(headers: &HeaderMap) -> bool {
     }
 }
 
-/// The requested version: the `A2A-Version` header, else the query parameter.
-fn requested_version<'a>(
-    headers: &'a HeaderMap,
-    query: &'a HashMap<String, String>,
-) -> Option<&'a str> {
-    headers
-        .get(VERSION_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .or_else(|| query.get(VERSION_HEADER).map(String::as_str))
+/// The requested version: the `A2A-Version` header, else the query parameter (the
+/// query string is only decoded when the header is absent).
+fn requested_version(headers: &HeaderMap, query: Option<&str>) -> Option<String> {
+    if let Some(v) = headers.get(VERSION_HEADER).and_then(|v| v.to_str().ok()) {
+        return Some(v.to_string());
+    }
+    let query = query?;
+    let params: HashMap<String, String> = serde_urlencoded::from_str(query).ok()?;
+    params.get(VERSION_HEADER).cloned()
 }
 
 /// `POST /a2a`: one request, a batch, or a streaming request.
 pub async fn handle(
     State(svc): State<A2aService>,
     Extension(caller): Extension<Caller>,
-    Query(query): Query<HashMap<String, String>>,
+    RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -281,7 +281,7 @@ pub async fn handle(
             return json_response(error_response(&Value::Null, &e));
         }
     };
-    let version = check_version(requested_version(&headers, &query));
+    let version = check_version(requested_version(&headers, query.as_deref()).as_deref());
     let last_event_id = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())

@@ -19,6 +19,7 @@ use taskwire_core::{Agent, TaskService};
 
 pub mod card;
 pub mod convert;
+mod encoded;
 pub mod error;
 pub mod jsonrpc;
 pub mod protojson;

@@ -13,6 +13,7 @@ use taskwire_vocab::a2a::{self as vocab, A2aErrorKind, A2aState};
 
 use crate::card;
 use crate::convert::{self, FrameBuilder, TaskView};
+use crate::encoded::EncodedCache;
 use crate::error::{A2aError, Result};
 use crate::pb;
 use crate::push::PushManager;
@@ -56,7 +57,12 @@ struct Inner {
     agent: Arc<dyn Agent>,
     config: A2aConfig,
     push: PushManager,
+    /// GetTask answers already encoded as ProtoJSON, by task version.
+    encoded: EncodedCache,
 }
+
+/// Encodings of polled tasks kept per generation (see [`EncodedCache`]).
+const ENCODED_CACHE_CAPACITY: usize = 4096;
 
 impl std::fmt::Debug for A2aService {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -84,6 +90,7 @@ impl A2aService {
                 agent,
                 config,
                 push,
+                encoded: EncodedCache::new(ENCODED_CACHE_CAPACITY),
             }),
         }
     }
@@ -381,7 +388,7 @@ impl A2aService {
         self.inner.push.resume_once();
         let history_length = convert::history_length(req.history_length, "params.historyLength")?;
         let id = parse_id(&req.id)?;
-        let task = self.inner.service.get(caller, &id).await?;
+        let task = self.inner.service.get_shared(caller, &id).await?;
         Ok(convert::task_to_pb(
             &task,
             TaskView {
@@ -389,6 +396,30 @@ impl A2aService {
                 without_artifacts: false,
             },
         ))
+    }
+
+    /// GetTask answered as ProtoJSON text (the JSON-RPC binding's result). A task
+    /// polled again without having changed reuses the encoding of its version.
+    pub async fn get_task_json(
+        &self,
+        caller: &Caller,
+        req: pb::GetTaskRequest,
+    ) -> Result<Arc<str>> {
+        self.inner.push.resume_once();
+        let history_length = convert::history_length(req.history_length, "params.historyLength")?;
+        let id = parse_id(&req.id)?;
+        let task = self.inner.service.get_shared(caller, &id).await?;
+        let key = (id, task.version, history_length);
+        if let Some(text) = self.inner.encoded.get(&key) {
+            return Ok(text);
+        }
+        let view = TaskView {
+            history_length,
+            without_artifacts: false,
+        };
+        let text: Arc<str> = crate::protojson::to_string(&convert::task_to_pb(&task, view))?.into();
+        self.inner.encoded.put(key, text.clone());
+        Ok(text)
     }
 
     /// ListTasks: the caller's tasks, filtered by context, state and status time,

@@ -283,6 +283,25 @@ async fn cancel_is_idempotent_and_terminal_tasks_are_not_cancelable() {
     s.stop().await;
 }
 
+/// GetTask reuses the encoding of an unchanged task; a change (here a cancel) is
+/// seen by the next poll, and another caller still gets TaskNotFound.
+#[tokio::test]
+async fn polled_task_shows_every_change() {
+    let s = start(test_config()).await;
+    let mut p = send_params("sleep 10000", "m-poll");
+    p["configuration"] = json!({"returnImmediately": true});
+    let id = task_id(&s.rpc("SendMessage", p).await);
+    let working = wait_state(&s, &id, "TASK_STATE_WORKING").await;
+    let again = s.rpc("GetTask", json!({"id": id})).await;
+    assert_eq!(working["result"], again["result"]);
+    let c = s.rpc("CancelTask", json!({"id": id})).await;
+    assert_eq!(c["result"]["status"]["state"], "TASK_STATE_CANCELED", "{c}");
+    let after = s.rpc("GetTask", json!({"id": id})).await;
+    assert_eq!(state(&after), "TASK_STATE_CANCELED", "{after}");
+    assert_eq!(after["result"], c["result"]);
+    s.stop().await;
+}
+
 #[tokio::test]
 async fn envelope_errors() {
     let s = start(test_config()).await;
