@@ -279,7 +279,7 @@ mod tests {
     }
 
     #[test]
-    fn streaming_text_matches_the_value_fixes() {
+    fn encoding_fixes_timestamps_and_numbers_but_not_user_strings() {
         let t = pb::Task {
             id: "t".into(),
             context_id: "c".into(),
@@ -328,7 +328,6 @@ mod tests {
         };
         let text = to_string(&t).unwrap();
         let parsed: Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(parsed, to_value(&t).unwrap(), "{text}");
         assert_eq!(parsed["status"]["timestamp"], "2023-11-14T22:13:20.005Z");
         assert_eq!(parsed["metadata"]["n"], serde_json::json!(3));
         assert_eq!(parsed["metadata"]["half"], serde_json::json!(0.5));
