@@ -269,8 +269,20 @@ async fn completed_bytes(n: usize) -> f64 {
     (after - before) as f64 / done.max(1) as f64
 }
 
-#[tokio::main]
-async fn main() {
+fn main() {
+    // The allocator settings of `taskwire serve`.
+    taskwire::allocator::tune_mimalloc();
+    let rt = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cannot start the tokio runtime: {e}");
+            std::process::exit(2);
+        }
+    };
+    rt.block_on(run());
+}
+
+async fn run() {
     let args = Args::parse();
     let dir = match tempfile::tempdir() {
         Ok(d) => d,

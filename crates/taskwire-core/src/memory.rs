@@ -26,14 +26,25 @@ struct Entry {
     attempts: u32,
 }
 
+/// Everything stored about one task, under one key: one lookup per operation.
+#[derive(Debug)]
+struct Slot {
+    /// The snapshot, shared so that reads copy nothing under the lock.
+    task: Arc<Task>,
+    /// The event log (sequence n at index n-1), without spare capacity.
+    events: Vec<Event>,
+    /// The queue entry, while the task has one.
+    queue: Option<Entry>,
+    /// The idempotency key that names the task, if it was created with one.
+    idem: Option<IdempotencyKey>,
+}
+
 #[derive(Debug, Default)]
 struct Inner {
-    /// Snapshots are shared so that reads clone them after the lock is released.
-    tasks: HashMap<TaskId, Arc<Task>>,
-    events: HashMap<TaskId, Vec<Event>>,
+    tasks: HashMap<TaskId, Slot>,
     idem: HashMap<IdempotencyKey, TaskId>,
-    idem_of: HashMap<TaskId, IdempotencyKey>,
-    queue: HashMap<TaskId, Entry>,
+    /// Number of queue entries (available and leased).
+    queued: usize,
     /// Candidates for claiming, in FIFO order; stale ids are skipped on pop.
     ready: VecDeque<TaskId>,
     /// (created_at micros, id) for newest-first listing.
@@ -65,6 +76,26 @@ fn holds(entry: Option<&Entry>, claim: &Claim) -> bool {
         && e.lease.as_ref().is_some_and(|(w, _)| *w == claim.worker))
 }
 
+impl Inner {
+    /// The queue entry of a task, if it has one.
+    fn entry(&self, id: &TaskId) -> Option<&Entry> {
+        self.tasks.get(id).and_then(|s| s.queue.as_ref())
+    }
+
+    fn entry_mut(&mut self, id: &TaskId) -> Option<&mut Entry> {
+        self.tasks.get_mut(id).and_then(|s| s.queue.as_mut())
+    }
+}
+
+/// A fresh, available queue entry.
+fn fresh_entry() -> Entry {
+    Entry {
+        lease: None,
+        epoch: 0,
+        attempts: 0,
+    }
+}
+
 #[async_trait]
 impl TaskStore for MemoryStore {
     fn kind(&self) -> &'static str {
@@ -91,7 +122,12 @@ impl TaskStore for MemoryStore {
         {
             let mut g = self.lock()?;
             if let Some(k) = &key {
-                if let Some(existing) = g.idem.get(k).and_then(|id| g.tasks.get(id)).cloned() {
+                if let Some(existing) = g
+                    .idem
+                    .get(k)
+                    .and_then(|id| g.tasks.get(id))
+                    .map(|s| s.task.clone())
+                {
                     drop(g);
                     return Ok(CreateOutcome::Existing(Arc::unwrap_or_clone(existing)));
                 }
@@ -99,25 +135,26 @@ impl TaskStore for MemoryStore {
             if g.tasks.contains_key(&id) {
                 return Err(StoreError::Backend("duplicate task id".into()));
             }
-            if let Some(k) = key {
+            if let Some(k) = &key {
                 g.idem.insert(k.clone(), id.clone());
-                g.idem_of.insert(id.clone(), k);
             }
             g.order
                 .insert((task.created_at.timestamp_micros(), id.clone()));
-            g.events.insert(id.clone(), events);
             if enqueue {
-                g.queue.insert(
-                    id.clone(),
-                    Entry {
-                        lease: None,
-                        epoch: 0,
-                        attempts: 0,
-                    },
-                );
                 g.ready.push_back(id.clone());
+                g.queued += 1;
             }
-            g.tasks.insert(id.clone(), task.clone());
+            let mut events = events;
+            events.shrink_to_fit();
+            g.tasks.insert(
+                id.clone(),
+                Slot {
+                    task: task.clone(),
+                    events,
+                    queue: enqueue.then(fresh_entry),
+                    idem: key,
+                },
+            );
         }
         // Copied outside the lock.
         let task = Arc::unwrap_or_clone(task);
@@ -129,7 +166,7 @@ impl TaskStore for MemoryStore {
     }
 
     async fn get_shared(&self, id: &TaskId) -> Result<Option<Arc<Task>>, StoreError> {
-        Ok(self.lock()?.tasks.get(id).cloned())
+        Ok(self.lock()?.tasks.get(id).map(|s| s.task.clone()))
     }
 
     async fn commit(&self, c: Commit) -> Result<(), StoreError> {
@@ -142,54 +179,50 @@ impl TaskStore for MemoryStore {
         let replaced;
         {
             let mut g = self.lock()?;
-            let cur = g.tasks.get(&id).ok_or(StoreError::NotFound)?;
-            if cur.version != c.expected_version {
+            let inner = &mut *g;
+            let slot = inner.tasks.get_mut(&id).ok_or(StoreError::NotFound)?;
+            if slot.task.version != c.expected_version {
                 return Err(StoreError::Conflict);
             }
             if let Some(f) = &c.fence {
-                if !holds(g.queue.get(&id), f) {
+                if !holds(slot.queue.as_ref(), f) {
                     return Err(StoreError::LeaseLost);
                 }
             }
             match c.queue {
                 QueueOp::Keep => {}
                 QueueOp::Enqueue => {
-                    if !g.queue.contains_key(&id) {
-                        g.queue.insert(
-                            id.clone(),
-                            Entry {
-                                lease: None,
-                                epoch: 0,
-                                attempts: 0,
-                            },
-                        );
-                        g.ready.push_back(id.clone());
+                    if slot.queue.is_none() {
+                        slot.queue = Some(fresh_entry());
+                        inner.queued += 1;
+                        inner.ready.push_back(id.clone());
                         queued = true;
                     }
                 }
                 QueueOp::Requeue => {
-                    if let Some(e) = g.queue.get_mut(&id) {
-                        e.lease = None;
-                        e.attempts = 0;
-                    } else {
-                        g.queue.insert(
-                            id.clone(),
-                            Entry {
-                                lease: None,
-                                epoch: 0,
-                                attempts: 0,
-                            },
-                        );
+                    match &mut slot.queue {
+                        Some(e) => {
+                            e.lease = None;
+                            e.attempts = 0;
+                        }
+                        None => {
+                            slot.queue = Some(fresh_entry());
+                            inner.queued += 1;
+                        }
                     }
-                    g.ready.push_back(id.clone());
+                    inner.ready.push_back(id.clone());
                     queued = true;
                 }
                 QueueOp::Remove => {
-                    g.queue.remove(&id);
+                    if slot.queue.take().is_some() {
+                        inner.queued -= 1;
+                    }
                 }
             }
-            g.events.entry(id.clone()).or_default().extend(c.events);
-            replaced = g.tasks.insert(id.clone(), c.task);
+            // Exact growth: a stored log keeps no spare capacity.
+            slot.events.reserve_exact(c.events.len());
+            slot.events.extend(c.events);
+            replaced = std::mem::replace(&mut slot.task, c.task);
         }
         // The old snapshot is freed outside the lock.
         drop(replaced);
@@ -207,7 +240,7 @@ impl TaskStore for MemoryStore {
         limit: usize,
     ) -> Result<Vec<Event>, StoreError> {
         let g = self.lock()?;
-        let Some(log) = g.events.get(id) else {
+        let Some(log) = g.tasks.get(id).map(|s| &s.events) else {
             return Ok(Vec::new());
         };
         // Sequence numbers start at 1 and have no gaps, so seq n sits at index n-1.
@@ -247,13 +280,14 @@ impl TaskStore for MemoryStore {
                 .order
                 .iter()
                 .rev()
-                .filter_map(|(micros, id)| g.tasks.get(id).map(|t| (*micros, t)))
+                .filter_map(|(micros, id)| g.tasks.get(id).map(|s| (*micros, &s.task)))
                 .filter(|(_, t)| matches(t) && changed_ok(t))
                 .collect(),
             ListOrder::StateChanged => {
                 let mut v: Vec<(i64, &Arc<Task>)> = g
                     .tasks
                     .values()
+                    .map(|s| &s.task)
                     .filter(|t| matches(t) && changed_ok(t))
                     .map(|t| (t.state_changed_at.timestamp_micros(), t))
                     .collect();
@@ -299,7 +333,7 @@ impl TaskStore for MemoryStore {
         let mut out = Vec::new();
         while out.len() < max {
             let Some(id) = g.ready.pop_front() else { break };
-            let Some(e) = g.queue.get_mut(&id) else {
+            let Some(e) = g.entry_mut(&id) else {
                 continue;
             };
             if e.lease.is_some() {
@@ -326,10 +360,10 @@ impl TaskStore for MemoryStore {
     ) -> Result<bool, StoreError> {
         let until = now + chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::MAX);
         let mut g = self.lock()?;
-        if !holds(g.queue.get(&claim.task_id), claim) {
+        if !holds(g.entry(&claim.task_id), claim) {
             return Ok(false);
         }
-        if let Some(e) = g.queue.get_mut(&claim.task_id) {
+        if let Some(e) = g.entry_mut(&claim.task_id) {
             e.lease = Some((claim.worker.clone(), until));
         }
         Ok(true)
@@ -338,10 +372,10 @@ impl TaskStore for MemoryStore {
     async fn release(&self, claim: &Claim) -> Result<(), StoreError> {
         {
             let mut g = self.lock()?;
-            if !holds(g.queue.get(&claim.task_id), claim) {
+            if !holds(g.entry(&claim.task_id), claim) {
                 return Ok(());
             }
-            if let Some(e) = g.queue.get_mut(&claim.task_id) {
+            if let Some(e) = g.entry_mut(&claim.task_id) {
                 e.lease = None;
             }
             g.ready.push_back(claim.task_id.clone());
@@ -352,8 +386,11 @@ impl TaskStore for MemoryStore {
 
     async fn drop_claim(&self, claim: &Claim) -> Result<(), StoreError> {
         let mut g = self.lock()?;
-        if holds(g.queue.get(&claim.task_id), claim) {
-            g.queue.remove(&claim.task_id);
+        if holds(g.entry(&claim.task_id), claim) {
+            if let Some(s) = g.tasks.get_mut(&claim.task_id) {
+                s.queue = None;
+            }
+            g.queued -= 1;
         }
         Ok(())
     }
@@ -362,10 +399,12 @@ impl TaskStore for MemoryStore {
         let mut reaped = Vec::new();
         {
             let mut g = self.lock()?;
-            for (id, e) in g.queue.iter_mut() {
-                if e.lease.as_ref().is_some_and(|(_, until)| *until < now) {
-                    e.lease = None;
-                    reaped.push(id.clone());
+            for (id, s) in g.tasks.iter_mut() {
+                if let Some(e) = &mut s.queue {
+                    if e.lease.as_ref().is_some_and(|(_, until)| *until < now) {
+                        e.lease = None;
+                        reaped.push(id.clone());
+                    }
                 }
             }
             g.ready.extend(reaped.iter().cloned());
@@ -381,18 +420,21 @@ impl TaskStore for MemoryStore {
         let doomed: Vec<(TaskId, i64)> = g
             .tasks
             .values()
+            .map(|s| &s.task)
             .filter(|t| t.state.is_terminal() && t.expires_at.is_some_and(|e| e < now))
             .take(limit)
             .map(|t| (t.id.clone(), t.created_at.timestamp_micros()))
             .collect();
         for (id, micros) in &doomed {
-            g.tasks.remove(id);
-            g.events.remove(id);
-            g.queue.remove(id);
-            g.order.remove(&(*micros, id.clone()));
-            if let Some(k) = g.idem_of.remove(id) {
-                g.idem.remove(&k);
+            if let Some(s) = g.tasks.remove(id) {
+                if s.queue.is_some() {
+                    g.queued -= 1;
+                }
+                if let Some(k) = s.idem {
+                    g.idem.remove(&k);
+                }
             }
+            g.order.remove(&(*micros, id.clone()));
         }
         Ok(doomed.len())
     }
@@ -401,6 +443,7 @@ impl TaskStore for MemoryStore {
         let g = self.lock()?;
         Ok(g.tasks
             .values()
+            .map(|s| &s.task)
             .filter(|t| !t.state.is_terminal() && t.idle_expires_at.is_some_and(|e| e < now))
             .take(limit)
             .map(|t| t.id.clone())
@@ -408,14 +451,14 @@ impl TaskStore for MemoryStore {
     }
 
     async fn queue_depth(&self) -> Result<u64, StoreError> {
-        Ok(self.lock()?.queue.len() as u64)
+        Ok(self.lock()?.queued as u64)
     }
 
     async fn count_by_state(&self) -> Result<Vec<(TaskState, u64)>, StoreError> {
         let g = self.lock()?;
         let mut counts: HashMap<TaskState, u64> = HashMap::default();
-        for t in g.tasks.values() {
-            *counts.entry(t.state).or_default() += 1;
+        for s in g.tasks.values() {
+            *counts.entry(s.task.state).or_default() += 1;
         }
         Ok(TaskState::ALL
             .into_iter()

@@ -48,6 +48,7 @@
 //! or another node, re-runs them).
 
 pub mod adapters;
+pub mod allocator;
 pub mod auth;
 pub mod cli;
 mod error;

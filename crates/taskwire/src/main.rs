@@ -11,5 +11,6 @@ use clap::Parser;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    taskwire::allocator::tune_mimalloc();
     taskwire::cli::main(taskwire::cli::Cli::parse())
 }
