@@ -13,6 +13,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::driver::Wire;
+use crate::drivers::common::field_texts;
 use crate::error::Error;
 use crate::protocol::Protocol;
 use crate::report::Offer;
@@ -363,14 +364,7 @@ pub async fn discover(target: &str, config: &Config, wire: &Wire) -> Result<Foun
                 )
                 .await;
                 if let Ok(t) = tools {
-                    let names: Vec<String> = t.body["result"]["tools"]
-                        .as_array()
-                        .map(|a| {
-                            a.iter()
-                                .filter_map(|x| x["name"].as_str().map(str::to_string))
-                                .collect()
-                        })
-                        .unwrap_or_default();
+                    let names = field_texts(&t.body["result"]["tools"], "name");
                     if names.iter().any(|n| n == SCRIPTED_SKILL) {
                         ep.mcp_tool = Some(SCRIPTED_SKILL.into());
                         if scripted.is_none() && not_scripted.is_empty() {
@@ -437,14 +431,7 @@ pub async fn discover(target: &str, config: &Config, wire: &Wire) -> Result<Foun
                     format!("MCP initialize ({MCP_LEGACY_VERSION}) declares no capabilities.tasks.requests.tools.call"),
                 );
             } else {
-                let names: Vec<String> = tools["tools"]
-                    .as_array()
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(|x| x["name"].as_str().map(str::to_string))
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                let names = field_texts(&tools["tools"], "name");
                 ep.mcp_legacy = Some(mcp_url.clone());
                 ep.mcp_legacy_tool = if names.iter().any(|n| n == SCRIPTED_SKILL) {
                     Some(SCRIPTED_SKILL.into())

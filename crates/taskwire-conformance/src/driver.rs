@@ -31,6 +31,19 @@ pub struct TaskRef {
     pub agui_run: Option<String>,
 }
 
+impl TaskRef {
+    /// A task created with `text` and `message_id`, with no context or AG-UI run known yet.
+    pub(crate) fn created(id: String, message_id: &str, text: &str) -> TaskRef {
+        TaskRef {
+            id,
+            message_id: message_id.to_string(),
+            text: text.to_string(),
+            context_id: None,
+            agui_run: None,
+        }
+    }
+}
+
 /// A command that failed, classified.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OpError {
@@ -76,6 +89,14 @@ impl StreamObs {
         let w = w.into();
         if self.states.last() != Some(&w) {
             self.states.push(w);
+        }
+    }
+
+    /// Records `texts` as the artifacts `{prefix}-000`, `{prefix}-001`, … (for
+    /// protocols whose outputs have no ids of their own).
+    pub(crate) fn number_artifacts(&mut self, prefix: &str, texts: Vec<String>) {
+        for (i, t) in texts.into_iter().enumerate() {
+            self.artifacts.insert(format!("{prefix}-{i:03}"), t);
         }
     }
 

@@ -1,16 +1,14 @@
 //! A2A 1.0 over JSON-RPC (`A2aClient`) and gRPC (`A2aGrpcClient`): the same
 //! messages and the same reconnecting stream, so one driver serves both.
 
-use std::time::{Duration, Instant};
-
 use async_trait::async_trait;
-use futures::StreamExt;
 use serde_json::{json, Value};
 use taskwire_client::a2a::{pb, A2aClient, A2aEvent, A2aStream};
 use taskwire_client::grpc::A2aGrpcClient;
 use taskwire_client::{ClientError, Received};
 
 use super::classify;
+use super::common::Frames;
 use crate::driver::{Driver, OpError, ResumeObs, StreamObs, TaskRef, Wire};
 use crate::protocol::Protocol;
 use crate::scenario::ErrorClass;
@@ -141,6 +139,14 @@ fn parts_concat(parts: &[pb::Part]) -> String {
         .collect()
 }
 
+/// Records every artifact of a task snapshot, replacing what was seen of it.
+fn restate(obs: &mut StreamObs, artifacts: &[pb::Artifact]) {
+    for a in artifacts {
+        obs.artifacts
+            .insert(a.artifact_id.clone(), parts_concat(&a.parts));
+    }
+}
+
 /// Folds one stream event into an observation.
 fn observe(obs: &mut StreamObs, ev: &A2aEvent) {
     use pb::stream_response::Payload;
@@ -152,10 +158,7 @@ fn observe(obs: &mut StreamObs, ev: &A2aEvent) {
         Some(Payload::Task(t)) => {
             obs.push_state(state_word(t.status.as_ref()));
             // A snapshot restates every artifact.
-            for a in &t.artifacts {
-                obs.artifacts
-                    .insert(a.artifact_id.clone(), parts_concat(&a.parts));
-            }
+            restate(obs, &t.artifacts);
         }
         Some(Payload::StatusUpdate(s)) => obs.push_state(state_word(s.status.as_ref())),
         Some(Payload::ArtifactUpdate(a)) => {
@@ -204,43 +207,55 @@ impl A2aDriver {
         max_frames: Option<usize>,
         limit_ms: u64,
     ) -> Result<(), OpError> {
-        let deadline = Instant::now() + Duration::from_millis(limit_ms);
-        let mut read = 0usize;
-        loop {
-            if max_frames.is_some_and(|m| read >= m) {
+        let mut frames = Frames::within_ms(limit_ms, max_frames);
+        while let Some(ev) = frames
+            .next_into(stream, obs)
+            .await
+            .map_err(|e| self.err(e))?
+        {
+            self.wire.validate(
+                self.protocol,
+                &["methods", "SendStreamingMessage", "stream"],
+                &ev.raw,
+            );
+            if task_id.is_empty() {
+                if let Some(id) = ev.task_id() {
+                    *task_id = id.to_string();
+                }
+            }
+            observe(obs, &ev);
+            if obs
+                .last_state()
+                .is_some_and(|w| stop.iter().any(|x| x == w) || is_stop_word(w))
+            {
+                obs.ended = obs.last_state().is_some_and(is_stop_word) || obs.ended;
                 return Ok(());
             }
-            let left = deadline.saturating_duration_since(Instant::now());
-            match tokio::time::timeout(left, stream.next()).await {
-                Err(_) => return Ok(()),
-                Ok(None) => {
-                    obs.ended = true;
-                    return Ok(());
-                }
-                Ok(Some(Err(e))) => return Err(self.err(e)),
-                Ok(Some(Ok(ev))) => {
-                    self.wire.validate(
-                        self.protocol,
-                        &["methods", "SendStreamingMessage", "stream"],
-                        &ev.raw,
-                    );
-                    if task_id.is_empty() {
-                        if let Some(id) = ev.task_id() {
-                            *task_id = id.to_string();
-                        }
-                    }
-                    observe(obs, &ev);
-                    read += 1;
-                    if obs
-                        .last_state()
-                        .is_some_and(|w| stop.iter().any(|x| x == w) || is_stop_word(w))
-                    {
-                        obs.ended = obs.last_state().is_some_and(is_stop_word) || obs.ended;
-                        return Ok(());
-                    }
-                }
-            }
         }
+        Ok(())
+    }
+
+    /// Opens the stream of a new task started with `text`.
+    async fn open_stream(&self, text: &str, message_id: &str) -> Result<A2aStream, OpError> {
+        let req = request(text, message_id, None, None, false)?;
+        self.binding
+            .send_streaming(req)
+            .await
+            .map_err(|e| self.err(e))
+    }
+
+    /// Sends `text` to `task` as message `message_id` (`SendMessage`, returning immediately).
+    async fn send_to(
+        &self,
+        task: &TaskRef,
+        text: &str,
+        message_id: &str,
+        metadata: Option<Value>,
+    ) -> Result<(), OpError> {
+        let req = request(text, message_id, Some(task), metadata, true)?;
+        let r = self.binding.send(req).await.map_err(|e| self.err(e))?;
+        self.validate_task(&r.raw, "SendMessage");
+        Ok(())
     }
 }
 
@@ -256,11 +271,8 @@ impl Driver for A2aDriver {
         self.validate_task(&r.raw, "SendMessage");
         match r.value.payload {
             Some(pb::send_message_response::Payload::Task(t)) => Ok(TaskRef {
-                id: t.id.clone(),
-                message_id: message_id.to_string(),
-                text: text.to_string(),
                 context_id: Some(t.context_id.clone()).filter(|c| !c.is_empty()),
-                agui_run: None,
+                ..TaskRef::created(t.id.clone(), message_id, text)
             }),
             Some(pb::send_message_response::Payload::Message(_)) => Err(OpError::new(
                 ErrorClass::Other,
@@ -279,12 +291,7 @@ impl Driver for A2aDriver {
         message_id: &str,
         limit_ms: u64,
     ) -> Result<(TaskRef, StreamObs), OpError> {
-        let req = request(text, message_id, None, None, false)?;
-        let mut s = self
-            .binding
-            .send_streaming(req)
-            .await
-            .map_err(|e| self.err(e))?;
+        let mut s = self.open_stream(text, message_id).await?;
         let mut obs = StreamObs::default();
         let mut id = String::new();
         let never: Vec<String> = Vec::new();
@@ -294,16 +301,7 @@ impl Driver for A2aDriver {
         if !obs.ended && obs.last_state().is_some_and(|w| w.contains("REQUIRED")) {
             obs.ended = true;
         }
-        Ok((
-            TaskRef {
-                id,
-                message_id: message_id.to_string(),
-                text: text.to_string(),
-                context_id: None,
-                agui_run: None,
-            },
-            obs,
-        ))
+        Ok((TaskRef::created(id, message_id, text), obs))
     }
 
     async fn get(&self, task: &mut TaskRef) -> Result<View, OpError> {
@@ -317,29 +315,18 @@ impl Driver for A2aDriver {
     }
 
     async fn answer(&self, task: &mut TaskRef, text: &str) -> Result<(), OpError> {
-        let req = request(
-            text,
-            &format!("{}-a{}", task.message_id, text.len()),
-            Some(task),
-            None,
-            true,
-        )?;
-        let r = self.binding.send(req).await.map_err(|e| self.err(e))?;
-        self.validate_task(&r.raw, "SendMessage");
-        Ok(())
+        let id = format!("{}-a{}", task.message_id, text.len());
+        self.send_to(task, text, &id, None).await
     }
 
     async fn authorize(&self, task: &mut TaskRef, provider: &str) -> Result<(), OpError> {
-        let req = request(
+        self.send_to(
+            task,
             &format!("authorised {provider}"),
             &format!("{}-auth-{provider}", task.message_id),
-            Some(task),
             Some(json!({"authorization": {"provider": provider}})),
-            true,
-        )?;
-        let r = self.binding.send(req).await.map_err(|e| self.err(e))?;
-        self.validate_task(&r.raw, "SendMessage");
-        Ok(())
+        )
+        .await
     }
 
     async fn approve(&self, task: &mut TaskRef) -> Result<(), OpError> {
@@ -360,16 +347,8 @@ impl Driver for A2aDriver {
     }
 
     async fn send(&self, task: &mut TaskRef, text: &str) -> Result<(), OpError> {
-        let req = request(
-            text,
-            &format!("{}-s{}", task.message_id, text.len()),
-            Some(task),
-            None,
-            true,
-        )?;
-        let r = self.binding.send(req).await.map_err(|e| self.err(e))?;
-        self.validate_task(&r.raw, "SendMessage");
-        Ok(())
+        let id = format!("{}-s{}", task.message_id, text.len());
+        self.send_to(task, text, &id, None).await
     }
 
     async fn stream(
@@ -396,10 +375,7 @@ impl Driver for A2aDriver {
                     ..StreamObs::default()
                 };
                 obs.push_state(v.state);
-                for a in &r.value.artifacts {
-                    obs.artifacts
-                        .insert(a.artifact_id.clone(), parts_concat(&a.parts));
-                }
+                restate(&mut obs, &r.value.artifacts);
                 return Ok(obs);
             }
         };
@@ -417,12 +393,7 @@ impl Driver for A2aDriver {
         frames: usize,
         limit_ms: u64,
     ) -> Result<ResumeObs, OpError> {
-        let req = request(text, message_id, None, None, false)?;
-        let mut s = self
-            .binding
-            .send_streaming(req)
-            .await
-            .map_err(|e| self.err(e))?;
+        let mut s = self.open_stream(text, message_id).await?;
         let mut first = StreamObs::default();
         let mut id = String::new();
         let never: Vec<String> = Vec::new();
@@ -457,13 +428,7 @@ impl Driver for A2aDriver {
         self.read(&mut s, &mut rest, &mut id, &never[..], None, limit_ms)
             .await?;
         Ok(ResumeObs {
-            task: TaskRef {
-                id,
-                message_id: message_id.to_string(),
-                text: text.to_string(),
-                context_id: None,
-                agui_run: None,
-            },
+            task: TaskRef::created(id, message_id, text),
             first,
             cursor,
             rest,
@@ -480,7 +445,18 @@ impl Driver for A2aDriver {
                     ("GetTask with a numeric id", json!({"jsonrpc": "2.0", "id": 3, "method": "GetTask", "params": {"id": 5}}).to_string()),
                 ] {
                     let r = c.post_raw(body.clone(), &[]).await;
-                    out.push((label.to_string(), self.raw_outcome(&body, r)));
+                    let o = super::rpc_raw_outcome(
+                        &self.wire,
+                        self.protocol,
+                        format!("POST {body}"),
+                        r,
+                        |code, v| {
+                            self.wire
+                                .validate(self.protocol, &["envelope", "error"], v);
+                            super::rpc_class(code, &v["error"]["message"].to_string())
+                        },
+                    );
+                    out.push((label.to_string(), o));
                 }
             }
             Binding::Grpc(c) => {
@@ -502,31 +478,5 @@ impl Driver for A2aDriver {
             }
         }
         out
-    }
-}
-
-impl A2aDriver {
-    fn raw_outcome(
-        &self,
-        body: &str,
-        r: Result<taskwire_client::http::RawResponse, ClientError>,
-    ) -> Result<(), OpError> {
-        let raw = r.map_err(|e| self.err(e))?;
-        let text = raw.text();
-        self.wire.record(
-            self.protocol,
-            format!("POST {body}"),
-            format!("{} {text}", raw.status),
-        );
-        let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-        if let Some(code) = v["error"]["code"].as_i64() {
-            self.wire
-                .validate(self.protocol, &["envelope", "error"], &v);
-            return Err(super::rpc_class(code, &v["error"]["message"].to_string()));
-        }
-        if raw.status >= 400 {
-            return Err(super::http_class(raw.status, &text));
-        }
-        Ok(())
     }
 }

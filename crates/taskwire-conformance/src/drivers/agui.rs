@@ -7,7 +7,6 @@
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use futures::StreamExt;
 use serde_json::{json, Value};
 use taskwire_client::agui::{
     AguiClient, AguiEncoding, AguiEvent, AguiStream, ResumeEntry, ResumeStatus, RunAgentInput,
@@ -15,6 +14,7 @@ use taskwire_client::agui::{
 use taskwire_client::{ClientConfig, ClientError};
 
 use super::classify;
+use super::common::Frames;
 use crate::driver::{Driver, OpError, ResumeObs, StreamObs, TaskRef, Wire};
 use crate::error::Error;
 use crate::protocol::Protocol;
@@ -138,39 +138,53 @@ impl AguiDriver {
         max_frames: Option<usize>,
         limit_ms: u64,
     ) -> Result<Option<Value>, OpError> {
-        let deadline = Instant::now() + Duration::from_millis(limit_ms);
-        let mut n = 0usize;
-        loop {
-            if max_frames.is_some_and(|m| n >= m) {
-                return Ok(None);
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            match tokio::time::timeout(left, s.next()).await {
-                Err(_) => return Ok(None),
-                Ok(None) => {
-                    obs.ended = true;
+        let mut frames = Frames::within_ms(limit_ms, max_frames);
+        while let Some(ev) = frames.next_into(s, obs).await.map_err(|e| self.err(e))? {
+            self.wire
+                .validate(Protocol::Agui, &["events", &ev.kind], &ev.raw);
+            self.wire
+                .record(Protocol::Agui, "(event)", ev.raw.to_string());
+            if let Some(t) = observe(obs, &ev) {
+                *task_id = Some(t);
+                if until_task {
                     return Ok(None);
                 }
-                Ok(Some(Err(e))) => return Err(self.err(e)),
-                Ok(Some(Ok(ev))) => {
-                    self.wire
-                        .validate(Protocol::Agui, &["events", &ev.kind], &ev.raw);
-                    self.wire
-                        .record(Protocol::Agui, "(event)", ev.raw.to_string());
-                    n += 1;
-                    if let Some(t) = observe(obs, &ev) {
-                        *task_id = Some(t);
-                        if until_task {
-                            return Ok(None);
-                        }
-                    }
-                    if ev.ends_run() {
-                        obs.ended = true;
-                        return Ok(Some(ev.raw));
-                    }
-                }
+            }
+            if ev.ends_run() {
+                obs.ended = true;
+                return Ok(Some(ev.raw));
             }
         }
+        Ok(None)
+    }
+
+    /// Reads a run's stream until it ends (or, with `until_task`, until it names
+    /// its task) or `limit_ms` passes; a run refused at once is its error.
+    async fn follow(
+        &self,
+        s: &mut AguiStream,
+        until_task: bool,
+        limit_ms: u64,
+    ) -> Result<Followed, OpError> {
+        let mut obs = StreamObs::default();
+        let mut task_id = None;
+        let end = self
+            .read(s, &mut obs, &mut task_id, until_task, None, limit_ms)
+            .await?;
+        run_error(end.as_ref(), obs.frames)?;
+        Ok(Followed { obs, task_id, end })
+    }
+
+    /// Starts a task on a new thread and run; returns the thread, the run and the open stream.
+    async fn start_new(
+        &self,
+        text: &str,
+        message_id: &str,
+    ) -> Result<(String, String, AguiStream), OpError> {
+        let thread = fresh("conf-thread");
+        let run = fresh("conf-run");
+        let s = self.start(text, message_id, &thread, &run).await?;
+        Ok((thread, run, s))
     }
 
     /// Starts a run; returns the task ref and the open stream.
@@ -262,12 +276,25 @@ impl AguiDriver {
             .await
             .map_err(|e| self.err(e))?;
         task.agui_run = Some(run);
-        let mut obs = StreamObs::default();
-        let mut tid = None;
-        let end = self
-            .read(&mut s, &mut obs, &mut tid, false, None, 30_000)
-            .await?;
-        run_error(end.as_ref(), obs.frames)
+        self.follow(&mut s, false, 30_000).await.map(|_| ())
+    }
+}
+
+/// What [`AguiDriver::follow`] read of a run.
+struct Followed {
+    obs: StreamObs,
+    /// The task the run named.
+    task_id: Option<String>,
+    /// The event that ended the run.
+    end: Option<Value>,
+}
+
+/// The task a run on `thread` started, as the AG-UI driver knows it.
+fn task_on(id: String, message_id: &str, text: &str, thread: String, run: String) -> TaskRef {
+    TaskRef {
+        context_id: Some(thread),
+        agui_run: Some(run),
+        ..TaskRef::created(id, message_id, text)
     }
 }
 
@@ -298,23 +325,10 @@ impl Driver for AguiDriver {
     }
 
     async fn create(&self, text: &str, message_id: &str) -> Result<TaskRef, OpError> {
-        let thread = fresh("conf-thread");
-        let run = fresh("conf-run");
-        let mut s = self.start(text, message_id, &thread, &run).await?;
-        let mut obs = StreamObs::default();
-        let mut tid = None;
-        let end = self
-            .read(&mut s, &mut obs, &mut tid, true, None, 15_000)
-            .await?;
-        run_error(end.as_ref(), obs.frames)?;
-        let id = tid.ok_or_else(|| OpError::new(ErrorClass::Other, format!("the run named no task (no {TASK_CREATED} event and no RUN_FINISHED result.taskId)")))?;
-        Ok(TaskRef {
-            id,
-            message_id: message_id.to_string(),
-            text: text.to_string(),
-            context_id: Some(thread),
-            agui_run: Some(run),
-        })
+        let (thread, run, mut s) = self.start_new(text, message_id).await?;
+        let f = self.follow(&mut s, true, 15_000).await?;
+        let id = f.task_id.ok_or_else(|| OpError::new(ErrorClass::Other, format!("the run named no task (no {TASK_CREATED} event and no RUN_FINISHED result.taskId)")))?;
+        Ok(task_on(id, message_id, text, thread, run))
     }
 
     async fn create_retry(&self, task: &TaskRef) -> Result<TaskRef, OpError> {
@@ -323,15 +337,12 @@ impl Driver for AguiDriver {
         let mut s = self
             .start(&task.text, &task.message_id, &thread, &run)
             .await?;
-        let mut obs = StreamObs::default();
-        let mut tid = None;
-        let end = self
-            .read(&mut s, &mut obs, &mut tid, false, None, 15_000)
-            .await?;
-        run_error(end.as_ref(), obs.frames)?;
-        let id = tid
+        let f = self.follow(&mut s, false, 15_000).await?;
+        let id = f
+            .task_id
             .or_else(|| {
-                end.as_ref()
+                f.end
+                    .as_ref()
                     .and_then(|e| e["result"]["taskId"].as_str().map(str::to_string))
             })
             .ok_or_else(|| OpError::new(ErrorClass::Other, "the repeated run named no task"))?;
@@ -344,26 +355,10 @@ impl Driver for AguiDriver {
         message_id: &str,
         limit_ms: u64,
     ) -> Result<(TaskRef, StreamObs), OpError> {
-        let thread = fresh("conf-thread");
-        let run = fresh("conf-run");
-        let mut s = self.start(text, message_id, &thread, &run).await?;
-        let mut obs = StreamObs::default();
-        let mut tid = None;
-        let end = self
-            .read(&mut s, &mut obs, &mut tid, false, None, limit_ms)
-            .await?;
-        run_error(end.as_ref(), obs.frames)?;
-        let id = tid.unwrap_or_default();
-        Ok((
-            TaskRef {
-                id,
-                message_id: message_id.to_string(),
-                text: text.to_string(),
-                context_id: Some(thread),
-                agui_run: Some(run),
-            },
-            obs,
-        ))
+        let (thread, run, mut s) = self.start_new(text, message_id).await?;
+        let f = self.follow(&mut s, false, limit_ms).await?;
+        let id = f.task_id.unwrap_or_default();
+        Ok((task_on(id, message_id, text, thread, run), f.obs))
     }
 
     async fn get(&self, task: &mut TaskRef) -> Result<View, OpError> {
@@ -455,12 +450,7 @@ impl Driver for AguiDriver {
         let thread = self.thread_of(task)?;
         let run = fresh("conf-run");
         let mut s = self.start(text, &fresh("conf-msg"), &thread, &run).await?;
-        let mut obs = StreamObs::default();
-        let mut tid = None;
-        let end = self
-            .read(&mut s, &mut obs, &mut tid, false, None, 15_000)
-            .await?;
-        run_error(end.as_ref(), obs.frames)
+        self.follow(&mut s, false, 15_000).await.map(|_| ())
     }
 
     async fn stream(
@@ -507,9 +497,7 @@ impl Driver for AguiDriver {
         frames: usize,
         limit_ms: u64,
     ) -> Result<ResumeObs, OpError> {
-        let thread = fresh("conf-thread");
-        let run = fresh("conf-run");
-        let mut s = self.start(text, message_id, &thread, &run).await?;
+        let (thread, run, mut s) = self.start_new(text, message_id).await?;
         let mut first = StreamObs::default();
         let mut tid = None;
         self.read(&mut s, &mut first, &mut tid, false, Some(frames), limit_ms)
@@ -533,13 +521,7 @@ impl Driver for AguiDriver {
         self.read(&mut s, &mut rest, &mut tid, false, None, limit_ms)
             .await?;
         Ok(ResumeObs {
-            task: TaskRef {
-                id: tid.unwrap_or_default(),
-                message_id: message_id.to_string(),
-                text: text.to_string(),
-                context_id: Some(thread),
-                agui_run: Some(run),
-            },
+            task: task_on(tid.unwrap_or_default(), message_id, text, thread, run),
             first,
             cursor,
             rest,

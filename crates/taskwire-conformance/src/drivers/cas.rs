@@ -1,15 +1,14 @@
 //! CAS task status surface (`CasClient`): create, status object, messages,
 //! input, authorisation callback, host complete (cancel), SSE status events.
 
-use std::time::{Duration, Instant};
-
 use async_trait::async_trait;
-use futures::StreamExt;
 use serde_json::json;
 use taskwire_client::cas::{CasClient, CasInput, CasStatus};
+use taskwire_client::http::RawResponse;
 use taskwire_client::ClientError;
 
 use super::classify;
+use super::common::Frames;
 use crate::driver::{Driver, OpError, ResumeObs, StreamObs, TaskRef, Wire};
 use crate::protocol::Protocol;
 use crate::report::excerpt;
@@ -84,38 +83,36 @@ impl CasDriver {
             ),
             "200 text/event-stream",
         );
-        let deadline = Instant::now() + Duration::from_millis(limit_ms);
-        let mut n = 0usize;
-        loop {
-            if max_frames.is_some_and(|m| n >= m) {
+        let mut frames = Frames::within_ms(limit_ms, max_frames);
+        while let Some(st) = frames
+            .next_into(&mut s, obs)
+            .await
+            .map_err(|e| self.err(e))?
+        {
+            self.wire.validate(
+                Protocol::Cas,
+                &["endpoints", "GET /cas/tasks/{id}/events", "stream"],
+                &st.raw,
+            );
+            self.wire
+                .record(Protocol::Cas, "event", excerpt(&st.raw.to_string()));
+            obs.frames += 1;
+            obs.ids.push(st.status.revision.clone());
+            let w = word(&st);
+            obs.push_state(w.clone());
+            if st.is_terminal() || stop.contains(&w) {
                 return Ok(());
             }
-            let left = deadline.saturating_duration_since(Instant::now());
-            match tokio::time::timeout(left, s.next()).await {
-                Err(_) => return Ok(()),
-                Ok(None) => {
-                    obs.ended = true;
-                    return Ok(());
-                }
-                Ok(Some(Err(e))) => return Err(self.err(e)),
-                Ok(Some(Ok(st))) => {
-                    self.wire.validate(
-                        Protocol::Cas,
-                        &["endpoints", "GET /cas/tasks/{id}/events", "stream"],
-                        &st.raw,
-                    );
-                    self.wire
-                        .record(Protocol::Cas, "event", excerpt(&st.raw.to_string()));
-                    n += 1;
-                    obs.frames += 1;
-                    obs.ids.push(st.status.revision.clone());
-                    let w = word(&st);
-                    obs.push_state(w.clone());
-                    if st.is_terminal() || stop.contains(&w) {
-                        return Ok(());
-                    }
-                }
-            }
+        }
+        Ok(())
+    }
+
+    /// A malformed request's outcome: an HTTP error status classified.
+    fn raw_outcome(&self, r: Result<RawResponse, ClientError>) -> Result<(), OpError> {
+        match r {
+            Err(e) => Err(self.err(e)),
+            Ok(raw) if raw.status >= 400 => Err(super::http_class(raw.status, &raw.text())),
+            Ok(_) => Ok(()),
         }
     }
 }
@@ -132,13 +129,7 @@ impl Driver for CasDriver {
             .create_task(&CasInput::text(text), Some(message_id))
             .await
             .map_err(|e| self.err(e))?;
-        Ok(TaskRef {
-            id: s.id.clone(),
-            message_id: message_id.to_string(),
-            text: text.to_string(),
-            context_id: None,
-            agui_run: None,
-        })
+        Ok(TaskRef::created(s.id.clone(), message_id, text))
     }
 
     async fn create_stream(
@@ -153,9 +144,7 @@ impl Driver for CasDriver {
         self.read(&t.id, None, &mut obs, &never[..], None, limit_ms)
             .await?;
         // Status events carry no content: the outputs come from the messages list.
-        for (i, o) in self.outputs(&t.id).await?.into_iter().enumerate() {
-            obs.artifacts.insert(format!("output-{i:03}"), o);
-        }
+        obs.number_artifacts("output", self.outputs(&t.id).await?);
         Ok((t, obs))
     }
 
@@ -237,9 +226,7 @@ impl Driver for CasDriver {
         let mut obs = StreamObs::default();
         self.read(&task.id, None, &mut obs, stop, None, limit_ms)
             .await?;
-        for (i, o) in self.outputs(&task.id).await?.into_iter().enumerate() {
-            obs.artifacts.insert(format!("output-{i:03}"), o);
-        }
+        obs.number_artifacts("output", self.outputs(&task.id).await?);
         Ok(obs)
     }
 
@@ -273,9 +260,7 @@ impl Driver for CasDriver {
         } else {
             rest.ended = true;
         }
-        for (i, o) in self.outputs(&t.id).await?.into_iter().enumerate() {
-            rest.artifacts.insert(format!("output-{i:03}"), o);
-        }
+        rest.number_artifacts("output", self.outputs(&t.id).await?);
         Ok(ResumeObs {
             task: t,
             first,
@@ -301,15 +286,7 @@ impl Driver for CasDriver {
                 .client
                 .send_raw(reqwest::Method::POST, "/tasks", body, &[])
                 .await;
-            let o = match r {
-                Err(e) => Err(self.err(e)),
-                Ok(raw) if raw.status >= 400 => Err(super::http_class(raw.status, &raw.text())),
-                Ok(raw) => {
-                    let _ = raw;
-                    Ok(())
-                }
-            };
-            out.push((label.to_string(), o));
+            out.push((label.to_string(), self.raw_outcome(r)));
         }
         // A body that is not JSON at all.
         let r = self
@@ -323,13 +300,8 @@ impl Driver for CasDriver {
             .await;
         out.push((
             "a create with an empty body".to_string(),
-            match r {
-                Err(e) => Err(self.err(e)),
-                Ok(raw) if raw.status >= 400 => Err(super::http_class(raw.status, &raw.text())),
-                Ok(_) => Ok(()),
-            },
+            self.raw_outcome(r),
         ));
-        let _ = ErrorClass::Invalid;
         out
     }
 }

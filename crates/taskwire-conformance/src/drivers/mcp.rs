@@ -2,15 +2,13 @@
 //! becomes a task; `tasks/get`, `tasks/update` (input responses by key),
 //! `tasks/cancel`, `subscriptions/listen`.
 
-use std::time::{Duration, Instant};
-
 use async_trait::async_trait;
-use futures::StreamExt;
 use serde_json::{json, Map, Value};
 use taskwire_client::mcp::{elicit_accept, DetailedTask, McpClient, ToolCallOutcome};
 use taskwire_client::ClientError;
 
 use super::classify;
+use super::common::{field_texts, Frames};
 use crate::driver::{Driver, OpError, ResumeObs, StreamObs, TaskRef, Wire};
 use crate::protocol::Protocol;
 use crate::scenario::ErrorClass;
@@ -34,15 +32,9 @@ fn status_word(v: &Value) -> String {
     mcp_view_word(status, is_error)
 }
 
+/// The texts of a task's result content.
 fn contents(v: &Value) -> Vec<String> {
-    v["result"]["content"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|c| c["text"].as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
+    field_texts(&v["result"]["content"], "text")
 }
 
 impl McpDriver {
@@ -55,6 +47,15 @@ impl McpDriver {
             .get_task(id)
             .await
             .map(|r| r.value)
+            .map_err(|e| self.err(e))
+    }
+
+    /// Sends input responses to a task (`tasks/update`).
+    async fn update(&self, id: &str, responses: Map<String, Value>) -> Result<(), OpError> {
+        self.client
+            .update_task(id, responses)
+            .await
+            .map(|_| ())
             .map_err(|e| self.err(e))
     }
 
@@ -83,11 +84,7 @@ impl McpDriver {
         for k in keys {
             m.insert(k, response.clone());
         }
-        self.client
-            .update_task(&task.id, m)
-            .await
-            .map(|_| ())
-            .map_err(|e| self.err(e))
+        self.update(&task.id, m).await
     }
 
     async fn listen(
@@ -108,63 +105,47 @@ impl McpDriver {
             format!("subscriptions/listen {{taskIds:[{id}]}}"),
             "200 text/event-stream",
         );
-        let deadline = Instant::now() + Duration::from_millis(limit_ms);
-        let mut n = 0usize;
-        loop {
-            if max_frames.is_some_and(|m| n >= m) {
-                return Ok(());
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            match tokio::time::timeout(left, s.next()).await {
-                Err(_) => return Ok(()),
-                Ok(None) => {
-                    obs.ended = true;
-                    return Ok(());
-                }
-                Ok(Some(Err(e))) => return Err(self.err(e)),
-                Ok(Some(Ok(msg))) => {
-                    n += 1;
-                    obs.frames += 1;
-                    let v = crate::discovery::MCP_VERSION;
-                    if let Some(m) = msg["method"].as_str() {
-                        self.wire.validate(
-                            Protocol::Mcp,
-                            &["methods", v, m, "params"],
-                            &msg["params"],
-                        );
-                        if m == "notifications/tasks" {
-                            let t = &msg["params"];
-                            let t = if t.get("task").is_some() {
-                                &t["task"]
-                            } else {
-                                t
-                            };
-                            let w = status_word(t);
-                            for (i, c) in contents(t).into_iter().enumerate() {
-                                obs.artifacts.insert(format!("content-{i:03}"), c);
-                            }
-                            obs.push_state(w.clone());
-                            if stop.contains(&w) {
-                                return Ok(());
-                            }
-                        }
-                    } else if msg.get("result").is_some() {
-                        self.wire.validate(
-                            Protocol::Mcp,
-                            &["methods", v, "subscriptions/listen", "result"],
-                            &msg["result"],
-                        );
-                        obs.ended = true;
+        let mut frames = Frames::within_ms(limit_ms, max_frames);
+        while let Some(msg) = frames
+            .next_into(&mut s, obs)
+            .await
+            .map_err(|e| self.err(e))?
+        {
+            obs.frames += 1;
+            let v = crate::discovery::MCP_VERSION;
+            if let Some(m) = msg["method"].as_str() {
+                self.wire
+                    .validate(Protocol::Mcp, &["methods", v, m, "params"], &msg["params"]);
+                if m == "notifications/tasks" {
+                    let t = &msg["params"];
+                    let t = if t.get("task").is_some() {
+                        &t["task"]
+                    } else {
+                        t
+                    };
+                    let w = status_word(t);
+                    obs.number_artifacts("content", contents(t));
+                    obs.push_state(w.clone());
+                    if stop.contains(&w) {
                         return Ok(());
-                    } else if msg.get("error").is_some() {
-                        return Err(OpError::new(
-                            ErrorClass::Other,
-                            format!("listen error: {}", msg["error"]),
-                        ));
                     }
                 }
+            } else if msg.get("result").is_some() {
+                self.wire.validate(
+                    Protocol::Mcp,
+                    &["methods", v, "subscriptions/listen", "result"],
+                    &msg["result"],
+                );
+                obs.ended = true;
+                return Ok(());
+            } else if msg.get("error").is_some() {
+                return Err(OpError::new(
+                    ErrorClass::Other,
+                    format!("listen error: {}", msg["error"]),
+                ));
             }
         }
+        Ok(())
     }
 }
 
@@ -181,13 +162,7 @@ impl Driver for McpDriver {
             .await
             .map_err(|e| self.err(e))?;
         match r.value {
-            ToolCallOutcome::Task(t) => Ok(TaskRef {
-                id: t.task_id,
-                message_id: message_id.to_string(),
-                text: text.to_string(),
-                context_id: None,
-                agui_run: None,
-            }),
+            ToolCallOutcome::Task(t) => Ok(TaskRef::created(t.task_id, message_id, text)),
             ToolCallOutcome::Complete(_) => Err(OpError::new(
                 ErrorClass::Other,
                 "tools/call answered with the result directly, not a task (the tasks extension was declared)",
@@ -295,11 +270,7 @@ impl Driver for McpDriver {
         // The only message MCP carries to a task is an input response.
         let mut m = Map::new();
         m.insert("conformance".into(), elicit_accept(json!({"answer": text})));
-        self.client
-            .update_task(&task.id, m)
-            .await
-            .map(|_| ())
-            .map_err(|e| self.err(e))
+        self.update(&task.id, m).await
     }
 
     async fn stream(
@@ -341,7 +312,14 @@ impl Driver for McpDriver {
     async fn malformed(&self) -> Vec<(String, Result<(), OpError>)> {
         let mut out = Vec::new();
         let r = self.client.post_raw("{\"jsonrpc\":\"2.0\",", &[]).await;
-        out.push(("a body that is not JSON".to_string(), self.raw_outcome(r)));
+        let o = super::rpc_raw_outcome(
+            &self.wire,
+            Protocol::Mcp,
+            "POST (malformed body)".to_string(),
+            r,
+            |code, v| super::rpc_class(code, v["error"]["message"].as_str().unwrap_or_default()),
+        );
+        out.push(("a body that is not JSON".to_string(), o));
         let r = self
             .client
             .call_raw("tasks/get", json!({"taskId": 5}), Some("5"))
@@ -351,31 +329,5 @@ impl Driver for McpDriver {
             r.map(|_| ()).map_err(|e| self.err(e)),
         ));
         out
-    }
-}
-
-impl McpDriver {
-    fn raw_outcome(
-        &self,
-        r: Result<taskwire_client::http::RawResponse, ClientError>,
-    ) -> Result<(), OpError> {
-        let raw = r.map_err(|e| self.err(e))?;
-        let text = raw.text();
-        self.wire.record(
-            Protocol::Mcp,
-            "POST (malformed body)",
-            format!("{} {text}", raw.status),
-        );
-        let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-        if let Some(code) = v["error"]["code"].as_i64() {
-            return Err(super::rpc_class(
-                code,
-                v["error"]["message"].as_str().unwrap_or_default(),
-            ));
-        }
-        if raw.status >= 400 {
-            return Err(super::http_class(raw.status, &text));
-        }
-        Ok(())
     }
 }

@@ -7,16 +7,16 @@
 //! This generation has no message to a task, no idempotency key and no stream
 //! cursor; those commands are `unsupported`.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
-use futures::StreamExt;
 use serde_json::{json, Value};
 use taskwire_client::mcp::{elicit_accept, method, McpLegacyClient};
 use taskwire_client::ClientError;
 use taskwire_vocab::mcp::{review_schema, AUTH_KEY_PREFIX};
 
 use super::classify;
+use super::common::{field_texts, Frame, Frames};
 use crate::discovery::MCP_LEGACY_VERSION as V;
 use crate::driver::{Driver, OpError, ResumeObs, StreamObs, TaskRef, Wire};
 use crate::protocol::Protocol;
@@ -82,15 +82,9 @@ impl Pick<'_> {
     }
 }
 
+/// The texts of a `tasks/result` result's content.
 fn contents(result: &Value) -> Vec<String> {
-    result["content"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|c| c["text"].as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
+    field_texts(&result["content"], "text")
 }
 
 impl McpLegacyDriver {
@@ -169,11 +163,10 @@ impl McpLegacyDriver {
     /// with `cancel`, which leaves them pending.
     async fn interact(&self, task: &TaskRef, pick: Pick<'_>) -> Result<(), OpError> {
         let mut s = self.open_result(&task.id).await?;
-        let deadline = Instant::now() + INTERACTION_LIMIT;
+        let mut frames = Frames::new(INTERACTION_LIMIT, None);
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let msg = match tokio::time::timeout(left, s.next()).await {
-                Err(_) => {
+            let msg = match frames.next(&mut s).await.map_err(|e| self.err(e))? {
+                Frame::Cut => {
                     return Err(OpError::new(
                         ErrorClass::Other,
                         format!(
@@ -183,14 +176,13 @@ impl McpLegacyDriver {
                         ),
                     ))
                 }
-                Ok(None) => {
+                Frame::Ended => {
                     return Err(OpError::new(
                         ErrorClass::Other,
                         format!("tasks/result ended without {}", pick.what()),
                     ))
                 }
-                Ok(Some(Err(e))) => return Err(self.err(e)),
-                Ok(Some(Ok(m))) => m,
+                Frame::Item(m) => m,
             };
             self.seen(&task.id, &msg);
             if let Some(e) = msg.get("error") {
@@ -240,17 +232,15 @@ impl McpLegacyDriver {
         limit_ms: u64,
     ) -> Result<(), OpError> {
         let mut s = self.open_result(id).await?;
-        let deadline = Instant::now() + Duration::from_millis(limit_ms);
+        let mut frames = Frames::within_ms(limit_ms, None);
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let msg = match tokio::time::timeout(left, s.next()).await {
-                Err(_) => return Ok(()),
-                Ok(None) => {
-                    obs.ended = true;
-                    return Ok(());
-                }
-                Ok(Some(Err(e))) => return Err(self.err(e)),
-                Ok(Some(Ok(m))) => m,
+            // Cut by the time limit or ended by itself: the status read is all there is.
+            let Some(msg) = frames
+                .next_into(&mut s, obs)
+                .await
+                .map_err(|e| self.err(e))?
+            else {
+                return Ok(());
             };
             obs.frames += 1;
             self.seen(id, &msg);
@@ -263,9 +253,7 @@ impl McpLegacyDriver {
                     return Ok(());
                 }
             } else if let Some(r) = msg.get("result") {
-                for (i, c) in contents(r).into_iter().enumerate() {
-                    obs.artifacts.insert(format!("content-{i:03}"), c);
-                }
+                obs.number_artifacts("content", contents(r));
                 obs.ended = true;
                 break;
             } else if msg.get("error").is_some() {
@@ -298,13 +286,7 @@ impl Driver for McpLegacyDriver {
             .call_tool_as_task(&self.tool, json!({"text": text}), None)
             .await
             .map_err(|e| self.err(e))?;
-        Ok(TaskRef {
-            id: t.value.task_id,
-            message_id: message_id.to_string(),
-            text: text.to_string(),
-            context_id: None,
-            agui_run: None,
-        })
+        Ok(TaskRef::created(t.value.task_id, message_id, text))
     }
 
     async fn create_retry(&self, task: &TaskRef) -> Result<TaskRef, OpError> {

@@ -5,6 +5,7 @@
 mod a2a;
 mod agui;
 mod cas;
+pub(crate) mod common;
 mod mcp;
 mod mcp_legacy;
 
@@ -12,7 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::Value;
-use taskwire_client::{ClientConfig, ClientError};
+use taskwire_client::{ClientConfig, ClientError, RawResponse};
 
 use crate::discovery::Endpoints;
 use crate::driver::{Driver, OpError, Wire};
@@ -257,6 +258,29 @@ pub(crate) fn rpc_class(code: i64, message: &str) -> OpError {
         _ => ErrorClass::Other,
     };
     OpError::new(class, format!("JSON-RPC error {code}: {message}"))
+}
+
+/// The outcome of a raw request to a JSON-RPC endpoint (a malformed one), recorded
+/// on `wire` as `request`: a JSON-RPC error in the body is classified by
+/// `rpc_error` (given its code and the body), an HTTP error status by its class.
+pub(crate) fn rpc_raw_outcome(
+    wire: &Wire,
+    protocol: Protocol,
+    request: String,
+    r: Result<RawResponse, ClientError>,
+    rpc_error: impl FnOnce(i64, &Value) -> OpError,
+) -> Result<(), OpError> {
+    let raw = r.map_err(|e| classify(protocol, &e))?;
+    let text = raw.text();
+    wire.record(protocol, request, format!("{} {text}", raw.status));
+    let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    if let Some(code) = v["error"]["code"].as_i64() {
+        return Err(rpc_error(code, &v));
+    }
+    if raw.status >= 400 {
+        return Err(http_class(raw.status, &text));
+    }
+    Ok(())
 }
 
 /// The class of an HTTP error status (CAS, AG-UI).
