@@ -87,6 +87,21 @@ impl Inner {
     }
 }
 
+/// Logs up to this many events grow exactly (most tasks end with a handful of
+/// events, and a stored log then keeps no spare capacity); longer ones grow by
+/// doubling, so that a task streaming many small commits does not copy its whole
+/// log at every one.
+const EXACT_LOG_GROWTH: usize = 16;
+
+/// Makes room for `more` events in a stored log.
+fn grow_log(log: &mut Vec<Event>, more: usize) {
+    if log.len() + more <= EXACT_LOG_GROWTH {
+        log.reserve_exact(more);
+    } else {
+        log.reserve(more);
+    }
+}
+
 /// A fresh, available queue entry.
 fn fresh_entry() -> Entry {
     Entry {
@@ -219,8 +234,7 @@ impl TaskStore for MemoryStore {
                     }
                 }
             }
-            // Exact growth: a stored log keeps no spare capacity.
-            slot.events.reserve_exact(c.events.len());
+            grow_log(&mut slot.events, c.events.len());
             slot.events.extend(c.events);
             replaced = std::mem::replace(&mut slot.task, c.task);
         }
@@ -464,5 +478,46 @@ impl TaskStore for MemoryStore {
             .into_iter()
             .map(|s| (s, counts.get(&s).copied().unwrap_or(0)))
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::EventKind;
+
+    fn event(seq: u64) -> Event {
+        Event {
+            task_id: TaskId::new(),
+            seq,
+            version: seq,
+            at: chrono::Utc::now(),
+            kind: EventKind::TurnStarted { turn: 1 },
+        }
+    }
+
+    /// Short logs keep no spare capacity; long ones grow geometrically, so a task
+    /// committing one event at a time reallocates its log O(log n) times, not n.
+    #[test]
+    fn logs_grow_exactly_while_short_then_geometrically() {
+        let mut log = Vec::new();
+        for seq in 1..=EXACT_LOG_GROWTH as u64 {
+            grow_log(&mut log, 1);
+            log.push(event(seq));
+            assert_eq!(log.capacity(), log.len(), "short logs grow exactly");
+        }
+        let mut reallocations = 0;
+        for seq in EXACT_LOG_GROWTH as u64 + 1..=4096 {
+            let before = log.capacity();
+            grow_log(&mut log, 1);
+            if log.capacity() != before {
+                reallocations += 1;
+            }
+            log.push(event(seq));
+        }
+        assert!(
+            reallocations <= 12,
+            "{reallocations} reallocations for 4080 appends"
+        );
     }
 }
