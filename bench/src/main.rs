@@ -68,7 +68,8 @@ struct Args {
     /// How long each measurement runs, in seconds.
     #[arg(long, default_value_t = 3.0)]
     seconds: f64,
-    /// Idle tasks created to measure memory per stored task.
+    /// Tasks stored to measure heap per task (that many idle ones, then that many
+    /// completed through the runtime).
     #[arg(long, default_value_t = 20_000)]
     idle_tasks: usize,
     /// SQLite synchronous mode (full or normal).
