@@ -7,6 +7,7 @@
 //! element by element with the right -32700/-32600 codes, and `params` must reach
 //! the ProtoJSON decoder untouched so field paths appear in -32602 messages.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::convert::Infallible;
 
@@ -246,13 +247,13 @@ fn content_type_ok(headers: &HeaderMap) -> bool {
 
 /// The requested version: the `A2A-Version` header, else the query parameter (the
 /// query string is only decoded when the header is absent).
-fn requested_version(headers: &HeaderMap, query: Option<&str>) -> Option<String> {
+fn requested_version<'a>(headers: &'a HeaderMap, query: Option<&str>) -> Option<Cow<'a, str>> {
     if let Some(v) = headers.get(VERSION_HEADER).and_then(|v| v.to_str().ok()) {
-        return Some(v.to_string());
+        return Some(Cow::Borrowed(v));
     }
     let query = query?;
-    let params: HashMap<String, String> = serde_urlencoded::from_str(query).ok()?;
-    params.get(VERSION_HEADER).cloned()
+    let mut params: HashMap<String, String> = serde_urlencoded::from_str(query).ok()?;
+    params.remove(VERSION_HEADER).map(Cow::Owned)
 }
 
 /// `POST /a2a`: one request, a batch, or a streaming request.

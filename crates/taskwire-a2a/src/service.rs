@@ -385,17 +385,8 @@ impl A2aService {
 
     /// GetTask.
     pub async fn get_task(&self, caller: &Caller, req: pb::GetTaskRequest) -> Result<pb::Task> {
-        self.inner.push.resume_once();
-        let history_length = convert::history_length(req.history_length, "params.historyLength")?;
-        let id = parse_id(&req.id)?;
-        let task = self.inner.service.get_shared(caller, &id).await?;
-        Ok(convert::task_to_pb(
-            &task,
-            TaskView {
-                history_length,
-                without_artifacts: false,
-            },
-        ))
+        let (task, view) = self.read_task(caller, &req).await?;
+        Ok(convert::task_to_pb(&task, view))
     }
 
     /// GetTask answered as ProtoJSON text (the JSON-RPC binding's result). A task
@@ -405,21 +396,33 @@ impl A2aService {
         caller: &Caller,
         req: pb::GetTaskRequest,
     ) -> Result<Arc<str>> {
+        let (task, view) = self.read_task(caller, &req).await?;
+        let key = (task.id.clone(), task.version, view.history_length);
+        if let Some(text) = self.inner.encoded.get(&key) {
+            return Ok(text);
+        }
+        let text: Arc<str> = crate::protojson::to_string(&convert::task_to_pb(&task, view))?.into();
+        self.inner.encoded.put(key, text.clone());
+        Ok(text)
+    }
+
+    /// What both GetTask answers start from: the caller's task and the view asked for.
+    async fn read_task(
+        &self,
+        caller: &Caller,
+        req: &pb::GetTaskRequest,
+    ) -> Result<(Arc<Task>, TaskView)> {
         self.inner.push.resume_once();
         let history_length = convert::history_length(req.history_length, "params.historyLength")?;
         let id = parse_id(&req.id)?;
         let task = self.inner.service.get_shared(caller, &id).await?;
-        let key = (id, task.version, history_length);
-        if let Some(text) = self.inner.encoded.get(&key) {
-            return Ok(text);
-        }
-        let view = TaskView {
-            history_length,
-            without_artifacts: false,
-        };
-        let text: Arc<str> = crate::protojson::to_string(&convert::task_to_pb(&task, view))?.into();
-        self.inner.encoded.put(key, text.clone());
-        Ok(text)
+        Ok((
+            task,
+            TaskView {
+                history_length,
+                without_artifacts: false,
+            },
+        ))
     }
 
     /// ListTasks: the caller's tasks, filtered by context, state and status time,

@@ -420,19 +420,8 @@ impl CasClient {
                 got: media,
             });
         }
-        let s = http::sse_events(resp.bytes_stream(), c.stream_idle_timeout).filter_map(
-            |ev| async move {
-                match ev {
-                    Err(e) => Some(Err(e)),
-                    Ok(ev) if ev.data.trim().is_empty() => None,
-                    Ok(ev) => Some(
-                        serde_json::from_str::<Value>(&ev.data)
-                            .map_err(|e| ClientError::decode("SSE data", e, ev.data.as_bytes()))
-                            .and_then(typed),
-                    ),
-                }
-            },
-        );
+        let s =
+            http::sse_json(resp.bytes_stream(), c.stream_idle_timeout).map(|v| v.and_then(typed));
         Ok(s.boxed())
     }
 

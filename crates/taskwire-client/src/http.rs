@@ -195,6 +195,30 @@ pub struct SseEvent {
 /// A boxed stream of SSE events.
 pub(crate) type SseStream = Pin<Box<dyn Stream<Item = Result<SseEvent, ClientError>> + Send>>;
 
+/// A boxed stream of JSON values.
+pub(crate) type JsonStream = Pin<Box<dyn Stream<Item = Result<Value, ClientError>> + Send>>;
+
+/// The `data:` of each SSE event of a streaming body, parsed as JSON; events
+/// without data are skipped (see [`sse_events`] for `idle`).
+pub(crate) fn sse_json<S, E>(body: S, idle: Option<Duration>) -> JsonStream
+where
+    S: Stream<Item = Result<Bytes, E>> + Send + 'static,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    sse_events(body, idle)
+        .filter_map(|ev| async move {
+            match ev {
+                Err(e) => Some(Err(e)),
+                Ok(ev) if ev.data.trim().is_empty() => None,
+                Ok(ev) => Some(
+                    serde_json::from_str::<Value>(&ev.data)
+                        .map_err(|e| ClientError::decode("SSE data", e, ev.data.as_bytes())),
+                ),
+            }
+        })
+        .boxed()
+}
+
 /// The SSE events of a streaming body (parsed with the `sse-stream` crate).
 /// Events with neither data nor id (comments, keep-alives) are skipped. A
 /// read that stays silent longer than `idle` is [`ClientError::Timeout`].

@@ -770,18 +770,10 @@ impl McpClient {
                 got: media,
             });
         }
-        let s = http::sse_events(resp.bytes_stream(), self.inner.config.stream_idle_timeout)
-            .filter_map(|ev| async move {
-                match ev {
-                    Err(e) => Some(Err(e)),
-                    Ok(ev) if ev.data.trim().is_empty() => None,
-                    Ok(ev) => Some(
-                        serde_json::from_str::<Value>(&ev.data)
-                            .map_err(|e| ClientError::decode("SSE data", e, ev.data.as_bytes())),
-                    ),
-                }
-            });
-        Ok(s.boxed())
+        Ok(http::sse_json(
+            resp.bytes_stream(),
+            self.inner.config.stream_idle_timeout,
+        ))
     }
 }
 
@@ -924,18 +916,10 @@ impl McpLegacyClient {
             self.inner.observe(method, &body, status, &json);
             return Ok(futures::stream::iter([Ok(json)]).boxed());
         }
-        let s = http::sse_events(resp.bytes_stream(), self.inner.config.stream_idle_timeout)
-            .filter_map(|ev| async move {
-                match ev {
-                    Err(e) => Some(Err(e)),
-                    Ok(ev) if ev.data.trim().is_empty() => None,
-                    Ok(ev) => Some(
-                        serde_json::from_str::<Value>(&ev.data)
-                            .map_err(|e| ClientError::decode("SSE data", e, ev.data.as_bytes())),
-                    ),
-                }
-            });
-        Ok(s.boxed())
+        Ok(http::sse_json(
+            resp.bytes_stream(),
+            self.inner.config.stream_idle_timeout,
+        ))
     }
 
     /// Sends a request and returns its `result`.
