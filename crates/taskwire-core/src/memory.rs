@@ -1,7 +1,45 @@
-//! The in-memory store: everything in one mutex-guarded map. For tests, benchmarks
-//! and `--store memory://`; nothing survives the process.
+//! The in-memory store. For tests, benchmarks and `--store memory://`; nothing
+//! survives the process.
+//!
+//! # Layout
+//!
+//! - Task slots (snapshot, event log, queue entry) live in `SHARDS` (64) maps, each
+//!   behind its own mutex, chosen by a hash of the task id. A map that grows copies
+//!   only its shard (of boxed slots, so small entries) and blocks only that shard.
+//! - Idempotency keys live in as many shards of their own, chosen by a hash of the
+//!   key, for the same reason.
+//! - What spans tasks lives in one `Index` behind a separate mutex: the FIFO of
+//!   claimable ids, the created-order and state-change-order listing indexes, the
+//!   leases (ordered by a time no later than their end), the expiring terminal
+//!   tasks and the inactivity deadlines of live tasks (ordered by those times), and
+//!   the number of tasks in each state. So `reap`, `sweep`, `idle_expired` and
+//!   `count_by_state` visit only what they need, not every task, and listing never
+//!   sorts.
+//! - The number of queue entries is an atomic counter, changed under the shard lock
+//!   of the entry's task.
+//!
+//! The indexes are exact: they reflect the stored snapshots (`state`,
+//! `state_changed_at`, `expires_at` of terminal tasks, `idle_expires_at` of live
+//! ones) and leases; every change that moves one of them takes the index lock. A
+//! lease sits in the index at a time no later than its end (a renewal that
+//! extends it does not move it; `reap` re-files it when it gets there). Readers of
+//! an index still re-check each entry against its slot under the shard lock.
+//!
+//! # Lock order
+//!
+//! An idempotency shard, then the index, then a task shard. Any of them may be
+//! skipped, but a thread never takes a lock that comes earlier in this order than
+//! one it holds, and never holds two shards of the same kind (so `sweep` forgets
+//! the idempotency keys of the tasks it deleted only after releasing the index,
+//! and `commit`, `renew` try the task shard alone first, then drop it and take the
+//! index and the shard again when the index must change). This order is total, so
+//! there is no deadlock. The hub is published to and signalled only after every
+//! lock is released, and no lock is held across an `.await` (the methods have none
+//! inside).
 
 use std::collections::{BTreeSet, VecDeque};
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -19,9 +57,33 @@ use crate::store::{
 };
 use crate::types::{Task, TaskState, Timestamp};
 
+/// log2 of the number of shards.
+const SHARD_BITS: u32 = 6;
+/// Number of task shards, and of idempotency-key shards.
+const SHARDS: usize = 1 << SHARD_BITS;
+
+/// Number of task states (the length of [`TaskState::ALL`]).
+const STATES: usize = TaskState::ALL.len();
+
+/// A value on its own cache line, so that two cores locking neighbouring shards
+/// do not contend for one line.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+struct Padded<T>(T);
+
+/// A lease on a queue entry.
+#[derive(Debug)]
+struct Lease {
+    worker: String,
+    until: Timestamp,
+    /// The time under which the lease is filed in [`Index::leases`]; never after
+    /// `until`.
+    filed: Timestamp,
+}
+
 #[derive(Debug)]
 struct Entry {
-    lease: Option<(String, Timestamp)>,
+    lease: Option<Lease>,
     epoch: u64,
     attempts: u32,
 }
@@ -37,25 +99,160 @@ struct Slot {
     queue: Option<Entry>,
     /// The idempotency key that names the task, if it was created with one.
     idem: Option<IdempotencyKey>,
+    /// `created_at` in microseconds when the task was created: its key in
+    /// [`Index::order`].
+    created: i64,
 }
 
+/// One shard of the tasks. Slots are boxed, so that growing the map moves small
+/// entries.
+type TaskShard = HashMap<TaskId, Box<Slot>>;
+
+/// One shard of the idempotency keys.
+type IdemShard = HashMap<IdempotencyKey, TaskId>;
+
+/// The cross-task structures, under one mutex.
 #[derive(Debug, Default)]
-struct Inner {
-    tasks: HashMap<TaskId, Slot>,
-    idem: HashMap<IdempotencyKey, TaskId>,
-    /// Number of queue entries (available and leased).
-    queued: usize,
+struct Index {
     /// Candidates for claiming, in FIFO order; stale ids are skipped on pop.
     ready: VecDeque<TaskId>,
     /// (created_at micros, id) for newest-first listing.
     order: BTreeSet<(i64, TaskId)>,
+    /// (state_changed_at micros, id) for newest-first listing by status time.
+    changed: BTreeSet<(i64, TaskId)>,
+    /// (filed time, id) of every leased entry (see [`Lease::filed`]).
+    leases: BTreeSet<(Timestamp, TaskId)>,
+    /// (expires_at, id) of terminal tasks with an expiry.
+    expiring: BTreeSet<(Timestamp, TaskId)>,
+    /// (idle_expires_at, id) of non-terminal tasks with an inactivity deadline.
+    idle: BTreeSet<(Timestamp, TaskId)>,
+    /// Number of tasks per state, in the order of [`TaskState::ALL`].
+    counts: [u64; STATES],
+}
+
+/// What the index knows about a task snapshot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Keys {
+    state: TaskState,
+    /// `state_changed_at` in microseconds.
+    changed: i64,
+    /// `expires_at`, if the task is terminal.
+    expiring: Option<Timestamp>,
+    /// `idle_expires_at`, if the task is not terminal.
+    idle: Option<Timestamp>,
+}
+
+fn keys(t: &Task) -> Keys {
+    let terminal = t.state.is_terminal();
+    Keys {
+        state: t.state,
+        changed: t.state_changed_at.timestamp_micros(),
+        expiring: if terminal { t.expires_at } else { None },
+        idle: if terminal { None } else { t.idle_expires_at },
+    }
+}
+
+/// The position of a state in [`TaskState::ALL`].
+fn state_pos(s: TaskState) -> Option<usize> {
+    TaskState::ALL.iter().position(|x| *x == s)
+}
+
+/// Moves a task's entry in a time-ordered index.
+fn refile<K: Ord + Copy>(
+    set: &mut BTreeSet<(K, TaskId)>,
+    id: &TaskId,
+    old: Option<K>,
+    new: Option<K>,
+) {
+    if old == new {
+        return;
+    }
+    if let Some(k) = old {
+        set.remove(&(k, id.clone()));
+    }
+    if let Some(k) = new {
+        set.insert((k, id.clone()));
+    }
+}
+
+impl Index {
+    /// Moves a task from the index entries of `old` to those of `new` (either may
+    /// be absent: a task being created or deleted).
+    fn update(&mut self, id: &TaskId, old: Option<Keys>, new: Option<Keys>) {
+        let state = |k: Option<Keys>| k.map(|k| k.state);
+        if state(old) != state(new) {
+            if let Some(c) = old
+                .and_then(|k| state_pos(k.state))
+                .and_then(|i| self.counts.get_mut(i))
+            {
+                *c = c.saturating_sub(1);
+            }
+            if let Some(c) = new
+                .and_then(|k| state_pos(k.state))
+                .and_then(|i| self.counts.get_mut(i))
+            {
+                *c += 1;
+            }
+        }
+        refile(
+            &mut self.changed,
+            id,
+            old.map(|k| k.changed),
+            new.map(|k| k.changed),
+        );
+        refile(
+            &mut self.expiring,
+            id,
+            old.and_then(|k| k.expiring),
+            new.and_then(|k| k.expiring),
+        );
+        refile(
+            &mut self.idle,
+            id,
+            old.and_then(|k| k.idle),
+            new.and_then(|k| k.idle),
+        );
+    }
+
+    /// Forgets a lease that ends (released, lapsed, or its entry deleted).
+    fn unfile(&mut self, id: &TaskId, lease: &Lease) {
+        self.leases.remove(&(lease.filed, id.clone()));
+    }
 }
 
 /// A store that keeps everything in memory.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct MemoryStore {
-    inner: Mutex<Inner>,
+    /// Idempotency keys, by a hash of the key.
+    idem: [Padded<Mutex<IdemShard>>; SHARDS],
+    /// The cross-task structures.
+    index: Mutex<Index>,
+    /// Task slots, by a hash of the id.
+    tasks: [Padded<Mutex<TaskShard>>; SHARDS],
+    /// Picks shards. Seeded apart from the maps' own hashers, so that the keys of
+    /// one shard still spread over all the buckets of its map.
+    picker: foldhash::fast::RandomState,
+    /// Number of queue entries (available and leased).
+    queued: AtomicUsize,
     hub: WakeHub,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self {
+            idem: std::array::from_fn(|_| Padded::default()),
+            index: Mutex::default(),
+            tasks: std::array::from_fn(|_| Padded::default()),
+            picker: foldhash::fast::RandomState::default(),
+            queued: AtomicUsize::new(0),
+            hub: WakeHub::default(),
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> Result<MutexGuard<'_, T>, StoreError> {
+    m.lock()
+        .map_err(|_| StoreError::Backend("memory store mutex poisoned".into()))
 }
 
 impl MemoryStore {
@@ -64,27 +261,125 @@ impl MemoryStore {
         Self::default()
     }
 
-    fn lock(&self) -> Result<MutexGuard<'_, Inner>, StoreError> {
-        self.inner
-            .lock()
-            .map_err(|_| StoreError::Backend("memory store mutex poisoned".into()))
+    /// The shard of a hashable key (from the top bits of its hash).
+    fn pick<K: std::hash::Hash>(&self, key: &K) -> usize {
+        (self.picker.hash_one(key) >> (64 - SHARD_BITS)) as usize & (SHARDS - 1)
+    }
+
+    fn index(&self) -> Result<MutexGuard<'_, Index>, StoreError> {
+        lock(&self.index)
+    }
+
+    fn shard(&self, id: &TaskId) -> Result<MutexGuard<'_, TaskShard>, StoreError> {
+        lock(&self.tasks[self.pick(id)].0)
+    }
+
+    fn idem_shard(&self, key: &IdempotencyKey) -> Result<MutexGuard<'_, IdemShard>, StoreError> {
+        lock(&self.idem[self.pick(key)].0)
+    }
+
+    fn add_queued(&self) {
+        self.queued.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn sub_queued(&self) {
+        self.queued.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// A commit under the task's shard lock alone, if it moves nothing in the
+    /// index; otherwise the commit is handed back untouched.
+    fn commit_fast(&self, c: Commit) -> Result<Result<Arc<Task>, Commit>, StoreError> {
+        let mut shard = self.shard(&c.task.id)?;
+        let slot = shard.get_mut(&c.task.id).ok_or(StoreError::NotFound)?;
+        check_commit(slot, &c)?;
+        let queue_is_local = match c.queue {
+            QueueOp::Keep => true,
+            QueueOp::Enqueue => slot.queue.is_some(),
+            QueueOp::Requeue => false,
+            QueueOp::Remove => slot.queue.as_ref().is_none_or(|e| e.lease.is_none()),
+        };
+        if !queue_is_local || keys(&slot.task) != keys(&c.task) {
+            return Ok(Err(c));
+        }
+        if c.queue == QueueOp::Remove && slot.queue.take().is_some() {
+            self.sub_queued();
+        }
+        Ok(Ok(apply(slot, c)))
+    }
+
+    /// A commit under the index lock and the task's shard lock; returns the old
+    /// snapshot and whether work was queued.
+    fn commit_indexed(&self, c: Commit) -> Result<(Arc<Task>, bool), StoreError> {
+        let id = c.task.id.clone();
+        let mut idx = self.index()?;
+        let mut shard = self.shard(&id)?;
+        let slot = shard.get_mut(&id).ok_or(StoreError::NotFound)?;
+        check_commit(slot, &c)?;
+        let mut queued = false;
+        match c.queue {
+            QueueOp::Keep => {}
+            QueueOp::Enqueue => {
+                if slot.queue.is_none() {
+                    slot.queue = Some(fresh_entry());
+                    self.add_queued();
+                    idx.ready.push_back(id.clone());
+                    queued = true;
+                }
+            }
+            QueueOp::Requeue => {
+                match &mut slot.queue {
+                    Some(e) => {
+                        if let Some(lease) = e.lease.take() {
+                            idx.unfile(&id, &lease);
+                        }
+                        e.attempts = 0;
+                    }
+                    None => {
+                        slot.queue = Some(fresh_entry());
+                        self.add_queued();
+                    }
+                }
+                idx.ready.push_back(id.clone());
+                queued = true;
+            }
+            QueueOp::Remove => {
+                if let Some(e) = slot.queue.take() {
+                    self.sub_queued();
+                    if let Some(lease) = &e.lease {
+                        idx.unfile(&id, lease);
+                    }
+                }
+            }
+        }
+        idx.update(&id, Some(keys(&slot.task)), Some(keys(&c.task)));
+        Ok((apply(slot, c), queued))
     }
 }
 
 fn holds(entry: Option<&Entry>, claim: &Claim) -> bool {
     matches!(entry, Some(e) if e.epoch == claim.epoch
-        && e.lease.as_ref().is_some_and(|(w, _)| *w == claim.worker))
+        && e.lease.as_ref().is_some_and(|l| l.worker == claim.worker))
 }
 
-impl Inner {
-    /// The queue entry of a task, if it has one.
-    fn entry(&self, id: &TaskId) -> Option<&Entry> {
-        self.tasks.get(id).and_then(|s| s.queue.as_ref())
+/// The compare-and-set and fence checks of a commit.
+fn check_commit(slot: &Slot, c: &Commit) -> Result<(), StoreError> {
+    if slot.task.version != c.expected_version {
+        return Err(StoreError::Conflict);
     }
+    if let Some(f) = &c.fence {
+        if !holds(slot.queue.as_ref(), f) {
+            return Err(StoreError::LeaseLost);
+        }
+    }
+    Ok(())
+}
 
-    fn entry_mut(&mut self, id: &TaskId) -> Option<&mut Entry> {
-        self.tasks.get_mut(id).and_then(|s| s.queue.as_mut())
-    }
+/// Appends a commit's events and replaces the snapshot; returns the old one (to
+/// be freed outside the lock).
+fn apply(slot: &mut Slot, c: Commit) -> Arc<Task> {
+    grow_log(&mut slot.events, c.events.len());
+    slot.events.extend(c.events);
+    std::mem::replace(&mut slot.task, c.task)
 }
 
 /// Logs up to this many events grow exactly (most tasks end with a handful of
@@ -135,41 +430,62 @@ impl TaskStore for MemoryStore {
         let id = task.id.clone();
         let task = Arc::new(task);
         {
-            let mut g = self.lock()?;
-            if let Some(k) = &key {
-                if let Some(existing) = g
-                    .idem
-                    .get(k)
-                    .and_then(|id| g.tasks.get(id))
-                    .map(|s| s.task.clone())
-                {
-                    drop(g);
-                    return Ok(CreateOutcome::Existing(Arc::unwrap_or_clone(existing)));
+            // Held to the end, so that a concurrent create with the same key waits
+            // and then finds this task.
+            let mut names = match &key {
+                Some(k) => Some(self.idem_shard(k)?),
+                None => None,
+            };
+            let existing = match (&key, &names) {
+                (Some(k), Some(names)) => match names.get(k) {
+                    // None if its task was swept and the key is about to go.
+                    Some(existing) => self.shard(existing)?.get(existing).map(|s| s.task.clone()),
+                    None => None,
+                },
+                _ => None,
+            };
+            if let Some(existing) = existing {
+                drop(names);
+                // Copied outside the lock.
+                return Ok(CreateOutcome::Existing(Arc::unwrap_or_clone(existing)));
+            }
+            // Grow the shard, if it is full, before taking the index lock, so that
+            // the growth blocks only this shard.
+            {
+                let mut shard = self.shard(&id)?;
+                if shard.len() == shard.capacity() {
+                    shard.reserve(1);
                 }
             }
-            if g.tasks.contains_key(&id) {
-                return Err(StoreError::Backend("duplicate task id".into()));
+            {
+                let mut idx = self.index()?;
+                let mut shard = self.shard(&id)?;
+                if shard.contains_key(&id) {
+                    return Err(StoreError::Backend("duplicate task id".into()));
+                }
+                let created = task.created_at.timestamp_micros();
+                idx.order.insert((created, id.clone()));
+                idx.update(&id, None, Some(keys(&task)));
+                if enqueue {
+                    idx.ready.push_back(id.clone());
+                    self.add_queued();
+                }
+                let mut events = events;
+                events.shrink_to_fit();
+                shard.insert(
+                    id.clone(),
+                    Box::new(Slot {
+                        task: task.clone(),
+                        events,
+                        queue: enqueue.then(fresh_entry),
+                        idem: key.clone(),
+                        created,
+                    }),
+                );
             }
-            if let Some(k) = &key {
-                g.idem.insert(k.clone(), id.clone());
+            if let (Some(k), Some(names)) = (key, &mut names) {
+                names.insert(k, id.clone());
             }
-            g.order
-                .insert((task.created_at.timestamp_micros(), id.clone()));
-            if enqueue {
-                g.ready.push_back(id.clone());
-                g.queued += 1;
-            }
-            let mut events = events;
-            events.shrink_to_fit();
-            g.tasks.insert(
-                id.clone(),
-                Slot {
-                    task: task.clone(),
-                    events,
-                    queue: enqueue.then(fresh_entry),
-                    idem: key,
-                },
-            );
         }
         // Copied outside the lock.
         let task = Arc::unwrap_or_clone(task);
@@ -181,7 +497,7 @@ impl TaskStore for MemoryStore {
     }
 
     async fn get_shared(&self, id: &TaskId) -> Result<Option<Arc<Task>>, StoreError> {
-        Ok(self.lock()?.tasks.get(id).map(|s| s.task.clone()))
+        Ok(self.shard(id)?.get(id).map(|s| s.task.clone()))
     }
 
     async fn commit(&self, c: Commit) -> Result<(), StoreError> {
@@ -190,54 +506,11 @@ impl TaskStore for MemoryStore {
             last_seq: c.task.last_seq,
             state: c.task.state,
         };
-        let mut queued = false;
-        let replaced;
-        {
-            let mut g = self.lock()?;
-            let inner = &mut *g;
-            let slot = inner.tasks.get_mut(&id).ok_or(StoreError::NotFound)?;
-            if slot.task.version != c.expected_version {
-                return Err(StoreError::Conflict);
-            }
-            if let Some(f) = &c.fence {
-                if !holds(slot.queue.as_ref(), f) {
-                    return Err(StoreError::LeaseLost);
-                }
-            }
-            match c.queue {
-                QueueOp::Keep => {}
-                QueueOp::Enqueue => {
-                    if slot.queue.is_none() {
-                        slot.queue = Some(fresh_entry());
-                        inner.queued += 1;
-                        inner.ready.push_back(id.clone());
-                        queued = true;
-                    }
-                }
-                QueueOp::Requeue => {
-                    match &mut slot.queue {
-                        Some(e) => {
-                            e.lease = None;
-                            e.attempts = 0;
-                        }
-                        None => {
-                            slot.queue = Some(fresh_entry());
-                            inner.queued += 1;
-                        }
-                    }
-                    inner.ready.push_back(id.clone());
-                    queued = true;
-                }
-                QueueOp::Remove => {
-                    if slot.queue.take().is_some() {
-                        inner.queued -= 1;
-                    }
-                }
-            }
-            grow_log(&mut slot.events, c.events.len());
-            slot.events.extend(c.events);
-            replaced = std::mem::replace(&mut slot.task, c.task);
-        }
+        let (replaced, queued) = match self.commit_fast(c)? {
+            Ok(replaced) => (replaced, false),
+            // Re-checked under both locks: the task may have moved in between.
+            Err(c) => self.commit_indexed(c)?,
+        };
         // The old snapshot is freed outside the lock.
         drop(replaced);
         self.hub.publish(&id, wake);
@@ -253,8 +526,8 @@ impl TaskStore for MemoryStore {
         after_seq: u64,
         limit: usize,
     ) -> Result<Vec<Event>, StoreError> {
-        let g = self.lock()?;
-        let Some(log) = g.tasks.get(id).map(|s| &s.events) else {
+        let shard = self.shard(id)?;
+        let Some(log) = shard.get(id).map(|s| &s.events) else {
             return Ok(Vec::new());
         };
         // Sequence numbers start at 1 and have no gaps, so seq n sits at index n-1.
@@ -265,7 +538,6 @@ impl TaskStore for MemoryStore {
     }
 
     async fn list(&self, q: &ListQuery) -> Result<ListPage, StoreError> {
-        let g = self.lock()?;
         let after = match &q.cursor {
             Some(c) => Some(decode_cursor(c).ok_or_else(|| {
                 StoreError::Backend("invalid cursor".into()) // mapped to InvalidInput by the service
@@ -288,46 +560,50 @@ impl TaskStore for MemoryStore {
             q.changed_since
                 .is_none_or(|c| t.state_changed_at.timestamp_micros() >= c.timestamp_micros())
         };
-        // Candidates newest first, as (order key in microseconds, task).
-        let candidates: Vec<(i64, &Arc<Task>)> = match q.order {
-            ListOrder::Created => g
-                .order
-                .iter()
-                .rev()
-                .filter_map(|(micros, id)| g.tasks.get(id).map(|s| (*micros, &s.task)))
-                .filter(|(_, t)| matches(t) && changed_ok(t))
-                .collect(),
-            ListOrder::StateChanged => {
-                let mut v: Vec<(i64, &Arc<Task>)> = g
-                    .tasks
-                    .values()
-                    .map(|s| &s.task)
-                    .filter(|t| matches(t) && changed_ok(t))
-                    .map(|t| (t.state_changed_at.timestamp_micros(), t))
-                    .collect();
-                v.sort_unstable_by(|a, b| (b.0, &b.1.id).cmp(&(a.0, &a.1.id)));
-                v
-            }
-        };
-        let total = candidates.len() as u64;
-        let mut tasks = Vec::new();
-        let mut next = None;
-        for (micros, t) in candidates {
-            let past_cursor = match &after {
-                Some((cm, cid)) => (micros, t.id.as_str()) < (*cm, cid.as_str()),
-                None => true,
+        let mut page: Vec<Arc<Task>> = Vec::new();
+        let mut more = false;
+        let mut total = 0u64;
+        {
+            let idx = self.index()?;
+            // Both indexes hold (order key in microseconds, id), walked newest first.
+            let walk = match q.order {
+                ListOrder::Created => &idx.order,
+                ListOrder::StateChanged => &idx.changed,
             };
-            if past_cursor {
-                if tasks.len() < size {
-                    tasks.push(Task::clone(t));
-                } else {
-                    if let Some(last) = tasks.last() {
-                        next = Some(encode_cursor(q.order.key(last), &last.id));
+            for (micros, id) in walk.iter().rev() {
+                let shard = self.shard(id)?;
+                let Some(t) = shard.get(id).map(|s| &s.task) else {
+                    continue;
+                };
+                if !(matches(t) && changed_ok(t)) {
+                    continue;
+                }
+                // `total` counts every match; the page stops at `size`.
+                total += 1;
+                if more {
+                    continue;
+                }
+                let past_cursor = match &after {
+                    Some((cm, cid)) => (*micros, t.id.as_str()) < (*cm, cid.as_str()),
+                    None => true,
+                };
+                if past_cursor {
+                    if page.len() < size {
+                        page.push(t.clone());
+                    } else {
+                        more = true;
                     }
-                    break;
                 }
             }
         }
+        let next = if more {
+            page.last()
+                .map(|last| encode_cursor(q.order.key(last), &last.id))
+        } else {
+            None
+        };
+        // Copied outside the locks.
+        let tasks = page.into_iter().map(Arc::unwrap_or_clone).collect();
         Ok(ListPage {
             tasks,
             next_cursor: next,
@@ -343,24 +619,34 @@ impl TaskStore for MemoryStore {
         now: Timestamp,
     ) -> Result<Vec<Claim>, StoreError> {
         let until = now + chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::MAX);
-        let mut g = self.lock()?;
+        let mut idx = self.index()?;
         let mut out = Vec::new();
         while out.len() < max {
-            let Some(id) = g.ready.pop_front() else { break };
-            let Some(e) = g.entry_mut(&id) else {
+            let Some(id) = idx.ready.pop_front() else {
+                break;
+            };
+            let mut shard = self.shard(&id)?;
+            let Some(e) = shard.get_mut(&id).and_then(|s| s.queue.as_mut()) else {
                 continue;
             };
             if e.lease.is_some() {
                 continue;
             }
-            e.lease = Some((worker.to_string(), until));
+            e.lease = Some(Lease {
+                worker: worker.to_string(),
+                until,
+                filed: until,
+            });
             e.epoch += 1;
             e.attempts += 1;
+            let (epoch, attempts) = (e.epoch, e.attempts);
+            drop(shard);
+            idx.leases.insert((until, id.clone()));
             out.push(Claim {
                 task_id: id,
                 worker: worker.to_string(),
-                epoch: e.epoch,
-                attempts: e.attempts,
+                epoch,
+                attempts,
             });
         }
         Ok(out)
@@ -373,38 +659,68 @@ impl TaskStore for MemoryStore {
         now: Timestamp,
     ) -> Result<bool, StoreError> {
         let until = now + chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::MAX);
-        let mut g = self.lock()?;
-        if !holds(g.entry(&claim.task_id), claim) {
+        let id = &claim.task_id;
+        {
+            // A renewal that ends no earlier than where the lease is filed leaves
+            // the index alone.
+            let mut shard = self.shard(id)?;
+            let entry = shard.get_mut(id).and_then(|s| s.queue.as_mut());
+            if !holds(entry.as_deref(), claim) {
+                return Ok(false);
+            }
+            if let Some(l) = entry.and_then(|e| e.lease.as_mut()) {
+                if until >= l.filed {
+                    l.until = until;
+                    return Ok(true);
+                }
+            }
+        }
+        // The lease ends earlier than it is filed: re-file it, re-checking under
+        // both locks.
+        let mut idx = self.index()?;
+        let mut shard = self.shard(id)?;
+        let entry = shard.get_mut(id).and_then(|s| s.queue.as_mut());
+        if !holds(entry.as_deref(), claim) {
             return Ok(false);
         }
-        if let Some(e) = g.entry_mut(&claim.task_id) {
-            e.lease = Some((claim.worker.clone(), until));
+        if let Some(l) = entry.and_then(|e| e.lease.as_mut()) {
+            idx.unfile(id, l);
+            idx.leases.insert((until, id.clone()));
+            l.filed = until;
+            l.until = until;
         }
         Ok(true)
     }
 
     async fn release(&self, claim: &Claim) -> Result<(), StoreError> {
         {
-            let mut g = self.lock()?;
-            if !holds(g.entry(&claim.task_id), claim) {
+            let mut idx = self.index()?;
+            let mut shard = self.shard(&claim.task_id)?;
+            let entry = shard.get_mut(&claim.task_id).and_then(|s| s.queue.as_mut());
+            if !holds(entry.as_deref(), claim) {
                 return Ok(());
             }
-            if let Some(e) = g.entry_mut(&claim.task_id) {
-                e.lease = None;
+            if let Some(lease) = entry.and_then(|e| e.lease.take()) {
+                idx.unfile(&claim.task_id, &lease);
             }
-            g.ready.push_back(claim.task_id.clone());
+            drop(shard);
+            idx.ready.push_back(claim.task_id.clone());
         }
         self.hub.work_queued();
         Ok(())
     }
 
     async fn drop_claim(&self, claim: &Claim) -> Result<(), StoreError> {
-        let mut g = self.lock()?;
-        if holds(g.entry(&claim.task_id), claim) {
-            if let Some(s) = g.tasks.get_mut(&claim.task_id) {
-                s.queue = None;
+        let mut idx = self.index()?;
+        let mut shard = self.shard(&claim.task_id)?;
+        let Some(slot) = shard.get_mut(&claim.task_id) else {
+            return Ok(());
+        };
+        if holds(slot.queue.as_ref(), claim) {
+            if let Some(lease) = slot.queue.take().and_then(|e| e.lease) {
+                idx.unfile(&claim.task_id, &lease);
             }
-            g.queued -= 1;
+            self.sub_queued();
         }
         Ok(())
     }
@@ -412,16 +728,34 @@ impl TaskStore for MemoryStore {
     async fn reap(&self, now: Timestamp) -> Result<Vec<TaskId>, StoreError> {
         let mut reaped = Vec::new();
         {
-            let mut g = self.lock()?;
-            for (id, s) in g.tasks.iter_mut() {
-                if let Some(e) = &mut s.queue {
-                    if e.lease.as_ref().is_some_and(|(_, until)| *until < now) {
-                        e.lease = None;
-                        reaped.push(id.clone());
-                    }
+            let mut idx = self.index()?;
+            // Only leases filed before `now`; each is re-checked against its entry.
+            while idx.leases.first().is_some_and(|(at, _)| *at < now) {
+                let Some((filed, id)) = idx.leases.pop_first() else {
+                    break;
+                };
+                let mut shard = self.shard(&id)?;
+                let Some(e) = shard.get_mut(&id).and_then(|s| s.queue.as_mut()) else {
+                    continue; // stale
+                };
+                let Some(l) = e.lease.as_mut() else {
+                    continue; // stale
+                };
+                if l.filed != filed {
+                    continue; // stale: the lease is filed elsewhere
+                }
+                if l.until < now {
+                    e.lease = None;
+                    reaped.push(id);
+                } else {
+                    // Renewed since it was filed: file it at its end.
+                    l.filed = l.until;
+                    let until = l.until;
+                    drop(shard);
+                    idx.leases.insert((until, id));
                 }
             }
-            g.ready.extend(reaped.iter().cloned());
+            idx.ready.extend(reaped.iter().cloned());
         }
         if !reaped.is_empty() {
             self.hub.work_queued();
@@ -430,54 +764,86 @@ impl TaskStore for MemoryStore {
     }
 
     async fn sweep(&self, now: Timestamp, limit: usize) -> Result<usize, StoreError> {
-        let mut g = self.lock()?;
-        let doomed: Vec<(TaskId, i64)> = g
-            .tasks
-            .values()
-            .map(|s| &s.task)
-            .filter(|t| t.state.is_terminal() && t.expires_at.is_some_and(|e| e < now))
-            .take(limit)
-            .map(|t| (t.id.clone(), t.created_at.timestamp_micros()))
-            .collect();
-        for (id, micros) in &doomed {
-            if let Some(s) = g.tasks.remove(id) {
-                if s.queue.is_some() {
-                    g.queued -= 1;
+        let mut doomed: Vec<(TaskId, Box<Slot>)> = Vec::new();
+        {
+            let mut idx = self.index()?;
+            while doomed.len() < limit {
+                let Some((at, id)) = idx.expiring.first().cloned() else {
+                    break;
+                };
+                if at >= now {
+                    break;
                 }
-                if let Some(k) = s.idem {
-                    g.idem.remove(&k);
+                let mut shard = self.shard(&id)?;
+                let current = shard
+                    .get(&id)
+                    .is_some_and(|s| keys(&s.task).expiring == Some(at));
+                if !current {
+                    drop(shard);
+                    idx.expiring.remove(&(at, id));
+                    continue; // stale
+                }
+                let Some(slot) = shard.remove(&id) else {
+                    continue;
+                };
+                drop(shard);
+                if let Some(e) = &slot.queue {
+                    self.sub_queued();
+                    if let Some(lease) = &e.lease {
+                        idx.unfile(&id, lease);
+                    }
+                }
+                idx.order.remove(&(slot.created, id.clone()));
+                idx.update(&id, Some(keys(&slot.task)), None);
+                doomed.push((id, slot));
+            }
+        }
+        // The keys go after the index lock is released (see the lock order); a
+        // create that meanwhile finds a key whose task is gone creates anew, and a
+        // key that names a newer task by then is kept.
+        for (id, slot) in &doomed {
+            if let Some(k) = &slot.idem {
+                let mut names = self.idem_shard(k)?;
+                if names.get(k) == Some(id) {
+                    names.remove(k);
                 }
             }
-            g.order.remove(&(*micros, id.clone()));
         }
+        // The slots and their logs are freed outside the locks.
         Ok(doomed.len())
     }
 
     async fn idle_expired(&self, now: Timestamp, limit: usize) -> Result<Vec<TaskId>, StoreError> {
-        let g = self.lock()?;
-        Ok(g.tasks
-            .values()
-            .map(|s| &s.task)
-            .filter(|t| !t.state.is_terminal() && t.idle_expires_at.is_some_and(|e| e < now))
-            .take(limit)
-            .map(|t| t.id.clone())
-            .collect())
+        let mut out = Vec::new();
+        let mut stale = Vec::new();
+        let mut idx = self.index()?;
+        for (at, id) in idx.idle.iter() {
+            if out.len() >= limit || *at >= now {
+                break;
+            }
+            let current = self
+                .shard(id)?
+                .get(id)
+                .is_some_and(|s| keys(&s.task).idle == Some(*at));
+            if current {
+                out.push(id.clone());
+            } else {
+                stale.push((*at, id.clone()));
+            }
+        }
+        for entry in &stale {
+            idx.idle.remove(entry);
+        }
+        Ok(out)
     }
 
     async fn queue_depth(&self) -> Result<u64, StoreError> {
-        Ok(self.lock()?.queued as u64)
+        Ok(self.queued.load(Ordering::SeqCst) as u64)
     }
 
     async fn count_by_state(&self) -> Result<Vec<(TaskState, u64)>, StoreError> {
-        let g = self.lock()?;
-        let mut counts: HashMap<TaskState, u64> = HashMap::default();
-        for s in g.tasks.values() {
-            *counts.entry(s.task.state).or_default() += 1;
-        }
-        Ok(TaskState::ALL
-            .into_iter()
-            .map(|s| (s, counts.get(&s).copied().unwrap_or(0)))
-            .collect())
+        let counts = self.index()?.counts;
+        Ok(TaskState::ALL.into_iter().zip(counts).collect())
     }
 }
 
@@ -485,6 +851,8 @@ impl TaskStore for MemoryStore {
 mod tests {
     use super::*;
     use crate::event::EventKind;
+    use crate::service::{CreateTask, TaskService};
+    use crate::types::{Caller, Message};
 
     fn event(seq: u64) -> Event {
         Event {
@@ -519,5 +887,802 @@ mod tests {
             reallocations <= 12,
             "{reallocations} reallocations for 4080 appends"
         );
+    }
+
+    /// A deterministic pseudo-random sequence (64-bit LCG, high bits).
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            self.0 >> 33
+        }
+
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+
+        fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+            items[self.below(items.len() as u64) as usize]
+        }
+    }
+
+    /// A task as the service creates it, to copy under new ids.
+    async fn template() -> Task {
+        let svc = TaskService::new(Arc::new(MemoryStore::new()), "scripted");
+        let mut m = Message::user_text("hi");
+        m.message_id = "m1".into();
+        svc.create(&Caller::new("t1", "alice"), CreateTask::new(m))
+            .await
+            .unwrap()
+            .task
+    }
+
+    fn copy(template: &Task) -> Task {
+        let mut t = template.clone();
+        t.id = TaskId::new();
+        t
+    }
+
+    async fn put(store: &MemoryStore, t: Task, enqueue: bool) -> TaskId {
+        match store.create(t, Vec::new(), None, enqueue).await.unwrap() {
+            CreateOutcome::Created(t) => t.id,
+            CreateOutcome::Existing(_) => panic!("no key, no existing task"),
+        }
+    }
+
+    /// Commits a change of the stored snapshot.
+    async fn change(
+        store: &MemoryStore,
+        id: &TaskId,
+        queue: QueueOp,
+        fence: Option<Claim>,
+        f: impl FnOnce(&mut Task),
+    ) -> Result<(), StoreError> {
+        let old = store.get(id).await?.ok_or(StoreError::NotFound)?;
+        let mut t = old.clone();
+        t.version += 1;
+        f(&mut t);
+        store
+            .commit(Commit {
+                task: Arc::new(t),
+                expected_version: old.version,
+                events: Vec::new(),
+                queue,
+                fence,
+            })
+            .await
+    }
+
+    fn end(t: &mut Task, state: TaskState, expires_at: Option<Timestamp>) {
+        t.state = state;
+        t.state_changed_at = chrono::Utc::now();
+        t.idle_expires_at = None;
+        t.expires_at = expires_at;
+    }
+
+    /// What a full scan sees of one slot.
+    struct Scanned {
+        shard: usize,
+        id: TaskId,
+        task: Arc<Task>,
+        /// The queue entry, as its lease's (filed, until) if leased.
+        queue: Option<Option<(Timestamp, Timestamp)>>,
+        created: i64,
+    }
+
+    fn scan(store: &MemoryStore) -> Vec<Scanned> {
+        let mut out = Vec::new();
+        for (i, shard) in store.tasks.iter().enumerate() {
+            for (id, s) in shard.0.lock().unwrap().iter() {
+                out.push(Scanned {
+                    shard: i,
+                    id: id.clone(),
+                    task: s.task.clone(),
+                    queue: s
+                        .queue
+                        .as_ref()
+                        .map(|e| e.lease.as_ref().map(|l| (l.filed, l.until))),
+                    created: s.created,
+                });
+            }
+        }
+        out
+    }
+
+    /// The indexes, counters and queue agree with a full scan of the slots.
+    fn check_invariants(store: &MemoryStore) {
+        let idx = store.index.lock().unwrap();
+        let slots = scan(store);
+        let mut counts = [0u64; STATES];
+        let mut order = BTreeSet::new();
+        let mut changed = BTreeSet::new();
+        let mut expiring = BTreeSet::new();
+        let mut idle = BTreeSet::new();
+        let mut leases = BTreeSet::new();
+        let mut queued = 0;
+        for Scanned {
+            shard,
+            id,
+            task: t,
+            queue: q,
+            created,
+        } in &slots
+        {
+            assert_eq!(store.pick(id), *shard, "a task sits in the shard of its id");
+            counts[state_pos(t.state).unwrap()] += 1;
+            order.insert((*created, id.clone()));
+            let k = keys(t);
+            changed.insert((k.changed, id.clone()));
+            if let Some(e) = k.expiring {
+                expiring.insert((e, id.clone()));
+            }
+            if let Some(e) = k.idle {
+                idle.insert((e, id.clone()));
+            }
+            if let Some(entry) = q {
+                queued += 1;
+                match entry {
+                    Some((filed, until)) => {
+                        assert!(filed <= until, "a lease is filed no later than its end");
+                        leases.insert((*filed, id.clone()));
+                    }
+                    None => assert!(
+                        idx.ready.contains(id),
+                        "an available entry is in the ready queue"
+                    ),
+                }
+            }
+        }
+        assert_eq!(idx.counts, counts);
+        assert_eq!(idx.order, order);
+        assert_eq!(idx.changed, changed);
+        assert_eq!(idx.expiring, expiring);
+        assert_eq!(idx.idle, idle);
+        assert_eq!(idx.leases, leases);
+        assert_eq!(store.queued.load(Ordering::SeqCst), queued);
+    }
+
+    fn counted(counts: &[(TaskState, u64)], s: TaskState) -> u64 {
+        counts.iter().find(|(x, _)| *x == s).map_or(0, |(_, n)| *n)
+    }
+
+    /// `count_by_state` reads counters that follow creates, commits and sweeps.
+    #[tokio::test]
+    async fn counts_follow_creates_commits_and_sweeps() {
+        let tpl = template().await;
+        let store = MemoryStore::new();
+        let now = chrono::Utc::now();
+        let mut ids = Vec::new();
+        for _ in 0..10 {
+            ids.push(put(&store, copy(&tpl), true).await);
+        }
+        let c = store.count_by_state().await.unwrap();
+        assert_eq!(c.len(), TaskState::ALL.len());
+        assert_eq!(counted(&c, TaskState::Submitted), 10);
+        for id in &ids[..3] {
+            change(&store, id, QueueOp::Keep, None, |t| {
+                t.state = TaskState::Working;
+            })
+            .await
+            .unwrap();
+        }
+        for id in &ids[3..5] {
+            change(&store, id, QueueOp::Remove, None, |t| {
+                end(
+                    t,
+                    TaskState::Completed,
+                    Some(now - chrono::Duration::seconds(1)),
+                );
+            })
+            .await
+            .unwrap();
+        }
+        change(&store, &ids[5], QueueOp::Remove, None, |t| {
+            end(
+                t,
+                TaskState::Canceled,
+                Some(now + chrono::Duration::hours(1)),
+            );
+        })
+        .await
+        .unwrap();
+        let c = store.count_by_state().await.unwrap();
+        assert_eq!(counted(&c, TaskState::Submitted), 4);
+        assert_eq!(counted(&c, TaskState::Working), 3);
+        assert_eq!(counted(&c, TaskState::Completed), 2);
+        assert_eq!(counted(&c, TaskState::Canceled), 1);
+        assert_eq!(store.queue_depth().await.unwrap(), 7);
+        check_invariants(&store);
+        assert_eq!(store.sweep(now, 100).await.unwrap(), 2);
+        let c = store.count_by_state().await.unwrap();
+        assert_eq!(counted(&c, TaskState::Completed), 0);
+        assert_eq!(counted(&c, TaskState::Canceled), 1);
+        assert_eq!(c.iter().map(|(_, n)| n).sum::<u64>(), 8);
+        check_invariants(&store);
+    }
+
+    /// `reap` visits only the lease index: it returns lapsed leases only, and a
+    /// lease renewed after it was filed is re-filed at its new end, not reaped.
+    #[tokio::test]
+    async fn reap_returns_lapsed_leases_and_skips_renewed_ones() {
+        let tpl = template().await;
+        let store = MemoryStore::new();
+        for _ in 0..50 {
+            put(&store, copy(&tpl), false).await;
+        }
+        let ids = [
+            put(&store, copy(&tpl), true).await,
+            put(&store, copy(&tpl), true).await,
+            put(&store, copy(&tpl), true).await,
+        ];
+        let now = chrono::Utc::now();
+        let secs = chrono::Duration::seconds;
+        let claims = store
+            .claim("w", 10, Duration::from_secs(10), now)
+            .await
+            .unwrap();
+        assert_eq!(
+            claims.iter().map(|c| c.task_id.clone()).collect::<Vec<_>>(),
+            ids.to_vec()
+        );
+        assert_eq!(store.index.lock().unwrap().leases.len(), 3);
+        // Extended to now+15 (stays filed at now+10); shortened to now+1 (re-filed).
+        assert!(store
+            .renew(&claims[0], Duration::from_secs(10), now + secs(5))
+            .await
+            .unwrap());
+        assert!(store
+            .renew(&claims[2], Duration::from_secs(1), now)
+            .await
+            .unwrap());
+        check_invariants(&store);
+        assert_eq!(
+            store.reap(now + secs(2)).await.unwrap(),
+            vec![ids[2].clone()]
+        );
+        assert_eq!(
+            store.reap(now + secs(11)).await.unwrap(),
+            vec![ids[1].clone()]
+        );
+        assert!(store
+            .index
+            .lock()
+            .unwrap()
+            .leases
+            .contains(&(now + secs(15), ids[0].clone())));
+        check_invariants(&store);
+        assert!(store.reap(now + secs(14)).await.unwrap().is_empty());
+        assert_eq!(
+            store.reap(now + secs(16)).await.unwrap(),
+            vec![ids[0].clone()]
+        );
+        assert!(store.index.lock().unwrap().leases.is_empty());
+        // The old holder is fenced off; the entries are claimable again.
+        assert!(!store
+            .renew(&claims[0], Duration::from_secs(10), now)
+            .await
+            .unwrap());
+        assert_eq!(
+            store
+                .claim("w2", 10, Duration::from_secs(10), now + secs(16))
+                .await
+                .unwrap()
+                .len(),
+            3
+        );
+        check_invariants(&store);
+    }
+
+    /// A lease that ends (commit, release, drop) leaves the lease index at once,
+    /// so reaping never wades through finished work.
+    #[tokio::test]
+    async fn ended_leases_leave_the_lease_index() {
+        let tpl = template().await;
+        let store = MemoryStore::new();
+        let ids = [
+            put(&store, copy(&tpl), true).await,
+            put(&store, copy(&tpl), true).await,
+            put(&store, copy(&tpl), true).await,
+            put(&store, copy(&tpl), true).await,
+        ];
+        let now = chrono::Utc::now();
+        let claims = store
+            .claim("w", 10, Duration::from_secs(10), now)
+            .await
+            .unwrap();
+        assert_eq!(claims.len(), 4);
+        change(
+            &store,
+            &ids[0],
+            QueueOp::Remove,
+            Some(claims[0].clone()),
+            |t| {
+                end(t, TaskState::Completed, None);
+            },
+        )
+        .await
+        .unwrap();
+        change(
+            &store,
+            &ids[1],
+            QueueOp::Requeue,
+            Some(claims[1].clone()),
+            |_| {},
+        )
+        .await
+        .unwrap();
+        store.release(&claims[2]).await.unwrap();
+        store.drop_claim(&claims[3]).await.unwrap();
+        assert!(store.index.lock().unwrap().leases.is_empty());
+        assert_eq!(store.queue_depth().await.unwrap(), 2);
+        check_invariants(&store);
+    }
+
+    /// `sweep` and `idle_expired` re-check each index entry against its task and
+    /// skip (and drop) stale ones; a task committed after it was indexed is judged
+    /// by what it is now.
+    #[tokio::test]
+    async fn sweep_and_idle_expired_skip_stale_entries() {
+        let tpl = template().await;
+        let store = MemoryStore::new();
+        let now = chrono::Utc::now();
+        let past = now - chrono::Duration::seconds(5);
+        let idle = put(&store, copy(&tpl), false).await;
+        change(&store, &idle, QueueOp::Keep, None, |t| {
+            t.state = TaskState::InputRequired;
+            t.idle_expires_at = Some(past);
+        })
+        .await
+        .unwrap();
+        let done = put(&store, copy(&tpl), false).await;
+        change(&store, &done, QueueOp::Keep, None, |t| {
+            end(t, TaskState::Completed, Some(past));
+        })
+        .await
+        .unwrap();
+        // Answered in time: no longer idle-expired.
+        let answered = put(&store, copy(&tpl), false).await;
+        change(&store, &answered, QueueOp::Keep, None, |t| {
+            t.state = TaskState::InputRequired;
+            t.idle_expires_at = Some(past);
+        })
+        .await
+        .unwrap();
+        change(&store, &answered, QueueOp::Enqueue, None, |t| {
+            t.state = TaskState::Working;
+            t.idle_expires_at = None;
+        })
+        .await
+        .unwrap();
+        // Reopened with a new expiry (never done by the service, allowed by the store).
+        let kept = put(&store, copy(&tpl), false).await;
+        change(&store, &kept, QueueOp::Keep, None, |t| {
+            end(t, TaskState::Failed, Some(past));
+        })
+        .await
+        .unwrap();
+        change(&store, &kept, QueueOp::Keep, None, |t| {
+            t.expires_at = Some(now + chrono::Duration::hours(1));
+        })
+        .await
+        .unwrap();
+        check_invariants(&store);
+        // Stale entries, as a lazily maintained index would hold them.
+        {
+            let mut idx = store.index.lock().unwrap();
+            idx.idle.insert((past, done.clone()));
+            idx.idle.insert((past, answered.clone()));
+            idx.expiring.insert((past, idle.clone()));
+            idx.expiring.insert((past, kept.clone()));
+            idx.expiring.insert((past, TaskId::new()));
+        }
+        assert_eq!(
+            store.idle_expired(now, 10).await.unwrap(),
+            vec![idle.clone()]
+        );
+        assert_eq!(store.sweep(now, 10).await.unwrap(), 1);
+        assert!(store.get(&done).await.unwrap().is_none());
+        for id in [&idle, &answered, &kept] {
+            assert!(store.get(id).await.unwrap().is_some());
+        }
+        // The stale entries are gone.
+        check_invariants(&store);
+        // Committed after being indexed: judged by its new deadline.
+        change(&store, &idle, QueueOp::Keep, None, |t| {
+            t.idle_expires_at = Some(now + chrono::Duration::hours(1));
+        })
+        .await
+        .unwrap();
+        assert!(store.idle_expired(now, 10).await.unwrap().is_empty());
+        check_invariants(&store);
+    }
+
+    /// Limits are honoured and candidates come earliest deadline first.
+    #[tokio::test]
+    async fn sweep_and_idle_expired_honour_limits() {
+        let tpl = template().await;
+        let store = MemoryStore::new();
+        let now = chrono::Utc::now();
+        let mut idle = Vec::new();
+        for i in 0..5 {
+            let id = put(&store, copy(&tpl), false).await;
+            change(&store, &id, QueueOp::Keep, None, |t| {
+                t.state = TaskState::AuthRequired;
+                t.idle_expires_at = Some(now - chrono::Duration::seconds(10 - i));
+            })
+            .await
+            .unwrap();
+            idle.push(id);
+            let done = put(&store, copy(&tpl), false).await;
+            change(&store, &done, QueueOp::Keep, None, |t| {
+                end(
+                    t,
+                    TaskState::Rejected,
+                    Some(now - chrono::Duration::seconds(1)),
+                );
+            })
+            .await
+            .unwrap();
+        }
+        assert_eq!(
+            store.idle_expired(now, 2).await.unwrap(),
+            idle[..2].to_vec()
+        );
+        assert_eq!(
+            store.idle_expired(now, 0).await.unwrap(),
+            Vec::<TaskId>::new()
+        );
+        assert_eq!(store.sweep(now, 0).await.unwrap(), 0);
+        assert_eq!(store.sweep(now, 3).await.unwrap(), 3);
+        assert_eq!(store.sweep(now, 3).await.unwrap(), 2);
+        assert_eq!(store.sweep(now, 3).await.unwrap(), 0);
+        check_invariants(&store);
+    }
+
+    /// The listing of the state-change index, page by page, equals what the store
+    /// returned before it had one: every match, sorted by (micros, id) descending.
+    #[tokio::test]
+    async fn state_changed_listing_equals_a_full_sort() {
+        let tpl = template().await;
+        let store = MemoryStore::new();
+        let mut rng = Rng(7);
+        let base = chrono::Utc::now();
+        // Few distinct times, so that many ties are broken by id.
+        let at = |rng: &mut Rng| base + chrono::Duration::microseconds(rng.below(60) as i64 * 500);
+        let mut ids = Vec::new();
+        for _ in 0..300 {
+            let mut t = copy(&tpl);
+            t.owner = rng.pick(&["alice", "bob"]).into();
+            t.state = rng.pick(&TaskState::ALL);
+            t.created_at = at(&mut rng);
+            t.state_changed_at = at(&mut rng);
+            ids.push(put(&store, t, false).await);
+        }
+        for _ in 0..200 {
+            let id = ids[rng.below(ids.len() as u64) as usize].clone();
+            let state = rng.pick(&TaskState::ALL);
+            let changed = at(&mut rng);
+            change(&store, &id, QueueOp::Keep, None, |t| {
+                t.state = state;
+                t.state_changed_at = changed;
+            })
+            .await
+            .unwrap();
+        }
+        check_invariants(&store);
+        let queries = [
+            ListQuery::default(),
+            ListQuery {
+                owner: Some("bob".into()),
+                ..ListQuery::default()
+            },
+            ListQuery {
+                state: Some(TaskState::Working),
+                ..ListQuery::default()
+            },
+            ListQuery {
+                changed_since: Some(base + chrono::Duration::microseconds(15_000)),
+                ..ListQuery::default()
+            },
+            ListQuery {
+                tenant: "nobody".into(),
+                ..ListQuery::default()
+            },
+        ];
+        let all: Vec<Task> = scan(&store)
+            .into_iter()
+            .map(|s| Task::clone(&s.task))
+            .collect();
+        for order in [ListOrder::StateChanged, ListOrder::Created] {
+            for q in &queries {
+                let q = ListQuery {
+                    tenant: if q.tenant.is_empty() {
+                        "t1".into()
+                    } else {
+                        q.tenant.clone()
+                    },
+                    order,
+                    page_size: 7,
+                    ..q.clone()
+                };
+                // The old implementation: filter everything, then sort.
+                let mut want: Vec<&Task> = all
+                    .iter()
+                    .filter(|t| {
+                        t.tenant == q.tenant
+                            && q.owner.as_ref().is_none_or(|o| *o == t.owner)
+                            && q.state.is_none_or(|s| s == t.state)
+                            && q.changed_since.is_none_or(|c| {
+                                t.state_changed_at.timestamp_micros() >= c.timestamp_micros()
+                            })
+                    })
+                    .collect();
+                want.sort_unstable_by(|a, b| {
+                    let (ka, kb) = (
+                        order.key(a).timestamp_micros(),
+                        order.key(b).timestamp_micros(),
+                    );
+                    (kb, &b.id).cmp(&(ka, &a.id))
+                });
+                let want: Vec<TaskId> = want.into_iter().map(|t| t.id.clone()).collect();
+                let mut got = Vec::new();
+                let mut cursor = None;
+                loop {
+                    let page = store
+                        .list(&ListQuery {
+                            cursor: cursor.clone(),
+                            ..q.clone()
+                        })
+                        .await
+                        .unwrap();
+                    assert_eq!(page.total, want.len() as u64);
+                    assert!(page.tasks.len() <= 7);
+                    got.extend(page.tasks.into_iter().map(|t| t.id));
+                    match page.next_cursor {
+                        Some(c) => cursor = Some(c),
+                        None => break,
+                    }
+                }
+                assert_eq!(got, want, "{order:?} {q:?}");
+            }
+        }
+    }
+
+    /// Many concurrent creates with one idempotency key make one task: one
+    /// `Created`, every other one `Existing` with the same task.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_creates_with_one_key_make_one_task() {
+        let tpl = template().await;
+        for round in 0..200 {
+            let store = Arc::new(MemoryStore::new());
+            let key = IdempotencyKey {
+                tenant: "t1".into(),
+                owner: "alice".into(),
+                message_id: format!("m{round}"),
+            };
+            // Lined up, so that the creates overlap.
+            let start = Arc::new(tokio::sync::Barrier::new(32));
+            let mut handles = Vec::new();
+            for _ in 0..32 {
+                let (store, key, t) = (store.clone(), key.clone(), copy(&tpl));
+                let start = start.clone();
+                handles.push(tokio::spawn(async move {
+                    start.wait().await;
+                    store.create(t, Vec::new(), Some(key), true).await
+                }));
+            }
+            let mut created = Vec::new();
+            let mut existing = Vec::new();
+            for h in handles {
+                match h.await.unwrap().unwrap() {
+                    CreateOutcome::Created(t) => created.push(t.id),
+                    CreateOutcome::Existing(t) => existing.push(t.id),
+                }
+            }
+            assert_eq!(created.len(), 1, "round {round}");
+            assert!(existing.iter().all(|id| *id == created[0]));
+            assert_eq!(store.queue_depth().await.unwrap(), 1);
+            let counts = store.count_by_state().await.unwrap();
+            assert_eq!(counts.iter().map(|(_, n)| n).sum::<u64>(), 1);
+            check_invariants(&store);
+        }
+    }
+
+    /// A duplicate id is refused and leaves nothing behind.
+    #[tokio::test]
+    async fn duplicate_ids_are_refused() {
+        let tpl = template().await;
+        let store = MemoryStore::new();
+        let t = copy(&tpl);
+        put(&store, t.clone(), true).await;
+        let key = IdempotencyKey {
+            tenant: "t1".into(),
+            owner: "alice".into(),
+            message_id: "other".into(),
+        };
+        let err = store.create(t, Vec::new(), Some(key.clone()), true).await;
+        assert!(matches!(err, Err(StoreError::Backend(m)) if m == "duplicate task id"));
+        assert!(store.idem[store.pick(&key)].0.lock().unwrap().is_empty());
+        assert_eq!(store.queue_depth().await.unwrap(), 1);
+        check_invariants(&store);
+    }
+
+    /// Where random operations draw their tasks and claims from.
+    #[derive(Default)]
+    struct Pool {
+        ids: std::sync::Mutex<Vec<TaskId>>,
+        claims: std::sync::Mutex<Vec<Claim>>,
+    }
+
+    impl Pool {
+        fn any_id(&self, rng: &mut Rng) -> Option<TaskId> {
+            let ids = self.ids.lock().unwrap();
+            (!ids.is_empty()).then(|| ids[rng.below(ids.len() as u64) as usize].clone())
+        }
+
+        fn any_claim(&self, rng: &mut Rng) -> Option<Claim> {
+            let claims = self.claims.lock().unwrap();
+            (!claims.is_empty()).then(|| claims[rng.below(claims.len() as u64) as usize].clone())
+        }
+    }
+
+    /// One random operation of any kind, at a random time within 100 s of `base`.
+    async fn random_op(
+        store: &MemoryStore,
+        tpl: &Task,
+        base: Timestamp,
+        pool: &Pool,
+        rng: &mut Rng,
+    ) {
+        let at = |rng: &mut Rng| base + chrono::Duration::seconds(rng.below(100) as i64);
+        let ops = [
+            QueueOp::Keep,
+            QueueOp::Enqueue,
+            QueueOp::Requeue,
+            QueueOp::Remove,
+        ];
+        match rng.below(10) {
+            0 => {
+                let mut t = copy(tpl);
+                t.created_at = at(rng);
+                let key = (rng.below(2) == 0).then(|| IdempotencyKey {
+                    tenant: "t1".into(),
+                    owner: "alice".into(),
+                    message_id: format!("m{}", rng.below(20)),
+                });
+                let enqueue = rng.below(2) == 0;
+                if let CreateOutcome::Created(t) =
+                    store.create(t, Vec::new(), key, enqueue).await.unwrap()
+                {
+                    pool.ids.lock().unwrap().push(t.id);
+                }
+            }
+            1..=3 => {
+                let Some(id) = pool.any_id(rng) else { return };
+                let state = rng.pick(&TaskState::ALL);
+                let changed = at(rng);
+                let expires = (rng.below(2) == 0).then(|| at(rng));
+                let idle = (rng.below(2) == 0).then(|| at(rng));
+                let fence = if rng.below(3) == 0 {
+                    pool.any_claim(rng)
+                } else {
+                    None
+                };
+                let op = rng.pick(&ops);
+                let same_keys = rng.below(3) == 0;
+                let r = change(store, &id, op, fence, |t| {
+                    if !same_keys {
+                        t.state = state;
+                        t.state_changed_at = changed;
+                        t.expires_at = expires;
+                        t.idle_expires_at = idle;
+                    }
+                })
+                .await;
+                assert!(
+                    matches!(
+                        r,
+                        Ok(())
+                            | Err(StoreError::NotFound
+                                | StoreError::LeaseLost
+                                | StoreError::Conflict)
+                    ),
+                    "{r:?}"
+                );
+            }
+            4 => {
+                let now = at(rng);
+                let n = rng.below(4) as usize;
+                let lease = Duration::from_secs(rng.below(60));
+                let got = store.claim("w", n, lease, now).await.unwrap();
+                pool.claims.lock().unwrap().extend(got);
+            }
+            5 => {
+                let Some(c) = pool.any_claim(rng) else { return };
+                let now = at(rng);
+                let lease = Duration::from_secs(rng.below(60));
+                match rng.below(3) {
+                    0 => {
+                        store.renew(&c, lease, now).await.unwrap();
+                    }
+                    1 => store.release(&c).await.unwrap(),
+                    _ => store.drop_claim(&c).await.unwrap(),
+                }
+            }
+            6 => {
+                store.reap(at(rng)).await.unwrap();
+            }
+            7 => {
+                let limit = rng.below(5) as usize;
+                store.sweep(at(rng), limit).await.unwrap();
+            }
+            8 => {
+                let now = at(rng);
+                let limit = rng.below(5) as usize;
+                let got = store.idle_expired(now, limit).await.unwrap();
+                assert!(got.len() <= limit);
+            }
+            _ => {
+                let q = ListQuery {
+                    tenant: "t1".into(),
+                    order: rng.pick(&[ListOrder::Created, ListOrder::StateChanged]),
+                    page_size: 5,
+                    ..ListQuery::default()
+                };
+                let page = store.list(&q).await.unwrap();
+                assert!(page.tasks.len() <= 5);
+            }
+        }
+    }
+
+    /// Random operations of every kind keep the indexes, counters and queue exact.
+    #[tokio::test]
+    async fn random_operations_keep_the_indexes_exact() {
+        let tpl = template().await;
+        let store = MemoryStore::new();
+        let pool = Pool::default();
+        let mut rng = Rng(42);
+        let base = chrono::Utc::now();
+        for _ in 0..3000 {
+            random_op(&store, &tpl, base, &pool, &mut rng).await;
+            check_invariants(&store);
+            // What idle_expired returns is due.
+            let now = base + chrono::Duration::seconds(50);
+            for id in store.idle_expired(now, 3).await.unwrap() {
+                let t = store.get(&id).await.unwrap().unwrap();
+                assert!(!t.state.is_terminal());
+                assert!(t.idle_expires_at.is_some_and(|e| e < now));
+            }
+        }
+        assert!(!pool.ids.lock().unwrap().is_empty());
+        assert!(!pool.claims.lock().unwrap().is_empty());
+    }
+
+    /// The same operations from many tasks at once, on several threads, leave the
+    /// indexes, counters and queue exact.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_random_operations_keep_the_indexes_exact() {
+        let tpl = Arc::new(template().await);
+        let store = Arc::new(MemoryStore::new());
+        let pool = Arc::new(Pool::default());
+        let base = chrono::Utc::now();
+        let mut handles = Vec::new();
+        for seed in 0..8 {
+            let (store, pool, tpl) = (store.clone(), pool.clone(), tpl.clone());
+            handles.push(tokio::spawn(async move {
+                let mut rng = Rng(seed);
+                for _ in 0..1500 {
+                    random_op(&store, &tpl, base, &pool, &mut rng).await;
+                }
+            }));
+        }
+        for h in handles {
+            h.await.unwrap();
+        }
+        check_invariants(&store);
     }
 }
