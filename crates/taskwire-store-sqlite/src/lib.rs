@@ -46,6 +46,7 @@ mod cache;
 mod error;
 mod lock;
 mod options;
+mod queue;
 mod read;
 mod row;
 mod schema;

@@ -132,6 +132,12 @@ DROP TRIGGER tasks_count_insert;
 DROP TRIGGER tasks_count_update;
 DROP TRIGGER tasks_count_delete;
 "#,
+    // 5: the writer keeps the claimable entries and the leases in memory (loaded
+    // from this table when the store opens), so the table needs no index of them.
+    r#"
+DROP INDEX queue_ready;
+DROP INDEX queue_leases;
+"#,
 ];
 
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);

@@ -34,6 +34,7 @@ use tokio::sync::oneshot;
 
 use crate::cache::SnapshotCache;
 use crate::error::backend;
+use crate::queue::WorkQueue;
 use crate::row::{decode_task, int, uint, EventRow, TaskRow};
 
 /// Where a request's answer goes.
@@ -164,23 +165,14 @@ const EVENT_INSERT: &str = "INSERT INTO event_log (tid, last_seq, body) VALUES (
 const QUEUE_PUT: &str = "INSERT OR REPLACE INTO queue \
      (tid, available, lease_owner, lease_until, epoch, attempts, ready_seq) \
      VALUES (?1, 1, NULL, NULL, 0, 0, ?2)";
-const QUEUE_ENQUEUE: &str = "INSERT INTO queue \
-     (tid, available, lease_owner, lease_until, epoch, attempts, ready_seq) \
-     VALUES (?1, 1, NULL, NULL, 0, 0, ?2) ON CONFLICT (tid) DO NOTHING";
 const QUEUE_REQUEUE: &str = "INSERT INTO queue \
      (tid, available, lease_owner, lease_until, epoch, attempts, ready_seq) \
      VALUES (?1, 1, NULL, NULL, 0, 0, ?2) ON CONFLICT (tid) DO UPDATE SET \
      available = 1, lease_owner = NULL, lease_until = NULL, attempts = 0, \
      ready_seq = excluded.ready_seq";
 const QUEUE_DELETE: &str = "DELETE FROM queue WHERE tid = ?1";
-const QUEUE_HOLDS: &str = "SELECT 1 FROM queue WHERE tid = ?1 AND epoch = ?2 AND lease_owner = ?3";
-const CLAIM_PICK: &str = "SELECT q.tid, t.id, q.epoch, q.attempts \
-     FROM queue q JOIN tasks t ON t.tid = q.tid \
-     WHERE q.available = 1 ORDER BY q.ready_seq LIMIT ?1";
 const CLAIM_TAKE: &str = "UPDATE queue SET available = 0, lease_owner = ?2, lease_until = ?3, \
      epoch = ?4, attempts = ?5 WHERE tid = ?1";
-const REAP_PICK: &str = "SELECT q.tid, t.id FROM queue q JOIN tasks t ON t.tid = q.tid \
-     WHERE q.available = 0 AND q.lease_until < ?1 ORDER BY q.lease_until";
 const REAP_FREE: &str = "UPDATE queue SET available = 1, lease_owner = NULL, lease_until = NULL, \
      ready_seq = ?2 WHERE tid = ?1";
 const SWEEP_PICK: &str = "SELECT tid, id, state FROM tasks WHERE terminal = 1 \
@@ -189,13 +181,7 @@ const SWEEP_TASK: &str = "DELETE FROM tasks WHERE tid = ?1";
 const SWEEP_EVENTS: &str = "DELETE FROM event_log WHERE tid = ?1";
 const SWEEP_IDEM: &str = "DELETE FROM idempotency WHERE tid = ?1";
 
-const RENEW: &str = "UPDATE queue SET lease_until = ?4 \
-     WHERE tid = (SELECT tid FROM tasks WHERE id = ?1) AND epoch = ?2 AND lease_owner = ?3";
-const RELEASE: &str = "UPDATE queue SET available = 1, lease_owner = NULL, lease_until = NULL, \
-     ready_seq = ?4 \
-     WHERE tid = (SELECT tid FROM tasks WHERE id = ?1) AND epoch = ?2 AND lease_owner = ?3";
-const DROP_CLAIM: &str = "DELETE FROM queue \
-     WHERE tid = (SELECT tid FROM tasks WHERE id = ?1) AND epoch = ?2 AND lease_owner = ?3";
+const RENEW: &str = "UPDATE queue SET lease_until = ?2 WHERE tid = ?1";
 
 /// WAL pages after a checkpoint from which the writer checkpoints (64 MiB).
 const CHECKPOINT_PAGES: i32 = 16_384;
@@ -233,6 +219,11 @@ pub(crate) struct Writer {
     /// WAL pages at the last checkpoint attempt (a passive checkpoint that could not
     /// finish is not retried at every commit).
     checkpointed_at: i32,
+    /// The in-memory index of the `queue` table.
+    queue: WorkQueue,
+    /// Set when a rolled-back transaction may have left `queue` out of step with
+    /// the table; it is reloaded before the next request is applied.
+    queue_stale: bool,
     /// Changes to the per-state task counts made by the open transaction, written
     /// to `state_counts` once before it commits (instead of by a trigger on every
     /// row: a few statements per batch rather than three per task).
@@ -261,6 +252,7 @@ impl Writer {
             conn.query_row("SELECT COALESCE(MAX(ready_seq), 0) FROM queue", [], |r| {
                 r.get(0)
             })?;
+        let queue = WorkQueue::load(&conn)?;
         let mut syncer = None;
         if pipelined_sync {
             let mut wal_path = path.as_os_str().to_owned();
@@ -299,6 +291,8 @@ impl Writer {
             next_ready: last.saturating_add(1),
             syncer,
             checkpointed_at: 0,
+            queue,
+            queue_stale: false,
             count_deltas: Vec::new(),
         })
     }
@@ -385,6 +379,7 @@ impl Writer {
             tracing::warn!(error = %e, requests = batch.len(),
                 "sqlite group commit failed; retrying its requests one by one");
             let _ = self.conn.execute_batch("ROLLBACK");
+            self.queue_stale = true;
             done.clear();
             for op in batch.iter() {
                 done.push(self.apply_alone(op));
@@ -420,6 +415,7 @@ impl Writer {
     /// Applies a whole batch in one transaction.
     fn apply_all(&mut self, batch: &[Op], done: &mut Vec<Done>) -> Result<(), rusqlite::Error> {
         self.count_deltas.clear();
+        self.reload_queue_if_stale()?;
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
         for op in batch {
             let d = self.apply(op)?;
@@ -434,8 +430,8 @@ impl Writer {
     fn apply_alone(&mut self, op: &Op) -> Done {
         self.count_deltas.clear();
         let r = self
-            .conn
-            .execute_batch("BEGIN IMMEDIATE")
+            .reload_queue_if_stale()
+            .and_then(|()| self.conn.execute_batch("BEGIN IMMEDIATE"))
             .and_then(|()| self.apply(op))
             .and_then(|d| self.flush_counts().map(|()| d))
             .and_then(|d| {
@@ -448,9 +444,19 @@ impl Writer {
                 if !self.conn.is_autocommit() {
                     let _ = self.conn.execute_batch("ROLLBACK");
                 }
+                self.queue_stale = true;
                 op.failed(backend(e))
             }
         }
+    }
+
+    /// Reloads the queue index after a rollback (outside any transaction).
+    fn reload_queue_if_stale(&mut self) -> Result<(), rusqlite::Error> {
+        if self.queue_stale {
+            self.queue = WorkQueue::load(&self.conn)?;
+            self.queue_stale = false;
+        }
+        Ok(())
     }
 
     fn ready_seq(&mut self) -> i64 {
@@ -465,50 +471,60 @@ impl Writer {
     fn apply(&mut self, op: &Op) -> Result<Done, rusqlite::Error> {
         Ok(match op {
             Op::Create {
+                task,
                 row,
                 events,
                 key,
                 enqueue,
                 ..
-            } => Done::Create(self.create(row, events, key.as_ref(), *enqueue)?),
+            } => Done::Create(self.create(&task.id, row, events, key.as_ref(), *enqueue)?),
             Op::Commit {
+                task,
                 row,
                 expected_version,
                 events,
                 queue,
                 fence,
                 ..
-            } => {
-                Done::Commit(self.commit(row, *expected_version, events, *queue, fence.as_ref())?)
-            }
+            } => Done::Commit(self.commit(
+                &task.id,
+                row,
+                *expected_version,
+                events,
+                *queue,
+                fence.as_ref(),
+            )?),
             Op::Claim {
                 worker, max, until, ..
             } => Done::Claim(self.claim(worker, *max, *until)?),
             Op::Renew { claim, until, .. } => {
-                let n = self.conn.prepare_cached(RENEW)?.execute(params![
-                    claim.task_id.as_str(),
-                    int(claim.epoch),
-                    claim.worker,
-                    until
-                ])?;
-                Done::Renew(Ok(n > 0))
+                let Some(tid) = self.held(claim) else {
+                    return Ok(Done::Renew(Ok(false)));
+                };
+                self.conn
+                    .prepare_cached(RENEW)?
+                    .execute(params![tid, until])?;
+                self.queue.renew(&claim.task_id, *until);
+                Done::Renew(Ok(true))
             }
             Op::Release { claim, .. } => {
+                let Some(tid) = self.held(claim) else {
+                    return Ok(Done::Release(Ok(false)));
+                };
                 let seq = self.ready_seq();
-                let n = self.conn.prepare_cached(RELEASE)?.execute(params![
-                    claim.task_id.as_str(),
-                    int(claim.epoch),
-                    claim.worker,
-                    seq
-                ])?;
-                Done::Release(Ok(n > 0))
+                self.conn
+                    .prepare_cached(REAP_FREE)?
+                    .execute(params![tid, seq])?;
+                self.queue.make_available(&claim.task_id);
+                Done::Release(Ok(true))
             }
             Op::DropClaim { claim, .. } => {
-                self.conn.prepare_cached(DROP_CLAIM)?.execute(params![
-                    claim.task_id.as_str(),
-                    int(claim.epoch),
-                    claim.worker
-                ])?;
+                if let Some(tid) = self.held(claim) {
+                    self.conn
+                        .prepare_cached(QUEUE_DELETE)?
+                        .execute(params![tid])?;
+                    self.queue.remove(&claim.task_id);
+                }
                 Done::DropClaim(Ok(()))
             }
             Op::Reap { now, .. } => Done::Reap(self.reap(*now)?),
@@ -518,6 +534,7 @@ impl Writer {
 
     fn create(
         &mut self,
+        task_id: &TaskId,
         row: &TaskRow,
         events: &[EventRow],
         key: Option<&IdempotencyKey>,
@@ -564,12 +581,25 @@ impl Writer {
         }
         self.insert_events(tid, events)?;
         if enqueue {
-            let seq = self.ready_seq();
-            self.conn
-                .prepare_cached(QUEUE_PUT)?
-                .execute(params![tid, seq])?;
+            self.enqueue_new(tid, task_id)?;
         }
         Ok(Ok(None))
+    }
+
+    /// Inserts a claimable queue entry for a task that has none.
+    fn enqueue_new(&mut self, tid: i64, task_id: &TaskId) -> Result<(), rusqlite::Error> {
+        let seq = self.ready_seq();
+        self.conn
+            .prepare_cached(QUEUE_PUT)?
+            .execute(params![tid, seq])?;
+        self.queue.insert(task_id.clone(), tid, 0, 0);
+        Ok(())
+    }
+
+    /// The row id of a claim's queue entry while the claim holds it.
+    fn held(&self, claim: &Claim) -> Option<i64> {
+        self.queue
+            .holder(&claim.task_id, int(claim.epoch), &claim.worker)
     }
 
     fn insert_events(&mut self, tid: i64, events: &[EventRow]) -> Result<(), rusqlite::Error> {
@@ -585,6 +615,7 @@ impl Writer {
 
     fn commit(
         &mut self,
+        task_id: &TaskId,
         row: &TaskRow,
         expected_version: i64,
         events: &[EventRow],
@@ -614,12 +645,7 @@ impl Writer {
             return Ok(Err(StoreError::Conflict));
         }
         if let Some(f) = fence {
-            let holds = self.conn.prepare_cached(QUEUE_HOLDS)?.exists(params![
-                tid,
-                int(f.epoch),
-                f.worker
-            ])?;
-            if !holds {
+            if self.held(f) != Some(tid) {
                 return Ok(Err(StoreError::LeaseLost));
             }
         }
@@ -627,24 +653,30 @@ impl Writer {
         match queue {
             QueueOp::Keep => {}
             QueueOp::Enqueue => {
-                let seq = self.ready_seq();
-                queued = self
-                    .conn
-                    .prepare_cached(QUEUE_ENQUEUE)?
-                    .execute(params![tid, seq])?
-                    > 0;
+                if self.queue.get(task_id).is_none() {
+                    self.enqueue_new(tid, task_id)?;
+                    queued = true;
+                }
             }
             QueueOp::Requeue => {
-                let seq = self.ready_seq();
-                self.conn
-                    .prepare_cached(QUEUE_REQUEUE)?
-                    .execute(params![tid, seq])?;
+                if self.queue.get(task_id).is_some() {
+                    let seq = self.ready_seq();
+                    self.conn
+                        .prepare_cached(QUEUE_REQUEUE)?
+                        .execute(params![tid, seq])?;
+                    self.queue.make_available(task_id);
+                    self.queue.set_attempts(task_id, 0);
+                } else {
+                    self.enqueue_new(tid, task_id)?;
+                }
                 queued = true;
             }
             QueueOp::Remove => {
-                self.conn
-                    .prepare_cached(QUEUE_DELETE)?
-                    .execute(params![tid])?;
+                if self.queue.remove(task_id).is_some() {
+                    self.conn
+                        .prepare_cached(QUEUE_DELETE)?
+                        .execute(params![tid])?;
+                }
             }
         }
         self.insert_events(tid, events)?;
@@ -696,57 +728,34 @@ impl Writer {
         max: i64,
         until: i64,
     ) -> Result<Result<Vec<Claim>, StoreError>, rusqlite::Error> {
-        if max <= 0 {
-            return Ok(Ok(Vec::new()));
-        }
-        let picked: Vec<(i64, String, i64, i64)> = self
-            .conn
-            .prepare_cached(CLAIM_PICK)?
-            .query_map(params![max], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-            })?
-            .collect::<Result<_, _>>()?;
-        let mut parsed = Vec::with_capacity(picked.len());
-        for (tid, id, epoch, attempts) in picked {
-            match parse_id(&id) {
-                Ok(task_id) => parsed.push((tid, task_id, epoch, attempts)),
-                Err(e) => return Ok(Err(e)),
-            }
-        }
+        let mut out = Vec::new();
         let mut stmt = self.conn.prepare_cached(CLAIM_TAKE)?;
-        let mut out = Vec::with_capacity(parsed.len());
-        for (tid, task_id, epoch, attempts) in parsed {
-            let epoch = epoch.saturating_add(1);
-            let attempts = attempts.saturating_add(1);
-            stmt.execute(params![tid, worker, until, epoch, attempts])?;
+        while (out.len() as i64) < max {
+            let Some((task_id, e)) = self.queue.lease_next(worker, until) else {
+                break;
+            };
+            stmt.execute(params![e.tid, worker, until, e.epoch, e.attempts])?;
             out.push(Claim {
                 task_id,
                 worker: worker.to_string(),
-                epoch: uint(epoch),
-                attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
+                epoch: uint(e.epoch),
+                attempts: u32::try_from(e.attempts).unwrap_or(u32::MAX),
             });
         }
         Ok(Ok(out))
     }
 
     fn reap(&mut self, now: i64) -> Result<Result<Vec<TaskId>, StoreError>, rusqlite::Error> {
-        let picked: Vec<(i64, String)> = self
-            .conn
-            .prepare_cached(REAP_PICK)?
-            .query_map(params![now], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<Result<_, _>>()?;
-        let mut ids = Vec::with_capacity(picked.len());
-        for (_, id) in &picked {
-            match parse_id(id) {
-                Ok(t) => ids.push(t),
-                Err(e) => return Ok(Err(e)),
-            }
-        }
-        for (tid, _) in &picked {
+        let ids = self.queue.lapsed(now);
+        for id in &ids {
+            let Some(tid) = self.queue.get(id).map(|e| e.tid) else {
+                continue;
+            };
             let seq = self.ready_seq();
             self.conn
                 .prepare_cached(REAP_FREE)?
                 .execute(params![tid, seq])?;
+            self.queue.make_available(id);
         }
         Ok(Ok(ids))
     }
@@ -773,7 +782,8 @@ impl Writer {
                 Err(e) => return Ok(Err(e)),
             }
         }
-        for (id, _, state) in &doomed {
+        for ((id, _, state), task_id) in doomed.iter().zip(&ids) {
+            self.queue.remove(task_id);
             self.count(state, -1);
             self.conn.prepare_cached(SWEEP_TASK)?.execute(params![id])?;
             self.conn
@@ -925,16 +935,10 @@ mod tests {
             TASK_UPDATE_ALL,
             EVENT_INSERT,
             QUEUE_PUT,
-            QUEUE_ENQUEUE,
             QUEUE_REQUEUE,
             QUEUE_DELETE,
-            QUEUE_HOLDS,
-            CLAIM_PICK,
             CLAIM_TAKE,
             RENEW,
-            RELEASE,
-            DROP_CLAIM,
-            REAP_PICK,
             REAP_FREE,
             SWEEP_PICK,
             SWEEP_TASK,

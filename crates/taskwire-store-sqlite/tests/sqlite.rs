@@ -50,7 +50,7 @@ fn schema_is_migrated_in_wal_mode_and_a_newer_schema_is_refused() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 4);
+    assert_eq!(version, 5);
     let mode: String = conn
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
         .unwrap();
@@ -65,7 +65,7 @@ fn schema_is_migrated_in_wal_mode_and_a_newer_schema_is_refused() {
             err,
             SqliteError::SchemaTooNew {
                 found: 99,
-                supported: 4
+                supported: 5
             }
         ),
         "{err}"
@@ -212,6 +212,74 @@ async fn a_failing_request_leaves_no_trace_and_spares_its_batch() {
         1 + 20 * 16,
         "its queue entry is still there"
     );
+    // The writer's in-memory queue index was restored too: every entry, the
+    // failed commit's among them, can still be claimed.
+    let claims = store
+        .claim("w", 1000, Duration::from_secs(30), Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(claims.len(), 1 + 20 * 16);
+    assert_eq!(
+        claims[0].task_id, t.id,
+        "claimed first, as the oldest entry"
+    );
+}
+
+/// The queue is durable: after a reopen, claimable entries come in their old
+/// order, and a lease held when the store closed stays held until it lapses, then
+/// is reaped with its attempt count kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_queue_survives_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("q.db");
+    let now = Utc::now();
+    let ids = {
+        let store = Arc::new(SqliteStore::open_with(&path, SqliteOptions::default()).unwrap());
+        let svc = TaskService::new(store.clone(), "scripted");
+        let mut ids = Vec::new();
+        for i in 0..4 {
+            let t = svc
+                .create(&Caller::local(), CreateTask::new(msg(&format!("q{i}"))))
+                .await
+                .unwrap()
+                .task;
+            ids.push(t.id);
+        }
+        let first = store
+            .claim("w1", 1, Duration::from_secs(60), now)
+            .await
+            .unwrap();
+        assert_eq!(first.len(), 1);
+        assert_eq!(first[0].task_id, ids[0]);
+        ids
+    };
+    let store = SqliteStore::open_with(&path, SqliteOptions::default()).unwrap();
+    let later = store
+        .claim("w2", 10, Duration::from_secs(60), now)
+        .await
+        .unwrap();
+    let later_ids: Vec<_> = later.iter().map(|c| c.task_id.clone()).collect();
+    assert_eq!(
+        later_ids,
+        ids[1..].to_vec(),
+        "FIFO order kept; the leased one is not offered"
+    );
+    assert!(later.iter().all(|c| c.attempts == 1 && c.epoch == 1));
+    assert!(store.reap(now).await.unwrap().is_empty(), "not lapsed yet");
+    let mut reaped = store
+        .reap(now + chrono::Duration::seconds(61))
+        .await
+        .unwrap();
+    reaped.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    let mut all = ids.clone();
+    all.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    assert_eq!(reaped, all, "the lease from before the reopen lapses too");
+    let again = store
+        .claim("w3", 10, Duration::from_secs(60), now)
+        .await
+        .unwrap();
+    let first_again = again.iter().find(|c| c.task_id == ids[0]).unwrap();
+    assert_eq!((first_again.epoch, first_again.attempts), (2, 2));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
