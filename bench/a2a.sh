@@ -8,6 +8,8 @@
 #   SECS=30 bench/a2a.sh         # longer runs
 #   GROW=1 bench/a2a.sh          # also: SendMessage for GROW_SECS (default 120) on SQLite,
 #                                # latency per 10 s window while the store grows
+#   GROW=1 GROW_STORE=memory bench/a2a.sh   # the same on the memory store
+#   ONLY_GROW=1 GROW=1 bench/a2a.sh         # only the growth run
 #
 # Needs `taskset` (util-linux) and two cores. Builds the release binaries first.
 set -euo pipefail
@@ -41,7 +43,9 @@ run() {
   wait "$pid" 2>/dev/null || true
 }
 
-for store in memory:// "sqlite://$DIR/bench.db"; do
+stores=(memory:// "sqlite://$DIR/bench.db")
+if [ -n "${ONLY_GROW:-}" ]; then stores=(); fi
+for store in "${stores[@]}"; do
   for binding in jsonrpc grpc; do
     for mode in get send; do
       rm -f "$DIR"/bench.db*
@@ -51,5 +55,10 @@ for store in memory:// "sqlite://$DIR/bench.db"; do
 done
 if [ -n "${GROW:-}" ]; then
   rm -f "$DIR"/bench.db*
-  run "sqlite://$DIR/bench.db" send jsonrpc "${GROW_SECS:-120}" 10
+  case "${GROW_STORE:-sqlite}" in
+    memory) grow_store=memory:// ;;
+    sqlite) grow_store="sqlite://$DIR/bench.db" ;;
+    *) echo "GROW_STORE must be memory or sqlite" >&2; exit 2 ;;
+  esac
+  run "$grow_store" send jsonrpc "${GROW_SECS:-120}" 10
 fi

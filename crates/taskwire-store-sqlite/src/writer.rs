@@ -146,11 +146,19 @@ impl Op {
 
 const IDEM_GET: &str = "SELECT t.body FROM idempotency i JOIN tasks t ON t.tid = i.tid \
      WHERE i.tenant = ?1 AND i.owner = ?2 AND i.message_id = ?3";
-const IDEM_PUT: &str = "INSERT OR REPLACE INTO idempotency (tenant, owner, message_id, tid) \
-     VALUES (?1, ?2, ?3, ?4)";
-const TASK_INSERT: &str = "INSERT INTO tasks (id, tenant, owner, context_id, state, terminal, \
+/// Takes the key for the row id about to be inserted, unless it is taken.
+const IDEM_TAKE: &str = "INSERT INTO idempotency (tenant, owner, message_id, tid) \
+     VALUES (?1, ?2, ?3, ?4) ON CONFLICT (tenant, owner, message_id) DO NOTHING";
+/// Points a key whose task is gone at a new one.
+const IDEM_MOVE: &str = "UPDATE idempotency SET tid = ?4 \
+     WHERE tenant = ?1 AND owner = ?2 AND message_id = ?3";
+const IDEM_DROP: &str = "DELETE FROM idempotency \
+     WHERE tenant = ?1 AND owner = ?2 AND message_id = ?3 AND tid = ?4";
+const TASK_INSERT: &str =
+    "INSERT INTO tasks (tid, id, tenant, owner, context_id, state, terminal, \
      version, created_us, updated_ns, expires_ns, idle_ns, reviewers, body, changed_us) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) ON CONFLICT (id) DO NOTHING";
+     VALUES (?15, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) \
+     ON CONFLICT (id) DO NOTHING";
 const TASK_HEAD: &str =
     "SELECT tid, version, tenant, owner, context_id, created_us, state FROM tasks WHERE id = ?1";
 const COUNT_ADD: &str = "INSERT INTO state_counts (state, n) VALUES (?1, ?2) \
@@ -214,6 +222,9 @@ pub(crate) struct Writer {
     max_batch: usize,
     /// The next FIFO position for a claimable entry.
     next_ready: i64,
+    /// The row id of the next task inserted (the writer assigns them, so that a
+    /// create can take its idempotency key before it inserts the task).
+    next_tid: i64,
     /// Set when the log sync is pipelined (`synchronous=full`).
     syncer: Option<Syncer>,
     /// WAL pages at the last checkpoint attempt (a passive checkpoint that could not
@@ -252,6 +263,8 @@ impl Writer {
             conn.query_row("SELECT COALESCE(MAX(ready_seq), 0) FROM queue", [], |r| {
                 r.get(0)
             })?;
+        let last_tid: i64 =
+            conn.query_row("SELECT COALESCE(MAX(tid), 0) FROM tasks", [], |r| r.get(0))?;
         let queue = WorkQueue::load(&conn)?;
         let mut syncer = None;
         if pipelined_sync {
@@ -289,6 +302,7 @@ impl Writer {
             cache,
             max_batch: max_batch.max(1),
             next_ready: last.saturating_add(1),
+            next_tid: last_tid.saturating_add(1),
             syncer,
             checkpointed_at: 0,
             queue,
@@ -540,14 +554,33 @@ impl Writer {
         key: Option<&IdempotencyKey>,
         enqueue: bool,
     ) -> Result<Result<Option<Box<Task>>, StoreError>, rusqlite::Error> {
+        let tid = self.next_tid;
+        self.next_tid = self.next_tid.saturating_add(1);
+        // One index search when the key is new (the common case): take it for the
+        // row id about to be inserted; only when it is taken, read its task.
         if let Some(k) = key {
-            let existing: Option<Vec<u8>> = self
-                .conn
-                .prepare_cached(IDEM_GET)?
-                .query_row(params![k.tenant, k.owner, k.message_id], |r| r.get(0))
-                .optional()?;
-            if let Some(body) = existing {
-                return Ok(decode_task(&body).map(|t| Some(Box::new(t))));
+            let taken = self.conn.prepare_cached(IDEM_TAKE)?.execute(params![
+                k.tenant,
+                k.owner,
+                k.message_id,
+                tid
+            ])? == 0;
+            if taken {
+                let existing: Option<Vec<u8>> = self
+                    .conn
+                    .prepare_cached(IDEM_GET)?
+                    .query_row(params![k.tenant, k.owner, k.message_id], |r| r.get(0))
+                    .optional()?;
+                if let Some(body) = existing {
+                    return Ok(decode_task(&body).map(|t| Some(Box::new(t))));
+                }
+                // The key names a task that is gone: it names this one now.
+                self.conn.prepare_cached(IDEM_MOVE)?.execute(params![
+                    k.tenant,
+                    k.owner,
+                    k.message_id,
+                    tid
+                ])?;
             }
         }
         let inserted = self.conn.prepare_cached(TASK_INSERT)?.execute(params![
@@ -565,20 +598,21 @@ impl Writer {
             row.reviewers,
             row.body,
             row.changed_us,
+            tid,
         ])?;
         if inserted == 0 {
+            if let Some(k) = key {
+                // Give the key back: nothing of this request may remain.
+                self.conn.prepare_cached(IDEM_DROP)?.execute(params![
+                    k.tenant,
+                    k.owner,
+                    k.message_id,
+                    tid
+                ])?;
+            }
             return Ok(Err(StoreError::Backend("duplicate task id".into())));
         }
         self.count(row.state, 1);
-        let tid = self.conn.last_insert_rowid();
-        if let Some(k) = key {
-            self.conn.prepare_cached(IDEM_PUT)?.execute(params![
-                k.tenant,
-                k.owner,
-                k.message_id,
-                tid
-            ])?;
-        }
         self.insert_events(tid, events)?;
         if enqueue {
             self.enqueue_new(tid, task_id)?;
@@ -928,7 +962,9 @@ mod tests {
             crate::schema::open_writer(&dir.path().join("p.db"), &Default::default()).unwrap();
         for sql in [
             IDEM_GET,
-            IDEM_PUT,
+            IDEM_TAKE,
+            IDEM_MOVE,
+            IDEM_DROP,
             TASK_INSERT,
             TASK_HEAD,
             TASK_UPDATE,

@@ -500,3 +500,58 @@ async fn reads_are_monotonic_and_end_at_the_committed_state_under_concurrent_wri
     }
     assert_eq!(total, 160, "no increment was lost");
 }
+
+/// A create refused for a duplicate task id leaves nothing behind: its
+/// idempotency key stays free, and a later create with that key makes a task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_create_gives_its_key_back() {
+    use taskwire_core::store::{CreateOutcome, IdempotencyKey};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("k.db");
+    let store = SqliteStore::open_with(&path, SqliteOptions::default()).unwrap();
+    let key = |m: &str| IdempotencyKey {
+        tenant: "t".into(),
+        owner: "o".into(),
+        message_id: m.into(),
+    };
+    // A valid task to store, made by the service on a scratch memory store.
+    let scratch = TaskService::new(Arc::new(taskwire_core::MemoryStore::new()), "scripted");
+    let first = scratch
+        .create(&Caller::local(), CreateTask::new(msg("template")))
+        .await
+        .unwrap()
+        .task;
+    let created = store
+        .create(first.clone(), Vec::new(), Some(key("a")), false)
+        .await
+        .unwrap();
+    assert!(matches!(created, CreateOutcome::Created(_)));
+    // Same id, another key: refused.
+    let err = store
+        .create(first.clone(), Vec::new(), Some(key("b")), false)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Backend(_)), "{err:?}");
+    let keys = || -> i64 {
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .query_row("SELECT COUNT(*) FROM idempotency", [], |r| r.get(0))
+            .unwrap()
+    };
+    assert_eq!(keys(), 1, "no key of the refused create remains");
+    // Key "b" is free: it makes a new task, and key "a" still names the first.
+    let mut second = first.clone();
+    second.id = taskwire_core::TaskId::new();
+    let again = store
+        .create(second.clone(), Vec::new(), Some(key("b")), false)
+        .await
+        .unwrap();
+    assert!(matches!(again, CreateOutcome::Created(t) if t.id == second.id));
+    let same = store
+        .create(second.clone(), Vec::new(), Some(key("a")), false)
+        .await
+        .unwrap();
+    assert!(matches!(same, CreateOutcome::Existing(t) if t.id == first.id));
+    drop(store);
+    assert_eq!(keys(), 2);
+}
