@@ -506,10 +506,21 @@ impl TaskStore for MemoryStore {
             last_seq: c.task.last_seq,
             state: c.task.state,
         };
-        let (replaced, queued) = match self.commit_fast(c)? {
-            Ok(replaced) => (replaced, false),
-            // Re-checked under both locks: the task may have moved in between.
-            Err(c) => self.commit_indexed(c)?,
+        // A commit that changes the state (it carries a status event) or requeues
+        // always moves the index: it goes there directly, without first trying the
+        // shard lock alone.
+        let moves_index = c.queue == QueueOp::Requeue
+            || c.events
+                .iter()
+                .any(|e| matches!(e.kind, crate::event::EventKind::Status { .. }));
+        let (replaced, queued) = if moves_index {
+            self.commit_indexed(c)?
+        } else {
+            match self.commit_fast(c)? {
+                Ok(replaced) => (replaced, false),
+                // Re-checked under both locks: the task may have moved in between.
+                Err(c) => self.commit_indexed(c)?,
+            }
         };
         // The old snapshot is freed outside the lock.
         drop(replaced);
