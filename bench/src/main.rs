@@ -69,7 +69,7 @@ struct Args {
     #[arg(long, default_value_t = 3.0)]
     seconds: f64,
     /// Tasks stored to measure heap per task (that many idle ones, then that many
-    /// completed through the runtime).
+    /// completed through the runtime); 0 skips the memory measurement.
     #[arg(long, default_value_t = 20_000)]
     idle_tasks: usize,
     /// SQLite synchronous mode (full or normal).
@@ -292,9 +292,15 @@ async fn run() {
             std::process::exit(2);
         }
     };
-    // Memory first, while nothing else is allocated or being freed.
-    let bytes = idle_bytes(args.idle_tasks.max(1)).await;
-    let done_bytes = completed_bytes(args.idle_tasks.max(1)).await;
+    // Memory first, while nothing else is allocated or being freed; 0 skips it.
+    let memory = if args.idle_tasks > 0 {
+        Some((
+            idle_bytes(args.idle_tasks).await,
+            completed_bytes(args.idle_tasks).await,
+        ))
+    } else {
+        None
+    };
     println!("| store | callers | tasks | tasks/s | p50 ms | p99 ms | CPU µs/task |");
     println!("|---|---:|---:|---:|---:|---:|---:|");
     for kind in &args.stores {
@@ -313,13 +319,15 @@ async fn run() {
             );
         }
     }
-    println!();
-    println!(
-        "memory store: {bytes:.0} bytes of heap per stored idle task (one 5-byte text message, {} tasks)",
-        args.idle_tasks
-    );
-    println!(
-        "memory store: {done_bytes:.0} bytes of heap per completed echo task (task, event log, idempotency key; {} tasks)",
-        args.idle_tasks
-    );
+    if let Some((bytes, done_bytes)) = memory {
+        println!();
+        println!(
+            "memory store: {bytes:.0} bytes of heap per stored idle task (one 5-byte text message, {} tasks)",
+            args.idle_tasks
+        );
+        println!(
+            "memory store: {done_bytes:.0} bytes of heap per completed echo task (task, event log, idempotency key; {} tasks)",
+            args.idle_tasks
+        );
+    }
 }
