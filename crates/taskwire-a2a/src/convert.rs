@@ -267,7 +267,7 @@ impl FrameBuilder {
         let payload = match (vocab::frame_of(&ev.kind).0?, &ev.kind) {
             (A2aFrame::StatusUpdate, EventKind::Status { to, message, .. }) => {
                 self.state = *to;
-                Payload::StatusUpdate(self.status_update(*to, message.as_ref(), ev.at))
+                Payload::StatusUpdate(self.status_update(*to, message.as_deref(), ev.at))
             }
             (A2aFrame::StatusMessage, EventKind::Message { message, .. }) => {
                 Payload::StatusUpdate(self.status_update(self.state, Some(message), ev.at))
@@ -392,7 +392,7 @@ mod tests {
         );
         assert_eq!(b.state(), TaskState::Working);
         let agent_msg = EventKind::Message {
-            message: Message::agent_text("thinking"),
+            message: Box::new(Message::agent_text("thinking")),
             queued: false,
         };
         match b.frame(&event(4, agent_msg)).and_then(|f| f.payload) {
@@ -404,7 +404,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         let user_msg = EventKind::Message {
-            message: Message::user_text("hi"),
+            message: Box::new(Message::user_text("hi")),
             queued: true,
         };
         assert!(b.frame(&event(5, user_msg)).is_none());
@@ -412,14 +412,14 @@ mod tests {
             .frame(&event(6, EventKind::TurnStarted { turn: 1 }))
             .is_none());
         let art = EventKind::Artifact {
-            artifact: Artifact {
+            artifact: Box::new(Artifact {
                 artifact_id: "a".into(),
                 name: Some("n".into()),
                 description: None,
                 parts: vec![Part::text("x")],
                 metadata: Default::default(),
                 complete: false,
-            },
+            }),
             append: true,
             last_chunk: false,
         };

@@ -218,12 +218,12 @@ impl Renderer {
             }
             EventKind::AuthRequired { auth } => {
                 self.auth.retain(|a| a.provider != auth.provider);
-                self.auth.push(auth.clone());
+                self.auth.push(AuthWait::clone(auth));
             }
             EventKind::AuthGranted { provider } => self.auth.retain(|a| &a.provider != provider),
             EventKind::ReviewRequested { review } => {
                 self.reviews.retain(|r| r.id != review.id);
-                self.reviews.push(review.clone());
+                self.reviews.push(Review::clone(review));
             }
             EventKind::ReviewDecided { review_id, .. } => {
                 self.reviews.retain(|r| &r.id != review_id)
@@ -324,7 +324,7 @@ impl Renderer {
                     v["message"] = json!(m.text());
                 }
                 out.push(self.custom(custom::STATUS, v));
-                out.extend(self.close(*to, message.as_ref(), *cause, error.as_ref(), at, false));
+                out.extend(self.close(*to, message.as_deref(), *cause, error.as_deref(), at, false));
             }
             EventKind::Message { message, queued } => match message.role {
                 Role::User => out.push(self.custom(
@@ -594,7 +594,7 @@ impl Renderer {
             self.fold(e);
             return Vec::new();
         };
-        if vocab::run_end(*to, *cause, error.as_ref()).0 == RunEnd::Open {
+        if vocab::run_end(*to, *cause, error.as_deref()).0 == RunEnd::Open {
             return Vec::new();
         }
         let at = ms(&e.at);
@@ -602,12 +602,12 @@ impl Renderer {
         if to.is_interrupted() {
             // The interrupting close restates messages and state itself.
             out.extend(
-                self.close(*to, message.as_ref(), *cause, error.as_ref(), at, true)
+                self.close(*to, message.as_deref(), *cause, error.as_deref(), at, true)
                     .into_iter()
                     .map(|b| Event::at(b, at)),
             );
         } else {
-            let closing = self.close(*to, message.as_ref(), *cause, error.as_ref(), at, true);
+            let closing = self.close(*to, message.as_deref(), *cause, error.as_deref(), at, true);
             out.push(Event::at(
                 EventBody::MessagesSnapshot {
                     messages: self.thread_messages(),

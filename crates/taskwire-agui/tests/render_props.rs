@@ -54,7 +54,7 @@ fn build(ops: &[Op]) -> Vec<CoreEvent> {
             agent: "a".into(),
         },
         EventKind::Message {
-            message: Message::user_text("go"),
+            message: Box::new(Message::user_text("go")),
             queued: true,
         },
         EventKind::Status {
@@ -75,18 +75,18 @@ fn build(ops: &[Op]) -> Vec<CoreEvent> {
         let working = state == TaskState::Working;
         match o {
             Op::Text(t) if working => kinds.push(EventKind::Message {
-                message: Message::agent_text(t.clone()),
+                message: Box::new(Message::agent_text(t.clone())),
                 queued: false,
             }),
             Op::Chunk(a, append, last) if working => kinds.push(EventKind::Artifact {
-                artifact: Artifact {
+                artifact: Box::new(Artifact {
                     artifact_id: format!("art-{a}"),
                     name: Some("x".into()),
                     description: None,
                     parts: vec![Part::text("chunk")],
                     metadata: Default::default(),
                     complete: *last,
-                },
+                }),
                 append: *append,
                 last_chunk: *last,
             }),
@@ -115,26 +115,26 @@ fn build(ops: &[Op]) -> Vec<CoreEvent> {
                 }],
             }),
             Op::AskAuth(p) if working => kinds.push(EventKind::AuthRequired {
-                auth: AuthWait {
+                auth: Box::new(AuthWait {
                     provider: format!("p{p}"),
                     since: now,
                     operations: vec!["op".into()],
                     url: None,
-                },
+                }),
             }),
             Op::AskReview(r) if working => kinds.push(EventKind::ReviewRequested {
-                review: Review {
+                review: Box::new(Review {
                     id: format!("r{r}"),
                     reviewer: "alice".into(),
                     summary: "ok?".into(),
                     since: now,
-                },
+                }),
             }),
             Op::Interrupt if working => {
                 kinds.push(EventKind::Status {
                     from: state,
                     to: TaskState::InputRequired,
-                    message: Some(Message::agent_text("waiting")),
+                    message: Some(Box::new(Message::agent_text("waiting"))),
                     cause: None,
                     error: None,
                 });
@@ -191,9 +191,9 @@ fn build(ops: &[Op]) -> Vec<CoreEvent> {
                 kinds.push(EventKind::Status {
                     from: state,
                     to,
-                    message: Some(Message::agent_text("done")),
+                    message: Some(Box::new(Message::agent_text("done"))),
                     cause: Some(cause),
-                    error,
+                    error: error.map(Box::new),
                 });
                 state = to;
             }

@@ -125,7 +125,7 @@ impl MessagesFold {
             EventKind::Status {
                 to, message, error, ..
             } => {
-                let error = vocab::output_error(*to, error.as_ref());
+                let error = vocab::output_error(*to, error.as_deref());
                 match message {
                     Some(m) if self.seen.insert(m.message_id.clone()) => {
                         self.committed.push(output_entry(m, e.at, error));
@@ -237,14 +237,14 @@ mod tests {
         f.apply(&ev(
             1,
             EventKind::Message {
-                message: a.clone(),
+                message: Box::new(a.clone()),
                 queued: true,
             },
         ));
         f.apply(&ev(
             2,
             EventKind::Message {
-                message: Message::agent_text("out"),
+                message: Box::new(Message::agent_text("out")),
                 queued: false,
             },
         ));
@@ -265,7 +265,7 @@ mod tests {
         f.apply(&ev(
             2,
             EventKind::Message {
-                message: Message::agent_text("again"),
+                message: Box::new(Message::agent_text("again")),
                 queued: false,
             },
         ));
@@ -286,7 +286,7 @@ mod tests {
         f.apply(&ev(
             1,
             EventKind::Artifact {
-                artifact: chunk("a"),
+                artifact: Box::new(chunk("a")),
                 append: false,
                 last_chunk: false,
             },
@@ -295,7 +295,7 @@ mod tests {
         f.apply(&ev(
             2,
             EventKind::Artifact {
-                artifact: chunk("b"),
+                artifact: Box::new(chunk("b")),
                 append: true,
                 last_chunk: true,
             },

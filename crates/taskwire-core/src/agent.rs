@@ -508,7 +508,7 @@ fn apply(d: &mut Draft, item: &Pending) -> Result<()> {
             m.committed_at = Some(now);
             d.task.history.push(m.clone());
             d.record(EventKind::Message {
-                message: m,
+                message: Box::new(m),
                 queued: false,
             });
         }
@@ -532,7 +532,7 @@ fn apply(d: &mut Draft, item: &Pending) -> Result<()> {
                 None => t.artifacts.push(artifact.clone()),
             }
             d.record(EventKind::Artifact {
-                artifact: artifact.clone(),
+                artifact: Box::new(artifact.clone()),
                 append: *append,
                 last_chunk: *last_chunk,
             });
@@ -595,7 +595,9 @@ fn apply(d: &mut Draft, item: &Pending) -> Result<()> {
                 }
                 None => {
                     d.task.pending_auth.push(a.clone());
-                    d.record(EventKind::AuthRequired { auth: a.clone() });
+                    d.record(EventKind::AuthRequired {
+                        auth: Box::new(a.clone()),
+                    });
                 }
             }
         }
@@ -606,7 +608,9 @@ fn apply(d: &mut Draft, item: &Pending) -> Result<()> {
                 return Ok(());
             }
             d.task.pending_reviews.push(r.clone());
-            d.record(EventKind::ReviewRequested { review: r.clone() });
+            d.record(EventKind::ReviewRequested {
+                review: Box::new(r.clone()),
+            });
         }
     }
     Ok(())

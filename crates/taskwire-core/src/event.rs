@@ -52,20 +52,21 @@ pub enum EventKind {
         from: TaskState,
         /// New state.
         to: TaskState,
-        /// The status message that came with it.
+        /// The status message that came with it (boxed, as are the other large
+        /// payloads, so that every event stays small).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        message: Option<Message>,
+        message: Option<Box<Message>>,
         /// Why it ended, when `to` is terminal.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cause: Option<TerminalCause>,
         /// The error, for failed or rejected.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        error: Option<TaskError>,
+        error: Option<Box<TaskError>>,
     },
     /// A message was added to the history (user input or agent reply).
     Message {
         /// The message.
-        message: Message,
+        message: Box<Message>,
         /// True if it is input queued for a later turn.
         #[serde(default)]
         queued: bool,
@@ -83,7 +84,7 @@ pub enum EventKind {
     /// A chunk of an artifact.
     Artifact {
         /// The artifact id, name and this chunk's parts.
-        artifact: Artifact,
+        artifact: Box<Artifact>,
         /// True if the parts extend an existing artifact of the same id.
         append: bool,
         /// True for the final chunk.
@@ -107,7 +108,7 @@ pub enum EventKind {
     /// The task waits for a provider authorisation.
     AuthRequired {
         /// The authorisation (provider, operations, url).
-        auth: AuthWait,
+        auth: Box<AuthWait>,
     },
     /// A provider was authorised; every operation waiting on it resumes.
     AuthGranted {
@@ -117,7 +118,7 @@ pub enum EventKind {
     /// A review was requested.
     ReviewRequested {
         /// The review.
-        review: Review,
+        review: Box<Review>,
     },
     /// A review was decided.
     ReviewDecided {

@@ -462,7 +462,7 @@ fn push_agent_message(d: &mut Draft, mut m: Message) {
     m.committed_at = Some(now);
     d.task.history.push(m.clone());
     d.record(crate::event::EventKind::Message {
-        message: m,
+        message: Box::new(m),
         queued: false,
     });
 }

@@ -211,9 +211,9 @@ impl Draft {
         self.events.push(EventKind::Status {
             from,
             to,
-            message,
+            message: message.map(Box::new),
             cause,
-            error,
+            error: error.map(Box::new),
         });
         Ok(())
     }
@@ -528,7 +528,7 @@ impl TaskService {
             ev(
                 2,
                 EventKind::Message {
-                    message,
+                    message: Box::new(message),
                     queued: true,
                 },
             ),
@@ -578,7 +578,7 @@ impl TaskService {
                 let grants = authorisations_in(&m);
                 d.task.history.push(m.clone());
                 d.record(EventKind::Message {
-                    message: m,
+                    message: Box::new(m),
                     queued: true,
                 });
                 for p in grants {

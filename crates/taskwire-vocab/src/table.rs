@@ -1024,14 +1024,14 @@ pub fn sample_events() -> Vec<(&'static str, EventKind)> {
         (
             "Message (agent)",
             EventKind::Message {
-                message: Message::agent_text("hi"),
+                message: Box::new(Message::agent_text("hi")),
                 queued: false,
             },
         ),
         (
             "Message (user)",
             EventKind::Message {
-                message: Message::user_text("hi"),
+                message: Box::new(Message::user_text("hi")),
                 queued: false,
             },
         ),
@@ -1045,14 +1045,14 @@ pub fn sample_events() -> Vec<(&'static str, EventKind)> {
         (
             "Artifact",
             EventKind::Artifact {
-                artifact: taskwire_core::Artifact {
+                artifact: Box::new(taskwire_core::Artifact {
                     artifact_id: "a".into(),
                     name: None,
                     description: None,
                     parts: vec![Part::text("x")],
                     metadata: Metadata::new(),
                     complete: true,
-                },
+                }),
                 append: false,
                 last_chunk: true,
             },
@@ -1078,7 +1078,7 @@ pub fn sample_events() -> Vec<(&'static str, EventKind)> {
         (
             "AuthRequired",
             EventKind::AuthRequired {
-                auth: auth_wait(since),
+                auth: Box::new(auth_wait(since)),
             },
         ),
         (
@@ -1090,7 +1090,7 @@ pub fn sample_events() -> Vec<(&'static str, EventKind)> {
         (
             "ReviewRequested",
             EventKind::ReviewRequested {
-                review: review(OWNER, since),
+                review: Box::new(review(OWNER, since)),
             },
         ),
         (

@@ -70,7 +70,7 @@ fn a2a_losses() {
 fn event_losses() {
     use taskwire_core::EventKind;
     let user = EventKind::Message {
-        message: Message::user_text("hi"),
+        message: Box::new(Message::user_text("hi")),
         queued: false,
     };
     assert_eq!(
@@ -78,7 +78,7 @@ fn event_losses() {
         (None, Some(a2a::LOSS_USER_MESSAGES_NOT_STREAMED))
     );
     let agent = EventKind::Message {
-        message: Message::agent_text("hi"),
+        message: Box::new(Message::agent_text("hi")),
         queued: false,
     };
     assert_eq!(
