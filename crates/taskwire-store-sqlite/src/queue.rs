@@ -27,6 +27,14 @@ pub(crate) struct Entry {
     pub(crate) lease: Option<(String, i64)>,
 }
 
+/// What a new lease records: the entry's row id and its new epoch and attempts.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Leased {
+    pub(crate) tid: i64,
+    pub(crate) epoch: i64,
+    pub(crate) attempts: i64,
+}
+
 /// The index.
 #[derive(Debug, Default)]
 pub(crate) struct WorkQueue {
@@ -144,8 +152,9 @@ impl WorkQueue {
     }
 
     /// Takes the oldest claimable entry and leases it to `worker` until `until`,
-    /// incrementing its epoch and attempts; returns the task and the entry.
-    pub(crate) fn lease_next(&mut self, worker: &str, until: i64) -> Option<(TaskId, &Entry)> {
+    /// incrementing its epoch and attempts; returns the task and what the claim
+    /// records.
+    pub(crate) fn lease_next(&mut self, worker: &str, until: i64) -> Option<(TaskId, Leased)> {
         loop {
             let id = self.ready.pop_front()?;
             let Some(e) = self.entries.get_mut(&id) else {
@@ -157,9 +166,13 @@ impl WorkQueue {
             e.epoch = e.epoch.saturating_add(1);
             e.attempts = e.attempts.saturating_add(1);
             e.lease = Some((worker.to_string(), until));
+            let leased = Leased {
+                tid: e.tid,
+                epoch: e.epoch,
+                attempts: e.attempts,
+            };
             self.leases.insert((until, id.clone()));
-            let e = self.entries.get(&id)?;
-            return Some((id, e));
+            return Some((id, leased));
         }
     }
 
