@@ -1,4 +1,5 @@
-//! Settings of mimalloc, the allocator of the `taskwire` binary and the benchmark.
+//! Settings of mimalloc, the allocator of the `taskwire` binary and the benchmark
+//! (built with its `no_thp` feature, see docs/operations.md).
 //! (The library crates leave the choice of allocator to the program.)
 
 /// `mi_option_purge_delay` in mimalloc's `mi_option_t` (the same index in v2 and v3).
