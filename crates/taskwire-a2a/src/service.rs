@@ -181,7 +181,7 @@ impl A2aService {
                 .any(|m| m.message_id == message.message_id)
             {
                 // A retried continuation: already stored, nothing more to do.
-                return Ok(Started::Task(Box::new(current)));
+                return Ok(Started::Task(Arc::new(current)));
             }
             if current.state.is_terminal() {
                 return Err(A2aError::new(
@@ -192,7 +192,7 @@ impl A2aService {
                     ),
                 ));
             }
-            svc.send_input(caller, &id, message).await?
+            Arc::new(svc.send_input(caller, &id, message).await?)
         } else {
             if let Some(reply) = self.inner.agent.direct_reply(caller, &message).await {
                 let ctx = if context_id.is_empty() {
@@ -212,7 +212,7 @@ impl A2aService {
             let created = svc.create(caller, create).await?;
             if !created.created {
                 // A retried create: the first call registered its push config.
-                return Ok(Started::Task(Box::new(created.task)));
+                return Ok(Started::Task(created.task));
             }
             created.task
         };
@@ -220,7 +220,7 @@ impl A2aService {
             pc.task_id = task.id.as_str().to_string();
             self.inner.push.create(caller, &task, pc).await?;
         }
-        Ok(Started::Task(Box::new(task)))
+        Ok(Started::Task(task))
     }
 
     /// SendMessage: blocks until the task is terminal or interrupted unless
@@ -245,17 +245,19 @@ impl A2aService {
                     payload: Some(Payload::Message(m)),
                 })
             }
-            Started::Task(t) => *t,
+            Started::Task(t) => t,
         };
         let task = if immediate || is_settled(&task) {
             task
         } else {
-            self.inner
-                .service
-                .wait_until(caller, &task.id, self.inner.config.blocking_timeout, |t| {
-                    t.state.is_interrupted()
-                })
-                .await?
+            Arc::new(
+                self.inner
+                    .service
+                    .wait_until(caller, &task.id, self.inner.config.blocking_timeout, |t| {
+                        t.state.is_interrupted()
+                    })
+                    .await?,
+            )
         };
         let view = TaskView {
             history_length,
@@ -291,7 +293,7 @@ impl A2aService {
                     async move { Ok((0, frame)) },
                 )));
             }
-            Started::Task(t) => *t,
+            Started::Task(t) => Arc::unwrap_or_clone(t),
         };
         let view = TaskView {
             history_length,
@@ -594,6 +596,6 @@ fn push_unsupported() -> A2aError {
 }
 
 enum Started {
-    Task(Box<Task>),
+    Task(Arc<Task>),
     Reply(pb::Message),
 }

@@ -574,7 +574,7 @@ async fn start_run(inner: &Inner, caller: &Caller, input: &RunAgentInput) -> Res
                     ),
                 ));
             }
-            (created.task, 0)
+            (std::sync::Arc::unwrap_or_clone(created.task), 0)
         }
     };
     for m in rest {

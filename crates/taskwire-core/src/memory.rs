@@ -446,8 +446,7 @@ impl TaskStore for MemoryStore {
             };
             if let Some(existing) = existing {
                 drop(names);
-                // Copied outside the lock.
-                return Ok(CreateOutcome::Existing(Arc::unwrap_or_clone(existing)));
+                return Ok(CreateOutcome::Existing(existing));
             }
             // Grow the shard, if it is full, before taking the index lock, so that
             // the growth blocks only this shard.
@@ -487,8 +486,6 @@ impl TaskStore for MemoryStore {
                 names.insert(k, id.clone());
             }
         }
-        // Copied outside the lock.
-        let task = Arc::unwrap_or_clone(task);
         self.hub.publish(&id, wake);
         if enqueue {
             self.hub.work_queued();
@@ -926,10 +923,11 @@ mod tests {
         let svc = TaskService::new(Arc::new(MemoryStore::new()), "scripted");
         let mut m = Message::user_text("hi");
         m.message_id = "m1".into();
-        svc.create(&Caller::new("t1", "alice"), CreateTask::new(m))
+        let created = svc
+            .create(&Caller::new("t1", "alice"), CreateTask::new(m))
             .await
-            .unwrap()
-            .task
+            .unwrap();
+        (*created.task).clone()
     }
 
     fn copy(template: &Task) -> Task {
@@ -940,7 +938,7 @@ mod tests {
 
     async fn put(store: &MemoryStore, t: Task, enqueue: bool) -> TaskId {
         match store.create(t, Vec::new(), None, enqueue).await.unwrap() {
-            CreateOutcome::Created(t) => t.id,
+            CreateOutcome::Created(t) => t.id.clone(),
             CreateOutcome::Existing(_) => panic!("no key, no existing task"),
         }
     }
@@ -1490,8 +1488,8 @@ mod tests {
             let mut existing = Vec::new();
             for h in handles {
                 match h.await.unwrap().unwrap() {
-                    CreateOutcome::Created(t) => created.push(t.id),
-                    CreateOutcome::Existing(t) => existing.push(t.id),
+                    CreateOutcome::Created(t) => created.push(t.id.clone()),
+                    CreateOutcome::Existing(t) => existing.push(t.id.clone()),
                 }
             }
             assert_eq!(created.len(), 1, "round {round}");
@@ -1569,7 +1567,7 @@ mod tests {
                 if let CreateOutcome::Created(t) =
                     store.create(t, Vec::new(), key, enqueue).await.unwrap()
                 {
-                    pool.ids.lock().unwrap().push(t.id);
+                    pool.ids.lock().unwrap().push(t.id.clone());
                 }
             }
             1..=3 => {

@@ -103,8 +103,8 @@ impl CreateTask {
 /// What create returned.
 #[derive(Clone, Debug)]
 pub struct Created {
-    /// The task.
-    pub task: Task,
+    /// The task (the stored snapshot, shared).
+    pub task: Arc<Task>,
     /// False when an earlier create with the same key returned this task.
     pub created: bool,
 }

@@ -29,10 +29,10 @@ pub struct IdempotencyKey {
 /// What a create did.
 #[derive(Clone, Debug)]
 pub enum CreateOutcome {
-    /// The task was inserted.
-    Created(Task),
+    /// The task was inserted (the stored snapshot, shared: nothing is copied).
+    Created(Arc<Task>),
     /// A task with the same idempotency key exists; it is returned unchanged.
-    Existing(Task),
+    Existing(Arc<Task>),
 }
 
 /// What a commit does to the task's queue entry.

@@ -92,7 +92,7 @@ pub async fn commit_is_compare_and_set(store: Arc<dyn TaskStore>) {
         .await
         .unwrap()
         .task;
-    let mut next = t.clone();
+    let mut next = (*t).clone();
     next.version += 1;
     next.metadata.insert("k".into(), json!(1));
     store
@@ -229,7 +229,8 @@ pub async fn claims_leases_and_reaping(store: Arc<dyn TaskStore>) {
                 .await
                 .unwrap()
                 .task
-                .id,
+                .id
+                .clone(),
         );
     }
     let now = Utc::now();
@@ -671,7 +672,7 @@ pub async fn runtime_end_to_end(store: Arc<dyn TaskStore>) {
         .await
         .unwrap()
         .task;
-    let t = wait(t.id).await;
+    let t = wait(t.id.clone()).await;
     assert_eq!(t.state, TaskState::Completed);
     assert_eq!(t.artifacts[0].name.as_deref(), Some("echo"));
     assert_eq!(t.artifacts[0].text(), "hello");
@@ -681,7 +682,7 @@ pub async fn runtime_end_to_end(store: Arc<dyn TaskStore>) {
         .await
         .unwrap()
         .task;
-    let t = wait(t.id).await;
+    let t = wait(t.id.clone()).await;
     assert_eq!(t.state, TaskState::InputRequired);
     let mut answers = BTreeMap::new();
     answers.insert(ask_key(0), InputResponse::accept(json!({"answer": "Ada"})));

@@ -41,6 +41,8 @@ impl Env {
             .await
             .expect("create")
             .task
+            .as_ref()
+            .clone()
     }
 
     async fn settle(&self, t: &Task) -> Task {
@@ -501,7 +503,9 @@ async fn a_task_survives_its_worker_dying() {
         .create(&alice(), CreateTask::new(Message::user_text("hello")))
         .await
         .unwrap()
-        .task;
+        .task
+        .as_ref()
+        .clone();
     let dead = store
         .claim(
             "dead-worker",
@@ -600,7 +604,9 @@ async fn idle_lifespan_ends_a_waiting_task() {
         .create(&alice(), CreateTask::new(Message::user_text("ask anyone?")))
         .await
         .unwrap()
-        .task;
+        .task
+        .as_ref()
+        .clone();
     let waiting = svc
         .wait_until(&alice(), &t.id, Duration::from_secs(10), |t| {
             t.state.is_interrupted()

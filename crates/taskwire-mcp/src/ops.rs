@@ -45,7 +45,7 @@ impl Inner {
             .create(caller, req)
             .await
             .map_err(|e| RpcError::from_core(e, None))?;
-        Ok(created.task)
+        Ok(std::sync::Arc::unwrap_or_clone(created.task))
     }
 
     /// Waits until the task ends, or (with `stop_on_interrupt`) waits for someone,

@@ -200,8 +200,8 @@ impl TaskStore for SqliteStore {
             })
             .await?;
         Ok(match existing {
-            Some(t) => CreateOutcome::Existing(*t),
-            None => CreateOutcome::Created(Arc::unwrap_or_clone(task)),
+            Some(t) => CreateOutcome::Existing(Arc::from(t)),
+            None => CreateOutcome::Created(task),
         })
     }
 

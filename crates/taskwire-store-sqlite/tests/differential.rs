@@ -311,7 +311,7 @@ async fn run(options: SqliteOptions) {
                     (CreateOutcome::Created(x), CreateOutcome::Created(y)) => {
                         note("created".into());
                         assert_eq!(x, y);
-                        ids.push(x.id);
+                        ids.push(x.id.clone());
                     }
                     (CreateOutcome::Existing(x), CreateOutcome::Existing(y)) => {
                         note("existing".into());

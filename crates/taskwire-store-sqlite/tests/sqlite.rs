@@ -109,7 +109,9 @@ async fn concurrent_commits_on_one_task_have_one_winner_and_spare_their_neighbou
         .create(&Caller::local(), CreateTask::new(msg("m")))
         .await
         .unwrap()
-        .task;
+        .task
+        .as_ref()
+        .clone();
     let mut racers = Vec::new();
     for i in 0..64 {
         let store = store.clone();
@@ -165,7 +167,9 @@ async fn a_failing_request_leaves_no_trace_and_spares_its_batch() {
         .create(&Caller::local(), CreateTask::new(msg("m")))
         .await
         .unwrap()
-        .task;
+        .task
+        .as_ref()
+        .clone();
     for round in 0..20 {
         // An event that reuses sequence number 2 (the last of the create's events,
         // which keys its log row) violates the log's primary key after the queue
@@ -242,7 +246,9 @@ async fn the_queue_survives_a_reopen() {
                 .create(&Caller::local(), CreateTask::new(msg(&format!("q{i}"))))
                 .await
                 .unwrap()
-                .task;
+                .task
+                .as_ref()
+                .clone();
             ids.push(t.id);
         }
         let first = store
@@ -318,7 +324,9 @@ async fn wakes_follow_the_commit() {
         .create(&Caller::local(), CreateTask::new(msg("m")))
         .await
         .unwrap()
-        .task;
+        .task
+        .as_ref()
+        .clone();
     tokio::time::timeout(Duration::from_secs(5), notified)
         .await
         .unwrap();
@@ -387,7 +395,7 @@ async fn many_concurrent_creates_are_all_stored() {
                     .create(&Caller::local(), CreateTask::new(msg(&format!("{c}-{i}"))))
                     .await
                     .unwrap();
-                ids.push(t.task.id);
+                ids.push(t.task.id.clone());
             }
             ids
         }));
@@ -432,7 +440,8 @@ async fn reads_are_monotonic_and_end_at_the_committed_state_under_concurrent_wri
                 .await
                 .unwrap()
                 .task
-                .id,
+                .id
+                .clone(),
         );
     }
     let mut writers = Vec::new();
@@ -520,7 +529,9 @@ async fn a_refused_create_gives_its_key_back() {
         .create(&Caller::local(), CreateTask::new(msg("template")))
         .await
         .unwrap()
-        .task;
+        .task
+        .as_ref()
+        .clone();
     let created = store
         .create(first.clone(), Vec::new(), Some(key("a")), false)
         .await

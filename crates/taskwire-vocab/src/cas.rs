@@ -621,6 +621,8 @@ mod tests {
         .await
         .unwrap()
         .task
+        .as_ref()
+        .clone()
     }
 
     fn rt() -> tokio::runtime::Runtime {

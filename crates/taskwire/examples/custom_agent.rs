@@ -33,7 +33,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (service, me) = (server.service().clone(), Caller::local());
     let serving = tokio::spawn(server.run(tokio::signal::ctrl_c()));
     let first = CreateTask::new(Message::user_text("hello, taskwire"));
-    let id = service.create(&me, first).await?.task.id;
+    let id = service.create(&me, first).await?.task.id.clone();
     let (ended, five) = (|t: &Task| t.state.is_terminal(), Duration::from_secs(5));
     let t = service.wait_until(&me, &id, five, ended).await?;
     println!("{}: {:?}", t.state, t.artifacts.first().map(|a| a.text()));

@@ -82,7 +82,7 @@ async fn start(builder: ServerBuilder) -> Running {
     }
 }
 
-async fn create(service: &TaskService, text: &str) -> taskwire_core::Task {
+async fn create(service: &TaskService, text: &str) -> std::sync::Arc<taskwire_core::Task> {
     service
         .create(&Caller::local(), CreateTask::new(Message::user_text(text)))
         .await
