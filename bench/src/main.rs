@@ -154,7 +154,7 @@ async fn throughput(store: Arc<dyn TaskStore>, callers: usize, secs: f64) -> Run
                     }
                 };
                 match svc
-                    .wait_until(&caller, &t.id, Duration::from_secs(30), |t| {
+                    .wait_until_shared(&caller, &t.id, Duration::from_secs(30), |t| {
                         t.state.is_terminal()
                     })
                     .await

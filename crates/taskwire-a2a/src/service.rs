@@ -250,14 +250,12 @@ impl A2aService {
         let task = if immediate || is_settled(&task) {
             task
         } else {
-            Arc::new(
-                self.inner
-                    .service
-                    .wait_until(caller, &task.id, self.inner.config.blocking_timeout, |t| {
-                        t.state.is_interrupted()
-                    })
-                    .await?,
-            )
+            self.inner
+                .service
+                .wait_until_shared(caller, &task.id, self.inner.config.blocking_timeout, |t| {
+                    t.state.is_interrupted()
+                })
+                .await?
         };
         let view = TaskView {
             history_length,

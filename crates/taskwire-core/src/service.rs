@@ -923,17 +923,31 @@ impl TaskService {
         timeout: Duration,
         pred: impl Fn(&Task) -> bool,
     ) -> Result<Task> {
+        self.wait_until_shared(caller, id, timeout, pred)
+            .await
+            .map(Arc::unwrap_or_clone)
+    }
+
+    /// [`wait_until`](Self::wait_until) answering the store's shared snapshot (no
+    /// copy): for handlers that only render the task.
+    pub async fn wait_until_shared(
+        &self,
+        caller: &Caller,
+        id: &TaskId,
+        timeout: Duration,
+        pred: impl Fn(&Task) -> bool,
+    ) -> Result<Arc<Task>> {
         let mut rx = self.store.hub().watch(id);
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let t = self.get_shared(caller, id).await?;
             if pred(&t) || t.state.is_terminal() {
-                return Ok(Arc::unwrap_or_clone(t));
+                return Ok(t);
             }
             drop(t);
             let changed = tokio::time::timeout_at(deadline, rx.changed()).await;
             match changed {
-                Err(_) => return self.get(caller, id).await,
+                Err(_) => return self.get_shared(caller, id).await,
                 Ok(Err(_)) => {
                     // The hub dropped the channel; fall back to polling.
                     tokio::time::sleep(Duration::from_millis(50)).await;
