@@ -8,32 +8,39 @@
 //!   only its shard (of boxed slots, so small entries) and blocks only that shard.
 //! - Idempotency keys live in as many shards of their own, chosen by a hash of the
 //!   key, for the same reason.
-//! - What spans tasks lives in one `Index` behind a separate mutex: the FIFO of
-//!   claimable ids, the created-order and state-change-order listing indexes, the
-//!   leases (ordered by a time no later than their end), the expiring terminal
+//! - What spans tasks lives behind two more mutexes. The `Index`: the
+//!   created-order and state-change-order listing indexes, the expiring terminal
 //!   tasks and the inactivity deadlines of live tasks (ordered by those times), and
-//!   the number of tasks in each state. So `reap`, `sweep`, `idle_expired` and
-//!   `count_by_state` visit only what they need, not every task, and listing never
-//!   sorts.
+//!   the number of tasks in each state. The `Work` queue: the FIFO of claimable ids
+//!   and the leases (ordered by a time no later than their end). So `reap`,
+//!   `sweep`, `idle_expired` and `count_by_state` visit only what they need, not
+//!   every task, and listing never sorts; and claims, which touch only the queue,
+//!   do not wait for creates and state changes, which touch mostly the index.
 //! - The number of queue entries is an atomic counter, changed under the shard lock
 //!   of the entry's task.
 //!
 //! The indexes are exact: they reflect the stored snapshots (`state`,
 //! `state_changed_at`, `expires_at` of terminal tasks, `idle_expires_at` of live
-//! ones) and leases; every change that moves one of them takes the index lock. A
-//! lease sits in the index at a time no later than its end (a renewal that
-//! extends it does not move it; `reap` re-files it when it gets there). Readers of
-//! an index still re-check each entry against its slot under the shard lock.
+//! ones) and leases once every operation has returned; every change that moves an
+//! index entry takes the index lock with the shard lock. A lease sits in the
+//! queue's lease order at a time no later than its end (a renewal that extends it
+//! does not move it; `reap` re-files it when it gets there). A create, commit or
+//! sweep changes the slot's queue entry under the shard lock and files the change
+//! in the queue (an id to claim, a lease that ended) right after, with no other
+//! lock held: in between, a claim does not see the new id yet and the reaper finds
+//! the ended lease stale. Readers of an index or of the queue still re-check each
+//! entry against its slot under the shard lock.
 //!
 //! # Lock order
 //!
-//! An idempotency shard, then the index, then a task shard. Any of them may be
-//! skipped, but a thread never takes a lock that comes earlier in this order than
-//! one it holds, and never holds two shards of the same kind (so `sweep` forgets
-//! the idempotency keys of the tasks it deleted only after releasing the index,
-//! and `commit`, `renew` try the task shard alone first, then drop it and take the
-//! index and the shard again when the index must change). This order is total, so
-//! there is no deadlock. The hub is published to and signalled only after every
+//! An idempotency shard, then the index, then the work queue, then a task shard.
+//! Any of them may be skipped, but a thread never takes a lock that comes earlier
+//! in this order than one it holds, and never holds two shards of the same kind (so
+//! `sweep` forgets the idempotency keys of the tasks it deleted only after
+//! releasing the index, and `commit`, `renew` try the task shard alone first, then
+//! drop it and take the index or the queue and the shard again when they must
+//! change). No operation holds the index and the queue together. This order is
+//! total, so there is no deadlock. The hub is published to and signalled only after every
 //! lock is released, and no lock is held across an `.await` (the methods have none
 //! inside).
 
@@ -111,17 +118,40 @@ type TaskShard = HashMap<TaskId, Box<Slot>>;
 /// One shard of the idempotency keys.
 type IdemShard = HashMap<IdempotencyKey, TaskId>;
 
-/// The cross-task structures, under one mutex.
+/// The claimable queue, under its own mutex.
 #[derive(Debug, Default)]
-struct Index {
+struct Work {
     /// Candidates for claiming, in FIFO order; stale ids are skipped on pop.
     ready: VecDeque<TaskId>,
+    /// (filed time, id) of every leased entry (see [`Lease::filed`]).
+    leases: BTreeSet<(Timestamp, TaskId)>,
+}
+
+impl Work {
+    /// Forgets a lease that ends (released, lapsed, or its entry deleted).
+    fn unfile(&mut self, id: &TaskId, lease: &Lease) {
+        self.leases.remove(&(lease.filed, id.clone()));
+    }
+}
+
+/// What a create, commit or sweep leaves for the work queue, applied once the
+/// index and shard locks are released.
+#[derive(Debug, Default)]
+#[must_use]
+struct Filing {
+    /// `filed` times of leases that ended.
+    ended: Vec<Timestamp>,
+    /// The entry became claimable.
+    ready: bool,
+}
+
+/// The listing, expiry and count indexes, under one mutex.
+#[derive(Debug, Default)]
+struct Index {
     /// (created_at micros, id) for newest-first listing.
     order: BTreeSet<(i64, TaskId)>,
     /// (state_changed_at micros, id) for newest-first listing by status time.
     changed: BTreeSet<(i64, TaskId)>,
-    /// (filed time, id) of every leased entry (see [`Lease::filed`]).
-    leases: BTreeSet<(Timestamp, TaskId)>,
     /// (expires_at, id) of terminal tasks with an expiry.
     expiring: BTreeSet<(Timestamp, TaskId)>,
     /// (idle_expires_at, id) of non-terminal tasks with an inactivity deadline.
@@ -213,11 +243,6 @@ impl Index {
             new.and_then(|k| k.idle),
         );
     }
-
-    /// Forgets a lease that ends (released, lapsed, or its entry deleted).
-    fn unfile(&mut self, id: &TaskId, lease: &Lease) {
-        self.leases.remove(&(lease.filed, id.clone()));
-    }
 }
 
 /// A store that keeps everything in memory.
@@ -225,8 +250,10 @@ impl Index {
 pub struct MemoryStore {
     /// Idempotency keys, by a hash of the key.
     idem: [Padded<Mutex<IdemShard>>; SHARDS],
-    /// The cross-task structures.
+    /// The listing, expiry and count indexes.
     index: Mutex<Index>,
+    /// The claimable queue and the leases.
+    work: Mutex<Work>,
     /// Task slots, by a hash of the id.
     tasks: [Padded<Mutex<TaskShard>>; SHARDS],
     /// Picks shards. Seeded apart from the maps' own hashers, so that the keys of
@@ -242,6 +269,7 @@ impl Default for MemoryStore {
         Self {
             idem: std::array::from_fn(|_| Padded::default()),
             index: Mutex::default(),
+            work: Mutex::default(),
             tasks: std::array::from_fn(|_| Padded::default()),
             picker: foldhash::fast::RandomState::default(),
             queued: AtomicUsize::new(0),
@@ -270,6 +298,26 @@ impl MemoryStore {
         lock(&self.index)
     }
 
+    fn work(&self) -> Result<MutexGuard<'_, Work>, StoreError> {
+        lock(&self.work)
+    }
+
+    /// Files in the work queue what an operation on `id` left for it (taken with
+    /// no other lock held).
+    fn file(&self, id: &TaskId, f: Filing) -> Result<(), StoreError> {
+        if f.ended.is_empty() && !f.ready {
+            return Ok(());
+        }
+        let mut work = self.work()?;
+        for filed in f.ended {
+            work.leases.remove(&(filed, id.clone()));
+        }
+        if f.ready {
+            work.ready.push_back(id.clone());
+        }
+        Ok(())
+    }
+
     fn shard(&self, id: &TaskId) -> Result<MutexGuard<'_, TaskShard>, StoreError> {
         lock(&self.tasks[self.pick(id)].0)
     }
@@ -288,49 +336,48 @@ impl MemoryStore {
 
     /// A commit under the task's shard lock alone, if it moves nothing in the
     /// index; otherwise the commit is handed back untouched.
-    fn commit_fast(&self, c: Commit) -> Result<Result<Arc<Task>, Commit>, StoreError> {
+    #[expect(clippy::type_complexity, reason = "a private two-way outcome")]
+    fn commit_fast(&self, c: Commit) -> Result<Result<(Arc<Task>, Filing), Commit>, StoreError> {
         let mut shard = self.shard(&c.task.id)?;
         let slot = shard.get_mut(&c.task.id).ok_or(StoreError::NotFound)?;
         check_commit(slot, &c)?;
-        let queue_is_local = match c.queue {
-            QueueOp::Keep => true,
-            QueueOp::Enqueue => slot.queue.is_some(),
-            QueueOp::Requeue => false,
-            QueueOp::Remove => slot.queue.as_ref().is_none_or(|e| e.lease.is_none()),
-        };
-        if !queue_is_local || keys(&slot.task) != keys(&c.task) {
+        if keys(&slot.task) != keys(&c.task) {
             return Ok(Err(c));
         }
-        if c.queue == QueueOp::Remove && slot.queue.take().is_some() {
-            self.sub_queued();
-        }
-        Ok(Ok(apply(slot, c)))
+        let filing = self.queue_op(slot, c.queue);
+        Ok(Ok((apply(slot, c), filing)))
     }
 
     /// A commit under the index lock and the task's shard lock; returns the old
-    /// snapshot and whether work was queued.
-    fn commit_indexed(&self, c: Commit) -> Result<(Arc<Task>, bool), StoreError> {
+    /// snapshot and what to file in the work queue.
+    fn commit_indexed(&self, c: Commit) -> Result<(Arc<Task>, Filing), StoreError> {
         let id = c.task.id.clone();
         let mut idx = self.index()?;
         let mut shard = self.shard(&id)?;
         let slot = shard.get_mut(&id).ok_or(StoreError::NotFound)?;
         check_commit(slot, &c)?;
-        let mut queued = false;
-        match c.queue {
+        let filing = self.queue_op(slot, c.queue);
+        idx.update(&id, Some(keys(&slot.task)), Some(keys(&c.task)));
+        Ok((apply(slot, c), filing))
+    }
+
+    /// Applies a commit's queue operation to the slot (under its shard lock).
+    fn queue_op(&self, slot: &mut Slot, op: QueueOp) -> Filing {
+        let mut f = Filing::default();
+        match op {
             QueueOp::Keep => {}
             QueueOp::Enqueue => {
                 if slot.queue.is_none() {
                     slot.queue = Some(fresh_entry());
                     self.add_queued();
-                    idx.ready.push_back(id.clone());
-                    queued = true;
+                    f.ready = true;
                 }
             }
             QueueOp::Requeue => {
                 match &mut slot.queue {
                     Some(e) => {
                         if let Some(lease) = e.lease.take() {
-                            idx.unfile(&id, &lease);
+                            f.ended.push(lease.filed);
                         }
                         e.attempts = 0;
                     }
@@ -339,20 +386,18 @@ impl MemoryStore {
                         self.add_queued();
                     }
                 }
-                idx.ready.push_back(id.clone());
-                queued = true;
+                f.ready = true;
             }
             QueueOp::Remove => {
                 if let Some(e) = slot.queue.take() {
                     self.sub_queued();
-                    if let Some(lease) = &e.lease {
-                        idx.unfile(&id, lease);
+                    if let Some(lease) = e.lease {
+                        f.ended.push(lease.filed);
                     }
                 }
             }
         }
-        idx.update(&id, Some(keys(&slot.task)), Some(keys(&c.task)));
-        Ok((apply(slot, c), queued))
+        f
     }
 }
 
@@ -466,7 +511,6 @@ impl TaskStore for MemoryStore {
                 idx.order.insert((created, id.clone()));
                 idx.update(&id, None, Some(keys(&task)));
                 if enqueue {
-                    idx.ready.push_back(id.clone());
                     self.add_queued();
                 }
                 let mut events = events;
@@ -486,6 +530,13 @@ impl TaskStore for MemoryStore {
                 names.insert(k, id.clone());
             }
         }
+        self.file(
+            &id,
+            Filing {
+                ended: Vec::new(),
+                ready: enqueue,
+            },
+        )?;
         self.hub.publish(&id, wake);
         if enqueue {
             self.hub.work_queued();
@@ -503,22 +554,24 @@ impl TaskStore for MemoryStore {
             last_seq: c.task.last_seq,
             state: c.task.state,
         };
-        // A commit that changes the state (it carries a status event) or requeues
-        // always moves the index: it goes there directly, without first trying the
-        // shard lock alone.
-        let moves_index = c.queue == QueueOp::Requeue
-            || c.events
-                .iter()
-                .any(|e| matches!(e.kind, crate::event::EventKind::Status { .. }));
-        let (replaced, queued) = if moves_index {
+        // A commit that changes the state (it carries a status event) always moves
+        // the index: it goes there directly, without first trying the shard lock
+        // alone.
+        let moves_index = c
+            .events
+            .iter()
+            .any(|e| matches!(e.kind, crate::event::EventKind::Status { .. }));
+        let (replaced, filing) = if moves_index {
             self.commit_indexed(c)?
         } else {
             match self.commit_fast(c)? {
-                Ok(replaced) => (replaced, false),
+                Ok(done) => done,
                 // Re-checked under both locks: the task may have moved in between.
                 Err(c) => self.commit_indexed(c)?,
             }
         };
+        let queued = filing.ready;
+        self.file(&id, filing)?;
         // The old snapshot is freed outside the lock.
         drop(replaced);
         self.hub.publish(&id, wake);
@@ -627,7 +680,7 @@ impl TaskStore for MemoryStore {
         now: Timestamp,
     ) -> Result<Vec<Claim>, StoreError> {
         let until = now + chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::MAX);
-        let mut idx = self.index()?;
+        let mut idx = self.work()?;
         let mut out = Vec::new();
         while out.len() < max {
             let Some(id) = idx.ready.pop_front() else {
@@ -685,7 +738,7 @@ impl TaskStore for MemoryStore {
         }
         // The lease ends earlier than it is filed: re-file it, re-checking under
         // both locks.
-        let mut idx = self.index()?;
+        let mut idx = self.work()?;
         let mut shard = self.shard(id)?;
         let entry = shard.get_mut(id).and_then(|s| s.queue.as_mut());
         if !holds(entry.as_deref(), claim) {
@@ -702,7 +755,7 @@ impl TaskStore for MemoryStore {
 
     async fn release(&self, claim: &Claim) -> Result<(), StoreError> {
         {
-            let mut idx = self.index()?;
+            let mut idx = self.work()?;
             let mut shard = self.shard(&claim.task_id)?;
             let entry = shard.get_mut(&claim.task_id).and_then(|s| s.queue.as_mut());
             if !holds(entry.as_deref(), claim) {
@@ -719,7 +772,7 @@ impl TaskStore for MemoryStore {
     }
 
     async fn drop_claim(&self, claim: &Claim) -> Result<(), StoreError> {
-        let mut idx = self.index()?;
+        let mut idx = self.work()?;
         let mut shard = self.shard(&claim.task_id)?;
         let Some(slot) = shard.get_mut(&claim.task_id) else {
             return Ok(());
@@ -736,7 +789,7 @@ impl TaskStore for MemoryStore {
     async fn reap(&self, now: Timestamp) -> Result<Vec<TaskId>, StoreError> {
         let mut reaped = Vec::new();
         {
-            let mut idx = self.index()?;
+            let mut idx = self.work()?;
             // Only leases filed before `now`; each is re-checked against its entry.
             while idx.leases.first().is_some_and(|(at, _)| *at < now) {
                 let Some((filed, id)) = idx.leases.pop_first() else {
@@ -795,21 +848,27 @@ impl TaskStore for MemoryStore {
                     continue;
                 };
                 drop(shard);
-                if let Some(e) = &slot.queue {
+                if slot.queue.is_some() {
                     self.sub_queued();
-                    if let Some(lease) = &e.lease {
-                        idx.unfile(&id, lease);
-                    }
                 }
                 idx.order.remove(&(slot.created, id.clone()));
                 idx.update(&id, Some(keys(&slot.task)), None);
                 doomed.push((id, slot));
             }
         }
-        // The keys go after the index lock is released (see the lock order); a
-        // create that meanwhile finds a key whose task is gone creates anew, and a
-        // key that names a newer task by then is kept.
+        // Ended leases and the keys go after the index lock is released (see the
+        // lock order); a create that meanwhile finds a key whose task is gone
+        // creates anew, and a key that names a newer task by then is kept.
         for (id, slot) in &doomed {
+            if let Some(lease) = slot.queue.as_ref().and_then(|e| e.lease.as_ref()) {
+                self.file(
+                    id,
+                    Filing {
+                        ended: vec![lease.filed],
+                        ready: false,
+                    },
+                )?;
+            }
             if let Some(k) = &slot.idem {
                 let mut names = self.idem_shard(k)?;
                 if names.get(k) == Some(id) {
@@ -1005,6 +1064,7 @@ mod tests {
     /// The indexes, counters and queue agree with a full scan of the slots.
     fn check_invariants(store: &MemoryStore) {
         let idx = store.index.lock().unwrap();
+        let work = store.work.lock().unwrap();
         let slots = scan(store);
         let mut counts = [0u64; STATES];
         let mut order = BTreeSet::new();
@@ -1040,7 +1100,7 @@ mod tests {
                         leases.insert((*filed, id.clone()));
                     }
                     None => assert!(
-                        idx.ready.contains(id),
+                        work.ready.contains(id),
                         "an available entry is in the ready queue"
                     ),
                 }
@@ -1051,7 +1111,7 @@ mod tests {
         assert_eq!(idx.changed, changed);
         assert_eq!(idx.expiring, expiring);
         assert_eq!(idx.idle, idle);
-        assert_eq!(idx.leases, leases);
+        assert_eq!(work.leases, leases);
         assert_eq!(store.queued.load(Ordering::SeqCst), queued);
     }
 
@@ -1138,7 +1198,7 @@ mod tests {
             claims.iter().map(|c| c.task_id.clone()).collect::<Vec<_>>(),
             ids.to_vec()
         );
-        assert_eq!(store.index.lock().unwrap().leases.len(), 3);
+        assert_eq!(store.work.lock().unwrap().leases.len(), 3);
         // Extended to now+15 (stays filed at now+10); shortened to now+1 (re-filed).
         assert!(store
             .renew(&claims[0], Duration::from_secs(10), now + secs(5))
@@ -1158,7 +1218,7 @@ mod tests {
             vec![ids[1].clone()]
         );
         assert!(store
-            .index
+            .work
             .lock()
             .unwrap()
             .leases
@@ -1169,7 +1229,7 @@ mod tests {
             store.reap(now + secs(16)).await.unwrap(),
             vec![ids[0].clone()]
         );
-        assert!(store.index.lock().unwrap().leases.is_empty());
+        assert!(store.work.lock().unwrap().leases.is_empty());
         // The old holder is fenced off; the entries are claimable again.
         assert!(!store
             .renew(&claims[0], Duration::from_secs(10), now)
@@ -1226,7 +1286,7 @@ mod tests {
         .unwrap();
         store.release(&claims[2]).await.unwrap();
         store.drop_claim(&claims[3]).await.unwrap();
-        assert!(store.index.lock().unwrap().leases.is_empty());
+        assert!(store.work.lock().unwrap().leases.is_empty());
         assert_eq!(store.queue_depth().await.unwrap(), 2);
         check_invariants(&store);
     }
