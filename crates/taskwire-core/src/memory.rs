@@ -336,7 +336,6 @@ impl MemoryStore {
 
     /// A commit under the task's shard lock alone, if it moves nothing in the
     /// index; otherwise the commit is handed back untouched.
-    #[expect(clippy::type_complexity, reason = "a private two-way outcome")]
     fn commit_fast(&self, c: Commit) -> Result<Result<(Arc<Task>, Filing), Commit>, StoreError> {
         let mut shard = self.shard(&c.task.id)?;
         let slot = shard.get_mut(&c.task.id).ok_or(StoreError::NotFound)?;
