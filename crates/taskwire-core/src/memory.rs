@@ -40,9 +40,9 @@
 //! releasing the index, and `commit`, `renew` try the task shard alone first, then
 //! drop it and take the index or the queue and the shard again when they must
 //! change). No operation holds the index and the queue together. This order is
-//! total, so there is no deadlock. The hub is published to and signalled only after every
-//! lock is released, and no lock is held across an `.await` (the methods have none
-//! inside).
+//! total, so there is no deadlock. The hub is published to and signalled only
+//! after every lock is released, and no lock is held across an `.await` (the
+//! methods have none inside).
 
 use std::collections::{BTreeSet, VecDeque};
 use std::hash::BuildHasher;
