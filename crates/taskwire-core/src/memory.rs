@@ -130,7 +130,12 @@ struct Work {
 impl Work {
     /// Forgets a lease that ends (released, lapsed, or its entry deleted).
     fn unfile(&mut self, id: &TaskId, lease: &Lease) {
-        self.leases.remove(&(lease.filed, id.clone()));
+        self.unfile_at(id, lease.filed);
+    }
+
+    /// Forgets the lease of `id` filed at `filed`.
+    fn unfile_at(&mut self, id: &TaskId, filed: Timestamp) {
+        self.leases.remove(&(filed, id.clone()));
     }
 }
 
@@ -139,8 +144,8 @@ impl Work {
 #[derive(Debug, Default)]
 #[must_use]
 struct Filing {
-    /// `filed` times of leases that ended.
-    ended: Vec<Timestamp>,
+    /// The `filed` time of the lease that ended (an operation ends at most one).
+    ended: Option<Timestamp>,
     /// The entry became claimable.
     ready: bool,
 }
@@ -305,12 +310,12 @@ impl MemoryStore {
     /// Files in the work queue what an operation on `id` left for it (taken with
     /// no other lock held).
     fn file(&self, id: &TaskId, f: Filing) -> Result<(), StoreError> {
-        if f.ended.is_empty() && !f.ready {
+        if f.ended.is_none() && !f.ready {
             return Ok(());
         }
         let mut work = self.work()?;
-        for filed in f.ended {
-            work.leases.remove(&(filed, id.clone()));
+        if let Some(filed) = f.ended {
+            work.unfile_at(id, filed);
         }
         if f.ready {
             work.ready.push_back(id.clone());
@@ -376,7 +381,7 @@ impl MemoryStore {
                 match &mut slot.queue {
                     Some(e) => {
                         if let Some(lease) = e.lease.take() {
-                            f.ended.push(lease.filed);
+                            f.ended = Some(lease.filed);
                         }
                         e.attempts = 0;
                     }
@@ -391,7 +396,7 @@ impl MemoryStore {
                 if let Some(e) = slot.queue.take() {
                     self.sub_queued();
                     if let Some(lease) = e.lease {
-                        f.ended.push(lease.filed);
+                        f.ended = Some(lease.filed);
                     }
                 }
             }
@@ -532,7 +537,7 @@ impl TaskStore for MemoryStore {
         self.file(
             &id,
             Filing {
-                ended: Vec::new(),
+                ended: None,
                 ready: enqueue,
             },
         )?;
@@ -858,16 +863,15 @@ impl TaskStore for MemoryStore {
         // Ended leases and the keys go after the index lock is released (see the
         // lock order); a create that meanwhile finds a key whose task is gone
         // creates anew, and a key that names a newer task by then is kept.
-        for (id, slot) in &doomed {
-            if let Some(lease) = slot.queue.as_ref().and_then(|e| e.lease.as_ref()) {
-                self.file(
-                    id,
-                    Filing {
-                        ended: vec![lease.filed],
-                        ready: false,
-                    },
-                )?;
+        {
+            let mut work = self.work()?;
+            for (id, slot) in &doomed {
+                if let Some(lease) = slot.queue.as_ref().and_then(|e| e.lease.as_ref()) {
+                    work.unfile(id, lease);
+                }
             }
+        }
+        for (id, slot) in &doomed {
             if let Some(k) = &slot.idem {
                 let mut names = self.idem_shard(k)?;
                 if names.get(k) == Some(id) {
