@@ -138,6 +138,27 @@ DROP TRIGGER tasks_count_delete;
 DROP INDEX queue_ready;
 DROP INDEX queue_leases;
 "#,
+    // 6: the event log becomes a rowid table with a separate index on (task, last
+    // sequence number). As a WITHOUT ROWID table its rows (often near 1 KiB) were
+    // stored whole in the interior pages too, so the tree was deep, each insert moved
+    // large cells when a page split, and a group commit rewrote several interior
+    // pages. Now the rows append at the right edge of the rowid tree and the index
+    // holds only two integers per row. Runtime bench, SQLite, 256 callers: 12.7k ->
+    // 14.5k tasks/s.
+    r#"
+CREATE TABLE event_log_rows (
+    tid       INTEGER NOT NULL,
+    -- Sequence number of the last event in `body`.
+    last_seq  INTEGER NOT NULL,
+    -- The events of one commit, oldest first, as a JSON array.
+    body      BLOB NOT NULL
+);
+INSERT INTO event_log_rows (tid, last_seq, body)
+    SELECT tid, last_seq, body FROM event_log ORDER BY tid, last_seq;
+DROP TABLE event_log;
+ALTER TABLE event_log_rows RENAME TO event_log;
+CREATE UNIQUE INDEX event_log_by_task ON event_log (tid, last_seq);
+"#,
 ];
 
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
