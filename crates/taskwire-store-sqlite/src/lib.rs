@@ -4,6 +4,9 @@
 //!   small pool of read-only connections on tokio's blocking thread pool; the
 //!   latest committed snapshots of hot tasks are also kept in a bounded in-memory
 //!   cache that the writer updates after each commit, so most `get`s never reach SQLite.
+//! - **Listings in memory**: each owner's tasks in both list orders are kept on the
+//!   heap (about 130 bytes per task, built from the `tasks` table at open), so that
+//!   creates and state changes do not rewrite a page of a per-owner index each.
 //! - **One store per file**: an advisory lock on `<database>-lock` keeps a second
 //!   store, in this process or another, from opening the same database.
 //! - **Group commit**: every write (create, commit, claim, renew, release,
@@ -44,6 +47,7 @@ use tokio::sync::oneshot;
 
 mod cache;
 mod error;
+mod listing;
 mod lock;
 mod options;
 mod queue;
@@ -56,6 +60,7 @@ pub use error::SqliteError;
 pub use options::{SqliteOptions, Synchronous};
 
 use cache::SnapshotCache;
+use listing::Listings;
 use read::Readers;
 use row::{dur_ns, event_rows, limit, ns, TaskRow};
 use writer::{Op, Reply, Writer};
@@ -69,6 +74,7 @@ pub struct SqliteStore {
     tx: Option<mpsc::Sender<Op>>,
     writer: Option<JoinHandle<()>>,
     readers: Arc<Readers>,
+    listings: Arc<Listings>,
     /// Released last, once the writer thread has closed the database.
     _lock: lock::FileLock,
 }
@@ -114,11 +120,13 @@ impl SqliteStore {
         let path = std::fs::canonicalize(path)?;
         let hub = Arc::new(WakeHub::new());
         let cache = Arc::new(SnapshotCache::new(options.cache_tasks));
+        let listings = Arc::new(Listings::load(&conn)?);
         let writer = Writer::new(
             conn,
             &path,
             hub.clone(),
             cache.clone(),
+            listings.clone(),
             options.max_batch,
             options.synchronous == Synchronous::Full,
         )?;
@@ -136,6 +144,7 @@ impl SqliteStore {
             tx: Some(tx),
             writer: Some(handle),
             readers,
+            listings,
             _lock: file_lock,
         })
     }
@@ -248,7 +257,17 @@ impl TaskStore for SqliteStore {
 
     async fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
         let q = query.clone();
-        self.readers.run(move |c| read::list(c, &q)).await
+        match (&q.owner, &q.reviewer) {
+            // An owner's listing (what the service asks for, but for reviews) walks
+            // the in-memory listing, then reads the page's rows.
+            (Some(_), None) => {
+                let listings = self.listings.clone();
+                self.readers
+                    .run(move |c| read::list_owned(c, &listings, &q))
+                    .await
+            }
+            _ => self.readers.run(move |c| read::list(c, &q)).await,
+        }
     }
 
     async fn claim(

@@ -12,6 +12,7 @@ use taskwire_core::{Event, StoreError, Task, TaskId, TaskState};
 use tokio::sync::Semaphore;
 
 use crate::error::backend;
+use crate::listing::{still_matches, Listings};
 use crate::row::{decode_events, decode_task, int, limit};
 use crate::schema::open_reader;
 
@@ -201,6 +202,60 @@ pub(crate) fn list(conn: &Connection, q: &ListQuery) -> Result<ListPage, StoreEr
     })
 }
 
+const ROW_BODY: &str = "SELECT body FROM tasks WHERE tid = ?1";
+
+/// One page of an owner's tasks (`q.owner` set, no reviewer), through the in-memory
+/// listing.
+pub(crate) fn list_owned(
+    conn: &Connection,
+    listings: &Listings,
+    q: &ListQuery,
+) -> Result<ListPage, StoreError> {
+    let Some(owner) = q.owner.as_deref() else {
+        return list(conn, q);
+    };
+    let after = match &q.cursor {
+        // The service maps this to an invalid-input error before it gets here.
+        Some(c) => {
+            Some(decode_cursor(c).ok_or_else(|| StoreError::Backend("invalid cursor".into()))?)
+        }
+        None => None,
+    };
+    let size = q.page_size.clamp(1, 1000);
+    let found = listings.page(q, owner, after.as_ref().map(|(m, id)| (*m, id.as_str())));
+    let more = found.tids.len() > size;
+    let mut tasks = Vec::with_capacity(found.tids.len().min(size));
+    {
+        let tx = conn.unchecked_transaction().map_err(backend)?;
+        let mut stmt = tx.prepare_cached(ROW_BODY).map_err(backend)?;
+        for tid in found.tids.iter().take(size) {
+            let body: Option<Vec<u8>> = stmt
+                .query_row(params![tid], |r| r.get(0))
+                .optional()
+                .map_err(backend)?;
+            // A row deleted or changed since the listing was read is left out.
+            if let Some(body) = body {
+                let t = decode_task(&body)?;
+                if still_matches(&t, q, owner) {
+                    tasks.push(t);
+                }
+            }
+        }
+        drop(stmt);
+        tx.finish().map_err(backend)?;
+    }
+    let next_cursor = if more {
+        tasks.last().map(|t| encode_cursor(q.order.key(t), &t.id))
+    } else {
+        None
+    };
+    Ok(ListPage {
+        tasks,
+        next_cursor,
+        total: found.total,
+    })
+}
+
 pub(crate) fn idle_expired(
     conn: &Connection,
     now: i64,
@@ -252,8 +307,8 @@ pub(crate) fn count_by_state(conn: &Connection) -> Result<Vec<(TaskState, u64)>,
 mod tests {
     use super::*;
 
-    /// Reads by id, the event log, idle candidates and the owner's listing (the
-    /// service always sets the owner) go through indexes.
+    /// Reads by id and by row id, the event log, idle candidates and the reviewer's
+    /// listing go through indexes (an owner's listing is in memory).
     #[test]
     fn reads_use_indexes() {
         let dir = tempfile::tempdir().unwrap();
@@ -263,8 +318,7 @@ mod tests {
             GET,
             EVENTS,
             IDLE,
-            "SELECT body FROM tasks WHERE tenant = ? AND owner = ? AND state = ? \
-             AND (created_us, id) < (?, ?) ORDER BY created_us DESC, id DESC LIMIT ?",
+            ROW_BODY,
             "SELECT body FROM tasks WHERE tenant = ? AND reviewers IS NOT NULL \
              AND EXISTS (SELECT 1 FROM json_each(tasks.reviewers) WHERE json_each.value = ?) \
              ORDER BY created_us DESC, id DESC LIMIT ?",

@@ -34,6 +34,7 @@ use tokio::sync::oneshot;
 
 use crate::cache::SnapshotCache;
 use crate::error::backend;
+use crate::listing::{Change, Listings};
 use crate::queue::WorkQueue;
 use crate::row::{decode_task, int, uint, EventRow, TaskRow};
 
@@ -183,7 +184,8 @@ const CLAIM_TAKE: &str = "UPDATE queue SET available = 0, lease_owner = ?2, leas
      epoch = ?4, attempts = ?5 WHERE tid = ?1";
 const REAP_FREE: &str = "UPDATE queue SET available = 1, lease_owner = NULL, lease_until = NULL, \
      ready_seq = ?2 WHERE tid = ?1";
-const SWEEP_PICK: &str = "SELECT tid, id, state FROM tasks WHERE terminal = 1 \
+const SWEEP_PICK: &str = "SELECT tid, id, state, tenant, owner, created_us FROM tasks \
+     WHERE terminal = 1 \
      AND expires_ns IS NOT NULL AND expires_ns < ?1 LIMIT ?2";
 const SWEEP_TASK: &str = "DELETE FROM tasks WHERE tid = ?1";
 const SWEEP_EVENTS: &str = "DELETE FROM event_log WHERE tid = ?1";
@@ -219,6 +221,10 @@ pub(crate) struct Writer {
     conn: Connection,
     hub: Arc<WakeHub>,
     cache: Arc<SnapshotCache>,
+    /// The owners' listings, and the changes the open transaction makes to them
+    /// (applied once it has committed, dropped if it rolls back).
+    listings: Arc<Listings>,
+    listing_changes: Vec<Change>,
     max_batch: usize,
     /// The next FIFO position for a claimable entry.
     next_ready: i64,
@@ -255,6 +261,7 @@ impl Writer {
         path: &Path,
         hub: Arc<WakeHub>,
         cache: Arc<SnapshotCache>,
+        listings: Arc<Listings>,
         max_batch: usize,
         pipelined_sync: bool,
     ) -> Result<Self, rusqlite::Error> {
@@ -300,6 +307,8 @@ impl Writer {
             conn,
             hub,
             cache,
+            listings,
+            listing_changes: Vec::new(),
             max_batch: max_batch.max(1),
             next_ready: last.saturating_add(1),
             next_tid: last_tid.saturating_add(1),
@@ -429,6 +438,7 @@ impl Writer {
     /// Applies a whole batch in one transaction.
     fn apply_all(&mut self, batch: &[Op], done: &mut Vec<Done>) -> Result<(), rusqlite::Error> {
         self.count_deltas.clear();
+        self.listing_changes.clear();
         self.reload_queue_if_stale()?;
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
         for op in batch {
@@ -437,12 +447,15 @@ impl Writer {
         }
         self.flush_counts()?;
         self.cache.committing();
-        self.conn.execute_batch("COMMIT")
+        self.conn.execute_batch("COMMIT")?;
+        self.listings.apply(self.listing_changes.drain(..));
+        Ok(())
     }
 
     /// Applies one request in a transaction of its own.
     fn apply_alone(&mut self, op: &Op) -> Done {
         self.count_deltas.clear();
+        self.listing_changes.clear();
         let r = self
             .reload_queue_if_stale()
             .and_then(|()| self.conn.execute_batch("BEGIN IMMEDIATE"))
@@ -453,7 +466,10 @@ impl Writer {
                 self.conn.execute_batch("COMMIT").map(|()| d)
             });
         match r {
-            Ok(d) => d,
+            Ok(d) => {
+                self.listings.apply(self.listing_changes.drain(..));
+                d
+            }
             Err(e) => {
                 if !self.conn.is_autocommit() {
                     let _ = self.conn.execute_batch("ROLLBACK");
@@ -613,6 +629,7 @@ impl Writer {
             return Ok(Err(StoreError::Backend("duplicate task id".into())));
         }
         self.count(row.state, 1);
+        self.listing_changes.extend(Change::put(row, tid));
         self.insert_events(tid, events)?;
         if enqueue {
             self.enqueue_new(tid, task_id)?;
@@ -722,6 +739,11 @@ impl Writer {
             && owner == row.owner
             && context_id == row.context_id
             && created_us == row.created_us;
+        if !same_identity {
+            self.listing_changes
+                .extend(Change::remove(tenant, owner, created_us, &row.id));
+        }
+        self.listing_changes.extend(Change::put(row, tid));
         if same_identity {
             self.conn.prepare_cached(TASK_UPDATE)?.execute(params![
                 tid,
@@ -802,23 +824,35 @@ impl Writer {
         if limit <= 0 {
             return Ok(Ok(Vec::new()));
         }
-        let doomed: Vec<(i64, String, String)> = self
+        type Doomed = (i64, String, String, String, String, i64);
+        let doomed: Vec<Doomed> = self
             .conn
             .prepare_cached(SWEEP_PICK)?
             .query_map(params![now, limit], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
             })?
             .collect::<Result<_, _>>()?;
         let mut ids = Vec::with_capacity(doomed.len());
-        for (_, id, _) in &doomed {
+        for (_, id, ..) in &doomed {
             match parse_id(id) {
                 Ok(t) => ids.push(t),
                 Err(e) => return Ok(Err(e)),
             }
         }
-        for ((id, _, state), task_id) in doomed.iter().zip(&ids) {
+        for ((id, task_id_text, state, tenant, owner, created_us), task_id) in
+            doomed.into_iter().zip(&ids)
+        {
             self.queue.remove(task_id);
-            self.count(state, -1);
+            self.count(&state, -1);
+            self.listing_changes
+                .extend(Change::remove(tenant, owner, created_us, &task_id_text));
             self.conn.prepare_cached(SWEEP_TASK)?.execute(params![id])?;
             self.conn
                 .prepare_cached(SWEEP_EVENTS)?

@@ -176,6 +176,51 @@ impl Pair {
                 state: Some(TaskState::Submitted),
                 ..ListQuery::default()
             });
+            // An owner's listings come from the SQLite store's in-memory listing:
+            // every filter, in both orders.
+            for order in [
+                taskwire_core::store::ListOrder::Created,
+                taskwire_core::store::ListOrder::StateChanged,
+            ] {
+                for owner in ["alice", "bob", "nobody"] {
+                    queries.push(ListQuery {
+                        tenant: tenant.into(),
+                        owner: Some(owner.into()),
+                        order,
+                        ..ListQuery::default()
+                    });
+                    queries.push(ListQuery {
+                        tenant: tenant.into(),
+                        owner: Some(owner.into()),
+                        context_id: Some("c1".into()),
+                        order,
+                        ..ListQuery::default()
+                    });
+                    queries.push(ListQuery {
+                        tenant: tenant.into(),
+                        owner: Some(owner.into()),
+                        state: Some(TaskState::Working),
+                        order,
+                        ..ListQuery::default()
+                    });
+                    for t in probe_times {
+                        queries.push(ListQuery {
+                            tenant: tenant.into(),
+                            owner: Some(owner.into()),
+                            updated_after: Some(*t),
+                            order,
+                            ..ListQuery::default()
+                        });
+                        queries.push(ListQuery {
+                            tenant: tenant.into(),
+                            owner: Some(owner.into()),
+                            changed_since: Some(*t),
+                            order,
+                            ..ListQuery::default()
+                        });
+                    }
+                }
+            }
             for t in probe_times {
                 queries.push(ListQuery {
                     tenant: tenant.into(),
@@ -242,6 +287,7 @@ async fn sqlite_with_a_tiny_cache_and_batches_matches_the_memory_store() {
 
 async fn run(options: SqliteOptions) {
     let dir = tempfile::tempdir().unwrap();
+    let reopen_options = options.clone();
     let pair = Pair {
         mem: Arc::new(MemoryStore::new()),
         sql: Arc::new(SqliteStore::open_with(dir.path().join("diff.db"), options).unwrap()),
@@ -487,6 +533,15 @@ async fn run(options: SqliteOptions) {
         }
     }
     pair.compare_all(&ids, &probe_times, 600).await;
+    // Reopened, the store rebuilds what it keeps in memory (the queue, the owners'
+    // listings) from the tables, and still matches.
+    let Pair { mem, sql } = pair;
+    drop(sql); // the last handle: the writer closes the database
+    let pair = Pair {
+        mem,
+        sql: Arc::new(SqliteStore::open_with(dir.path().join("diff.db"), reopen_options).unwrap()),
+    };
+    pair.compare_all(&ids, &probe_times, 601).await;
     let distinct: BTreeSet<_> = ids.iter().collect();
     assert!(distinct.len() > 50, "the sequence created tasks");
     eprintln!("exercised: {seen:?}");
