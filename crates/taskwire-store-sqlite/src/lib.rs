@@ -5,7 +5,7 @@
 //!   latest committed snapshots of hot tasks are also kept in a bounded in-memory
 //!   cache that the writer updates after each commit, so most `get`s never reach SQLite.
 //! - **Listings in memory**: each owner's tasks in both list orders are kept on the
-//!   heap (about 130 bytes per task, built from the `tasks` table at open), so that
+//!   heap (about 190 bytes per task, built from the `tasks` table at open), so that
 //!   creates and state changes do not rewrite a page of a per-owner index each.
 //! - **One store per file**: an advisory lock on `<database>-lock` keeps a second
 //!   store, in this process or another, from opening the same database.
