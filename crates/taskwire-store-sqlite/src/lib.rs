@@ -7,6 +7,8 @@
 //! - **Listings in memory**: each owner's tasks in both list orders are kept on the
 //!   heap (about 190 bytes per task, built from the `tasks` table at open), so that
 //!   creates and state changes do not rewrite a page of a per-owner index each.
+//!   Idempotency keys live in the task rows and are found through a hash map the
+//!   writer builds at open, so a create writes no page at a random place for its key.
 //! - **One store per file**: an advisory lock on `<database>-lock` keeps a second
 //!   store, in this process or another, from opening the same database.
 //! - **Group commit**: every write (create, commit, claim, renew, release,
@@ -47,6 +49,7 @@ use tokio::sync::oneshot;
 
 mod cache;
 mod error;
+mod idem;
 mod listing;
 mod lock;
 mod options;

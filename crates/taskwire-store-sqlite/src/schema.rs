@@ -166,6 +166,19 @@ CREATE UNIQUE INDEX event_log_by_task ON event_log (tid, last_seq);
 DROP INDEX tasks_by_owner;
 DROP INDEX tasks_by_owner_changed;
 "#,
+    // 8: idempotency keys move into the task rows, found through an in-memory index
+    // built at open (idem.rs): the `idempotency` table, keyed by random message ids,
+    // took a page write at a random place for every create.
+    r#"
+ALTER TABLE tasks ADD COLUMN idem_tenant TEXT;
+ALTER TABLE tasks ADD COLUMN idem_owner TEXT;
+ALTER TABLE tasks ADD COLUMN idem_message_id TEXT;
+UPDATE tasks SET (idem_tenant, idem_owner, idem_message_id) =
+    (SELECT i.tenant, i.owner, i.message_id FROM idempotency i
+     WHERE i.tid = tasks.tid LIMIT 1)
+    WHERE tid IN (SELECT tid FROM idempotency);
+DROP TABLE idempotency;
+"#,
 ];
 
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -302,6 +315,49 @@ mod tests {
         }
         let two = crate::read::events(&conn, id.as_str(), 1, 2).unwrap();
         assert_eq!(two, events[1..3].to_vec());
+    }
+
+    /// Migration 8 moves each idempotency key into its task's row, and the key
+    /// index built at open finds it.
+    #[test]
+    fn idempotency_keys_move_into_the_task_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = Connection::open(dir.path().join("m.db")).unwrap();
+        for m in &MIGRATIONS[..7] {
+            conn.execute_batch(m).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 7).unwrap();
+        conn.execute(
+            "INSERT INTO tasks (tid, id, tenant, owner, context_id, state, terminal, version, \
+             created_us, updated_ns, body) VALUES (5, 'a', 't', 'o', 'c', 'working', 0, 1, 0, 0, x''), \
+             (6, 'b', 't', 'o', 'c', 'working', 0, 1, 0, 0, x'')",
+            [],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO idempotency (tenant, owner, message_id, tid) VALUES ('t', 'o', 'm1', 5)",
+            [],
+        )
+        .unwrap();
+        migrate(&conn).unwrap();
+        type Key = (i64, Option<String>, Option<String>, Option<String>);
+        let keys: Vec<Key> = conn
+            .prepare("SELECT tid, idem_tenant, idem_owner, idem_message_id FROM tasks ORDER BY tid")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            keys,
+            vec![
+                (5, Some("t".into()), Some("o".into()), Some("m1".into())),
+                (6, None, None, None)
+            ]
+        );
+        let ix = crate::idem::IdemIndex::load(&conn).unwrap();
+        assert_eq!(ix.get(ix.hash_parts("t", "o", "m1")), Some(5));
+        assert_eq!(ix.get(ix.hash_parts("t", "o", "m2")), None);
     }
 
     /// Rows written before migration 3 get their state-change time from the snapshot.

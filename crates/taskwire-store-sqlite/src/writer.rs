@@ -34,6 +34,7 @@ use tokio::sync::oneshot;
 
 use crate::cache::SnapshotCache;
 use crate::error::backend;
+use crate::idem::IdemIndex;
 use crate::listing::{Change, Listings};
 use crate::queue::WorkQueue;
 use crate::row::{decode_task, int, uint, EventRow, TaskRow};
@@ -145,20 +146,14 @@ impl Op {
     }
 }
 
-const IDEM_GET: &str = "SELECT t.body FROM idempotency i JOIN tasks t ON t.tid = i.tid \
-     WHERE i.tenant = ?1 AND i.owner = ?2 AND i.message_id = ?3";
-/// Takes the key for the row id about to be inserted, unless it is taken.
-const IDEM_TAKE: &str = "INSERT INTO idempotency (tenant, owner, message_id, tid) \
-     VALUES (?1, ?2, ?3, ?4) ON CONFLICT (tenant, owner, message_id) DO NOTHING";
-/// Points a key whose task is gone at a new one.
-const IDEM_MOVE: &str = "UPDATE idempotency SET tid = ?4 \
-     WHERE tenant = ?1 AND owner = ?2 AND message_id = ?3";
-const IDEM_DROP: &str = "DELETE FROM idempotency \
-     WHERE tenant = ?1 AND owner = ?2 AND message_id = ?3 AND tid = ?4";
+/// A row's stored idempotency key and snapshot (to check a hit of the key index).
+const IDEM_ROW: &str =
+    "SELECT idem_tenant, idem_owner, idem_message_id, body FROM tasks WHERE tid = ?1";
 const TASK_INSERT: &str =
     "INSERT INTO tasks (tid, id, tenant, owner, context_id, state, terminal, \
-     version, created_us, updated_ns, expires_ns, idle_ns, reviewers, body, changed_us) \
-     VALUES (?15, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) \
+     version, created_us, updated_ns, expires_ns, idle_ns, reviewers, body, changed_us, \
+     idem_tenant, idem_owner, idem_message_id) \
+     VALUES (?15, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?16, ?17, ?18) \
      ON CONFLICT (id) DO NOTHING";
 const TASK_HEAD: &str =
     "SELECT tid, version, tenant, owner, context_id, created_us, state FROM tasks WHERE id = ?1";
@@ -184,12 +179,12 @@ const CLAIM_TAKE: &str = "UPDATE queue SET available = 0, lease_owner = ?2, leas
      epoch = ?4, attempts = ?5 WHERE tid = ?1";
 const REAP_FREE: &str = "UPDATE queue SET available = 1, lease_owner = NULL, lease_until = NULL, \
      ready_seq = ?2 WHERE tid = ?1";
-const SWEEP_PICK: &str = "SELECT tid, id, state, tenant, owner, created_us FROM tasks \
+const SWEEP_PICK: &str = "SELECT tid, id, state, tenant, owner, created_us, idem_tenant, \
+     idem_owner, idem_message_id FROM tasks \
      WHERE terminal = 1 \
      AND expires_ns IS NOT NULL AND expires_ns < ?1 LIMIT ?2";
 const SWEEP_TASK: &str = "DELETE FROM tasks WHERE tid = ?1";
 const SWEEP_EVENTS: &str = "DELETE FROM event_log WHERE tid = ?1";
-const SWEEP_IDEM: &str = "DELETE FROM idempotency WHERE tid = ?1";
 
 const RENEW: &str = "UPDATE queue SET lease_until = ?2 WHERE tid = ?1";
 
@@ -238,6 +233,8 @@ pub(crate) struct Writer {
     checkpointed_at: i32,
     /// The in-memory index of the `queue` table.
     queue: WorkQueue,
+    /// The in-memory index of the idempotency keys stored in `tasks`.
+    idem: IdemIndex,
     /// Set when a rolled-back transaction may have left `queue` out of step with
     /// the table; it is reloaded before the next request is applied.
     queue_stale: bool,
@@ -273,6 +270,7 @@ impl Writer {
         let last_tid: i64 =
             conn.query_row("SELECT COALESCE(MAX(tid), 0) FROM tasks", [], |r| r.get(0))?;
         let queue = WorkQueue::load(&conn)?;
+        let idem = IdemIndex::load(&conn)?;
         let mut syncer = None;
         if pipelined_sync {
             let mut wal_path = path.as_os_str().to_owned();
@@ -315,6 +313,7 @@ impl Writer {
             syncer,
             checkpointed_at: 0,
             queue,
+            idem,
             queue_stale: false,
             count_deltas: Vec::new(),
         })
@@ -403,6 +402,7 @@ impl Writer {
                 "sqlite group commit failed; retrying its requests one by one");
             let _ = self.conn.execute_batch("ROLLBACK");
             self.queue_stale = true;
+            self.idem.rollback();
             done.clear();
             for op in batch.iter() {
                 done.push(self.apply_alone(op));
@@ -448,6 +448,7 @@ impl Writer {
         self.flush_counts()?;
         self.cache.committing();
         self.conn.execute_batch("COMMIT")?;
+        self.idem.commit();
         self.listings.apply(self.listing_changes.drain(..));
         Ok(())
     }
@@ -467,6 +468,7 @@ impl Writer {
             });
         match r {
             Ok(d) => {
+                self.idem.commit();
                 self.listings.apply(self.listing_changes.drain(..));
                 d
             }
@@ -475,6 +477,7 @@ impl Writer {
                     let _ = self.conn.execute_batch("ROLLBACK");
                 }
                 self.queue_stale = true;
+                self.idem.rollback();
                 op.failed(backend(e))
             }
         }
@@ -572,32 +575,23 @@ impl Writer {
     ) -> Result<Result<Option<Box<Task>>, StoreError>, rusqlite::Error> {
         let tid = self.next_tid;
         self.next_tid = self.next_tid.saturating_add(1);
-        // One index search when the key is new (the common case): take it for the
-        // row id about to be inserted; only when it is taken, read its task.
-        if let Some(k) = key {
-            let taken = self.conn.prepare_cached(IDEM_TAKE)?.execute(params![
-                k.tenant,
-                k.owner,
-                k.message_id,
-                tid
-            ])? == 0;
-            if taken {
-                let existing: Option<Vec<u8>> = self
-                    .conn
-                    .prepare_cached(IDEM_GET)?
-                    .query_row(params![k.tenant, k.owner, k.message_id], |r| r.get(0))
-                    .optional()?;
-                if let Some(body) = existing {
+        let hash = key.map(|k| self.idem.hash(k));
+        if let (Some(k), Some(tid)) = (key, hash.and_then(|h| self.idem.get(h))) {
+            type Stored = (Option<String>, Option<String>, Option<String>, Vec<u8>);
+            let stored: Option<Stored> = self
+                .conn
+                .prepare_cached(IDEM_ROW)?
+                .query_row(params![tid], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                })
+                .optional()?;
+            if let Some((Some(t), Some(o), Some(m), body)) = stored {
+                if t == k.tenant && o == k.owner && m == k.message_id {
                     return Ok(decode_task(&body).map(|t| Some(Box::new(t))));
                 }
-                // The key names a task that is gone: it names this one now.
-                self.conn.prepare_cached(IDEM_MOVE)?.execute(params![
-                    k.tenant,
-                    k.owner,
-                    k.message_id,
-                    tid
-                ])?;
             }
+            // The task the key named is gone (or the hash collided): the key names
+            // the task about to be inserted.
         }
         let inserted = self.conn.prepare_cached(TASK_INSERT)?.execute(params![
             row.id,
@@ -615,18 +609,15 @@ impl Writer {
             row.body,
             row.changed_us,
             tid,
+            key.map(|k| &k.tenant),
+            key.map(|k| &k.owner),
+            key.map(|k| &k.message_id),
         ])?;
         if inserted == 0 {
-            if let Some(k) = key {
-                // Give the key back: nothing of this request may remain.
-                self.conn.prepare_cached(IDEM_DROP)?.execute(params![
-                    k.tenant,
-                    k.owner,
-                    k.message_id,
-                    tid
-                ])?;
-            }
             return Ok(Err(StoreError::Backend("duplicate task id".into())));
+        }
+        if let Some(h) = hash {
+            self.idem.put(h, tid);
         }
         self.count(row.state, 1);
         self.listing_changes.extend(Change::put(row, tid));
@@ -824,7 +815,17 @@ impl Writer {
         if limit <= 0 {
             return Ok(Ok(Vec::new()));
         }
-        type Doomed = (i64, String, String, String, String, i64);
+        type Doomed = (
+            i64,
+            String,
+            String,
+            String,
+            String,
+            i64,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+        );
         let doomed: Vec<Doomed> = self
             .conn
             .prepare_cached(SWEEP_PICK)?
@@ -836,6 +837,9 @@ impl Writer {
                     r.get(3)?,
                     r.get(4)?,
                     r.get(5)?,
+                    r.get(6)?,
+                    r.get(7)?,
+                    r.get(8)?,
                 ))
             })?
             .collect::<Result<_, _>>()?;
@@ -846,9 +850,13 @@ impl Writer {
                 Err(e) => return Ok(Err(e)),
             }
         }
-        for ((id, task_id_text, state, tenant, owner, created_us), task_id) in
+        for ((id, task_id_text, state, tenant, owner, created_us, kt, ko, km), task_id) in
             doomed.into_iter().zip(&ids)
         {
+            if let (Some(kt), Some(ko), Some(km)) = (kt, ko, km) {
+                let h = self.idem.hash_parts(&kt, &ko, &km);
+                self.idem.remove(h, id);
+            }
             self.queue.remove(task_id);
             self.count(&state, -1);
             self.listing_changes
@@ -860,7 +868,6 @@ impl Writer {
             self.conn
                 .prepare_cached(QUEUE_DELETE)?
                 .execute(params![id])?;
-            self.conn.prepare_cached(SWEEP_IDEM)?.execute(params![id])?;
         }
         Ok(Ok(ids))
     }
@@ -995,10 +1002,7 @@ mod tests {
         let conn =
             crate::schema::open_writer(&dir.path().join("p.db"), &Default::default()).unwrap();
         for sql in [
-            IDEM_GET,
-            IDEM_TAKE,
-            IDEM_MOVE,
-            IDEM_DROP,
+            IDEM_ROW,
             TASK_INSERT,
             TASK_HEAD,
             TASK_UPDATE,
@@ -1013,7 +1017,6 @@ mod tests {
             SWEEP_PICK,
             SWEEP_TASK,
             SWEEP_EVENTS,
-            SWEEP_IDEM,
         ] {
             for detail in crate::schema::query_plan(&conn, sql).unwrap() {
                 assert!(

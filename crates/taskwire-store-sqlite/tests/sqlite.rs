@@ -50,7 +50,7 @@ fn schema_is_migrated_in_wal_mode_and_a_newer_schema_is_refused() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 7);
+    assert_eq!(version, 8);
     let mode: String = conn
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
         .unwrap();
@@ -65,7 +65,7 @@ fn schema_is_migrated_in_wal_mode_and_a_newer_schema_is_refused() {
             err,
             SqliteError::SchemaTooNew {
                 found: 99,
-                supported: 7
+                supported: 8
             }
         ),
         "{err}"
@@ -546,7 +546,11 @@ async fn a_refused_create_gives_its_key_back() {
     let keys = || -> i64 {
         rusqlite::Connection::open(&path)
             .unwrap()
-            .query_row("SELECT COUNT(*) FROM idempotency", [], |r| r.get(0))
+            .query_row(
+                "SELECT COUNT(*) FROM tasks WHERE idem_message_id IS NOT NULL",
+                [],
+                |r| r.get(0),
+            )
             .unwrap()
     };
     assert_eq!(keys(), 1, "no key of the refused create remains");
