@@ -225,7 +225,7 @@ async fn idle_bytes(n: usize) -> f64 {
 /// Heap bytes the SQLite store keeps per further stored idle task, once its bounded
 /// caches are full: `n` tasks are created first (the snapshot cache holds 8192),
 /// then the live heap is compared across `n` more. What it measures is the
-/// in-memory listing, the idempotency index and the in-memory queue index (these tasks stay queued: no
+/// in-memory listing, the idempotency index, the id map and the queue index (these tasks stay queued: no
 /// runtime claims them); SQLite's own page cache is allocated by SQLite, outside
 /// the Rust heap, and is bounded anyway.
 async fn sqlite_idle_bytes(dir: &tempfile::TempDir, n: usize, synchronous: &str) -> Option<f64> {
@@ -376,7 +376,7 @@ async fn run() {
     }
     if let Some(bytes) = sqlite_bytes {
         println!(
-            "sqlite store: {bytes:.0} bytes of heap per further stored idle task (in-memory listing ~190 B, idempotency index ~50 B, queue index of a queued task; caches full; {} tasks)",
+            "sqlite store: {bytes:.0} bytes of heap per further stored idle task (in-memory listing ~190 B, idempotency index ~40 B, id map ~40 B, queue index of a queued task; caches full; {} tasks)",
             args.idle_tasks
         );
     }

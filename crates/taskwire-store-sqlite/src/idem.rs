@@ -20,6 +20,7 @@ use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 
+#[cfg(test)]
 use rusqlite::Connection;
 use taskwire_core::store::IdempotencyKey;
 
@@ -47,17 +48,33 @@ pub(crate) struct IdemIndex {
 }
 
 /// The stored key of a row that holds one.
-pub(crate) const LOAD: &str = "SELECT tid, idem_tenant, idem_owner, idem_message_id \
+#[cfg(test)]
+const LOAD: &str = "SELECT tid, idem_tenant, idem_owner, idem_message_id \
      FROM tasks WHERE idem_message_id IS NOT NULL";
 
 impl IdemIndex {
-    /// Reads every stored key from the `tasks` table.
-    pub(crate) fn load(conn: &Connection) -> Result<Self, rusqlite::Error> {
-        let mut me = Self {
+    /// An empty index.
+    pub(crate) fn empty() -> Self {
+        Self {
             hasher: KeyHasher::new(),
             map: HashMap::new(),
             undo: Vec::new(),
-        };
+        }
+    }
+
+    /// Adds a key read from the `tasks` table at open.
+    pub(crate) fn insert_loaded(&mut self, tenant: &str, owner: &str, message_id: &str, tid: i64) {
+        let h = self.hasher.hash(tenant, owner, message_id);
+        // Two rows with one key (not written by this store): the newest wins.
+        let slot = self.map.entry(h).or_insert(tid);
+        *slot = (*slot).max(tid);
+    }
+
+    /// Reads every stored key from the `tasks` table (for tests; the store builds
+    /// it in [`crate::ids::load`]).
+    #[cfg(test)]
+    pub(crate) fn load(conn: &Connection) -> Result<Self, rusqlite::Error> {
+        let mut me = Self::empty();
         let mut stmt = conn.prepare(LOAD)?;
         let mut rows = stmt.query([])?;
         while let Some(r) = rows.next()? {
@@ -65,10 +82,7 @@ impl IdemIndex {
             let tenant: String = r.get(1)?;
             let owner: String = r.get(2)?;
             let message_id: String = r.get(3)?;
-            let h = me.hasher.hash(&tenant, &owner, &message_id);
-            // Two rows with one key (not written by this store): the newest wins.
-            let slot = me.map.entry(h).or_insert(tid);
-            *slot = (*slot).max(tid);
+            me.insert_loaded(&tenant, &owner, &message_id, tid);
         }
         Ok(me)
     }

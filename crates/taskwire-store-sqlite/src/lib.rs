@@ -8,7 +8,9 @@
 //!   heap (about 190 bytes per task, built from the `tasks` table at open), so that
 //!   creates and state changes do not rewrite a page of a per-owner index each.
 //!   Idempotency keys live in the task rows and are found through a hash map the
-//!   writer builds at open, so a create writes no page at a random place for its key.
+//!   writer builds at open, so a create writes no page at a random place for its
+//!   key; task ids are mapped to row ids in memory the same way. One scan of the
+//!   `tasks` table at open builds these maps.
 //! - **One store per file**: an advisory lock on `<database>-lock` keeps a second
 //!   store, in this process or another, from opening the same database.
 //! - **Group commit**: every write (create, commit, claim, renew, release,
@@ -50,6 +52,7 @@ use tokio::sync::oneshot;
 mod cache;
 mod error;
 mod idem;
+mod ids;
 mod listing;
 mod lock;
 mod options;
@@ -63,6 +66,7 @@ pub use error::SqliteError;
 pub use options::{SqliteOptions, Synchronous};
 
 use cache::SnapshotCache;
+use ids::TaskIds;
 use listing::Listings;
 use read::Readers;
 use row::{dur_ns, event_rows, limit, ns, TaskRow};
@@ -78,6 +82,7 @@ pub struct SqliteStore {
     writer: Option<JoinHandle<()>>,
     readers: Arc<Readers>,
     listings: Arc<Listings>,
+    ids: Arc<TaskIds>,
     /// Released last, once the writer thread has closed the database.
     _lock: lock::FileLock,
 }
@@ -123,13 +128,19 @@ impl SqliteStore {
         let path = std::fs::canonicalize(path)?;
         let hub = Arc::new(WakeHub::new());
         let cache = Arc::new(SnapshotCache::new(options.cache_tasks));
-        let listings = Arc::new(Listings::load(&conn)?);
+        let loaded = ids::load(&conn)?;
+        let listings = Arc::new(loaded.listings);
+        let ids = Arc::new(loaded.ids);
         let writer = Writer::new(
             conn,
             &path,
             hub.clone(),
             cache.clone(),
-            listings.clone(),
+            writer::Indexes {
+                listings: listings.clone(),
+                ids: ids.clone(),
+                idem: loaded.idem,
+            },
             options.max_batch,
             options.synchronous == Synchronous::Full,
         )?;
@@ -148,6 +159,7 @@ impl SqliteStore {
             writer: Some(handle),
             readers,
             listings,
+            ids,
             _lock: file_lock,
         })
     }
@@ -222,8 +234,10 @@ impl TaskStore for SqliteStore {
             return Ok(Some(t));
         }
         let epoch = self.cache.epoch();
-        let key = id.as_str().to_string();
-        let found = self.readers.run(move |c| read::get(c, &key)).await?;
+        let Some(tid) = self.ids.get(id) else {
+            return Ok(None);
+        };
+        let found = self.readers.run(move |c| read::get(c, tid)).await?;
         Ok(found.map(|t| {
             let t = Arc::new(t);
             self.cache.put_read(t.clone(), epoch);
@@ -252,9 +266,11 @@ impl TaskStore for SqliteStore {
         after_seq: u64,
         limit: usize,
     ) -> Result<Vec<Event>, StoreError> {
-        let id = id.as_str().to_string();
+        let Some(tid) = self.ids.get(id) else {
+            return Ok(Vec::new());
+        };
         self.readers
-            .run(move |c| read::events(c, &id, after_seq, limit))
+            .run(move |c| read::events(c, tid, after_seq, limit))
             .await
     }
 

@@ -23,7 +23,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
 use std::sync::RwLock;
 
-use rusqlite::Connection;
 use taskwire_core::store::{ListOrder, ListQuery};
 #[cfg(test)]
 use taskwire_core::TaskId;
@@ -34,9 +33,9 @@ use crate::row::{ns, TaskRow};
 /// A task id as a number (its high and low 64 bits: a `u128` would align the map
 /// keys to 16 bytes): 32 lowercase hex digits, so numeric order is the order of the
 /// id strings.
-type IdNum = (u64, u64);
+pub(crate) type IdNum = (u64, u64);
 
-fn id_number(id: &str) -> Option<IdNum> {
+pub(crate) fn id_number(id: &str) -> Option<IdNum> {
     let b = id.as_bytes();
     if b.len() != 32 || !b.iter().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')) {
         return None;
@@ -126,6 +125,34 @@ impl Change {
         })
     }
 
+    /// The entry of a row read at open.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn loaded(
+        tenant: String,
+        owner: String,
+        created_us: i64,
+        id: IdNum,
+        tid: i64,
+        changed_us: i64,
+        updated_ns: i64,
+        context: &str,
+        state: TaskState,
+    ) -> Change {
+        Change::Put {
+            tenant,
+            owner,
+            created_us,
+            id,
+            entry: Entry {
+                tid,
+                changed_us,
+                updated_ns,
+                context: context_hash(context),
+                state,
+            },
+        }
+    }
+
     /// The removal of a task's entry.
     pub(crate) fn remove(
         tenant: String,
@@ -158,44 +185,6 @@ pub(crate) struct Listings {
 }
 
 impl Listings {
-    /// Builds the listings from the `tasks` table.
-    pub(crate) fn load(conn: &Connection) -> Result<Self, rusqlite::Error> {
-        let me = Self::default();
-        let mut stmt = conn.prepare(
-            "SELECT tid, id, tenant, owner, context_id, state, created_us, changed_us, \
-             updated_ns FROM tasks",
-        )?;
-        let mut rows = stmt.query([])?;
-        let mut changes = Vec::new();
-        while let Some(r) = rows.next()? {
-            let id: String = r.get(1)?;
-            let state: String = r.get(5)?;
-            let (Some(id), Some(state)) = (id_number(&id), TaskState::parse(&state)) else {
-                tracing::warn!(task = %id, "sqlite: a stored task has a malformed id or state; it is not listed");
-                continue;
-            };
-            let context: String = r.get(4)?;
-            changes.push(Change::Put {
-                tenant: r.get(2)?,
-                owner: r.get(3)?,
-                created_us: r.get(6)?,
-                id,
-                entry: Entry {
-                    tid: r.get(0)?,
-                    changed_us: r.get(7)?,
-                    updated_ns: r.get(8)?,
-                    context: context_hash(&context),
-                    state,
-                },
-            });
-            if changes.len() >= 4096 {
-                me.apply(changes.drain(..));
-            }
-        }
-        me.apply(changes);
-        Ok(me)
-    }
-
     /// Applies committed changes in order.
     pub(crate) fn apply(&self, changes: impl IntoIterator<Item = Change>) {
         // A poisoned lock means a panic while applying; the maps are still whole

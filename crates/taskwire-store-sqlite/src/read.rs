@@ -75,30 +75,30 @@ impl Readers {
     }
 }
 
-const GET: &str = "SELECT body FROM tasks WHERE id = ?1";
 const EVENTS: &str = "SELECT body FROM event_log \
-     WHERE tid = (SELECT tid FROM tasks WHERE id = ?1) \
-     AND last_seq > ?2 ORDER BY last_seq LIMIT ?3";
+     WHERE tid = ?1 AND last_seq > ?2 ORDER BY last_seq LIMIT ?3";
 const IDLE: &str = "SELECT id FROM tasks WHERE terminal = 0 AND idle_ns IS NOT NULL \
      AND idle_ns < ?1 ORDER BY idle_ns LIMIT ?2";
 
-pub(crate) fn get(conn: &Connection, id: &str) -> Result<Option<Task>, StoreError> {
+/// The task in row `tid`, if the row exists.
+pub(crate) fn get(conn: &Connection, tid: i64) -> Result<Option<Task>, StoreError> {
     let body: Option<Vec<u8>> = conn
-        .prepare_cached(GET)
-        .and_then(|mut s| s.query_row(params![id], |r| r.get(0)).optional())
+        .prepare_cached(ROW_BODY)
+        .and_then(|mut s| s.query_row(params![tid], |r| r.get(0)).optional())
         .map_err(backend)?;
     body.map(|b| decode_task(&b)).transpose()
 }
 
+/// The events of the task in row `tid` after `after_seq`.
 pub(crate) fn events(
     conn: &Connection,
-    id: &str,
+    tid: i64,
     after_seq: u64,
     max: usize,
 ) -> Result<Vec<Event>, StoreError> {
     let mut stmt = conn.prepare_cached(EVENTS).map_err(backend)?;
     let rows = stmt
-        .query_map(params![id, int(after_seq), limit(max)], |r| {
+        .query_map(params![tid, int(after_seq), limit(max)], |r| {
             r.get::<_, Vec<u8>>(0)
         })
         .map_err(backend)?;
@@ -307,7 +307,7 @@ pub(crate) fn count_by_state(conn: &Connection) -> Result<Vec<(TaskState, u64)>,
 mod tests {
     use super::*;
 
-    /// Reads by id and by row id, the event log, idle candidates and the reviewer's
+    /// Reads by row id, the event log, idle candidates and the reviewer's
     /// listing go through indexes (an owner's listing is in memory).
     #[test]
     fn reads_use_indexes() {
@@ -315,7 +315,6 @@ mod tests {
         let conn =
             crate::schema::open_writer(&dir.path().join("p.db"), &Default::default()).unwrap();
         for sql in [
-            GET,
             EVENTS,
             IDLE,
             ROW_BODY,

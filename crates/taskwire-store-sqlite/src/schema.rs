@@ -179,6 +179,10 @@ UPDATE tasks SET (idem_tenant, idem_owner, idem_message_id) =
     WHERE tid IN (SELECT tid FROM idempotency);
 DROP TABLE idempotency;
 "#,
+    // 9: task ids are found through an in-memory map built at open (ids.rs): the
+    // `tasks_id` index, keyed by random ids, took a page write at a random place
+    // for every create.
+    "DROP INDEX tasks_id;",
 ];
 
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -310,10 +314,10 @@ mod tests {
         }
         migrate(&conn).unwrap();
         for after in 0..=4u64 {
-            let got = crate::read::events(&conn, id.as_str(), after, 100).unwrap();
+            let got = crate::read::events(&conn, 7, after, 100).unwrap();
             assert_eq!(got, events[after as usize..].to_vec(), "after {after}");
         }
-        let two = crate::read::events(&conn, id.as_str(), 1, 2).unwrap();
+        let two = crate::read::events(&conn, 7, 1, 2).unwrap();
         assert_eq!(two, events[1..3].to_vec());
     }
 

@@ -21,6 +21,7 @@
 //! back to `full` before it closes.
 
 use std::cell::Cell;
+use std::collections::HashMap;
 use std::fs::File;
 use std::path::Path;
 use std::sync::mpsc;
@@ -35,7 +36,8 @@ use tokio::sync::oneshot;
 use crate::cache::SnapshotCache;
 use crate::error::backend;
 use crate::idem::IdemIndex;
-use crate::listing::{Change, Listings};
+use crate::ids::TaskIds;
+use crate::listing::{id_number, Change, IdNum, Listings};
 use crate::queue::WorkQueue;
 use crate::row::{decode_task, int, uint, EventRow, TaskRow};
 
@@ -153,10 +155,9 @@ const TASK_INSERT: &str =
     "INSERT INTO tasks (tid, id, tenant, owner, context_id, state, terminal, \
      version, created_us, updated_ns, expires_ns, idle_ns, reviewers, body, changed_us, \
      idem_tenant, idem_owner, idem_message_id) \
-     VALUES (?15, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?16, ?17, ?18) \
-     ON CONFLICT (id) DO NOTHING";
+     VALUES (?15, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?16, ?17, ?18)";
 const TASK_HEAD: &str =
-    "SELECT tid, version, tenant, owner, context_id, created_us, state FROM tasks WHERE id = ?1";
+    "SELECT version, tenant, owner, context_id, created_us, state FROM tasks WHERE tid = ?1";
 const COUNT_ADD: &str = "INSERT INTO state_counts (state, n) VALUES (?1, ?2) \
      ON CONFLICT (state) DO UPDATE SET n = n + excluded.n";
 const TASK_UPDATE: &str = "UPDATE tasks SET state = ?2, terminal = ?3, version = ?4, \
@@ -211,6 +212,13 @@ struct Syncer {
     handle: JoinHandle<()>,
 }
 
+/// The in-memory indexes of the rows the writer keeps (built by [`crate::ids::load`]).
+pub(crate) struct Indexes {
+    pub(crate) listings: Arc<Listings>,
+    pub(crate) ids: Arc<TaskIds>,
+    pub(crate) idem: IdemIndex,
+}
+
 /// The state of the writer thread.
 pub(crate) struct Writer {
     conn: Connection,
@@ -220,6 +228,10 @@ pub(crate) struct Writer {
     /// (applied once it has committed, dropped if it rolls back).
     listings: Arc<Listings>,
     listing_changes: Vec<Change>,
+    /// Task id → row id, and the open transaction's changes to it (looked up first,
+    /// applied once it has committed, dropped if it rolls back).
+    ids: Arc<TaskIds>,
+    id_changes: HashMap<IdNum, Option<i64>>,
     max_batch: usize,
     /// The next FIFO position for a claimable entry.
     next_ready: i64,
@@ -258,7 +270,7 @@ impl Writer {
         path: &Path,
         hub: Arc<WakeHub>,
         cache: Arc<SnapshotCache>,
-        listings: Arc<Listings>,
+        indexes: Indexes,
         max_batch: usize,
         pipelined_sync: bool,
     ) -> Result<Self, rusqlite::Error> {
@@ -270,7 +282,11 @@ impl Writer {
         let last_tid: i64 =
             conn.query_row("SELECT COALESCE(MAX(tid), 0) FROM tasks", [], |r| r.get(0))?;
         let queue = WorkQueue::load(&conn)?;
-        let idem = IdemIndex::load(&conn)?;
+        let Indexes {
+            listings,
+            ids,
+            idem,
+        } = indexes;
         let mut syncer = None;
         if pipelined_sync {
             let mut wal_path = path.as_os_str().to_owned();
@@ -307,6 +323,8 @@ impl Writer {
             cache,
             listings,
             listing_changes: Vec::new(),
+            ids,
+            id_changes: HashMap::new(),
             max_batch: max_batch.max(1),
             next_ready: last.saturating_add(1),
             next_tid: last_tid.saturating_add(1),
@@ -403,6 +421,7 @@ impl Writer {
             let _ = self.conn.execute_batch("ROLLBACK");
             self.queue_stale = true;
             self.idem.rollback();
+            self.id_changes.clear();
             done.clear();
             for op in batch.iter() {
                 done.push(self.apply_alone(op));
@@ -439,6 +458,7 @@ impl Writer {
     fn apply_all(&mut self, batch: &[Op], done: &mut Vec<Done>) -> Result<(), rusqlite::Error> {
         self.count_deltas.clear();
         self.listing_changes.clear();
+        self.id_changes.clear();
         self.reload_queue_if_stale()?;
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
         for op in batch {
@@ -448,8 +468,7 @@ impl Writer {
         self.flush_counts()?;
         self.cache.committing();
         self.conn.execute_batch("COMMIT")?;
-        self.idem.commit();
-        self.listings.apply(self.listing_changes.drain(..));
+        self.committed();
         Ok(())
     }
 
@@ -457,6 +476,7 @@ impl Writer {
     fn apply_alone(&mut self, op: &Op) -> Done {
         self.count_deltas.clear();
         self.listing_changes.clear();
+        self.id_changes.clear();
         let r = self
             .reload_queue_if_stale()
             .and_then(|()| self.conn.execute_batch("BEGIN IMMEDIATE"))
@@ -468,8 +488,7 @@ impl Writer {
             });
         match r {
             Ok(d) => {
-                self.idem.commit();
-                self.listings.apply(self.listing_changes.drain(..));
+                self.committed();
                 d
             }
             Err(e) => {
@@ -478,8 +497,26 @@ impl Writer {
                 }
                 self.queue_stale = true;
                 self.idem.rollback();
+                self.id_changes.clear();
                 op.failed(backend(e))
             }
+        }
+    }
+
+    /// The transaction committed: its changes to the in-memory indexes take effect
+    /// (the id map first, so that anything listed can also be read).
+    fn committed(&mut self) {
+        self.idem.commit();
+        self.ids.apply(self.id_changes.drain());
+        self.listings.apply(self.listing_changes.drain(..));
+    }
+
+    /// The row id of a task, as the open transaction sees it.
+    fn tid_of(&self, id: &TaskId) -> Option<i64> {
+        let n = id_number(id.as_str())?;
+        match self.id_changes.get(&n) {
+            Some(change) => *change,
+            None => self.ids.get(id),
         }
     }
 
@@ -593,7 +630,13 @@ impl Writer {
             // The task the key named is gone (or the hash collided): the key names
             // the task about to be inserted.
         }
-        let inserted = self.conn.prepare_cached(TASK_INSERT)?.execute(params![
+        let Some(n) = id_number(task_id.as_str()) else {
+            return Ok(Err(StoreError::Backend("malformed task id".into())));
+        };
+        if self.tid_of(task_id).is_some() {
+            return Ok(Err(StoreError::Backend("duplicate task id".into())));
+        }
+        self.conn.prepare_cached(TASK_INSERT)?.execute(params![
             row.id,
             row.tenant,
             row.owner,
@@ -613,9 +656,7 @@ impl Writer {
             key.map(|k| &k.owner),
             key.map(|k| &k.message_id),
         ])?;
-        if inserted == 0 {
-            return Ok(Err(StoreError::Backend("duplicate task id".into())));
-        }
+        self.id_changes.insert(n, Some(tid));
         if let Some(h) = hash {
             self.idem.put(h, tid);
         }
@@ -664,11 +705,14 @@ impl Writer {
         queue: QueueOp,
         fence: Option<&Claim>,
     ) -> Result<Result<bool, StoreError>, rusqlite::Error> {
-        type Head = (i64, i64, String, String, String, i64, String);
+        type Head = (i64, String, String, String, i64, String);
+        let Some(tid) = self.tid_of(task_id) else {
+            return Ok(Err(StoreError::NotFound));
+        };
         let head: Option<Head> = self
             .conn
             .prepare_cached(TASK_HEAD)?
-            .query_row(params![row.id], |r| {
+            .query_row(params![tid], |r| {
                 Ok((
                     r.get(0)?,
                     r.get(1)?,
@@ -676,11 +720,10 @@ impl Writer {
                     r.get(3)?,
                     r.get(4)?,
                     r.get(5)?,
-                    r.get(6)?,
                 ))
             })
             .optional()?;
-        let Some((tid, version, tenant, owner, context_id, created_us, old_state)) = head else {
+        let Some((version, tenant, owner, context_id, created_us, old_state)) = head else {
             return Ok(Err(StoreError::NotFound));
         };
         if version != expected_version {
@@ -853,6 +896,9 @@ impl Writer {
         for ((id, task_id_text, state, tenant, owner, created_us, kt, ko, km), task_id) in
             doomed.into_iter().zip(&ids)
         {
+            if let Some(n) = id_number(&task_id_text) {
+                self.id_changes.insert(n, None);
+            }
             if let (Some(kt), Some(ko), Some(km)) = (kt, ko, km) {
                 let h = self.idem.hash_parts(&kt, &ko, &km);
                 self.idem.remove(h, id);

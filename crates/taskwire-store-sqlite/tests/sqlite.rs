@@ -50,7 +50,7 @@ fn schema_is_migrated_in_wal_mode_and_a_newer_schema_is_refused() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 8);
+    assert_eq!(version, 9);
     let mode: String = conn
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
         .unwrap();
@@ -65,7 +65,7 @@ fn schema_is_migrated_in_wal_mode_and_a_newer_schema_is_refused() {
             err,
             SqliteError::SchemaTooNew {
                 found: 99,
-                supported: 8
+                supported: 9
             }
         ),
         "{err}"
