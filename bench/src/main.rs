@@ -75,6 +75,10 @@ struct Args {
     /// SQLite synchronous mode (full or normal).
     #[arg(long, default_value = "full")]
     synchronous: String,
+    /// Also store this many idle tasks (256 owners) in a SQLite store, close it, and
+    /// time its reopening (the scan that rebuilds its in-memory indexes); 0 skips it.
+    #[arg(long, default_value_t = 0)]
+    reopen_tasks: usize,
 }
 
 fn open(
@@ -261,6 +265,44 @@ async fn sqlite_idle_bytes(dir: &tempfile::TempDir, n: usize, synchronous: &str)
     Some((after - before) as f64 / n as f64)
 }
 
+/// Stores `n` idle tasks of 256 owners in a SQLite store, closes it, and reopens
+/// it: the time the open took (it scans `tasks` to rebuild the id map, listings,
+/// idempotency and queue indexes) and the heap it then holds per task.
+async fn sqlite_reopen(dir: &tempfile::TempDir, n: usize, synchronous: &str) -> Option<(f64, f64)> {
+    let path = dir.path().join("reopen.db");
+    let url = format!("sqlite://{}?synchronous={synchronous}", path.display());
+    {
+        let store: Arc<dyn TaskStore> =
+            Arc::new(taskwire_store_sqlite::SqliteStore::open(&url).ok()?);
+        let svc = TaskService::new(store, "scripted");
+        let mut made = 0;
+        while made < n {
+            let wave = (n - made).min(512);
+            let creates = (0..wave).map(|i| {
+                let svc = svc.clone();
+                async move {
+                    let caller = Caller::new("bench", format!("caller-{}", i % 256));
+                    svc.create(&caller, CreateTask::new(Message::user_text("hello")))
+                        .await
+                }
+            });
+            for r in futures::future::join_all(creates).await {
+                r.ok()?;
+            }
+            made += wave;
+        }
+    }
+    COUNTING.store(true, Ordering::SeqCst);
+    let before = LIVE.load(Ordering::Relaxed);
+    let t0 = Instant::now();
+    let store = taskwire_store_sqlite::SqliteStore::open(&url).ok()?;
+    let took = t0.elapsed().as_secs_f64() * 1000.0;
+    let after = LIVE.load(Ordering::Relaxed);
+    COUNTING.store(false, Ordering::SeqCst);
+    drop(store);
+    Some((took, (after - before) as f64 / n.max(1) as f64))
+}
+
 /// Heap bytes retained per task created and completed through the runtime on the
 /// memory store (the task, its event log and its idempotency key stay stored).
 async fn completed_bytes(n: usize) -> f64 {
@@ -373,6 +415,15 @@ async fn run() {
             "memory store: {done_bytes:.0} bytes of heap per completed echo task (task, event log, idempotency key; {} tasks)",
             args.idle_tasks
         );
+    }
+    if args.reopen_tasks > 0 {
+        match sqlite_reopen(&dir, args.reopen_tasks, &args.synchronous).await {
+            Some((ms, bytes)) => println!(
+                "sqlite store: reopening with {} idle tasks took {ms:.0} ms; heap after open {bytes:.0} bytes per task",
+                args.reopen_tasks
+            ),
+            None => eprintln!("the reopen measurement failed"),
+        }
     }
     if let Some(bytes) = sqlite_bytes {
         println!(
