@@ -31,14 +31,14 @@ unsafe impl GlobalAlloc for Counting {
             LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
         }
         // SAFETY: same contract as the caller's.
-        unsafe { mimalloc::MiMalloc.alloc(layout) }
+        unsafe { taskwire::allocator::Allocator.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         if COUNTING.load(Ordering::Relaxed) {
             LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
         }
         // SAFETY: same contract as the caller's.
-        unsafe { mimalloc::MiMalloc.dealloc(ptr, layout) }
+        unsafe { taskwire::allocator::Allocator.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         if COUNTING.load(Ordering::Relaxed) {
@@ -48,7 +48,7 @@ unsafe impl GlobalAlloc for Counting {
             );
         }
         // SAFETY: same contract as the caller's.
-        unsafe { mimalloc::MiMalloc.realloc(ptr, layout, new_size) }
+        unsafe { taskwire::allocator::Allocator.realloc(ptr, layout, new_size) }
     }
 }
 
