@@ -118,6 +118,20 @@ pub(crate) fn events(
     Ok(out)
 }
 
+/// A page, with a cursor after its last task when there is more.
+fn page_of(q: &ListQuery, tasks: Vec<Task>, more: bool, total: u64) -> ListPage {
+    let next_cursor = if more {
+        tasks.last().map(|t| encode_cursor(q.order.key(t), &t.id))
+    } else {
+        None
+    };
+    ListPage {
+        tasks,
+        next_cursor,
+        total,
+    }
+}
+
 pub(crate) fn list(conn: &Connection, q: &ListQuery) -> Result<ListPage, StoreError> {
     let after = match &q.cursor {
         // The service maps this to an invalid-input error before it gets here.
@@ -190,16 +204,7 @@ pub(crate) fn list(conn: &Connection, q: &ListQuery) -> Result<ListPage, StoreEr
         }
     }
     tx.finish().map_err(backend)?;
-    let next_cursor = if more {
-        tasks.last().map(|t| encode_cursor(q.order.key(t), &t.id))
-    } else {
-        None
-    };
-    Ok(ListPage {
-        tasks,
-        next_cursor,
-        total: u64::try_from(total).unwrap_or(0),
-    })
+    Ok(page_of(q, tasks, more, u64::try_from(total).unwrap_or(0)))
 }
 
 const ROW_BODY: &str = "SELECT body FROM tasks WHERE tid = ?1";
@@ -244,16 +249,7 @@ pub(crate) fn list_owned(
         drop(stmt);
         tx.finish().map_err(backend)?;
     }
-    let next_cursor = if more {
-        tasks.last().map(|t| encode_cursor(q.order.key(t), &t.id))
-    } else {
-        None
-    };
-    Ok(ListPage {
-        tasks,
-        next_cursor,
-        total: found.total,
-    })
+    Ok(page_of(q, tasks, more, found.total))
 }
 
 pub(crate) fn idle_expired(

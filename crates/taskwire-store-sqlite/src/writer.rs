@@ -712,16 +712,7 @@ impl Writer {
         let head: Option<Head> = self
             .conn
             .prepare_cached(TASK_HEAD)?
-            .query_row(params![tid], |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                ))
-            })
+            .query_row(params![tid], |r| Head::try_from(r))
             .optional()?;
         let Some((version, tenant, owner, context_id, created_us, old_state)) = head else {
             return Ok(Err(StoreError::NotFound));
@@ -872,19 +863,7 @@ impl Writer {
         let doomed: Vec<Doomed> = self
             .conn
             .prepare_cached(SWEEP_PICK)?
-            .query_map(params![now, limit], |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                    r.get(6)?,
-                    r.get(7)?,
-                    r.get(8)?,
-                ))
-            })?
+            .query_map(params![now, limit], |r| Doomed::try_from(r))?
             .collect::<Result<_, _>>()?;
         let mut ids = Vec::with_capacity(doomed.len());
         for (_, id, ..) in &doomed {

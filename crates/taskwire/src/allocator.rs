@@ -78,12 +78,7 @@ unsafe impl std::alloc::GlobalAlloc for Allocator {
     }
 
     #[inline]
-    unsafe fn realloc(
-        &self,
-        ptr: *mut u8,
-        layout: std::alloc::Layout,
-        new_size: usize,
-    ) -> *mut u8 {
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
         // SAFETY: `ptr` came from this allocator; see the impl for the alignment.
         unsafe {
             if layout.align() <= WORD_ALIGN && layout.align() <= new_size {
