@@ -609,22 +609,7 @@ impl TaskStore for MemoryStore {
             })?),
             None => None,
         };
-        let matches = |t: &Task| {
-            t.tenant == q.tenant
-                && q.owner.as_ref().is_none_or(|o| *o == t.owner)
-                && q.reviewer
-                    .as_ref()
-                    .is_none_or(|r| t.pending_reviews.iter().any(|rv| rv.reviewer == *r))
-                && q.context_id.as_ref().is_none_or(|c| *c == t.context_id)
-                && q.state.is_none_or(|s| s == t.state)
-                && q.updated_after.is_none_or(|u| t.updated_at > u)
-        };
         let size = q.page_size.clamp(1, 1000);
-        // To the microsecond, as the order key and every store's cursor.
-        let changed_ok = |t: &Task| {
-            q.changed_since
-                .is_none_or(|c| t.state_changed_at.timestamp_micros() >= c.timestamp_micros())
-        };
         let mut page: Vec<Arc<Task>> = Vec::new();
         let mut more = false;
         let mut total = 0u64;
@@ -640,7 +625,7 @@ impl TaskStore for MemoryStore {
                 let Some(t) = shard.get(id).map(|s| &s.task) else {
                     continue;
                 };
-                if !(matches(t) && changed_ok(t)) {
+                if !q.matches(t) {
                     continue;
                 }
                 // `total` counts every match; the page stops at `size`.

@@ -106,6 +106,26 @@ pub struct ListQuery {
     pub cursor: Option<String>,
 }
 
+impl ListQuery {
+    /// Whether a task passes every filter of the query (tenant, owner, reviewer,
+    /// context, state, updated-after, and changed-since to the microsecond); paging
+    /// aside, the stores list exactly these tasks.
+    pub fn matches(&self, t: &Task) -> bool {
+        t.tenant == self.tenant
+            && self.owner.as_ref().is_none_or(|o| *o == t.owner)
+            && self
+                .reviewer
+                .as_ref()
+                .is_none_or(|r| t.pending_reviews.iter().any(|rv| rv.reviewer == *r))
+            && self.context_id.as_ref().is_none_or(|c| *c == t.context_id)
+            && self.state.is_none_or(|s| s == t.state)
+            && self.updated_after.is_none_or(|u| t.updated_at > u)
+            && self
+                .changed_since
+                .is_none_or(|c| t.state_changed_at.timestamp_micros() >= c.timestamp_micros())
+    }
+}
+
 /// How a list is ordered: newest first by creation time (stable while paging), or
 /// newest first by the time of the last state change (A2A's "status timestamp"
 /// order; a task that changes state while someone pages moves to the front).

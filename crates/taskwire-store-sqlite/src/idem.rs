@@ -14,14 +14,13 @@
 //! A hit is checked against the row's stored key, so a hash collision (about one
 //! chance in 2^128 per pair of keys, with keys chosen at random per process) can
 //! only make the colliding create take the key as new, never return another
-//! caller's task. Changes made inside a transaction are undone if it rolls back.
+//! caller's task. As with the id map, the writer keeps an open transaction's changes
+//! aside and applies them here once it has committed.
 
 use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 
-#[cfg(test)]
-use rusqlite::Connection;
 use taskwire_core::store::IdempotencyKey;
 
 /// Hashes keys with two independently seeded hashers (a fresh seed per process:
@@ -43,14 +42,7 @@ impl KeyHasher {
 pub(crate) struct IdemIndex {
     hasher: KeyHasher,
     map: HashMap<u128, i64>,
-    /// (hash, previous row id) of each change in the open transaction, oldest first.
-    undo: Vec<(u128, Option<i64>)>,
 }
-
-/// The stored key of a row that holds one.
-#[cfg(test)]
-const LOAD: &str = "SELECT tid, idem_tenant, idem_owner, idem_message_id \
-     FROM tasks WHERE idem_message_id IS NOT NULL";
 
 impl IdemIndex {
     /// An empty index.
@@ -58,7 +50,6 @@ impl IdemIndex {
         Self {
             hasher: KeyHasher::new(),
             map: HashMap::new(),
-            undo: Vec::new(),
         }
     }
 
@@ -68,23 +59,6 @@ impl IdemIndex {
         // Two rows with one key (not written by this store): the newest wins.
         let slot = self.map.entry(h).or_insert(tid);
         *slot = (*slot).max(tid);
-    }
-
-    /// Reads every stored key from the `tasks` table (for tests; the store builds
-    /// it in [`crate::ids::load`]).
-    #[cfg(test)]
-    pub(crate) fn load(conn: &Connection) -> Result<Self, rusqlite::Error> {
-        let mut me = Self::empty();
-        let mut stmt = conn.prepare(LOAD)?;
-        let mut rows = stmt.query([])?;
-        while let Some(r) = rows.next()? {
-            let tid: i64 = r.get(0)?;
-            let tenant: String = r.get(1)?;
-            let owner: String = r.get(2)?;
-            let message_id: String = r.get(3)?;
-            me.insert_loaded(&tenant, &owner, &message_id, tid);
-        }
-        Ok(me)
     }
 
     /// The hash of a key.
@@ -102,39 +76,15 @@ impl IdemIndex {
         self.map.get(&h).copied()
     }
 
-    /// Points the key hash at `tid`.
-    pub(crate) fn put(&mut self, h: u128, tid: i64) {
-        let old = self.map.insert(h, tid);
-        self.undo.push((h, old));
-    }
-
-    /// Forgets the key hash if it still names `tid`.
-    pub(crate) fn remove(&mut self, h: u128, tid: i64) {
-        if self.map.get(&h) == Some(&tid) {
-            self.map.remove(&h);
-            self.undo.push((h, Some(tid)));
-        }
-    }
-
-    /// The open transaction committed: its changes stay.
-    pub(crate) fn commit(&mut self) {
-        self.undo.clear();
-    }
-
-    /// The open transaction rolled back: its changes are undone, newest first.
-    pub(crate) fn rollback(&mut self) {
-        while let Some((h, old)) = self.undo.pop() {
-            match old {
+    /// Applies committed changes: `Some(tid)` points a key hash at a row, `None`
+    /// forgets it.
+    pub(crate) fn apply(&mut self, changes: impl IntoIterator<Item = (u128, Option<i64>)>) {
+        for (h, tid) in changes {
+            match tid {
                 Some(tid) => self.map.insert(h, tid),
                 None => self.map.remove(&h),
             };
         }
-    }
-
-    /// Keys held (for tests).
-    #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
-        self.map.len()
     }
 }
 
@@ -151,32 +101,26 @@ mod tests {
     }
 
     #[test]
-    fn a_rollback_undoes_puts_and_removes_in_reverse() {
-        let conn = Connection::open_in_memory().unwrap();
-        conn.execute_batch(
-            "CREATE TABLE tasks (tid INTEGER PRIMARY KEY, idem_tenant TEXT, idem_owner TEXT, \
-             idem_message_id TEXT); INSERT INTO tasks VALUES (1, 't', 'o', 'a'), (2, NULL, NULL, NULL);",
-        )
-        .unwrap();
-        let mut ix = IdemIndex::load(&conn).unwrap();
+    fn keys_hash_apart_and_changes_apply_in_order() {
+        let mut ix = IdemIndex::empty();
+        ix.insert_loaded("t", "o", "a", 1);
+        ix.insert_loaded("t", "o", "a", 0);
         let (a, b) = (ix.hash(&key("a")), ix.hash(&key("b")));
         assert_ne!(a, b);
-        assert_eq!((ix.get(a), ix.get(b), ix.len()), (Some(1), None, 1));
-        ix.put(b, 3);
-        ix.remove(a, 1);
-        ix.put(a, 4);
-        ix.remove(b, 99); // names another row: kept
-        assert_eq!((ix.get(a), ix.get(b)), (Some(4), Some(3)));
-        ix.rollback();
-        assert_eq!((ix.get(a), ix.get(b), ix.len()), (Some(1), None, 1));
-        ix.put(b, 3);
-        ix.commit();
-        ix.rollback();
-        assert_eq!(ix.get(b), Some(3), "a committed change stays");
+        assert_ne!(ix.hash_parts("t", "oa", ""), ix.hash_parts("to", "a", ""));
         assert_eq!(
             ix.hash_parts("t", "o", "b"),
             b,
             "parts hash like the key they make"
         );
+        assert_eq!(
+            (ix.get(a), ix.get(b)),
+            (Some(1), None),
+            "the newest row wins"
+        );
+        ix.apply([(b, Some(3)), (a, None), (a, Some(4))]);
+        assert_eq!((ix.get(a), ix.get(b)), (Some(4), Some(3)));
+        ix.apply([(b, None)]);
+        assert_eq!(ix.get(b), None);
     }
 }

@@ -26,7 +26,11 @@ pub(crate) struct TaskIds {
 impl TaskIds {
     /// The row id of a task, if it is stored.
     pub(crate) fn get(&self, id: &TaskId) -> Option<i64> {
-        let n = id_number(id.as_str())?;
+        self.get_number(id_number(id.as_str())?)
+    }
+
+    /// The row id of a task by its id as a number.
+    pub(crate) fn get_number(&self, n: IdNum) -> Option<i64> {
         self.map
             .read()
             .unwrap_or_else(|p| p.into_inner())

@@ -276,13 +276,13 @@ impl TaskStore for SqliteStore {
 
     async fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
         let q = query.clone();
-        match (&q.owner, &q.reviewer) {
+        match (q.owner.clone(), &q.reviewer) {
             // An owner's listing (what the service asks for, but for reviews) walks
             // the in-memory listing, then reads the page's rows.
-            (Some(_), None) => {
+            (Some(owner), None) => {
                 let listings = self.listings.clone();
                 self.readers
-                    .run(move |c| read::list_owned(c, &listings, &q))
+                    .run(move |c| read::list_owned(c, &listings, &q, &owner))
                     .await
             }
             _ => self.readers.run(move |c| read::list(c, &q)).await,

@@ -26,7 +26,7 @@ use std::sync::RwLock;
 use taskwire_core::store::{ListOrder, ListQuery};
 #[cfg(test)]
 use taskwire_core::TaskId;
-use taskwire_core::{Task, TaskState};
+use taskwire_core::TaskState;
 
 use crate::row::{ns, TaskRow};
 
@@ -316,18 +316,6 @@ impl Listings {
         }
         out
     }
-}
-
-/// Whether a task read back for a page still matches the query (it may have changed
-/// since its entry was read).
-pub(crate) fn still_matches(t: &Task, q: &ListQuery, owner: &str) -> bool {
-    t.tenant == q.tenant
-        && t.owner == owner
-        && q.context_id.as_ref().is_none_or(|c| *c == t.context_id)
-        && q.state.is_none_or(|s| s == t.state)
-        && q.updated_after.is_none_or(|u| t.updated_at > u)
-        && q.changed_since
-            .is_none_or(|c| t.state_changed_at.timestamp_micros() >= c.timestamp_micros())
 }
 
 /// The task id of a row id, for tests.

@@ -12,7 +12,7 @@ use taskwire_core::{Event, StoreError, Task, TaskId, TaskState};
 use tokio::sync::Semaphore;
 
 use crate::error::backend;
-use crate::listing::{still_matches, Listings};
+use crate::listing::Listings;
 use crate::row::{decode_events, decode_task, int, limit};
 use crate::schema::open_reader;
 
@@ -209,16 +209,14 @@ pub(crate) fn list(conn: &Connection, q: &ListQuery) -> Result<ListPage, StoreEr
 
 const ROW_BODY: &str = "SELECT body FROM tasks WHERE tid = ?1";
 
-/// One page of an owner's tasks (`q.owner` set, no reviewer), through the in-memory
-/// listing.
+/// One page of `owner`'s tasks (`q.owner` is `owner` and `q.reviewer` unset), through
+/// the in-memory listing.
 pub(crate) fn list_owned(
     conn: &Connection,
     listings: &Listings,
     q: &ListQuery,
+    owner: &str,
 ) -> Result<ListPage, StoreError> {
-    let Some(owner) = q.owner.as_deref() else {
-        return list(conn, q);
-    };
     let after = match &q.cursor {
         // The service maps this to an invalid-input error before it gets here.
         Some(c) => {
@@ -241,7 +239,7 @@ pub(crate) fn list_owned(
             // A row deleted or changed since the listing was read is left out.
             if let Some(body) = body {
                 let t = decode_task(&body)?;
-                if still_matches(&t, q, owner) {
+                if q.matches(&t) {
                     tasks.push(t);
                 }
             }

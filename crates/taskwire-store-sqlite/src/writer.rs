@@ -245,8 +245,10 @@ pub(crate) struct Writer {
     checkpointed_at: i32,
     /// The in-memory index of the `queue` table.
     queue: WorkQueue,
-    /// The in-memory index of the idempotency keys stored in `tasks`.
+    /// The in-memory index of the idempotency keys stored in `tasks` (key hash →
+    /// row id), and the open transaction's changes to it, kept like `id_changes`.
     idem: IdemIndex,
+    idem_changes: HashMap<u128, Option<i64>>,
     /// Set when a rolled-back transaction may have left `queue` out of step with
     /// the table; it is reloaded before the next request is applied.
     queue_stale: bool,
@@ -332,6 +334,7 @@ impl Writer {
             checkpointed_at: 0,
             queue,
             idem,
+            idem_changes: HashMap::new(),
             queue_stale: false,
             count_deltas: Vec::new(),
         })
@@ -420,8 +423,6 @@ impl Writer {
                 "sqlite group commit failed; retrying its requests one by one");
             let _ = self.conn.execute_batch("ROLLBACK");
             self.queue_stale = true;
-            self.idem.rollback();
-            self.id_changes.clear();
             done.clear();
             for op in batch.iter() {
                 done.push(self.apply_alone(op));
@@ -459,6 +460,7 @@ impl Writer {
         self.count_deltas.clear();
         self.listing_changes.clear();
         self.id_changes.clear();
+        self.idem_changes.clear();
         self.reload_queue_if_stale()?;
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
         for op in batch {
@@ -477,6 +479,7 @@ impl Writer {
         self.count_deltas.clear();
         self.listing_changes.clear();
         self.id_changes.clear();
+        self.idem_changes.clear();
         let r = self
             .reload_queue_if_stale()
             .and_then(|()| self.conn.execute_batch("BEGIN IMMEDIATE"))
@@ -496,8 +499,6 @@ impl Writer {
                     let _ = self.conn.execute_batch("ROLLBACK");
                 }
                 self.queue_stale = true;
-                self.idem.rollback();
-                self.id_changes.clear();
                 op.failed(backend(e))
             }
         }
@@ -506,17 +507,24 @@ impl Writer {
     /// The transaction committed: its changes to the in-memory indexes take effect
     /// (the id map first, so that anything listed can also be read).
     fn committed(&mut self) {
-        self.idem.commit();
+        self.idem.apply(self.idem_changes.drain());
         self.ids.apply(self.id_changes.drain());
         self.listings.apply(self.listing_changes.drain(..));
     }
 
-    /// The row id of a task, as the open transaction sees it.
-    fn tid_of(&self, id: &TaskId) -> Option<i64> {
-        let n = id_number(id.as_str())?;
+    /// The row id of a task (by its id as a number), as the open transaction sees it.
+    fn tid_of(&self, n: IdNum) -> Option<i64> {
         match self.id_changes.get(&n) {
             Some(change) => *change,
-            None => self.ids.get(id),
+            None => self.ids.get_number(n),
+        }
+    }
+
+    /// The row id an idempotency key hash names, as the open transaction sees it.
+    fn key_tid(&self, h: u128) -> Option<i64> {
+        match self.idem_changes.get(&h) {
+            Some(change) => *change,
+            None => self.idem.get(h),
         }
     }
 
@@ -613,7 +621,7 @@ impl Writer {
         let tid = self.next_tid;
         self.next_tid = self.next_tid.saturating_add(1);
         let hash = key.map(|k| self.idem.hash(k));
-        if let (Some(k), Some(tid)) = (key, hash.and_then(|h| self.idem.get(h))) {
+        if let (Some(k), Some(tid)) = (key, hash.and_then(|h| self.key_tid(h))) {
             type Stored = (Option<String>, Option<String>, Option<String>, Vec<u8>);
             let stored: Option<Stored> = self
                 .conn
@@ -633,7 +641,7 @@ impl Writer {
         let Some(n) = id_number(task_id.as_str()) else {
             return Ok(Err(StoreError::Backend("malformed task id".into())));
         };
-        if self.tid_of(task_id).is_some() {
+        if self.tid_of(n).is_some() {
             return Ok(Err(StoreError::Backend("duplicate task id".into())));
         }
         self.conn.prepare_cached(TASK_INSERT)?.execute(params![
@@ -658,7 +666,7 @@ impl Writer {
         ])?;
         self.id_changes.insert(n, Some(tid));
         if let Some(h) = hash {
-            self.idem.put(h, tid);
+            self.idem_changes.insert(h, Some(tid));
         }
         self.count(row.state, 1);
         self.listing_changes.extend(Change::put(row, tid));
@@ -706,7 +714,7 @@ impl Writer {
         fence: Option<&Claim>,
     ) -> Result<Result<bool, StoreError>, rusqlite::Error> {
         type Head = (i64, String, String, String, i64, String);
-        let Some(tid) = self.tid_of(task_id) else {
+        let Some(tid) = id_number(task_id.as_str()).and_then(|n| self.tid_of(n)) else {
             return Ok(Err(StoreError::NotFound));
         };
         let head: Option<Head> = self
@@ -880,7 +888,10 @@ impl Writer {
             }
             if let (Some(kt), Some(ko), Some(km)) = (kt, ko, km) {
                 let h = self.idem.hash_parts(&kt, &ko, &km);
-                self.idem.remove(h, id);
+                // Only if the key still names this task.
+                if self.key_tid(h) == Some(id) {
+                    self.idem_changes.insert(h, None);
+                }
             }
             self.queue.remove(task_id);
             self.count(&state, -1);
