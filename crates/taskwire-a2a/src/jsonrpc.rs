@@ -129,6 +129,57 @@ fn parse_envelope(v: Value) -> std::result::Result<Request, (Value, A2aError)> {
     })
 }
 
+/// The envelope of a well-formed single request, read straight from the body
+/// without a `Value` tree around `params` (duplicate or escaped keys, an escaped
+/// method name or a wrong member type fail here and take the general path).
+#[derive(serde::Deserialize)]
+struct FastEnvelope<'a> {
+    #[serde(borrow)]
+    jsonrpc: &'a str,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Value>,
+    #[serde(borrow)]
+    method: &'a str,
+    #[serde(default)]
+    params: Option<Value>,
+}
+
+/// A member that is there, null included (`Option<Value>` alone reads null as absent).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Option<Value>, D::Error> {
+    <Value as serde::Deserialize>::deserialize(d).map(Some)
+}
+
+/// The request [`parse_envelope`] would return for `body`, when `body` is one valid
+/// request object; `None` for everything else (batches, errors), which the general
+/// path parses and answers.
+fn fast_envelope(body: &[u8]) -> Option<Request> {
+    // A derived struct also reads a JSON array as its fields in order; only an
+    // object is a request.
+    if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return None;
+    }
+    let e: FastEnvelope<'_> = serde_json::from_slice(body).ok()?;
+    if e.jsonrpc != "2.0" {
+        return None;
+    }
+    let (id, notification) = match e.id {
+        None => (Value::Null, true),
+        Some(id @ (Value::String(_) | Value::Number(_) | Value::Null)) => (id, false),
+        Some(_) => return None,
+    };
+    let params = match e.params {
+        None | Some(Value::Null) => Value::Object(Default::default()),
+        Some(p @ Value::Object(_)) => p,
+        Some(_) => return None,
+    };
+    Some(Request {
+        id,
+        notification,
+        method: e.method.to_string(),
+        params,
+    })
+}
+
 fn is_streaming(method: &str) -> bool {
     method == methods::SEND_STREAMING_MESSAGE || method == methods::SUBSCRIBE_TO_TASK
 }
@@ -142,18 +193,22 @@ async fn dispatch(
 ) -> Result<String> {
     use methods::*;
     use protojson::{from_value as dec, to_string as enc};
+    // Every method but GetTask runs boxed: their futures are large, and inline they
+    // would make the future of every request (GetTask's too) as large as the
+    // largest, copied whole each time it is moved into a box further up.
     match method {
-        SEND_MESSAGE => enc(&svc
-            .send_message(caller, protojson::send_request_from_value(params)?)
-            .await?),
+        SEND_MESSAGE => {
+            let req = protojson::send_request_from_value(params)?;
+            enc(&Box::pin(svc.send_message(caller, req)).await?)
+        }
         GET_TASK => Ok(svc.get_task_json(caller, dec(params)?).await?.to_string()),
-        LIST_TASKS => enc(&svc.list_tasks(caller, dec(params)?).await?),
-        CANCEL_TASK => enc(&svc.cancel_task(caller, dec(params)?).await?),
-        CREATE_PUSH_CONFIG => enc(&svc.create_push_config(caller, dec(params)?).await?),
-        GET_PUSH_CONFIG => enc(&svc.get_push_config(caller, dec(params)?).await?),
-        LIST_PUSH_CONFIGS => enc(&svc.list_push_configs(caller, dec(params)?).await?),
+        LIST_TASKS => enc(&Box::pin(svc.list_tasks(caller, dec(params)?)).await?),
+        CANCEL_TASK => enc(&Box::pin(svc.cancel_task(caller, dec(params)?)).await?),
+        CREATE_PUSH_CONFIG => enc(&Box::pin(svc.create_push_config(caller, dec(params)?)).await?),
+        GET_PUSH_CONFIG => enc(&Box::pin(svc.get_push_config(caller, dec(params)?)).await?),
+        LIST_PUSH_CONFIGS => enc(&Box::pin(svc.list_push_configs(caller, dec(params)?)).await?),
         DELETE_PUSH_CONFIG => {
-            svc.delete_push_config(caller, dec(params)?).await?;
+            Box::pin(svc.delete_push_config(caller, dec(params)?)).await?;
             Ok("{}".to_string())
         }
         GET_EXTENDED_AGENT_CARD => {
@@ -264,7 +319,20 @@ pub async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if !content_type_ok(&headers) {
+    serve(&svc, &caller, query.as_deref(), &headers, body).await
+}
+
+/// What [`handle`] does once the request is taken apart: the caller, the query
+/// string, the headers and the body. A server that routes `POST /a2a` itself (the
+/// `taskwire` binary's direct routes) calls this.
+pub async fn serve(
+    svc: &A2aService,
+    caller: &Caller,
+    query: Option<&str>,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Response {
+    if !content_type_ok(headers) {
         let e = A2aError::new(
             A2aErrorKind::ContentTypeNotSupported,
             "JSON-RPC requests must be application/json",
@@ -275,6 +343,11 @@ pub async fn handle(
         )
             .into_response();
     }
+    let version = check_version(requested_version(headers, query).as_deref());
+    let last_event_id = last_event_id(headers);
+    if let Some(req) = fast_envelope(&body) {
+        return single(svc, caller, version, req, last_event_id).await;
+    }
     let parsed: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
         Err(e) => {
@@ -282,11 +355,6 @@ pub async fn handle(
             return json_response(error_response(&Value::Null, &e));
         }
     };
-    let version = check_version(requested_version(&headers, query.as_deref()).as_deref());
-    let last_event_id = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|s| s.trim().parse::<u64>().ok());
     match parsed {
         Value::Array(items) => {
             if items.is_empty() {
@@ -300,7 +368,7 @@ pub async fn handle(
                     Ok(req) => {
                         let r = match &version {
                             Err(e) => Err(A2aError::new(e.kind(), e.message())),
-                            Ok(()) => dispatch(&svc, &caller, &req.method, req.params).await,
+                            Ok(()) => dispatch(svc, caller, &req.method, req.params).await,
                         };
                         if !req.notification {
                             out.push(match r {
@@ -317,31 +385,53 @@ pub async fn handle(
                 json_text_response(format!("[{}]", out.join(",")))
             }
         }
-        single => {
-            let req = match parse_envelope(single) {
-                Ok(r) => r,
-                Err((id, e)) => return json_response(error_response(&id, &e)),
-            };
-            if let Err(e) = version {
-                return json_response(error_response(&req.id, &e));
-            }
-            if is_streaming(&req.method) {
-                return match open_stream(&svc, &caller, &req.method, req.params, last_event_id)
-                    .await
-                {
-                    Ok(frames) => sse_response(req.id, frames),
-                    Err(e) => json_response(error_response(&req.id, &e)),
-                };
-            }
-            let r = dispatch(&svc, &caller, &req.method, req.params).await;
-            if req.notification {
-                return StatusCode::NO_CONTENT.into_response();
-            }
-            match r {
-                Ok(v) => json_text_response(result_text(&req.id, &v)),
-                Err(e) => json_response(error_response(&req.id, &e)),
-            }
-        }
+        one => match parse_envelope(one) {
+            Ok(req) => single(svc, caller, version, req, last_event_id).await,
+            Err((id, e)) => json_response(error_response(&id, &e)),
+        },
+    }
+}
+
+/// The `Last-Event-ID` header, when it is a sequence number.
+fn last_event_id(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|s| s.trim().parse::<u64>().ok())
+}
+
+/// Answers one request that is not part of a batch.
+async fn single(
+    svc: &A2aService,
+    caller: &Caller,
+    version: Result<()>,
+    req: Request,
+    last_event_id: Option<u64>,
+) -> Response {
+    if let Err(e) = version {
+        return json_response(error_response(&req.id, &e));
+    }
+    if is_streaming(&req.method) {
+        return match Box::pin(open_stream(
+            svc,
+            caller,
+            &req.method,
+            req.params,
+            last_event_id,
+        ))
+        .await
+        {
+            Ok(frames) => sse_response(req.id, frames),
+            Err(e) => json_response(error_response(&req.id, &e)),
+        };
+    }
+    let r = dispatch(svc, caller, &req.method, req.params).await;
+    if req.notification {
+        return StatusCode::NO_CONTENT.into_response();
+    }
+    match r {
+        Ok(v) => json_text_response(result_text(&req.id, &v)),
+        Err(e) => json_response(error_response(&req.id, &e)),
     }
 }
 
@@ -391,6 +481,35 @@ mod tests {
         })
     }
 
+    /// Objects shaped like requests, valid and not.
+    fn envelope() -> impl Strategy<Value = Value> {
+        (
+            prop_oneof![Just(json!("2.0")), Just(json!("1.0")), Just(json!(2))],
+            prop::option::of(json_value()),
+            prop::option::of(prop_oneof![
+                "[A-Za-z]{1,12}".prop_map(Value::String),
+                json_value()
+            ]),
+            prop::option::of(json_value()),
+            prop::option::of(json_value()),
+        )
+            .prop_map(|(jsonrpc, id, method, params, extra)| {
+                let mut m = serde_json::Map::new();
+                m.insert("jsonrpc".into(), jsonrpc);
+                for (k, v) in [
+                    ("id", id),
+                    ("method", method),
+                    ("params", params),
+                    ("x", extra),
+                ] {
+                    if let Some(v) = v {
+                        m.insert(k.into(), v);
+                    }
+                }
+                Value::Object(m)
+            })
+    }
+
     proptest! {
         #[test]
         fn envelope_parser_never_panics_and_errors_are_request_errors(v in json_value()) {
@@ -407,6 +526,27 @@ mod tests {
         }
 
         #[test]
+        fn fast_envelope_agrees_with_the_general_parser(
+            v in prop_oneof![json_value(), envelope()],
+            pretty in any::<bool>(),
+        ) {
+            let body = if pretty {
+                serde_json::to_vec_pretty(&v).unwrap()
+            } else {
+                serde_json::to_vec(&v).unwrap()
+            };
+            if let Some(fast) = fast_envelope(&body) {
+                let general = parse_envelope(v);
+                prop_assert!(general.is_ok(), "the fast path took a request the general one refuses");
+                let general = general.unwrap();
+                prop_assert_eq!(fast.id, general.id);
+                prop_assert_eq!(fast.notification, general.notification);
+                prop_assert_eq!(fast.method, general.method);
+                prop_assert_eq!(fast.params, general.params);
+            }
+        }
+
+        #[test]
         fn params_decoding_never_panics(v in json_value()) {
             let _ = protojson::from_value::<crate::pb::SendMessageRequest>(v.clone());
             let _ = protojson::from_value::<crate::pb::ListTasksRequest>(v);
@@ -417,6 +557,40 @@ mod tests {
             if let Ok(v) = serde_json::from_slice::<Value>(&body) {
                 let _ = parse_envelope(v);
             }
+        }
+    }
+
+    #[test]
+    fn fast_envelope_takes_valid_requests_and_leaves_the_rest() {
+        let ok =
+            fast_envelope(br#"{"jsonrpc":"2.0","id":7,"method":"GetTask","params":{"id":"t"}}"#)
+                .unwrap();
+        assert_eq!(
+            (ok.id, ok.notification, ok.method.as_str()),
+            (json!(7), false, "GetTask")
+        );
+        assert_eq!(ok.params, json!({"id": "t"}));
+        let null_id = fast_envelope(br#"{"jsonrpc":"2.0","id":null,"method":"M"}"#).unwrap();
+        assert_eq!((null_id.id, null_id.notification), (Value::Null, false));
+        assert_eq!(null_id.params, json!({}));
+        let note = fast_envelope(br#"{"jsonrpc":"2.0","method":"M","params":null}"#).unwrap();
+        assert!(note.notification);
+        for general in [
+            &br#"[{"jsonrpc":"2.0","id":1,"method":"M"}]"#[..],
+            br#"{"jsonrpc":"1.0","id":1,"method":"M"}"#,
+            br#"{"jsonrpc":"2.0","id":{},"method":"M"}"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"M","params":[1]}"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"M","method":"N"}"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"M\u0041"}"#,
+            br#"{"jsonrpc":"2.0","id":1}"#,
+            br#"["2.0",1,"M"]"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"M""#,
+        ] {
+            assert!(
+                fast_envelope(general).is_none(),
+                "{}",
+                String::from_utf8_lossy(general)
+            );
         }
     }
 

@@ -7,7 +7,12 @@ use std::sync::OnceLock;
 
 use axum::Router;
 
+#[cfg(feature = "a2a")]
+use axum::http::Method;
+
 use crate::server::{Adapter, AdapterContext};
+#[cfg(feature = "a2a")]
+use crate::server::{DirectRequest, DirectRoute};
 
 /// Settings the adapters share, from `taskwire serve` flags.
 #[derive(Clone, Debug, Default)]
@@ -114,6 +119,32 @@ impl Adapter for A2a {
 
     fn public_routes(&self, ctx: &AdapterContext) -> Router {
         self.adapter(ctx).public_routes()
+    }
+
+    /// `POST /a2a` and `POST /a2a/` ahead of the router: the same handler as the
+    /// routes above, without axum's layer stack.
+    fn direct_routes(&self, ctx: &AdapterContext) -> Vec<DirectRoute> {
+        let svc = self.adapter(ctx).service().clone();
+        let limit = svc.config().max_body_bytes;
+        [taskwire_a2a::card::JSONRPC_PATH, "/a2a/"]
+            .into_iter()
+            .map(|path| {
+                let svc = svc.clone();
+                DirectRoute::new(Method::POST, path, limit, move |req: DirectRequest| {
+                    let svc = svc.clone();
+                    async move {
+                        taskwire_a2a::jsonrpc::serve(
+                            &svc,
+                            &req.caller,
+                            req.parts.uri.query(),
+                            &req.parts.headers,
+                            req.body,
+                        )
+                        .await
+                    }
+                })
+            })
+            .collect()
     }
 }
 

@@ -51,6 +51,7 @@ pub mod adapters;
 pub mod allocator;
 pub mod auth;
 pub mod cli;
+mod direct;
 mod error;
 mod server;
 pub mod telemetry;
@@ -58,6 +59,6 @@ pub mod telemetry;
 pub use auth::{AuthConfig, TokenTable};
 pub use error::Error;
 pub use server::{
-    body_limit, check_listen_policy, Adapter, AdapterContext, Listen, Server, ServerBuilder,
-    DEFAULT_LISTEN,
+    body_limit, check_listen_policy, Adapter, AdapterContext, DirectRequest, DirectRoute, Listen,
+    Server, ServerBuilder, DEFAULT_LISTEN,
 };

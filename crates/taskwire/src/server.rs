@@ -23,6 +23,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::auth::{self, AuthConfig};
+use crate::direct::Front;
+pub use crate::direct::{DirectRequest, DirectRoute};
 use crate::error::Error;
 use crate::telemetry;
 
@@ -115,6 +117,15 @@ pub trait Adapter: Send + 'static {
     /// Routes served without authentication. None by default.
     fn public_routes(&self, _ctx: &AdapterContext) -> Router {
         Router::new()
+    }
+
+    /// Hot routes the listener answers ahead of the router (see [`DirectRoute`]):
+    /// authenticated like [`Adapter::routes`], with their own body limit. Each must
+    /// answer exactly as the route of the same method and path in
+    /// [`Adapter::routes`] does; the router keeps serving that route to in-process
+    /// callers of [`Server::router`]. None by default.
+    fn direct_routes(&self, _ctx: &AdapterContext) -> Vec<DirectRoute> {
+        Vec::new()
     }
 }
 
@@ -304,9 +315,26 @@ impl ServerBuilder {
             .route("/metrics", get(metrics_text))
             .with_state(shared.clone());
         let mut protected = Router::new();
+        let mut direct: Vec<DirectRoute> = Vec::new();
         for a in &self.adapters {
             protected = merge(protected, a.routes(&ctx), a.name())?;
             public = merge(public, a.public_routes(&ctx), a.name())?;
+            for r in a.direct_routes(&ctx) {
+                if direct
+                    .iter()
+                    .any(|d| d.path() == r.path() && d.method() == r.method())
+                {
+                    return Err(Error::Mount {
+                        what: a.name().to_string(),
+                        reason: format!(
+                            "direct route {} {} is mounted twice",
+                            r.method(),
+                            r.path()
+                        ),
+                    });
+                }
+                direct.push(r);
+            }
             info!(adapter = a.name(), "adapter mounted");
         }
         for r in self.routers {
@@ -321,6 +349,7 @@ impl ServerBuilder {
         let router = merge(public, protected, "protected routes")?
             .layer(axum::middleware::from_fn(telemetry::http_middleware));
 
+        let front = Front::new(direct, self.auth.clone(), router.clone());
         Ok(Server {
             listener,
             local_addr,
@@ -328,6 +357,7 @@ impl ServerBuilder {
             agent,
             runtime_config: self.runtime_config,
             router,
+            front,
             shared,
             drain_timeout: self.drain_timeout,
         })
@@ -427,6 +457,7 @@ pub struct Server {
     agent: Arc<dyn Agent>,
     runtime_config: RuntimeConfig,
     router: Router,
+    front: Front,
     shared: Arc<Shared>,
     drain_timeout: Duration,
 }
@@ -481,7 +512,8 @@ impl Server {
             service,
             agent,
             runtime_config,
-            router,
+            router: _,
+            front,
             shared,
             drain_timeout,
         } = self;
@@ -493,7 +525,7 @@ impl Server {
             "taskwire serving"
         );
         let stop_http = CancellationToken::new();
-        let serve = axum::serve(listener, router)
+        let serve = axum::serve(listener, front)
             .with_graceful_shutdown(stop_http.clone().cancelled_owned());
         let mut http = tokio::spawn(async move { serve.await });
 

@@ -5,11 +5,12 @@
 //! program installed a recorder of its own first, `/metrics` renders only the
 //! scrape-time gauges this crate sets through its own handle (and logs a warning).
 
-use std::sync::OnceLock;
-use std::time::Instant;
+use std::collections::HashMap;
+use std::sync::{LazyLock, OnceLock, RwLock};
+use std::time::{Duration, Instant};
 
 use axum::extract::{MatchedPath, Request};
-use axum::http::Method;
+use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
 use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
@@ -129,7 +130,26 @@ pub(crate) async fn scrape(handle: &PrometheusHandle, store: &dyn TaskStore) -> 
 /// Records `taskwire_http_request_duration_seconds` for every request. The route
 /// label is the matched route pattern (never the raw path, to bound cardinality).
 pub(crate) async fn http_middleware(req: Request, next: Next) -> Response {
-    let method: &'static str = match *req.method() {
+    let method = req.method().clone();
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_owned());
+    let started = Instant::now();
+    let res = next.run(req).await;
+    record_http(
+        &method,
+        route.as_deref().unwrap_or("unmatched"),
+        res.status(),
+        started.elapsed(),
+    );
+    res
+}
+
+/// Records one request in `taskwire_http_request_duration_seconds` (the router's
+/// middleware and the direct routes both call this).
+pub(crate) fn record_http(method: &Method, route: &str, status: StatusCode, elapsed: Duration) {
+    let method: &'static str = match *method {
         Method::GET => "GET",
         Method::HEAD => "HEAD",
         Method::POST => "POST",
@@ -139,19 +159,40 @@ pub(crate) async fn http_middleware(req: Request, next: Next) -> Response {
         Method::OPTIONS => "OPTIONS",
         _ => "other",
     };
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|p| p.as_str().to_owned())
-        .unwrap_or_else(|| "unmatched".to_owned());
-    let started = Instant::now();
-    let res = next.run(req).await;
-    metrics::histogram!(
-        names::HTTP_REQUEST_SECONDS,
-        "method" => method,
-        "route" => route,
-        "status" => res.status().as_u16().to_string()
-    )
-    .record(started.elapsed().as_secs_f64());
-    res
+    let status = status.as_u16();
+    let cached = HTTP_HISTOGRAMS.read().ok().and_then(|m| {
+        m.get(route)?
+            .iter()
+            .find(|h| h.0 == method && h.1 == status)
+            .map(|h| h.2.clone())
+    });
+    let histogram = match cached {
+        Some(h) => h,
+        None => {
+            let h = metrics::histogram!(
+                names::HTTP_REQUEST_SECONDS,
+                "method" => method,
+                "route" => route.to_owned(),
+                "status" => status.to_string()
+            );
+            if let Ok(mut m) = HTTP_HISTOGRAMS.write() {
+                let slot = m.entry(route.into()).or_default();
+                if slot.len() < MAX_CACHED_PER_ROUTE {
+                    slot.push((method, status, h.clone()));
+                }
+            }
+            h
+        }
+    };
+    histogram.record(elapsed.as_secs_f64());
 }
+
+/// Handles of the request histogram by route, then method and status: building
+/// the labelled key and looking it up in the registry on every request cost more
+/// than the rest of the bookkeeping. Handles are only made after [`install`] (the
+/// router and the direct routes exist only in a built server), so none of them is
+/// a no-op handle from before the recorder.
+type HttpHistograms = HashMap<Box<str>, Vec<(&'static str, u16, metrics::Histogram)>>;
+static HTTP_HISTOGRAMS: LazyLock<RwLock<HttpHistograms>> = LazyLock::new(Default::default);
+/// Method and status pairs cached per route (the rest go through the registry).
+const MAX_CACHED_PER_ROUTE: usize = 32;

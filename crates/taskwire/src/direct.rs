@@ -1,0 +1,217 @@
+//! Direct routes: exact method-and-path routes that the listener answers before the
+//! router, with the router's authentication, body limit and request metric applied
+//! in one place instead of through axum's per-route layer stack.
+//!
+//! Why: every layer on an axum `Router` wraps every route in a boxed, cloned
+//! service, so one request to a protected route went through seven boxed futures
+//! (telemetry, auth, two body limits, state, the route, the handler) before the
+//! handler ran. For the hot JSON-RPC endpoints that stack cost more CPU than the
+//! handler itself (callgrind, GetTask over JSON-RPC). A direct route is one boxed
+//! future.
+//!
+//! A direct route must answer exactly as the router does for the same request: the
+//! adapter mounts the same handler in its [`crate::Adapter::routes`] (the router
+//! stays complete, for [`crate::Server::router`] and in-process callers), and the
+//! server's tests compare both paths response by response.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::request::Parts;
+use axum::http::{header, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use bytes::Bytes;
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use taskwire_core::Caller;
+use tower::Service;
+
+use crate::auth::AuthConfig;
+use crate::telemetry;
+
+/// A boxed future of a response.
+type ResponseFuture = Pin<Box<dyn Future<Output = Response> + Send + 'static>>;
+
+/// What a direct route's handler is given: the authenticated caller, the request
+/// head (method, uri with its query, headers) and the whole body, read within the
+/// route's limit.
+#[derive(Debug)]
+pub struct DirectRequest {
+    /// The caller, as the auth layer would have set `Extension<Caller>`.
+    pub caller: Caller,
+    /// The request head.
+    pub parts: Parts,
+    /// The request body.
+    pub body: Bytes,
+}
+
+type Handler = Arc<dyn Fn(DirectRequest) -> ResponseFuture + Send + Sync>;
+
+/// One direct route: `method` and exact `path`, a body limit, and the handler.
+#[derive(Clone)]
+pub struct DirectRoute {
+    method: Method,
+    path: &'static str,
+    body_limit: usize,
+    handler: Handler,
+}
+
+impl std::fmt::Debug for DirectRoute {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DirectRoute")
+            .field("method", &self.method)
+            .field("path", &self.path)
+            .field("body_limit", &self.body_limit)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DirectRoute {
+    /// A route answering `method path` (the path matched exactly, without its
+    /// query) with `handler`, refusing bodies over `body_limit` bytes with 413 as
+    /// axum's `DefaultBodyLimit` does. `path` is also the `route` label of the
+    /// request metric, as the router's matched path would be.
+    pub fn new<F, Fut>(method: Method, path: &'static str, body_limit: usize, handler: F) -> Self
+    where
+        F: Fn(DirectRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Response> + Send + 'static,
+    {
+        Self {
+            method,
+            path,
+            body_limit,
+            handler: Arc::new(move |req| Box::pin(handler(req))),
+        }
+    }
+
+    /// The route's method.
+    pub fn method(&self) -> &Method {
+        &self.method
+    }
+
+    /// The route's path.
+    pub fn path(&self) -> &'static str {
+        self.path
+    }
+}
+
+/// The response axum's body extractors give for a body over the limit.
+fn too_large() -> Response {
+    (
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "Failed to buffer the request body: length limit exceeded",
+    )
+        .into_response()
+}
+
+/// Reads the body within `limit`, as axum's `Bytes` extractor does under
+/// `DefaultBodyLimit::max(limit)`.
+async fn read_body(body: Body, limit: usize) -> Result<Bytes, Response> {
+    match Limited::new(body, limit).collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(too_large()),
+        Err(e) => Err((
+            StatusCode::BAD_REQUEST,
+            format!("Failed to buffer the request body: {e}"),
+        )
+            .into_response()),
+    }
+}
+
+/// Runs a direct route: authenticate, read the body, call the handler.
+async fn serve_direct(route: DirectRoute, auth: Arc<AuthConfig>, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let authorization = parts
+        .headers
+        .get(header::AUTHORIZATION)
+        .map(|v| v.to_str().unwrap_or(""));
+    let caller = match auth.authenticate(authorization) {
+        Ok(c) => c,
+        Err(f) => {
+            tracing::debug!(reason = ?f, path = %parts.uri.path(), "unauthenticated request");
+            return f.into_response();
+        }
+    };
+    let body = match read_body(body, route.body_limit).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    (route.handler)(DirectRequest {
+        caller,
+        parts,
+        body,
+    })
+    .await
+}
+
+/// The listener's service: a direct route when one matches, else the router.
+#[derive(Clone)]
+pub(crate) struct Front {
+    routes: Arc<[DirectRoute]>,
+    auth: Arc<AuthConfig>,
+    router: Router,
+}
+
+impl Front {
+    pub(crate) fn new(routes: Vec<DirectRoute>, auth: AuthConfig, router: Router) -> Self {
+        Self {
+            routes: routes.into(),
+            auth: Arc::new(auth),
+            router,
+        }
+    }
+
+    fn find(&self, method: &Method, path: &str) -> Option<&DirectRoute> {
+        self.routes
+            .iter()
+            .find(|r| r.path == path && r.method == method)
+    }
+}
+
+impl Service<Request> for Front {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send + 'static>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request) -> Self::Future {
+        let Some(route) = self.find(req.method(), req.uri().path()).cloned() else {
+            return Box::pin(self.router.call(req));
+        };
+        let auth = self.auth.clone();
+        Box::pin(async move {
+            let method = req.method().clone();
+            let started = Instant::now();
+            let path = route.path;
+            let res = serve_direct(route, auth, req).await;
+            telemetry::record_http(&method, path, res.status(), started.elapsed());
+            Ok(res)
+        })
+    }
+}
+
+impl<'a, L> Service<axum::serve::IncomingStream<'a, L>> for Front
+where
+    L: axum::serve::Listener,
+{
+    type Response = Front;
+    type Error = Infallible;
+    type Future = std::future::Ready<Result<Front, Infallible>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _stream: axum::serve::IncomingStream<'a, L>) -> Self::Future {
+        std::future::ready(Ok(self.clone()))
+    }
+}
