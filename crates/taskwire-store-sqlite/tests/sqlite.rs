@@ -570,3 +570,39 @@ async fn a_refused_create_gives_its_key_back() {
     drop(store);
     assert_eq!(keys(), 2);
 }
+
+/// The writer and the syncer run under SCHED_BATCH on Linux, so that a runtime
+/// thread's sends do not switch to them one by one (see `batch_scheduling`).
+#[cfg(target_os = "linux")]
+#[test]
+fn writer_threads_use_batch_scheduling() {
+    let dir = tempfile::tempdir().unwrap();
+    let _store = open(&dir);
+    // Thread names are cut to 15 bytes: the writer and the syncer both read so.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let mut ours = Vec::new();
+        for entry in std::fs::read_dir("/proc/self/task").unwrap() {
+            let path = entry.unwrap().path();
+            let Ok(comm) = std::fs::read_to_string(path.join("comm")) else {
+                continue;
+            };
+            if comm.trim_end() != "taskwire-sqlite" {
+                continue;
+            }
+            let tid: libc::pid_t = path.file_name().unwrap().to_str().unwrap().parse().unwrap();
+            // SAFETY: reads the policy of a thread of this process.
+            ours.push(unsafe { libc::sched_getscheduler(tid) });
+        }
+        // Each thread sets its policy as it starts: wait for both.
+        if ours.len() >= 2 && ours.iter().all(|p| *p == libc::SCHED_BATCH) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "writer and syncer policies: {ours:?} (SCHED_BATCH is {})",
+            libc::SCHED_BATCH
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
