@@ -1028,6 +1028,28 @@ fn answer(op: Op, done: Done) {
     }
 }
 
+/// Puts the calling thread under `SCHED_BATCH`: woken, it waits for the running
+/// thread to block or for the next tick instead of preempting it at once. On a busy
+/// core that is what group commit wants. The runtime thread that sends a write and
+/// wakes the writer keeps running, accepts more requests and sends their writes, and
+/// the writer then takes them all in one transaction. Without it each send switched
+/// threads: about one context switch per SendMessage on one core. On an idle core
+/// the writer runs at once, as before. Only Linux has the policy; elsewhere, and if
+/// the call fails, the thread keeps the normal policy.
+fn batch_scheduling(thread: &str) {
+    #[cfg(target_os = "linux")]
+    {
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: pid 0 is the calling thread; `param` lives across the call.
+        let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) };
+        if rc != 0 {
+            tracing::debug!(thread, error = %std::io::Error::last_os_error(), "sqlite: SCHED_BATCH refused");
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = thread;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1064,26 +1086,4 @@ mod tests {
             }
         }
     }
-}
-
-/// Puts the calling thread under `SCHED_BATCH`: woken, it waits for the running
-/// thread to block or for the next tick instead of preempting it at once. On a busy
-/// core that is what group commit wants. The runtime thread that sends a write and
-/// wakes the writer keeps running, accepts more requests and sends their writes, and
-/// the writer then takes them all in one transaction. Without it each send switched
-/// threads: about one context switch per SendMessage on one core. On an idle core
-/// the writer runs at once, as before. Only Linux has the policy; elsewhere, and if
-/// the call fails, the thread keeps the normal policy.
-fn batch_scheduling(thread: &str) {
-    #[cfg(target_os = "linux")]
-    {
-        let param = libc::sched_param { sched_priority: 0 };
-        // SAFETY: pid 0 is the calling thread; `param` lives across the call.
-        let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) };
-        if rc != 0 {
-            tracing::debug!(thread, error = %std::io::Error::last_os_error(), "sqlite: SCHED_BATCH refused");
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = thread;
 }
