@@ -30,6 +30,11 @@ pub use proto::a2a_service_server::{A2aService as A2aServiceRpc, A2aServiceServe
 
 /// The gRPC path prefix of the service.
 pub const SERVICE_PATH: &str = "/lf.a2a.v1.A2AService";
+/// The path pattern [`GrpcAdapter::routes`] mounts the service at (also the route
+/// label of its requests in the server's metrics).
+pub const ROUTE_PATTERN: &str = "/lf.a2a.v1.A2AService/{*rest}";
+/// The prefix of every RPC's path (`/lf.a2a.v1.A2AService/GetTask`, …).
+pub const RPC_PREFIX: &str = "/lf.a2a.v1.A2AService/";
 /// The metadata key of the requested protocol version.
 pub const VERSION_METADATA: &str = "a2a-version";
 
@@ -269,9 +274,13 @@ impl GrpcAdapter {
 
     /// `/lf.a2a.v1.A2AService/{method}` as an axum router (no fallback of its own).
     pub fn routes(&self) -> Router {
-        Router::new().route_service(
-            &format!("{SERVICE_PATH}/{{*rest}}"),
-            A2aServiceServer::new(self.service.clone()),
-        )
+        Router::new().route_service(ROUTE_PATTERN, self.server())
+    }
+
+    /// The tonic service that [`GrpcAdapter::routes`] mounts, for a server that
+    /// routes `/lf.a2a.v1.A2AService/*` itself (it reads the caller from the
+    /// request's `taskwire_core::Caller` extension).
+    pub fn server(&self) -> A2aServiceServer<GrpcService> {
+        A2aServiceServer::new(self.service.clone())
     }
 }

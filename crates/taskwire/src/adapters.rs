@@ -144,8 +144,36 @@ impl Adapter for A2a {
                     }
                 })
             })
+            .chain(grpc_direct_route(&svc))
             .collect()
     }
+}
+
+/// `POST /lf.a2a.v1.A2AService/*` ahead of the router: the tonic service that the
+/// A2A routes mount, without axum's layer stack.
+#[cfg(feature = "grpc")]
+fn grpc_direct_route(svc: &taskwire_a2a::A2aService) -> Option<DirectRoute> {
+    use tower::ServiceExt;
+    let server = taskwire_grpc::GrpcAdapter::new(svc.clone()).server();
+    Some(DirectRoute::streaming(
+        Method::POST,
+        taskwire_grpc::RPC_PREFIX,
+        taskwire_grpc::ROUTE_PATTERN,
+        move |req: axum::extract::Request| {
+            let server = server.clone();
+            async move {
+                match server.oneshot(req).await {
+                    Ok(res) => res.map(axum::body::Body::new),
+                    Err(never) => match never {},
+                }
+            }
+        },
+    ))
+}
+
+#[cfg(all(feature = "a2a", not(feature = "grpc")))]
+fn grpc_direct_route(_svc: &taskwire_a2a::A2aService) -> Option<DirectRoute> {
+    None
 }
 
 /// MCP tasks at `/mcp`.

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use taskwire_core::Caller;
@@ -244,7 +244,51 @@ impl IntoResponse for AuthFailure {
     }
 }
 
-/// The middleware: sets the [`Caller`] extension or answers 401.
+impl AuthFailure {
+    /// The answer to a request that failed authentication: a gRPC status
+    /// `UNAUTHENTICATED` (16) to a gRPC request (`content-type: application/grpc…`,
+    /// which a gRPC client can read), else 401 with a JSON error body.
+    pub fn response_to(self, request: &HeaderMap) -> Response {
+        let grpc = request
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| ct.starts_with("application/grpc"));
+        if !grpc {
+            return self.into_response();
+        }
+        let mut res = StatusCode::OK.into_response();
+        let h = res.headers_mut();
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/grpc"),
+        );
+        h.insert("grpc-status", HeaderValue::from_static("16"));
+        if let Ok(v) = HeaderValue::from_str(&grpc_message(self.message())) {
+            h.insert("grpc-message", v);
+        }
+        h.insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"taskwire\""),
+        );
+        res
+    }
+}
+
+/// `grpc-message` text: percent-encoded outside printable ASCII, and `%` itself.
+fn grpc_message(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if (0x20..=0x7e).contains(&b) && b != b'%' {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The middleware: sets the [`Caller`] extension or answers 401 (a gRPC
+/// `UNAUTHENTICATED` status to a gRPC request).
 pub(crate) async fn middleware(
     State(auth): State<AuthConfig>,
     mut req: Request,
@@ -261,7 +305,7 @@ pub(crate) async fn middleware(
         }
         Err(f) => {
             tracing::debug!(reason = ?f, path = %req.uri().path(), "unauthenticated request");
-            f.into_response()
+            f.response_to(req.headers())
         }
     }
 }

@@ -1,5 +1,5 @@
-//! Direct routes: exact method-and-path routes that the listener answers before the
-//! router, with the router's authentication, body limit and request metric applied
+//! Direct routes: routes (a method and an exact path or a path prefix) that the
+//! listener answers before the router, with the router's authentication, body limit and request metric applied
 //! in one place instead of through axum's per-route layer stack.
 //!
 //! Why: every layer on an axum `Router` wraps every route in a boxed, cloned
@@ -51,14 +51,34 @@ pub struct DirectRequest {
     pub body: Bytes,
 }
 
-type Handler = Arc<dyn Fn(DirectRequest) -> ResponseFuture + Send + Sync>;
+type Collected = Arc<dyn Fn(DirectRequest) -> ResponseFuture + Send + Sync>;
+type Streaming = Arc<dyn Fn(Request) -> ResponseFuture + Send + Sync>;
 
-/// One direct route: `method` and exact `path`, a body limit, and the handler.
+/// How a direct route takes its request.
+#[derive(Clone)]
+enum Handler {
+    /// The body read whole within a limit, as axum's `Bytes` extractor under
+    /// `DefaultBodyLimit::max(limit)` reads it.
+    Collected { body_limit: usize, f: Collected },
+    /// The request as it came, with the caller as its `Caller` extension, as the
+    /// auth layer hands it to a service mounted with `route_service` (`gRPC`).
+    Streaming(Streaming),
+}
+
+/// Which paths a direct route answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PathMatch {
+    Exact(&'static str),
+    Prefix(&'static str),
+}
+
+/// One direct route: a method, a path (exact, or a prefix), a metric label and
+/// a handler.
 #[derive(Clone)]
 pub struct DirectRoute {
     method: Method,
-    path: &'static str,
-    body_limit: usize,
+    path: PathMatch,
+    label: &'static str,
     handler: Handler,
 }
 
@@ -67,16 +87,17 @@ impl std::fmt::Debug for DirectRoute {
         f.debug_struct("DirectRoute")
             .field("method", &self.method)
             .field("path", &self.path)
-            .field("body_limit", &self.body_limit)
+            .field("label", &self.label)
             .finish_non_exhaustive()
     }
 }
 
 impl DirectRoute {
     /// A route answering `method path` (the path matched exactly, without its
-    /// query) with `handler`, refusing bodies over `body_limit` bytes with 413 as
-    /// axum's `DefaultBodyLimit` does. `path` is also the `route` label of the
-    /// request metric, as the router's matched path would be.
+    /// query) with `handler`, given the whole body: bodies over `body_limit`
+    /// bytes are refused with 413 as axum's `DefaultBodyLimit` refuses them.
+    /// `path` is also the `route` label of the request metric, as the router's
+    /// matched path would be.
     pub fn new<F, Fut>(method: Method, path: &'static str, body_limit: usize, handler: F) -> Self
     where
         F: Fn(DirectRequest) -> Fut + Send + Sync + 'static,
@@ -84,9 +105,35 @@ impl DirectRoute {
     {
         Self {
             method,
-            path,
-            body_limit,
-            handler: Arc::new(move |req| Box::pin(handler(req))),
+            path: PathMatch::Exact(path),
+            label: path,
+            handler: Handler::Collected {
+                body_limit,
+                f: Arc::new(move |req| Box::pin(handler(req))),
+            },
+        }
+    }
+
+    /// A route answering `method` on every path that starts with `prefix`, with
+    /// the request as it came (its body unread) and the caller as its
+    /// `taskwire_core::Caller` extension: what a service mounted with axum's
+    /// `route_service` behind the auth layer is given. `label` is the `route`
+    /// label of the request metric: the pattern the router mounts the service at.
+    pub fn streaming<F, Fut>(
+        method: Method,
+        prefix: &'static str,
+        label: &'static str,
+        handler: F,
+    ) -> Self
+    where
+        F: Fn(Request) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Response> + Send + 'static,
+    {
+        Self {
+            method,
+            path: PathMatch::Prefix(prefix),
+            label,
+            handler: Handler::Streaming(Arc::new(move |req| Box::pin(handler(req)))),
         }
     }
 
@@ -95,9 +142,32 @@ impl DirectRoute {
         &self.method
     }
 
-    /// The route's path.
+    /// The route's path, or the prefix of its paths.
     pub fn path(&self) -> &'static str {
-        self.path
+        match self.path {
+            PathMatch::Exact(p) | PathMatch::Prefix(p) => p,
+        }
+    }
+
+    fn matches(&self, method: &Method, path: &str) -> bool {
+        self.method == method
+            && match self.path {
+                PathMatch::Exact(p) => p == path,
+                PathMatch::Prefix(p) => path.starts_with(p),
+            }
+    }
+
+    /// Whether the two routes could both match a request.
+    pub(crate) fn overlaps(&self, other: &DirectRoute) -> bool {
+        self.method == other.method
+            && match (self.path, other.path) {
+                (PathMatch::Exact(a), PathMatch::Exact(b)) => a == b,
+                (PathMatch::Prefix(p), PathMatch::Exact(e))
+                | (PathMatch::Exact(e), PathMatch::Prefix(p)) => e.starts_with(p),
+                (PathMatch::Prefix(a), PathMatch::Prefix(b)) => {
+                    a.starts_with(b) || b.starts_with(a)
+                }
+            }
     }
 }
 
@@ -124,30 +194,40 @@ async fn read_body(body: Body, limit: usize) -> Result<Bytes, Response> {
     }
 }
 
-/// Runs a direct route: authenticate, read the body, call the handler.
+/// Runs a direct route: authenticate, then hand the request to the handler (the
+/// body read first for a collected route).
 async fn serve_direct(route: DirectRoute, auth: Arc<AuthConfig>, req: Request) -> Response {
-    let (parts, body) = req.into_parts();
-    let authorization = parts
-        .headers
+    let authorization = req
+        .headers()
         .get(header::AUTHORIZATION)
         .map(|v| v.to_str().unwrap_or(""));
     let caller = match auth.authenticate(authorization) {
         Ok(c) => c,
         Err(f) => {
-            tracing::debug!(reason = ?f, path = %parts.uri.path(), "unauthenticated request");
-            return f.into_response();
+            tracing::debug!(reason = ?f, path = %req.uri().path(), "unauthenticated request");
+            return f.response_to(req.headers());
         }
     };
-    let body = match read_body(body, route.body_limit).await {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
-    (route.handler)(DirectRequest {
-        caller,
-        parts,
-        body,
-    })
-    .await
+    match route.handler {
+        Handler::Collected { body_limit, f } => {
+            let (parts, body) = req.into_parts();
+            let body = match read_body(body, body_limit).await {
+                Ok(b) => b,
+                Err(r) => return r,
+            };
+            f(DirectRequest {
+                caller,
+                parts,
+                body,
+            })
+            .await
+        }
+        Handler::Streaming(f) => {
+            let mut req = req;
+            req.extensions_mut().insert(caller);
+            f(req).await
+        }
+    }
 }
 
 /// The listener's service: a direct route when one matches, else the router.
@@ -168,9 +248,7 @@ impl Front {
     }
 
     fn find(&self, method: &Method, path: &str) -> Option<&DirectRoute> {
-        self.routes
-            .iter()
-            .find(|r| r.path == path && r.method == method)
+        self.routes.iter().find(|r| r.matches(method, path))
     }
 }
 
@@ -191,9 +269,9 @@ impl Service<Request> for Front {
         Box::pin(async move {
             let method = req.method().clone();
             let started = Instant::now();
-            let path = route.path;
+            let label = route.label;
             let res = serve_direct(route, auth, req).await;
-            telemetry::record_http(&method, path, res.status(), started.elapsed());
+            telemetry::record_http(&method, label, res.status(), started.elapsed());
             Ok(res)
         })
     }

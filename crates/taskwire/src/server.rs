@@ -320,14 +320,11 @@ impl ServerBuilder {
             protected = merge(protected, a.routes(&ctx), a.name())?;
             public = merge(public, a.public_routes(&ctx), a.name())?;
             for r in a.direct_routes(&ctx) {
-                if direct
-                    .iter()
-                    .any(|d| d.path() == r.path() && d.method() == r.method())
-                {
+                if direct.iter().any(|d| d.overlaps(&r)) {
                     return Err(Error::Mount {
                         what: a.name().to_string(),
                         reason: format!(
-                            "direct route {} {} is mounted twice",
+                            "direct route {} {} overlaps another",
                             r.method(),
                             r.path()
                         ),

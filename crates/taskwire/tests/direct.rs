@@ -269,6 +269,125 @@ async fn direct_routes_answer_as_the_router_does() {
     assert_eq!(over_tcp(&http, &base, &c).await.status, 415);
     assert_eq!(count(&http, &base, 415).await, before + 1);
 
+    grpc_answers_as_the_router_does(&base, &router, task_id).await;
+
     let _ = tx.send(());
     running.await.expect("join").expect("run");
+}
+
+/// One unary gRPC request through the router in-process: the gRPC status (from
+/// the trailers, or the headers of a trailers-only answer) and the decoded message.
+async fn grpc_in_process<M: prost::Message, R: prost::Message + Default>(
+    router: &axum::Router,
+    rpc: &str,
+    msg: &M,
+    token: Option<&str>,
+) -> (u16, Option<i32>, Option<R>) {
+    let payload = msg.encode_to_vec();
+    let mut body = vec![0u8];
+    body.extend_from_slice(&u32::try_from(payload.len()).expect("size").to_be_bytes());
+    body.extend_from_slice(&payload);
+    let mut req = Request::builder()
+        .method("POST")
+        .uri(format!("{}{rpc}", taskwire_grpc::RPC_PREFIX))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers");
+    if let Some(t) = token {
+        req = req.header("authorization", format!("Bearer {t}"));
+    }
+    let res = router
+        .clone()
+        .oneshot(req.body(Body::from(body)).expect("request"))
+        .await
+        .expect("infallible");
+    let status = res.status().as_u16();
+    let mut code = res
+        .headers()
+        .get("grpc-status")
+        .map(|v| v.to_str().expect("status").parse().expect("code"));
+    let collected = res.into_body().collect().await.expect("body");
+    if let Some(t) = collected.trailers() {
+        if let Some(v) = t.get("grpc-status") {
+            code = Some(v.to_str().expect("status").parse().expect("code"));
+        }
+    }
+    let bytes = collected.to_bytes();
+    let message =
+        (status == 200 && bytes.len() > 5).then(|| R::decode(&bytes[5..]).expect("message"));
+    (status, code, message)
+}
+
+/// The same RPCs over TCP (the direct route, through tonic's client) and through
+/// the router: the same task, the same status codes.
+async fn grpc_answers_as_the_router_does(base: &str, router: &axum::Router, task_id: &str) {
+    use taskwire_a2a::pb;
+    let channel = tonic::transport::Channel::from_shared(base.to_string())
+        .expect("url")
+        .connect()
+        .await
+        .expect("connect");
+    let mut client = taskwire_grpc::A2aServiceClient::new(channel);
+    let request = |id: &str, token: Option<&str>| {
+        let mut r = tonic::Request::new(pb::GetTaskRequest {
+            id: id.to_string(),
+            ..Default::default()
+        });
+        if let Some(t) = token {
+            r.metadata_mut().insert(
+                "authorization",
+                format!("Bearer {t}").parse().expect("metadata"),
+            );
+        }
+        r
+    };
+    let get = |id: &str| pb::GetTaskRequest {
+        id: id.to_string(),
+        ..Default::default()
+    };
+
+    // A task.
+    let over_tcp = client
+        .get_task(request(task_id, Some(TOKEN)))
+        .await
+        .expect("GetTask")
+        .into_inner();
+    let (status, code, routed) =
+        grpc_in_process::<_, pb::Task>(router, "GetTask", &get(task_id), Some(TOKEN)).await;
+    assert_eq!((status, code), (200, Some(0)));
+    assert_eq!(routed.as_ref(), Some(&over_tcp));
+    assert_eq!(over_tcp.id, task_id);
+
+    // An unknown task: NOT_FOUND both ways.
+    let over_tcp = client
+        .get_task(request("nope", Some(TOKEN)))
+        .await
+        .expect_err("unknown task");
+    let (status, code, _) =
+        grpc_in_process::<_, pb::Task>(router, "GetTask", &get("nope"), Some(TOKEN)).await;
+    assert_eq!(status, 200);
+    assert_eq!(code, Some(tonic::Code::NotFound as i32));
+    assert_eq!(over_tcp.code(), tonic::Code::NotFound);
+
+    // No credentials, or an unknown token: UNAUTHENTICATED both ways.
+    for token in [None, Some("nope")] {
+        let over_tcp = client
+            .get_task(request(task_id, token))
+            .await
+            .expect_err("no credentials");
+        let (status, code, _) =
+            grpc_in_process::<_, pb::Task>(router, "GetTask", &get(task_id), token).await;
+        assert_eq!(
+            (status, code),
+            (200, Some(tonic::Code::Unauthenticated as i32))
+        );
+        assert_eq!(
+            over_tcp.code(),
+            tonic::Code::Unauthenticated,
+            "{over_tcp:?}"
+        );
+        assert!(
+            over_tcp.message().to_lowercase().contains("token"),
+            "{over_tcp:?}"
+        );
+    }
 }
