@@ -18,6 +18,8 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use bytes::Bytes;
 use futures::StreamExt;
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use taskwire_core::Caller;
 use taskwire_vocab::a2a::{A2aErrorKind, ERROR_DOMAIN, ERROR_INFO_TYPE};
@@ -72,15 +74,54 @@ fn result_text(id: &Value, result: &str) -> String {
 }
 
 /// A parsed request envelope.
-struct Request {
+struct Request<'a> {
     id: Value,
     notification: bool,
     method: String,
-    params: Value,
+    params: Params<'a>,
+}
+
+/// A request's `params`: a parsed object (batches, the general path), or the raw
+/// text of one object (a single request read by [`fast_envelope`]).
+enum Params<'a> {
+    Value(Value),
+    Raw(&'a RawValue),
+}
+
+impl Params<'_> {
+    fn into_value(self) -> Result<Value> {
+        match self {
+            Params::Value(v) => Ok(v),
+            Params::Raw(raw) => {
+                serde_json::from_str(raw.get()).map_err(|e| A2aError::invalid_params("params", e))
+            }
+        }
+    }
+
+    /// The params as a request message: straight from the text when that gives
+    /// what [`protojson::from_value`] gives, else through it.
+    fn decode<T: DeserializeOwned>(self) -> Result<T> {
+        if let Params::Raw(raw) = &self {
+            if let Some(t) = protojson::from_str_without_nulls(raw.get()) {
+                return Ok(t);
+            }
+        }
+        protojson::from_value(self.into_value()?)
+    }
+
+    /// The params of SendMessage or SendStreamingMessage (see [`Params::decode`]).
+    fn send_request(self) -> Result<crate::pb::SendMessageRequest> {
+        if let Params::Raw(raw) = &self {
+            if let Some(t) = protojson::from_str_without_nulls(raw.get()) {
+                return Ok(t);
+            }
+        }
+        protojson::send_request_from_value(self.into_value()?)
+    }
 }
 
 /// Validates an envelope; on failure returns the id to answer with and the error.
-fn parse_envelope(v: Value) -> std::result::Result<Request, (Value, A2aError)> {
+fn parse_envelope(v: Value) -> std::result::Result<Request<'static>, (Value, A2aError)> {
     let Value::Object(mut m) = v else {
         return Err((
             Value::Null,
@@ -125,7 +166,7 @@ fn parse_envelope(v: Value) -> std::result::Result<Request, (Value, A2aError)> {
         id,
         notification,
         method,
-        params,
+        params: Params::Value(params),
     })
 }
 
@@ -140,8 +181,8 @@ struct FastEnvelope<'a> {
     id: Option<Value>,
     #[serde(borrow)]
     method: &'a str,
-    #[serde(default)]
-    params: Option<Value>,
+    #[serde(default, borrow)]
+    params: Option<&'a RawValue>,
 }
 
 /// A member that is there, null included (`Option<Value>` alone reads null as absent).
@@ -152,7 +193,7 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Option
 /// The request [`parse_envelope`] would return for `body`, when `body` is one valid
 /// request object; `None` for everything else (batches, errors), which the general
 /// path parses and answers.
-fn fast_envelope(body: &[u8]) -> Option<Request> {
+fn fast_envelope(body: &[u8]) -> Option<Request<'_>> {
     // A derived struct also reads a JSON array as its fields in order; only an
     // object is a request.
     if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
@@ -168,8 +209,9 @@ fn fast_envelope(body: &[u8]) -> Option<Request> {
         Some(_) => return None,
     };
     let params = match e.params {
-        None | Some(Value::Null) => Value::Object(Default::default()),
-        Some(p @ Value::Object(_)) => p,
+        None => Params::Value(Value::Object(Default::default())),
+        Some(raw) if raw.get() == "null" => Params::Value(Value::Object(Default::default())),
+        Some(raw) if raw.get().starts_with('{') => Params::Raw(raw),
         Some(_) => return None,
     };
     Some(Request {
@@ -189,30 +231,35 @@ async fn dispatch(
     svc: &A2aService,
     caller: &Caller,
     method: &str,
-    params: Value,
+    params: Params<'_>,
 ) -> Result<String> {
     use methods::*;
-    use protojson::{from_value as dec, to_string as enc};
+    use protojson::to_string as enc;
     // Every method but GetTask runs boxed: their futures are large, and inline they
     // would make the future of every request (GetTask's too) as large as the
     // largest, copied whole each time it is moved into a box further up.
     match method {
         SEND_MESSAGE => {
-            let req = protojson::send_request_from_value(params)?;
+            let req = params.send_request()?;
             enc(&Box::pin(svc.send_message(caller, req)).await?)
         }
-        GET_TASK => Ok(svc.get_task_json(caller, dec(params)?).await?.to_string()),
-        LIST_TASKS => enc(&Box::pin(svc.list_tasks(caller, dec(params)?)).await?),
-        CANCEL_TASK => enc(&Box::pin(svc.cancel_task(caller, dec(params)?)).await?),
-        CREATE_PUSH_CONFIG => enc(&Box::pin(svc.create_push_config(caller, dec(params)?)).await?),
-        GET_PUSH_CONFIG => enc(&Box::pin(svc.get_push_config(caller, dec(params)?)).await?),
-        LIST_PUSH_CONFIGS => enc(&Box::pin(svc.list_push_configs(caller, dec(params)?)).await?),
+        GET_TASK => Ok(svc
+            .get_task_json(caller, params.decode()?)
+            .await?
+            .to_string()),
+        LIST_TASKS => enc(&Box::pin(svc.list_tasks(caller, params.decode()?)).await?),
+        CANCEL_TASK => enc(&Box::pin(svc.cancel_task(caller, params.decode()?)).await?),
+        CREATE_PUSH_CONFIG => {
+            enc(&Box::pin(svc.create_push_config(caller, params.decode()?)).await?)
+        }
+        GET_PUSH_CONFIG => enc(&Box::pin(svc.get_push_config(caller, params.decode()?)).await?),
+        LIST_PUSH_CONFIGS => enc(&Box::pin(svc.list_push_configs(caller, params.decode()?)).await?),
         DELETE_PUSH_CONFIG => {
-            Box::pin(svc.delete_push_config(caller, dec(params)?)).await?;
+            Box::pin(svc.delete_push_config(caller, params.decode()?)).await?;
             Ok("{}".to_string())
         }
         GET_EXTENDED_AGENT_CARD => {
-            let _req: crate::pb::GetExtendedAgentCardRequest = dec(params)?;
+            let _req: crate::pb::GetExtendedAgentCardRequest = params.decode()?;
             enc(&svc.extended_agent_card(caller)?)
         }
         SEND_STREAMING_MESSAGE | SUBSCRIBE_TO_TASK => Err(A2aError::new(
@@ -230,18 +277,14 @@ async fn open_stream(
     svc: &A2aService,
     caller: &Caller,
     method: &str,
-    params: Value,
+    params: Params<'_>,
     last_event_id: Option<u64>,
 ) -> Result<FrameStream> {
     if method == methods::SEND_STREAMING_MESSAGE {
-        svc.send_streaming_message(
-            caller,
-            protojson::send_request_from_value(params)?,
-            last_event_id,
-        )
-        .await
+        svc.send_streaming_message(caller, params.send_request()?, last_event_id)
+            .await
     } else {
-        svc.subscribe_to_task(caller, protojson::from_value(params)?, last_event_id)
+        svc.subscribe_to_task(caller, params.decode()?, last_event_id)
             .await
     }
 }
@@ -405,7 +448,7 @@ async fn single(
     svc: &A2aService,
     caller: &Caller,
     version: Result<()>,
-    req: Request,
+    req: Request<'_>,
     last_event_id: Option<u64>,
 ) -> Response {
     if let Err(e) = version {
@@ -481,6 +524,122 @@ mod tests {
         })
     }
 
+    /// Objects shaped like the params of SendMessage, GetTask and ListTasks, with
+    /// right and wrong member types, both spellings of names, and unknown members.
+    fn request_params() -> impl Strategy<Value = Value> {
+        let scalar = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i32>().prop_map(Value::from),
+            (0u64..u64::MAX).prop_map(Value::from),
+            any::<f64>()
+                .prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
+            "[a-zA-Z0-9 _:=+/-]{0,10}".prop_map(Value::String),
+            prop_oneof![
+                Just("ROLE_USER"),
+                Just("ROLE_AGENT"),
+                Just("TASK_STATE_WORKING"),
+                Just("12"),
+                Just("2026-11-29T14:04:18Z"),
+                Just("aGVsbG8="),
+                Just("text/plain"),
+            ]
+            .prop_map(|s| Value::String(s.into())),
+        ];
+        let member = prop_oneof![
+            scalar.clone(),
+            prop::collection::vec(scalar.clone(), 0..3).prop_map(Value::Array),
+            prop::collection::btree_map("[a-z]{1,4}", scalar.clone(), 0..3)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ];
+        let part = prop::collection::btree_map(
+            prop_oneof![
+                Just("text"),
+                Just("raw"),
+                Just("url"),
+                Just("data"),
+                Just("mediaType"),
+                Just("media_type"),
+                Just("filename"),
+                Just("metadata"),
+                Just("other"),
+            ]
+            .prop_map(str::to_string),
+            member.clone(),
+            0..4,
+        )
+        .prop_map(|m| Value::Object(m.into_iter().collect()));
+        let message = (
+            prop::collection::btree_map(
+                prop_oneof![
+                    Just("messageId"),
+                    Just("message_id"),
+                    Just("role"),
+                    Just("contextId"),
+                    Just("taskId"),
+                    Just("metadata"),
+                    Just("extensions"),
+                    Just("referenceTaskIds"),
+                ]
+                .prop_map(str::to_string),
+                member.clone(),
+                0..5,
+            ),
+            prop::option::of(prop::collection::vec(part, 0..3)),
+        )
+            .prop_map(|(mut m, parts)| {
+                if let Some(p) = parts {
+                    m.insert("parts".into(), Value::Array(p));
+                }
+                Value::Object(m.into_iter().collect())
+            });
+        let configuration = prop::collection::btree_map(
+            prop_oneof![
+                Just("historyLength"),
+                Just("history_length"),
+                Just("returnImmediately"),
+                Just("acceptedOutputModes"),
+                Just("blocking"),
+            ]
+            .prop_map(str::to_string),
+            member.clone(),
+            0..3,
+        )
+        .prop_map(|m| Value::Object(m.into_iter().collect()));
+        (
+            prop::option::of(message),
+            prop::option::of(configuration),
+            prop::collection::btree_map(
+                prop_oneof![
+                    Just("id"),
+                    Just("tenant"),
+                    Just("historyLength"),
+                    Just("history_length"),
+                    Just("contextId"),
+                    Just("status"),
+                    Just("pageSize"),
+                    Just("pageToken"),
+                    Just("statusTimestampAfter"),
+                    Just("includeArtifacts"),
+                    Just("metadata"),
+                    Just("unknown"),
+                ]
+                .prop_map(str::to_string),
+                member,
+                0..4,
+            ),
+        )
+            .prop_map(|(message, configuration, mut rest)| {
+                if let Some(m) = message {
+                    rest.insert("message".into(), m);
+                }
+                if let Some(c) = configuration {
+                    rest.insert("configuration".into(), c);
+                }
+                Value::Object(rest.into_iter().collect())
+            })
+    }
+
     /// Objects shaped like requests, valid and not.
     fn envelope() -> impl Strategy<Value = Value> {
         (
@@ -514,7 +673,7 @@ mod tests {
         #[test]
         fn envelope_parser_never_panics_and_errors_are_request_errors(v in json_value()) {
             match parse_envelope(v) {
-                Ok(r) => prop_assert!(r.params.is_object()),
+                Ok(r) => prop_assert!(r.params.into_value().unwrap().is_object()),
                 Err((id, e)) => {
                     prop_assert!(matches!(
                         e.kind(),
@@ -542,7 +701,23 @@ mod tests {
                 prop_assert_eq!(fast.id, general.id);
                 prop_assert_eq!(fast.notification, general.notification);
                 prop_assert_eq!(fast.method, general.method);
-                prop_assert_eq!(fast.params, general.params);
+                prop_assert_eq!(fast.params.into_value().unwrap(), general.params.into_value().unwrap());
+            }
+        }
+
+        /// Reading params straight from their text gives what the `Value` path
+        /// gives, whenever it gives anything.
+        #[test]
+        fn raw_params_decode_as_the_value_path_does(v in request_params()) {
+            let text = serde_json::to_string(&v).unwrap();
+            if let Some(raw) = protojson::from_str_without_nulls::<crate::pb::SendMessageRequest>(&text) {
+                prop_assert_eq!(Ok(raw), protojson::send_request_from_value(v.clone()).map_err(|e| e.message().to_string()));
+            }
+            if let Some(raw) = protojson::from_str_without_nulls::<crate::pb::GetTaskRequest>(&text) {
+                prop_assert_eq!(Ok(raw), protojson::from_value(v.clone()).map_err(|e| e.message().to_string()));
+            }
+            if let Some(raw) = protojson::from_str_without_nulls::<crate::pb::ListTasksRequest>(&text) {
+                prop_assert_eq!(Ok(raw), protojson::from_value(v).map_err(|e| e.message().to_string()));
             }
         }
 
@@ -560,6 +735,27 @@ mod tests {
         }
     }
 
+    /// The comparison above is not vacuous: the raw path decodes a good share of
+    /// the generated params.
+    #[test]
+    fn generated_params_often_decode_straight_from_text() {
+        use proptest::strategy::ValueTree;
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let strategy = request_params();
+        let (mut send, mut get) = (0, 0);
+        for _ in 0..1000 {
+            let v = strategy.new_tree(&mut runner).unwrap().current();
+            let text = serde_json::to_string(&v).unwrap();
+            send += usize::from(
+                protojson::from_str_without_nulls::<crate::pb::SendMessageRequest>(&text).is_some(),
+            );
+            get += usize::from(
+                protojson::from_str_without_nulls::<crate::pb::GetTaskRequest>(&text).is_some(),
+            );
+        }
+        assert!(send >= 50 && get >= 50, "send {send}, get {get} of 1000");
+    }
+
     #[test]
     fn fast_envelope_takes_valid_requests_and_leaves_the_rest() {
         let ok =
@@ -569,10 +765,10 @@ mod tests {
             (ok.id, ok.notification, ok.method.as_str()),
             (json!(7), false, "GetTask")
         );
-        assert_eq!(ok.params, json!({"id": "t"}));
+        assert_eq!(ok.params.into_value().unwrap(), json!({"id": "t"}));
         let null_id = fast_envelope(br#"{"jsonrpc":"2.0","id":null,"method":"M"}"#).unwrap();
         assert_eq!((null_id.id, null_id.notification), (Value::Null, false));
-        assert_eq!(null_id.params, json!({}));
+        assert_eq!(null_id.params.into_value().unwrap(), json!({}));
         let note = fast_envelope(br#"{"jsonrpc":"2.0","method":"M","params":null}"#).unwrap();
         assert!(note.notification);
         for general in [

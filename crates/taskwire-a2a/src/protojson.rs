@@ -221,6 +221,17 @@ pub fn from_value<T: DeserializeOwned>(mut v: Value) -> Result<T> {
     })
 }
 
+/// Decodes ProtoJSON text straight into a message, when that gives what
+/// [`from_value`] gives for the same text: text without a `null` literal (which
+/// `from_value` treats apart) that decodes. `None` otherwise: the caller then goes
+/// through `from_value`, which also names the field of an error.
+pub fn from_str_without_nulls<T: DeserializeOwned>(text: &str) -> Option<T> {
+    if text.contains("null") {
+        return None;
+    }
+    serde_json::from_str(text).ok()
+}
+
 /// Decodes SendMessage params. Unlike [`from_value`] it keeps a data part whose
 /// value is JSON `null` (`{"data": null}`): pbjson reads a null oneof member as
 /// "absent", which would leave a part without content, while in ProtoJSON a null
