@@ -10,6 +10,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::sync::Arc;
 
 use axum::extract::{RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -63,14 +64,16 @@ pub fn result_response(id: &Value, result: Value) -> Value {
 /// The text of a JSON-RPC success response around a result already encoded as JSON
 /// text (the same object as [`result_response`], without a value tree).
 fn result_text(id: &Value, result: &str) -> String {
-    let id = serde_json::to_string(id).unwrap_or_else(|_| "null".to_string());
-    let mut out = String::with_capacity(result.len() + id.len() + 32);
-    out.push_str("{\"jsonrpc\":\"2.0\",\"id\":");
-    out.push_str(&id);
-    out.push_str(",\"result\":");
-    out.push_str(result);
-    out.push('}');
-    out
+    let mut out = Vec::with_capacity(result.len() + 64);
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    if serde_json::to_writer(&mut out, id).is_err() {
+        out.extend_from_slice(b"null");
+    }
+    out.extend_from_slice(b",\"result\":");
+    out.extend_from_slice(result.as_bytes());
+    out.push(b'}');
+    // Only UTF-8 went in: JSON text from serde_json and the `&str` result.
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// A parsed request envelope.
@@ -226,8 +229,42 @@ fn is_streaming(method: &str) -> bool {
     method == methods::SEND_STREAMING_MESSAGE || method == methods::SUBSCRIBE_TO_TASK
 }
 
+/// A method's result as ProtoJSON text: shared with GetTask's encoded cache, or
+/// encoded for this answer.
+enum ResultText {
+    Shared(Arc<str>),
+    Owned(String),
+}
+
+impl std::ops::Deref for ResultText {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        match self {
+            ResultText::Shared(s) => s,
+            ResultText::Owned(s) => s,
+        }
+    }
+}
+
 /// Runs one method; the result is its ProtoJSON text.
 async fn dispatch(
+    svc: &A2aService,
+    caller: &Caller,
+    method: &str,
+    params: Params<'_>,
+) -> Result<ResultText> {
+    if method == methods::GET_TASK {
+        let text = svc.get_task_json(caller, params.decode()?).await?;
+        return Ok(ResultText::Shared(text));
+    }
+    dispatch_encoded(svc, caller, method, params)
+        .await
+        .map(ResultText::Owned)
+}
+
+/// Every method but GetTask (see [`dispatch`]).
+async fn dispatch_encoded(
     svc: &A2aService,
     caller: &Caller,
     method: &str,
@@ -243,10 +280,6 @@ async fn dispatch(
             let req = params.send_request()?;
             enc(&Box::pin(svc.send_message(caller, req)).await?)
         }
-        GET_TASK => Ok(svc
-            .get_task_json(caller, params.decode()?)
-            .await?
-            .to_string()),
         LIST_TASKS => enc(&Box::pin(svc.list_tasks(caller, params.decode()?)).await?),
         CANCEL_TASK => enc(&Box::pin(svc.cancel_task(caller, params.decode()?)).await?),
         CREATE_PUSH_CONFIG => {
@@ -332,13 +365,14 @@ fn content_type_ok(headers: &HeaderMap) -> bool {
     {
         None => true,
         Some(ct) => {
-            let base = ct
-                .split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase();
-            base == "application/json" || base.ends_with("+json") || base.is_empty()
+            let base = ct.split(';').next().unwrap_or("").trim();
+            base.eq_ignore_ascii_case("application/json")
+                || base
+                    .len()
+                    .checked_sub(5)
+                    .and_then(|i| base.get(i..))
+                    .is_some_and(|end| end.eq_ignore_ascii_case("+json"))
+                || base.is_empty()
         }
     }
 }
@@ -788,6 +822,47 @@ mod tests {
                 String::from_utf8_lossy(general)
             );
         }
+    }
+
+    #[test]
+    fn json_content_types_are_accepted_in_any_case() {
+        let ok = |ct: Option<&str>| {
+            let mut h = HeaderMap::new();
+            if let Some(ct) = ct {
+                h.insert(header::CONTENT_TYPE, HeaderValue::from_str(ct).unwrap());
+            }
+            content_type_ok(&h)
+        };
+        for yes in [
+            None,
+            Some(""),
+            Some("application/json"),
+            Some("Application/JSON; charset=utf-8"),
+            Some(" application/a2a+json "),
+            Some("application/vnd.x+JSON;v=1"),
+        ] {
+            assert!(ok(yes), "{yes:?}");
+        }
+        for no in [
+            Some("text/plain"),
+            Some("json"),
+            Some("application/jsonx"),
+            Some("application/x-json5"),
+        ] {
+            assert!(!ok(no), "{no:?}");
+        }
+    }
+
+    #[test]
+    fn result_text_wraps_the_result() {
+        assert_eq!(
+            result_text(&json!("a\"b"), r#"{"x":1}"#),
+            r#"{"jsonrpc":"2.0","id":"a\"b","result":{"x":1}}"#
+        );
+        assert_eq!(
+            result_text(&Value::Null, "{}"),
+            r#"{"jsonrpc":"2.0","id":null,"result":{}}"#
+        );
     }
 
     #[test]
