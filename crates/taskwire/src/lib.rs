@@ -29,13 +29,18 @@
 //!   [`telemetry::names`]).
 //! - Everything mounted with [`ServerBuilder::adapter`] or [`ServerBuilder::mount`],
 //!   behind the auth layer ([`auth`]), which puts the [`taskwire_core::Caller`] in
-//!   the request extensions or answers 401 with a JSON error body.
+//!   the request extensions or answers 401 with a JSON error body (a gRPC
+//!   request gets the gRPC status `UNAUTHENTICATED`).
 //!
 //! # Adapters
 //!
 //! A protocol adapter implements [`Adapter`]: given an [`AdapterContext`] (the shared
 //! [`taskwire_core::TaskService`], the agent, the address), it returns an
-//! `axum::Router` of authenticated routes and optionally one of public routes.
+//! `axum::Router` of authenticated routes and optionally one of public routes. Hot
+//! routes can also be given as [`DirectRoute`]s, which the listener answers ahead
+//! of the router with the same authentication, body limit and request metric but
+//! without axum's per-route layers; the router keeps serving the same routes to
+//! in-process callers of [`Server::router`].
 //! Adapter crates are compiled into the binary through cargo features of this
 //! crate; [`cli::build_server`] is where each feature adds its adapter. Health and
 //! metrics stay unauthenticated; nothing else is.
