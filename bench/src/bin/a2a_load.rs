@@ -37,6 +37,27 @@ fn send_body(i: u64) -> Value {
                     "parts": [{"text": "hello"}]}}})
 }
 
+/// The text of [`send_body`], written without a value tree: the load generator
+/// shares the machine with nothing but its own work, and the less CPU a request
+/// costs it, the closer the server runs to saturation (where its CPU per request
+/// is what one core can sustain, not inflated by idle-and-wake cycles).
+fn send_text(i: u64) -> Vec<u8> {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{i},"method":"SendMessage","params":{{"message":{{"messageId":"load-{}-{i}","role":"ROLE_USER","parts":[{{"text":"hello"}}]}}}}}}"#,
+        std::process::id()
+    )
+    .into_bytes()
+}
+
+/// Aborts the run unless `body` is a JSON-RPC result (the server writes
+/// `{"jsonrpc":"2.0","id":…,"result":` first), so that no figure is of errors.
+fn check(body: &[u8]) {
+    let head = &body[..body.len().min(64)];
+    if !head.windows(9).any(|w| w == b"\"result\":") {
+        panic!("not a result: {}", String::from_utf8_lossy(body));
+    }
+}
+
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -71,6 +92,12 @@ async fn main() {
         .unwrap();
     let task_id = seed["result"]["task"]["id"].as_str().unwrap().to_string();
 
+    let url = reqwest::Url::parse(&format!("{base}/a2a")).unwrap();
+    let get_text = bytes::Bytes::from(
+        serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask",
+                                   "params": {"id": task_id}}))
+        .unwrap(),
+    );
     let counter = Arc::new(std::sync::atomic::AtomicU64::new(1));
     let deadline = Instant::now() + Duration::from_secs(secs);
     let cpu0 = pid.and_then(cpu_ticks);
@@ -85,6 +112,7 @@ async fn main() {
             task_id.clone(),
             counter.clone(),
         );
+        let (url, get_text) = (url.clone(), get_text.clone());
         handles.push(tokio::spawn(async move {
             let mut lat = Vec::new();
             let mut grpc = if binding == "grpc" {
@@ -125,24 +153,24 @@ async fn main() {
                         c.send_message(req).await.unwrap();
                     }
                     (None, "get") => {
-                        let body = json!({"jsonrpc": "2.0", "id": i, "method": "GetTask",
-                                          "params": {"id": task_id}});
                         let r = http
-                            .post(format!("{base}/a2a"))
-                            .json(&body)
+                            .post(url.clone())
+                            .header(reqwest::header::CONTENT_TYPE, "application/json")
+                            .body(get_text.clone())
                             .send()
                             .await
                             .unwrap();
-                        r.bytes().await.unwrap();
+                        check(&r.bytes().await.unwrap());
                     }
                     (None, _) => {
                         let r = http
-                            .post(format!("{base}/a2a"))
-                            .json(&send_body(i))
+                            .post(url.clone())
+                            .header(reqwest::header::CONTENT_TYPE, "application/json")
+                            .body(send_text(i))
                             .send()
                             .await
                             .unwrap();
-                        r.bytes().await.unwrap();
+                        check(&r.bytes().await.unwrap());
                     }
                 }
                 let w = window.map_or(0, |w| started.elapsed().as_secs() / w);
