@@ -101,25 +101,30 @@ impl Params<'_> {
         }
     }
 
+    /// The message decoded straight from raw text, when that gives what the
+    /// `Value` path gives (see [`protojson::from_str_without_nulls`]).
+    fn straight<T: DeserializeOwned>(&self) -> Option<T> {
+        match self {
+            Params::Raw(raw) => protojson::from_str_without_nulls(raw.get()),
+            Params::Value(_) => None,
+        }
+    }
+
     /// The params as a request message: straight from the text when that gives
     /// what [`protojson::from_value`] gives, else through it.
     fn decode<T: DeserializeOwned>(self) -> Result<T> {
-        if let Params::Raw(raw) = &self {
-            if let Some(t) = protojson::from_str_without_nulls(raw.get()) {
-                return Ok(t);
-            }
+        match self.straight() {
+            Some(t) => Ok(t),
+            None => protojson::from_value(self.into_value()?),
         }
-        protojson::from_value(self.into_value()?)
     }
 
     /// The params of SendMessage or SendStreamingMessage (see [`Params::decode`]).
     fn send_request(self) -> Result<crate::pb::SendMessageRequest> {
-        if let Params::Raw(raw) = &self {
-            if let Some(t) = protojson::from_str_without_nulls(raw.get()) {
-                return Ok(t);
-            }
+        match self.straight() {
+            Some(t) => Ok(t),
+            None => protojson::send_request_from_value(self.into_value()?),
         }
-        protojson::send_request_from_value(self.into_value()?)
     }
 }
 
