@@ -352,15 +352,12 @@ fn json_response(v: Value) -> Response {
 }
 
 fn json_text_response(text: String) -> Response {
-    (
-        StatusCode::OK,
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
-        text,
-    )
-        .into_response()
+    let mut res = Response::new(axum::body::Body::from(text));
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    res
 }
 
 fn content_type_ok(headers: &HeaderMap) -> bool {
