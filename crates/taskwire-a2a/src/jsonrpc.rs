@@ -128,6 +128,16 @@ impl Params<'_> {
     }
 }
 
+/// The id to answer with and whether the request is a notification (no `id`
+/// member); `None` for an id that is not a string, a number or null.
+fn request_id(id: Option<Value>) -> Option<(Value, bool)> {
+    match id {
+        None => Some((Value::Null, true)),
+        Some(id @ (Value::String(_) | Value::Number(_) | Value::Null)) => Some((id, false)),
+        Some(_) => None,
+    }
+}
+
 /// Validates an envelope; on failure returns the id to answer with and the error.
 fn parse_envelope(v: Value) -> std::result::Result<Request<'static>, (Value, A2aError)> {
     let Value::Object(mut m) = v else {
@@ -139,18 +149,14 @@ fn parse_envelope(v: Value) -> std::result::Result<Request<'static>, (Value, A2a
             ),
         ));
     };
-    let (id, notification) = match m.remove("id") {
-        None => (Value::Null, true),
-        Some(id @ (Value::String(_) | Value::Number(_) | Value::Null)) => (id, false),
-        Some(_) => {
-            return Err((
-                Value::Null,
-                A2aError::new(
-                    A2aErrorKind::InvalidRequest,
-                    "id must be a string, a number or null",
-                ),
-            ))
-        }
+    let Some((id, notification)) = request_id(m.remove("id")) else {
+        return Err((
+            Value::Null,
+            A2aError::new(
+                A2aErrorKind::InvalidRequest,
+                "id must be a string, a number or null",
+            ),
+        ));
     };
     let invalid = |msg: &str| Err((id.clone(), A2aError::new(A2aErrorKind::InvalidRequest, msg)));
     if m.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
@@ -211,11 +217,7 @@ fn fast_envelope(body: &[u8]) -> Option<Request<'_>> {
     if e.jsonrpc != "2.0" {
         return None;
     }
-    let (id, notification) = match e.id {
-        None => (Value::Null, true),
-        Some(id @ (Value::String(_) | Value::Number(_) | Value::Null)) => (id, false),
-        Some(_) => return None,
-    };
+    let (id, notification) = request_id(e.id)?;
     let params = match e.params {
         None => Params::Value(Value::Object(Default::default())),
         Some(raw) if raw.get() == "null" => Params::Value(Value::Object(Default::default())),

@@ -287,6 +287,19 @@ fn grpc_message(text: &str) -> String {
     out
 }
 
+/// The caller of a request, or why it has none (logged at debug level; answer it
+/// with [`AuthFailure::response_to`]). The middleware and the direct routes
+/// (`crate::direct`) both authenticate through this.
+pub(crate) fn caller_of(auth: &AuthConfig, req: &Request) -> Result<Caller, AuthFailure> {
+    let header = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .map(|v| v.to_str().unwrap_or(""));
+    auth.authenticate(header).inspect_err(|f| {
+        tracing::debug!(reason = ?f, path = %req.uri().path(), "unauthenticated request");
+    })
+}
+
 /// The middleware: sets the [`Caller`] extension or answers 401 (a gRPC
 /// `UNAUTHENTICATED` status to a gRPC request).
 pub(crate) async fn middleware(
@@ -294,19 +307,12 @@ pub(crate) async fn middleware(
     mut req: Request,
     next: Next,
 ) -> Response {
-    let header = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .map(|v| v.to_str().unwrap_or(""));
-    match auth.authenticate(header) {
+    match caller_of(&auth, &req) {
         Ok(caller) => {
             req.extensions_mut().insert(caller);
             next.run(req).await
         }
-        Err(f) => {
-            tracing::debug!(reason = ?f, path = %req.uri().path(), "unauthenticated request");
-            f.response_to(req.headers())
-        }
+        Err(f) => f.response_to(req.headers()),
     }
 }
 

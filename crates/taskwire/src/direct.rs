@@ -1,6 +1,7 @@
 //! Direct routes: routes (a method and an exact path or a path prefix) that the
-//! listener answers before the router, with the router's authentication, body limit and request metric applied
-//! in one place instead of through axum's per-route layer stack.
+//! listener answers before the router, with the router's authentication, body
+//! limit and request metric applied in one place instead of through axum's
+//! per-route layer stack.
 //!
 //! Why: every layer on an axum `Router` wraps every route in a boxed, cloned
 //! service, so one request to a protected route went through seven boxed futures
@@ -24,7 +25,7 @@ use std::time::Instant;
 use axum::body::Body;
 use axum::extract::Request;
 use axum::http::request::Parts;
-use axum::http::{header, Method, StatusCode};
+use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use bytes::Bytes;
@@ -32,7 +33,7 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 use taskwire_core::Caller;
 use tower::Service;
 
-use crate::auth::AuthConfig;
+use crate::auth::{self, AuthConfig};
 use crate::telemetry;
 
 /// A boxed future of a response.
@@ -197,16 +198,9 @@ async fn read_body(body: Body, limit: usize) -> Result<Bytes, Response> {
 /// Runs a direct route: authenticate, then hand the request to the handler (the
 /// body read first for a collected route).
 async fn serve_direct(route: DirectRoute, auth: Arc<AuthConfig>, req: Request) -> Response {
-    let authorization = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .map(|v| v.to_str().unwrap_or(""));
-    let caller = match auth.authenticate(authorization) {
+    let caller = match auth::caller_of(&auth, &req) {
         Ok(c) => c,
-        Err(f) => {
-            tracing::debug!(reason = ?f, path = %req.uri().path(), "unauthenticated request");
-            return f.response_to(req.headers());
-        }
+        Err(f) => return f.response_to(req.headers()),
     };
     match route.handler {
         Handler::Collected { body_limit, f } => {

@@ -131,15 +131,12 @@ pub(crate) async fn scrape(handle: &PrometheusHandle, store: &dyn TaskStore) -> 
 /// label is the matched route pattern (never the raw path, to bound cardinality).
 pub(crate) async fn http_middleware(req: Request, next: Next) -> Response {
     let method = req.method().clone();
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|p| p.as_str().to_owned());
+    let route = req.extensions().get::<MatchedPath>().cloned();
     let started = Instant::now();
     let res = next.run(req).await;
     record_http(
         &method,
-        route.as_deref().unwrap_or("unmatched"),
+        route.as_ref().map_or("unmatched", MatchedPath::as_str),
         res.status(),
         started.elapsed(),
     );
@@ -177,7 +174,9 @@ pub(crate) fn record_http(method: &Method, route: &str, status: StatusCode, elap
             );
             if let Ok(mut m) = HTTP_HISTOGRAMS.write() {
                 let slot = m.entry(route.into()).or_default();
-                if slot.len() < MAX_CACHED_PER_ROUTE {
+                // Another request may have cached the same handle meanwhile.
+                let cached = slot.iter().any(|c| c.0 == method && c.1 == status);
+                if !cached && slot.len() < MAX_CACHED_PER_ROUTE {
                     slot.push((method, status, h.clone()));
                 }
             }

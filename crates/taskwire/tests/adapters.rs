@@ -1,24 +1,12 @@
 //! `taskwire serve` mounts every adapter compiled in on its one listener, and the
 //! adapters see the same tasks: a task started over A2A is read over CAS.
 
-use clap::Parser;
+mod common;
+
 use serde_json::{json, Value};
-use taskwire::cli::{Cli, Command};
 
 async fn start() -> (String, tokio::sync::oneshot::Sender<()>) {
-    let cli = Cli::try_parse_from([
-        "taskwire",
-        "serve",
-        "--listen",
-        "127.0.0.1:0",
-        "--store",
-        "memory://",
-    ])
-    .expect("parse");
-    let Command::Serve(args) = cli.command else {
-        panic!("parsed as another command");
-    };
-    let server = taskwire::cli::build_server(&args).await.expect("build");
+    let server = common::build_serve(&[]).await;
     let base = format!("http://{}", server.local_addr());
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(server.run(async move {

@@ -6,9 +6,9 @@
 use std::io::Write;
 use std::process::Stdio;
 
-use clap::Parser;
+mod common;
+
 use serde_json::Value;
-use taskwire::cli::{Cli, Command};
 use taskwire_conformance::report::Verdict;
 use taskwire_conformance::{Baseline, Config, Protocol};
 
@@ -28,21 +28,7 @@ async fn serve() -> Running {
     writeln!(f, "{TOKEN} alice\n{TOKEN2} bob").expect("write tokens");
     drop(f);
     let tokens = tokens.display().to_string();
-    let cli = Cli::try_parse_from([
-        "taskwire",
-        "serve",
-        "--listen",
-        "127.0.0.1:0",
-        "--store",
-        "memory://",
-        "--auth-tokens",
-        &tokens,
-    ])
-    .expect("parse");
-    let Command::Serve(args) = cli.command else {
-        panic!("parsed as another command");
-    };
-    let server = taskwire::cli::build_server(&args).await.expect("build");
+    let server = common::build_serve(&["--auth-tokens", &tokens]).await;
     let base = format!("http://{}", server.local_addr());
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(server.run(async move {

@@ -6,10 +6,10 @@
 
 use axum::body::Body;
 use axum::http::Request;
-use clap::Parser;
+mod common;
+
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
-use taskwire::cli::{Cli, Command};
 use tower::ServiceExt;
 
 const TOKEN: &str = "direct-test-token";
@@ -151,21 +151,7 @@ async fn direct_routes_answer_as_the_router_does() {
     let dir = tempfile::tempdir().expect("tempdir");
     let tokens = dir.path().join("tokens");
     std::fs::write(&tokens, format!("{TOKEN} alice acme\n")).expect("tokens");
-    let cli = Cli::try_parse_from([
-        "taskwire",
-        "serve",
-        "--listen",
-        "127.0.0.1:0",
-        "--store",
-        "memory://",
-        "--auth-tokens",
-        tokens.to_str().expect("path"),
-    ])
-    .expect("parse");
-    let Command::Serve(args) = cli.command else {
-        panic!("parsed as another command");
-    };
-    let server = taskwire::cli::build_server(&args).await.expect("build");
+    let server = common::build_serve(&["--auth-tokens", tokens.to_str().expect("path")]).await;
     let base = format!("http://{}", server.local_addr());
     let router = server.router();
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
