@@ -4,6 +4,11 @@
 //! connection per worker). Reports requests/s, p50/p99 latency and, given the
 //! server's pid, the server's CPU time per request (from /proc/<pid>/stat).
 //!
+//! The requests go out through the lean wire clients of `raw.rs` (prebuilt bytes
+//! on HTTP/1.1 or HTTP/2, every answer checked), so that the generator, on its one
+//! core, costs less per request than the server and keeps it saturated.
+//! `A2A_LOAD_CLIENT=library` uses reqwest and tonic instead.
+//!
 //! ```text
 //! TOKIO_WORKER_THREADS=1 taskset -c 0 target/release/taskwire serve --store memory:// &
 //! taskset -c 1 target/release/a2a_load http://127.0.0.1:8080 get jsonrpc 64 10 <server-pid>
@@ -16,9 +21,12 @@
     reason = "a benchmark tool: failures abort the run"
 )]
 
+mod raw;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use prost::Message as _;
 use serde_json::{json, Value};
 use taskwire_a2a::pb;
 use taskwire_grpc::A2aServiceClient;
@@ -58,6 +66,29 @@ fn check(body: &[u8]) {
     }
 }
 
+/// What one worker sends its requests through.
+enum Client {
+    Raw1(raw::H1),
+    Raw2(raw::H2),
+    Grpc(A2aServiceClient<Channel>),
+    Http,
+}
+
+fn send_grpc(i: u64) -> pb::SendMessageRequest {
+    pb::SendMessageRequest {
+        message: Some(pb::Message {
+            message_id: format!("load-g-{}-{i}", std::process::id()),
+            role: pb::Role::User as i32,
+            parts: vec![pb::Part {
+                content: Some(pb::part::Content::Text("hello".into())),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -91,6 +122,18 @@ async fn main() {
         .await
         .unwrap();
     let task_id = seed["result"]["task"]["id"].as_str().unwrap().to_string();
+    let library = std::env::var("A2A_LOAD_CLIENT").is_ok_and(|c| c == "library");
+    let addr = base
+        .strip_prefix("http://")
+        .expect("the base url is http://host:port")
+        .to_string();
+    let get_grpc = bytes::Bytes::from(
+        pb::GetTaskRequest {
+            id: task_id.clone(),
+            ..Default::default()
+        }
+        .encode_to_vec(),
+    );
 
     let url = reqwest::Url::parse(&format!("{base}/a2a")).unwrap();
     let get_text = bytes::Bytes::from(
@@ -112,24 +155,55 @@ async fn main() {
             task_id.clone(),
             counter.clone(),
         );
-        let (url, get_text) = (url.clone(), get_text.clone());
+        let (url, get_text, get_grpc, addr) = (
+            url.clone(),
+            get_text.clone(),
+            get_grpc.clone(),
+            addr.clone(),
+        );
         handles.push(tokio::spawn(async move {
             let mut lat = Vec::new();
-            let mut grpc = if binding == "grpc" {
-                let ch = Channel::from_shared(base.clone())
-                    .unwrap()
-                    .connect()
-                    .await
-                    .unwrap();
-                Some(A2aServiceClient::new(ch))
+            let method = if mode == "get" {
+                "GetTask"
             } else {
-                None
+                "SendMessage"
+            };
+            let mut client = match (library, binding.as_str()) {
+                (false, "grpc") => Client::Raw2(
+                    raw::H2::connect(&addr, &format!("{}{method}", taskwire_grpc::RPC_PREFIX))
+                        .await
+                        .unwrap(),
+                ),
+                (false, _) => Client::Raw1(raw::H1::connect(&addr, "/a2a").await.unwrap()),
+                (true, "grpc") => {
+                    let ch = Channel::from_shared(base.clone())
+                        .unwrap()
+                        .connect()
+                        .await
+                        .unwrap();
+                    Client::Grpc(A2aServiceClient::new(ch))
+                }
+                (true, _) => Client::Http,
             };
             while Instant::now() < deadline {
                 let i = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let t = Instant::now();
-                match (&mut grpc, mode.as_str()) {
-                    (Some(c), "get") => {
+                match (&mut client, mode.as_str()) {
+                    (Client::Raw2(c), "get") => {
+                        let task = pb::Task::decode(&c.call(&get_grpc).await.unwrap()[..]).unwrap();
+                        assert_eq!(task.id, task_id, "GetTask answered another task");
+                    }
+                    (Client::Raw2(c), _) => {
+                        let answer = c.call(&send_grpc(i).encode_to_vec()).await.unwrap();
+                        let r = pb::SendMessageResponse::decode(&answer[..]).unwrap();
+                        assert!(
+                            matches!(r.payload, Some(pb::send_message_response::Payload::Task(_))),
+                            "SendMessage answered no task: {r:?}"
+                        );
+                    }
+                    (Client::Raw1(c), "get") => check(&c.post(&get_text).await.unwrap()),
+                    (Client::Raw1(c), _) => check(&c.post(&send_text(i)).await.unwrap()),
+                    (Client::Grpc(c), "get") => {
                         c.get_task(pb::GetTaskRequest {
                             id: task_id.clone(),
                             ..Default::default()
@@ -137,22 +211,10 @@ async fn main() {
                         .await
                         .unwrap();
                     }
-                    (Some(c), _) => {
-                        let req = pb::SendMessageRequest {
-                            message: Some(pb::Message {
-                                message_id: format!("load-g-{}-{i}", std::process::id()),
-                                role: pb::Role::User as i32,
-                                parts: vec![pb::Part {
-                                    content: Some(pb::part::Content::Text("hello".into())),
-                                    ..Default::default()
-                                }],
-                                ..Default::default()
-                            }),
-                            ..Default::default()
-                        };
-                        c.send_message(req).await.unwrap();
+                    (Client::Grpc(c), _) => {
+                        c.send_message(send_grpc(i)).await.unwrap();
                     }
-                    (None, "get") => {
+                    (Client::Http, "get") => {
                         let r = http
                             .post(url.clone())
                             .header(reqwest::header::CONTENT_TYPE, "application/json")
@@ -162,7 +224,7 @@ async fn main() {
                             .unwrap();
                         check(&r.bytes().await.unwrap());
                     }
-                    (None, _) => {
+                    (Client::Http, _) => {
                         let r = http
                             .post(url.clone())
                             .header(reqwest::header::CONTENT_TYPE, "application/json")
