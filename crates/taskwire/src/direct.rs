@@ -150,6 +150,14 @@ impl DirectRoute {
         }
     }
 
+    /// The body limit of a route that reads the body whole.
+    pub(crate) fn body_limit(&self) -> Option<usize> {
+        match &self.handler {
+            Handler::Collected { body_limit, .. } => Some(*body_limit),
+            Handler::Streaming(_) => None,
+        }
+    }
+
     fn matches(&self, method: &Method, path: &str) -> bool {
         self.method == method
             && match self.path {
@@ -172,13 +180,12 @@ impl DirectRoute {
     }
 }
 
+/// The text of axum's answer to a body over the limit.
+pub(crate) const TOO_LARGE: &str = "Failed to buffer the request body: length limit exceeded";
+
 /// The response axum's body extractors give for a body over the limit.
 fn too_large() -> Response {
-    (
-        StatusCode::PAYLOAD_TOO_LARGE,
-        "Failed to buffer the request body: length limit exceeded",
-    )
-        .into_response()
+    (StatusCode::PAYLOAD_TOO_LARGE, TOO_LARGE).into_response()
 }
 
 /// Reads the body within `limit`, as axum's `Bytes` extractor does under
@@ -268,22 +275,5 @@ impl Service<Request> for Front {
             telemetry::record_http(&method, label, res.status(), started.elapsed());
             Ok(res)
         })
-    }
-}
-
-impl<'a, L> Service<axum::serve::IncomingStream<'a, L>> for Front
-where
-    L: axum::serve::Listener,
-{
-    type Response = Front;
-    type Error = Infallible;
-    type Future = std::future::Ready<Result<Front, Infallible>>;
-
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, _stream: axum::serve::IncomingStream<'a, L>) -> Self::Future {
-        std::future::ready(Ok(self.clone()))
     }
 }

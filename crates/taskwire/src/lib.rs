@@ -58,6 +58,8 @@ pub mod auth;
 pub mod cli;
 mod direct;
 mod error;
+mod h2;
+mod listen;
 mod server;
 pub mod telemetry;
 

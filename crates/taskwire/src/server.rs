@@ -346,6 +346,15 @@ impl ServerBuilder {
         let router = merge(public, protected, "protected routes")?
             .layer(axum::middleware::from_fn(telemetry::http_middleware));
 
+        // HTTP/2 requests are read whole before dispatch: up to the largest body
+        // any route accepts.
+        let h2_config = crate::h2::Config {
+            max_body: direct
+                .iter()
+                .filter_map(DirectRoute::body_limit)
+                .fold(body_limit, usize::max),
+            max_streams: 200,
+        };
         let front = Front::new(direct, self.auth.clone(), router.clone());
         Ok(Server {
             listener,
@@ -355,6 +364,7 @@ impl ServerBuilder {
             runtime_config: self.runtime_config,
             router,
             front,
+            h2_config,
             shared,
             drain_timeout: self.drain_timeout,
         })
@@ -455,6 +465,7 @@ pub struct Server {
     runtime_config: RuntimeConfig,
     router: Router,
     front: Front,
+    h2_config: crate::h2::Config,
     shared: Arc<Shared>,
     drain_timeout: Duration,
 }
@@ -511,6 +522,7 @@ impl Server {
             runtime_config,
             router: _,
             front,
+            h2_config,
             shared,
             drain_timeout,
         } = self;
@@ -522,9 +534,8 @@ impl Server {
             "taskwire serving"
         );
         let stop_http = CancellationToken::new();
-        let serve = axum::serve(listener, front)
-            .with_graceful_shutdown(stop_http.clone().cancelled_owned());
-        let mut http = tokio::spawn(async move { serve.await });
+        let serve = crate::listen::serve(listener, front, h2_config, stop_http.clone());
+        let mut http = tokio::spawn(serve);
 
         let ended_early = tokio::select! {
             _ = shutdown => None,
