@@ -429,7 +429,7 @@ where
             }
             return Ok(());
         }
-        if payload.len() % 6 != 0 {
+        if !payload.len().is_multiple_of(6) {
             return Err(ConnError(Code::FrameSize, "SETTINGS of the wrong size"));
         }
         for s in payload.chunks_exact(6) {
@@ -581,7 +581,7 @@ where
     }
 
     fn headers(&mut self, flags: u8, id: u32, payload: Bytes) -> Result<(), ConnError> {
-        if id == 0 || id % 2 == 0 {
+        if id == 0 || id.is_multiple_of(2) {
             return Err(ConnError(
                 Code::Protocol,
                 "HEADERS on stream 0 or a server stream",

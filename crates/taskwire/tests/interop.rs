@@ -1,0 +1,62 @@
+//! Interop through the listener of `taskwire serve` itself (its HTTP/1.1 and its
+//! own HTTP/2 server): the official Python `a2a-sdk` client (installed by
+//! `.ci/setup-a2a.sh`; its gRPC transport is grpc-python, the C-core HTTP/2
+//! stack) runs the A2A interop script over JSON-RPC and over gRPC. Skipped, with
+//! a message, when the SDK is not installed.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+mod common;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+fn python() -> Option<PathBuf> {
+    if let Ok(p) = std::env::var("TASKWIRE_A2A_PYTHON") {
+        let p = PathBuf::from(p);
+        return p.exists().then_some(p);
+    }
+    let p =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/a2a-interop-venv/bin/python");
+    p.exists().then_some(p)
+}
+
+#[tokio::test]
+async fn python_sdk_against_taskwire_serve() {
+    let Some(py) = python() else {
+        eprintln!(
+            "skipped: the Python a2a-sdk is not installed (run .ci/setup-a2a.sh or set TASKWIRE_A2A_PYTHON)"
+        );
+        return;
+    };
+    let script =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../taskwire-a2a/interop/interop.py");
+    let server = common::build_serve(&["--push-allow-private"]).await;
+    let base = format!("http://{}", server.local_addr());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let run = tokio::spawn(server.run(stopped));
+    for binding in ["JSONRPC", "GRPC"] {
+        let out = tokio::time::timeout(
+            Duration::from_secs(120),
+            tokio::process::Command::new(&py)
+                .arg(&script)
+                .arg(&base)
+                .arg(binding)
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await
+        .expect("interop script timed out")
+        .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "interop over {binding} failed:\n{stdout}\n{stderr}"
+        );
+        assert!(stdout.contains(&format!("PASS {binding}")), "{stdout}");
+        eprintln!("{}", stdout.trim());
+    }
+    stop.send(()).unwrap();
+    run.await.unwrap().unwrap();
+}
