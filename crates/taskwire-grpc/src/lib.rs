@@ -19,6 +19,9 @@ use taskwire_core::Caller;
 use taskwire_vocab::a2a::{ERROR_DOMAIN, ERROR_INFO_TYPE};
 use tonic::{Request, Response, Status};
 
+mod unary;
+pub use unary::GrpcRoute;
+
 /// The generated service code (server and client).
 #[allow(missing_docs, unreachable_pub, clippy::all, reason = "generated code")]
 pub mod proto {
@@ -274,12 +277,18 @@ impl GrpcAdapter {
 
     /// `/lf.a2a.v1.A2AService/{method}` as an axum router (no fallback of its own).
     pub fn routes(&self) -> Router {
-        Router::new().route_service(ROUTE_PATTERN, self.server())
+        Router::new().route_service(ROUTE_PATTERN, self.route())
     }
 
-    /// The tonic service that [`GrpcAdapter::routes`] mounts, for a server that
-    /// routes `/lf.a2a.v1.A2AService/*` itself (it reads the caller from the
-    /// request's `taskwire_core::Caller` extension).
+    /// The service that [`GrpcAdapter::routes`] mounts, for a server that routes
+    /// `/lf.a2a.v1.A2AService/*` itself (it reads the caller from the request's
+    /// `taskwire_core::Caller` extension): the unary RPCs answered directly, the
+    /// rest by [`GrpcAdapter::server`].
+    pub fn route(&self) -> GrpcRoute {
+        GrpcRoute::new(self.service.clone())
+    }
+
+    /// tonic's generated server over the same service.
     pub fn server(&self) -> A2aServiceServer<GrpcService> {
         A2aServiceServer::new(self.service.clone())
     }

@@ -149,12 +149,12 @@ impl Adapter for A2a {
     }
 }
 
-/// `POST /lf.a2a.v1.A2AService/*` ahead of the router: the tonic service that the
+/// `POST /lf.a2a.v1.A2AService/*` ahead of the router: the gRPC service that the
 /// A2A routes mount, without axum's layer stack.
 #[cfg(feature = "grpc")]
 fn grpc_direct_route(svc: &taskwire_a2a::A2aService) -> Option<DirectRoute> {
     use tower::ServiceExt;
-    let server = taskwire_grpc::GrpcAdapter::new(svc.clone()).server();
+    let server = taskwire_grpc::GrpcAdapter::new(svc.clone()).route();
     Some(DirectRoute::streaming(
         Method::POST,
         taskwire_grpc::RPC_PREFIX,
@@ -163,7 +163,7 @@ fn grpc_direct_route(svc: &taskwire_a2a::A2aService) -> Option<DirectRoute> {
             let server = server.clone();
             async move {
                 match server.oneshot(req).await {
-                    Ok(res) => res.map(axum::body::Body::new),
+                    Ok(res) => res,
                     Err(never) => match never {},
                 }
             }

@@ -283,7 +283,9 @@ where
                     self.respond(id, res);
                 }
             }
-            progress |= self.poll_bodies(cx);
+            if self.wbuf.len() - self.written < WRITE_HIGH {
+                progress |= self.poll_bodies(cx);
+            }
             while self.written < self.wbuf.len() {
                 match Pin::new(&mut self.io).poll_write(cx, &self.wbuf[self.written..]) {
                     Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
@@ -518,7 +520,8 @@ where
             if id > self.last_id {
                 return Err(ConnError(Code::Protocol, "DATA on an idle stream"));
             }
-            self.reset(id, Code::StreamClosed);
+            // A stream this server has reset or answered early (413): what the
+            // peer had in flight is ignored (RFC 9113 5.4.2), its window given back.
             self.give_back();
             return Ok(());
         };
