@@ -501,8 +501,19 @@ pub(crate) fn put_status(out: &mut Vec<u8>, status: u16) {
 /// the table has it.
 pub(crate) fn put_header(out: &mut Vec<u8>, name: &HeaderName, value: &HeaderValue) {
     let n = name.as_str();
-    match STATIC[14..].iter().position(|(s, _)| *s == n) {
-        Some(i) => put_int(out, 0, 4, i + 15),
+    let index = match n {
+        "content-type" => Some(31),
+        "content-length" => Some(28),
+        "date" => Some(33),
+        "cache-control" => Some(24),
+        "www-authenticate" => Some(61),
+        _ => STATIC[14..]
+            .iter()
+            .position(|(s, _)| *s == n)
+            .map(|i| i + 15),
+    };
+    match index {
+        Some(i) => put_int(out, 0, 4, i),
         None => {
             out.push(0);
             put_str(out, n.as_bytes());

@@ -21,6 +21,7 @@ mod hpack;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -164,7 +165,7 @@ where
         hpack: Decoder::default(),
         service,
         config,
-        streams: HashMap::new(),
+        streams: Streams::default(),
         sending: Vec::new(),
         answers: FuturesUnordered::new(),
         last_id: 0,
@@ -176,6 +177,7 @@ where
         buffered: 0,
         continuation: None,
         table_size_update: false,
+        uri_cache: None,
         goaway_sent: false,
         closing: false,
         peer_gone: false,
@@ -193,7 +195,7 @@ struct Conn<I, S> {
     hpack: Decoder,
     service: S,
     config: Config,
-    streams: HashMap<u32, Stream>,
+    streams: Streams,
     /// The streams in [`Phase::Sending`].
     sending: Vec<u32>,
     answers: FuturesUnordered<Answer>,
@@ -214,12 +216,36 @@ struct Conn<I, S> {
     /// The peer lowered SETTINGS_HEADER_TABLE_SIZE: start the next block with a
     /// dynamic table size update to 0 (this encoder never uses the table).
     table_size_update: bool,
+    uri_cache: UriCache,
     goaway_sent: bool,
     /// A connection error was sent: write what is left, then close.
     closing: bool,
     /// The peer sent GOAWAY: finish the open streams, then close.
     peer_gone: bool,
     shutdown: Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>,
+}
+
+/// The open streams by id. Stream ids need no DoS-resistant hash (at most
+/// `max_streams` live at once), so a multiplicative one saves SipHash's cost.
+type Streams = HashMap<u32, Stream, BuildHasherDefault<IdHasher>>;
+
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_u32(&mut self, v: u32) {
+        self.0 = u64::from(v).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
 }
 
 fn frame_head(out: &mut Vec<u8>, len: usize, kind: u8, flags: u8, stream: u32) {
@@ -639,7 +665,7 @@ where
             self.reset(id, Code::RefusedStream);
             return Ok(());
         }
-        let (parts, content_length) = match request_head(fields) {
+        let (parts, content_length) = match request_head(fields, &mut self.uri_cache) {
             Ok(h) => h,
             Err(Malformed::Reset) => {
                 self.reset(id, Code::Protocol);
@@ -759,15 +785,6 @@ where
     }
 
     fn respond_head(&mut self, id: u32, status: StatusCode, headers: &mut HeaderMap, end: bool) {
-        for h in [
-            header::CONNECTION,
-            header::TRANSFER_ENCODING,
-            header::UPGRADE,
-            HeaderName::from_static("keep-alive"),
-            HeaderName::from_static("proxy-connection"),
-        ] {
-            headers.remove(h);
-        }
         if !headers.contains_key(header::DATE) {
             headers.insert(header::DATE, date());
         }
@@ -777,7 +794,10 @@ where
         }
         hpack::put_status(&mut block, status.as_u16());
         for (name, value) in headers.iter() {
-            hpack::put_header(&mut block, name, value);
+            // HTTP/2 has no connection-specific fields (RFC 9113 8.2.2).
+            if !is_connection_header(name) {
+                hpack::put_header(&mut block, name, value);
+            }
         }
         self.header_frames(id, &block, if end { END_STREAM } else { 0 });
     }
@@ -1005,7 +1025,15 @@ enum Malformed {
 }
 
 /// The request head from its decoded fields (RFC 9113 8.3).
-fn request_head(fields: Vec<hpack::Field>) -> Result<(Parts, Option<u64>), Malformed> {
+/// The last request target of a connection and its parsed URI: clients repeat
+/// the same `:scheme`, `:authority` and `:path` (a gRPC client calling one
+/// method), and parsing them costs more than comparing them.
+type UriCache = Option<(HeaderValue, HeaderValue, Option<HeaderValue>, Uri)>;
+
+fn request_head(
+    fields: Vec<hpack::Field>,
+    cache: &mut UriCache,
+) -> Result<(Parts, Option<u64>), Malformed> {
     let (mut method, mut scheme, mut authority, mut path) = (None, None, None, None);
     let mut headers = HeaderMap::with_capacity(fields.len());
     let mut regular = false;
@@ -1061,17 +1089,25 @@ fn request_head(fields: Vec<hpack::Field>) -> Result<(Parts, Option<u64>), Malfo
     if path.is_empty() {
         return Err(Malformed::Reset);
     }
-    let mut uri = Uri::builder()
-        .scheme(scheme.as_bytes())
-        .path_and_query(path.as_bytes());
-    if let Some(a) = authority.as_ref().or_else(|| headers.get(header::HOST)) {
-        uri = uri.authority(a.as_bytes());
-    }
-    let uri = match uri.build() {
-        Ok(u) => u,
-        // No authority (allowed: RFC 9113 8.3.1), or a path that is not
-        // origin-form: the path alone.
-        Err(_) => Uri::try_from(path.as_bytes()).map_err(|_| Malformed::Reset)?,
+    let authority = authority.or_else(|| headers.get(header::HOST).cloned());
+    let uri = match cache {
+        Some((s, p, a, uri)) if *s == scheme && *p == path && *a == authority => uri.clone(),
+        _ => {
+            let mut uri = Uri::builder()
+                .scheme(scheme.as_bytes())
+                .path_and_query(path.as_bytes());
+            if let Some(a) = &authority {
+                uri = uri.authority(a.as_bytes());
+            }
+            let uri = match uri.build() {
+                Ok(u) => u,
+                // No authority (allowed: RFC 9113 8.3.1), or a path that is not
+                // origin-form: the path alone.
+                Err(_) => Uri::try_from(path.as_bytes()).map_err(|_| Malformed::Reset)?,
+            };
+            *cache = Some((scheme, path, authority, uri.clone()));
+            uri
+        }
     };
     let (mut parts, ()) = Request::new(()).into_parts();
     parts.method = method;
@@ -1085,11 +1121,14 @@ fn is_connection_specific(name: &HeaderName, value: &HeaderValue) -> bool {
     if name == header::TE {
         return value.as_bytes() != b"trailers";
     }
-    name == header::CONNECTION
-        || name == header::TRANSFER_ENCODING
-        || name == header::UPGRADE
-        || name.as_str() == "keep-alive"
-        || name.as_str() == "proxy-connection"
+    is_connection_header(name)
+}
+
+fn is_connection_header(name: &HeaderName) -> bool {
+    matches!(
+        name.as_str(),
+        "connection" | "transfer-encoding" | "upgrade" | "keep-alive" | "proxy-connection"
+    )
 }
 
 /// The `date` header, formatted once per second.

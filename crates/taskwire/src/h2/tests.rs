@@ -320,8 +320,20 @@ async fn a_request_in_several_frames_is_answered_whole() {
     )
     .await;
     c.send(DATA, END_STREAM | PADDED, 3, b"\x03abc\0\0\0").await;
-    let (_, body, _) = c.response(3).await;
+    let (head, body, _) = c.response(3).await;
     assert_eq!(body, b"abc");
+    // Not the previous request's target (the connection caches the last URI).
+    assert_eq!(get(&head, "x-uri"), Some("http://test/echo"));
+    c.send(
+        HEADERS,
+        END_HEADERS | END_STREAM,
+        5,
+        &Client::block("GET", "/echo", &[]),
+    )
+    .await;
+    let (head, _, _) = c.response(5).await;
+    assert_eq!(get(&head, "x-uri"), Some("http://test/echo"));
+    assert_eq!(get(&head, "x-method"), Some("GET"));
 }
 
 #[tokio::test]
