@@ -20,6 +20,9 @@ use taskwire_core::{Caller, ScriptedAgent};
 use taskwire_grpc::GrpcAdapter;
 use tower::ServiceExt;
 
+/// A request of the comparison: method, body, extra headers, with a caller.
+type Case<'a> = (&'a str, Vec<u8>, Vec<(&'a str, &'a str)>, bool);
+
 /// status, headers without `date`, data, trailers.
 type Answer = (u16, Vec<(String, String)>, Vec<u8>, Option<HeaderMap>);
 
@@ -83,7 +86,7 @@ async fn the_fast_path_answers_as_tonic_does() {
     };
     let mut two = framed(0, &get(&id));
     two.extend(framed(0, &get(&id)));
-    let cases: Vec<(&str, Vec<u8>, Vec<(&str, &str)>, bool)> = vec![
+    let cases: Vec<Case> = vec![
         ("GetTask", framed(0, &get(&id)), vec![], true),
         (
             "GetTask",
