@@ -86,7 +86,7 @@ async fn the_fast_path_answers_as_tonic_does() {
     };
     let mut two = framed(0, &get(&id));
     two.extend(framed(0, &get(&id)));
-    let cases: Vec<Case> = vec![
+    let cases: Vec<Case<'_>> = vec![
         ("GetTask", framed(0, &get(&id)), vec![], true),
         (
             "GetTask",
