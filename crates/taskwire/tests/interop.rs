@@ -1,8 +1,12 @@
 //! Interop through the listener of `taskwire serve` itself (its HTTP/1.1 and its
-//! own HTTP/2 server): the official Python `a2a-sdk` client (installed by
-//! `.ci/setup-a2a.sh`; its gRPC transport is grpc-python, the C-core HTTP/2
-//! stack) runs the A2A interop script over JSON-RPC and over gRPC. Skipped, with
-//! a message, when the SDK is not installed.
+//! own HTTP/2 server), with two real gRPC stacks:
+//! - the official Python `a2a-sdk` client (installed by `.ci/setup-a2a.sh`; its
+//!   gRPC transport is grpc-python, the C-core HTTP/2 stack) runs the A2A
+//!   interop script over JSON-RPC and over gRPC;
+//! - the official Node.js client `@grpc/grpc-js` (installed by
+//!   `.ci/setup-grpc-js.sh`; Node's HTTP/2, nghttp2) runs `interop/grpc_js.js`.
+//!
+//! Each is skipped, with a message, when its client is not installed.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
@@ -57,6 +61,54 @@ async fn python_sdk_against_taskwire_serve() {
         assert!(stdout.contains(&format!("PASS {binding}")), "{stdout}");
         eprintln!("{}", stdout.trim());
     }
+    stop.send(()).unwrap();
+    run.await.unwrap().unwrap();
+}
+
+fn grpc_js_dir() -> Option<PathBuf> {
+    let dir = std::env::var("TASKWIRE_GRPC_JS_DIR").map_or_else(
+        |_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/grpc-js-interop"),
+        PathBuf::from,
+    );
+    let modules = dir.join("node_modules");
+    modules
+        .join("@grpc/grpc-js/package.json")
+        .exists()
+        .then_some(modules)
+}
+
+#[tokio::test]
+async fn grpc_js_against_taskwire_serve() {
+    let Some(modules) = grpc_js_dir() else {
+        eprintln!("skipped: @grpc/grpc-js is not installed (run .ci/setup-grpc-js.sh or set TASKWIRE_GRPC_JS_DIR)");
+        return;
+    };
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let server = common::build_serve(&[]).await;
+    let addr = server.local_addr().to_string();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let run = tokio::spawn(server.run(stopped));
+    let out = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::process::Command::new("node")
+            .arg(root.join("interop/grpc_js.js"))
+            .arg(&addr)
+            .arg(root.join("../../proto/a2a.proto"))
+            .env("NODE_PATH", &modules)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("grpc-js script timed out")
+    .expect("node runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "grpc-js interop failed:\n{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("PASS grpc-js"), "{stdout}");
+    eprintln!("{}", stdout.trim());
     stop.send(()).unwrap();
     run.await.unwrap().unwrap();
 }
