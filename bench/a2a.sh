@@ -17,6 +17,10 @@ cd "$(dirname "$0")/.."
 SECS=${SECS:-10}
 CONNS=${CONNS:-64}
 cargo build --release -p taskwire -p taskwire-bench --bin taskwire --bin a2a_load >&2
+# Right after a build the kernel is still writing the build's output back to disk,
+# and that work lands on the measured cores (seen: SendMessage 26-28 µs instead
+# of 19-21 µs in the first runs). Flush it first.
+sync
 BIN=target/release
 DIR=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$DIR"' EXIT

@@ -757,17 +757,16 @@ where
             return;
         }
         let (mut parts, body) = res.into_parts();
-        if let Some(n) = body.size_hint().exact() {
-            let bodiless = parts.status.is_informational()
-                || parts.status == StatusCode::NO_CONTENT
-                || parts.status == StatusCode::NOT_MODIFIED;
-            if !bodiless && !parts.headers.contains_key(header::CONTENT_LENGTH) {
+        let end = body.is_end_stream();
+        // As hyper does: a body of known size gets its content-length, an empty
+        // one (a gRPC trailers-only answer, say) none.
+        if let (false, Some(n)) = (end, body.size_hint().exact()) {
+            if !parts.headers.contains_key(header::CONTENT_LENGTH) {
                 parts
                     .headers
                     .insert(header::CONTENT_LENGTH, HeaderValue::from(n));
             }
         }
-        let end = body.is_end_stream();
         self.respond_head(id, parts.status, &mut parts.headers, end);
         if end {
             self.finished(id);

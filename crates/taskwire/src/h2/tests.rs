@@ -678,3 +678,20 @@ async fn arbitrary_bytes_never_panic_the_server() {
 fn any_u8() -> proptest::num::u8::Any {
     proptest::num::u8::ANY
 }
+
+#[tokio::test]
+async fn an_empty_answer_is_one_headers_frame_without_content_length() {
+    let (mut c, _t) = start(Arc::default(), config(), CancellationToken::new()).await;
+    c.send(
+        HEADERS,
+        END_HEADERS | END_STREAM,
+        1,
+        &Client::block("GET", "/nothing", &[]),
+    )
+    .await;
+    let f = c.until(HEADERS, 1).await;
+    assert_ne!(f.flags & END_STREAM, 0, "the HEADERS frame ends the stream");
+    let fields = c.fields(&f.payload);
+    assert_eq!(get(&fields, ":status"), Some("404"));
+    assert_eq!(get(&fields, "content-length"), None);
+}
