@@ -92,10 +92,14 @@ fn send_grpc(i: u64) -> pb::SendMessageRequest {
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
+    let usage = "usage: a2a_load <base-url> <get|send> <jsonrpc|grpc> <conns> <secs> [server-pid] [window-secs]\n\
+                 A2A_LOAD_CLIENT=library sends through reqwest and tonic instead of the lean wire clients";
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        println!("{usage}");
+        return;
+    }
     if args.len() < 6 {
-        eprintln!(
-            "usage: a2a_load <base-url> <get|send> <jsonrpc|grpc> <conns> <secs> [server-pid] [window-secs]"
-        );
+        eprintln!("{usage}");
         std::process::exit(2);
     }
     let base = args[1].trim_end_matches('/').to_string();
