@@ -85,14 +85,19 @@ impl H1 {
     }
 
     async fn fill(&mut self) -> io::Result<()> {
-        let mut chunk = [0u8; 16 * 1024];
-        let n = self.stream.read(&mut chunk).await?;
-        if n == 0 {
-            return Err(bad("connection closed"));
-        }
-        self.buf.extend_from_slice(&chunk[..n]);
-        Ok(())
+        fill(&mut self.stream, &mut self.buf).await
     }
+}
+
+/// Reads what the socket has into `buf`; the peer closing is an error.
+async fn fill(stream: &mut TcpStream, buf: &mut Vec<u8>) -> io::Result<()> {
+    let mut chunk = [0u8; 16 * 1024];
+    let n = stream.read(&mut chunk).await?;
+    if n == 0 {
+        return Err(bad("connection closed"));
+    }
+    buf.extend_from_slice(&chunk[..n]);
+    Ok(())
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
@@ -326,13 +331,7 @@ impl H2 {
     }
 
     async fn fill(&mut self) -> io::Result<()> {
-        let mut chunk = [0u8; 16 * 1024];
-        let n = self.stream.read(&mut chunk).await?;
-        if n == 0 {
-            return Err(bad("connection closed"));
-        }
-        self.buf.extend_from_slice(&chunk[..n]);
-        Ok(())
+        fill(&mut self.stream, &mut self.buf).await
     }
 }
 
