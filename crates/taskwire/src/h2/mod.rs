@@ -18,7 +18,7 @@
 
 mod hpack;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::future::Future;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -52,6 +52,10 @@ const STREAM_WINDOW: u32 = 1 << 20;
 const CONN_WINDOW: u32 = 1 << 24;
 /// The largest header block (compressed, HEADERS and CONTINUATION together).
 const MAX_HEADER_BLOCK: usize = 64 * 1024;
+/// How many closed streams a connection remembers (to tell a late frame on a
+/// stream it reset, which it ignores, from one on a stream closed normally, a
+/// peer error, or on an id never used, a protocol error).
+const CLOSED_MEMORY: usize = 64;
 /// Output beyond which the connection stops reading until the peer has taken
 /// some (backpressure against a peer that sends but does not read).
 const WRITE_HIGH: usize = 1 << 20;
@@ -72,6 +76,9 @@ const ACK: u8 = 0x1;
 const END_HEADERS: u8 = 0x4;
 const PADDED: u8 = 0x8;
 const PRIORITY_FLAG: u8 = 0x20;
+/// Not a wire flag (HEADERS defines no 0x80): set on a header block whose
+/// priority names its own stream, a stream error once the block is decoded.
+const SELF_DEPENDENT: u8 = 0x80;
 
 /// RFC 9113 7: error codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -180,6 +187,7 @@ where
         uri_cache: None,
         goaway_sent: false,
         closing: false,
+        closed: VecDeque::with_capacity(CLOSED_MEMORY),
         peer_gone: false,
         shutdown: Box::pin(shutdown.cancelled_owned()),
     };
@@ -220,6 +228,8 @@ struct Conn<I, S> {
     goaway_sent: bool,
     /// A connection error was sent: write what is left, then close.
     closing: bool,
+    /// Recently closed streams, and whether this server reset them.
+    closed: VecDeque<(u32, bool)>,
     /// The peer sent GOAWAY: finish the open streams, then close.
     peer_gone: bool,
     shutdown: Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>,
@@ -389,6 +399,9 @@ where
                 }
                 if payload.len() != 5 {
                     self.reset(id, Code::FrameSize);
+                } else if u32_at(&payload) & 0x7fff_ffff == id {
+                    // A stream cannot depend on itself (RFC 9113 5.3.1).
+                    self.reset(id, Code::Protocol);
                 }
                 Ok(())
             }
@@ -546,8 +559,12 @@ where
             if id > self.last_id {
                 return Err(ConnError(Code::Protocol, "DATA on an idle stream"));
             }
-            // A stream this server has reset or answered early (413): what the
-            // peer had in flight is ignored (RFC 9113 5.4.2), its window given back.
+            // A stream this server has reset (or answered early, 413): what the
+            // peer had in flight is ignored (RFC 9113 5.4.2). On a stream closed
+            // otherwise it is a stream error STREAM_CLOSED (5.1).
+            if !self.reset_by_us(id) {
+                self.reset(id, Code::StreamClosed);
+            }
             self.give_back();
             return Ok(());
         };
@@ -617,12 +634,19 @@ where
             ));
         }
         let mut block = unpad(flags, payload)?;
+        let mut self_dependent = false;
         if flags & PRIORITY_FLAG != 0 {
             if block.len() < 5 {
                 return Err(ConnError(Code::FrameSize, "HEADERS priority truncated"));
             }
+            self_dependent = u32_at(&block) & 0x7fff_ffff == id;
             block.advance(5);
         }
+        let flags = if self_dependent {
+            flags | SELF_DEPENDENT
+        } else {
+            flags
+        };
         if flags & END_HEADERS == 0 {
             if block.len() > MAX_HEADER_BLOCK {
                 return Err(ConnError(Code::EnhanceYourCalm, "header block too large"));
@@ -655,10 +679,24 @@ where
             return Ok(());
         }
         if id <= self.last_id {
-            return Err(ConnError(Code::StreamClosed, "HEADERS on a closed stream"));
+            return match self.closed.iter().find(|(c, _)| *c == id) {
+                // In flight when this server reset the stream: ignored (5.4.2).
+                Some((_, true)) => Ok(()),
+                Some((_, false)) => {
+                    Err(ConnError(Code::StreamClosed, "HEADERS on a closed stream"))
+                }
+                None => Err(ConnError(
+                    Code::Protocol,
+                    "a stream id lower than one already used",
+                )),
+            };
         }
         self.last_id = id;
         if self.goaway_sent {
+            return Ok(());
+        }
+        if flags & SELF_DEPENDENT != 0 {
+            self.reset(id, Code::Protocol);
             return Ok(());
         }
         if self.streams.len() >= self.config.max_streams as usize {
@@ -675,7 +713,9 @@ where
                 let mut res = Response::new(Body::empty());
                 *res.status_mut() = status;
                 self.respond_head(id, res.status(), res.headers_mut(), true);
-                if !end {
+                if end {
+                    self.forget(id, false);
+                } else {
                     self.reset(id, Code::NoError);
                 }
                 return Ok(());
@@ -732,7 +772,7 @@ where
     /// then RST_STREAM with NO_ERROR).
     fn too_large(&mut self, id: u32) {
         let window = self.streams.get(&id).map_or(0, |s| s.send_window);
-        self.remove(id);
+        self.forget(id, true);
         let text = crate::direct::TOO_LARGE.as_bytes();
         if window.min(self.send_window) >= text.len() as i64 {
             let mut headers = HeaderMap::new();
@@ -956,7 +996,21 @@ where
         }
     }
 
+    /// The stream closed: forgotten, and remembered as closed (`by_reset`: this
+    /// server reset it).
     fn remove(&mut self, id: u32) {
+        self.forget(id, false);
+    }
+
+    fn forget(&mut self, id: u32, by_reset: bool) {
+        if let Some(entry) = self.closed.iter_mut().find(|(c, _)| *c == id) {
+            entry.1 |= by_reset;
+        } else if self.streams.contains_key(&id) || by_reset {
+            if self.closed.len() == CLOSED_MEMORY {
+                self.closed.pop_front();
+            }
+            self.closed.push_back((id, by_reset));
+        }
         if let Some(s) = self.streams.remove(&id) {
             if let Phase::Body { body, .. } = &s.phase {
                 self.buffered -= body.len();
@@ -967,9 +1021,13 @@ where
         }
     }
 
+    fn reset_by_us(&self, id: u32) -> bool {
+        self.closed.iter().any(|&(c, by_reset)| c == id && by_reset)
+    }
+
     /// A stream error: RST_STREAM, and the stream forgotten.
     fn reset(&mut self, id: u32, code: Code) {
-        self.remove(id);
+        self.forget(id, true);
         frame_head(&mut self.wbuf, 4, RST_STREAM, 0, id);
         self.wbuf.extend_from_slice(&(code as u32).to_be_bytes());
     }

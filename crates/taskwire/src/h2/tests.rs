@@ -613,15 +613,65 @@ async fn protocol_errors_end_the_connection() {
     )
     .await;
     expect_goaway(&[(DATA, 0, 1, vec![0; MAX_FRAME + 1])], Code::FrameSize).await;
-    // A stream id lower than one already used.
+    // A stream id lower than one already used, never opened.
     expect_goaway(
         &[
             (HEADERS, END_HEADERS | END_STREAM, 5, req.clone()),
-            (HEADERS, END_HEADERS | END_STREAM, 3, req),
+            (HEADERS, END_HEADERS | END_STREAM, 3, req.clone()),
         ],
-        Code::StreamClosed,
+        Code::Protocol,
     )
     .await;
+    // HEADERS again on a stream that has closed normally.
+    let (mut c, _t) = start(Arc::default(), config(), CancellationToken::new()).await;
+    c.send(HEADERS, END_HEADERS | END_STREAM, 1, &req).await;
+    let _ = c.response(1).await;
+    c.send(HEADERS, END_HEADERS | END_STREAM, 1, &req).await;
+    let g = c.until(GOAWAY, 0).await;
+    assert_eq!(u32_at(&g.payload[4..8]), Code::StreamClosed as u32);
+}
+
+#[tokio::test]
+async fn late_frames_on_closed_streams() {
+    let req = Client::block("GET", "/echo", &[]);
+    let (mut c, _t) = start(Arc::default(), config(), CancellationToken::new()).await;
+    // DATA on a stream that closed normally: STREAM_CLOSED.
+    c.send(HEADERS, END_HEADERS | END_STREAM, 1, &req).await;
+    let _ = c.response(1).await;
+    c.send(DATA, 0, 1, b"late").await;
+    let f = c.until(RST_STREAM, 1).await;
+    assert_eq!(u32_at(&f.payload), Code::StreamClosed as u32);
+    // DATA on a stream this server reset: ignored, no RST_STREAM back.
+    c.send(
+        HEADERS,
+        END_HEADERS,
+        3,
+        &Client::block("GET", "/echo", &[("X-Bad", "1")]),
+    )
+    .await;
+    let f = c.until(RST_STREAM, 3).await;
+    assert_eq!(u32_at(&f.payload), Code::Protocol as u32);
+    c.send(DATA, END_STREAM, 3, b"in flight").await;
+    c.send(PING, 0, 0, b"after-3!").await;
+    let f = c.read().await;
+    assert_eq!(f.kind, PING, "the late DATA got no answer: {f:?}");
+    // A priority on its own stream: PROTOCOL_ERROR, as PRIORITY or in HEADERS.
+    c.send(PRIORITY, 0, 5, &[0, 0, 0, 5, 16]).await;
+    let f = c.until(RST_STREAM, 5).await;
+    assert_eq!(u32_at(&f.payload), Code::Protocol as u32);
+    let mut block = vec![0, 0, 0, 7, 16];
+    block.extend_from_slice(&req);
+    c.send(HEADERS, END_HEADERS | END_STREAM | PRIORITY_FLAG, 7, &block)
+        .await;
+    let f = c.until(RST_STREAM, 7).await;
+    assert_eq!(u32_at(&f.payload), Code::Protocol as u32);
+    // A priority on another stream is accepted and ignored.
+    let mut block = vec![0, 0, 0, 1, 16];
+    block.extend_from_slice(&req);
+    c.send(HEADERS, END_HEADERS | END_STREAM | PRIORITY_FLAG, 9, &block)
+        .await;
+    let (head, _, _) = c.response(9).await;
+    assert_eq!(get(&head, ":status"), Some("200"));
 }
 
 #[tokio::test]
