@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the A2A interop tests need: a Python virtualenv under
 # target/a2a-interop-venv with the official `a2a-sdk` (extras grpc, http-server)
-# at a 1.x version that speaks A2A 1.0. Idempotent: a second run with the venv in
-# place and the pinned version installed does nothing.
+# at a 1.x version that speaks A2A 1.0, and `h2` (hyper-h2, the strict HTTP/2
+# protocol library the HTTP/2 interop check drives). Idempotent: a second run
+# with the venv in place and the pinned version installed does nothing.
 #
 # The interop tests (crates/taskwire-a2a/tests/interop.rs) look for the python
 # interpreter at $TASKWIRE_A2A_PYTHON, else at target/a2a-interop-venv/bin/python,
@@ -18,7 +19,7 @@ if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" - "$A2A_SDK_VERSION" <<'PY' 2
 import sys
 from importlib.metadata import version
 assert version("a2a-sdk") == sys.argv[1]
-import a2a.client, grpc  # noqa: F401
+import a2a.client, grpc, h2  # noqa: F401
 PY
 then
   echo "setup-a2a: a2a-sdk $A2A_SDK_VERSION already installed in $VENV"
@@ -28,5 +29,5 @@ fi
 echo "setup-a2a: creating $VENV with a2a-sdk[grpc,http-server]==$A2A_SDK_VERSION"
 "$PYTHON" -m venv "$VENV"
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
-"$VENV/bin/python" -m pip install --quiet "a2a-sdk[grpc,http-server]==$A2A_SDK_VERSION" httpx
+"$VENV/bin/python" -m pip install --quiet "a2a-sdk[grpc,http-server]==$A2A_SDK_VERSION" httpx "h2>=4.1,<5"
 "$VENV/bin/python" -c 'import a2a.client, grpc; from importlib.metadata import version; print("setup-a2a: a2a-sdk", version("a2a-sdk"))'

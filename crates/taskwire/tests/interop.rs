@@ -4,7 +4,11 @@
 //!   gRPC transport is grpc-python, the C-core HTTP/2 stack) runs the A2A
 //!   interop script over JSON-RPC and over gRPC;
 //! - the official Node.js client `@grpc/grpc-js` (installed by
-//!   `.ci/setup-grpc-js.sh`; Node's HTTP/2, nghttp2) runs `interop/grpc_js.js`.
+//!   `.ci/setup-grpc-js.sh`; Node's HTTP/2, nghttp2) runs `interop/grpc_js.js`;
+//!
+//! and with `h2` (hyper-h2, a Python HTTP/2 library that validates every frame
+//! it receives; in the same virtualenv) driving `interop/hyper_h2.py`: twenty
+//! concurrent 50 KB requests and answers through a 1,000-byte stream window.
 //!
 //! Each is skipped, with a message, when its client is not installed.
 
@@ -108,6 +112,47 @@ async fn grpc_js_against_taskwire_serve() {
         "grpc-js interop failed:\n{stdout}\n{stderr}"
     );
     assert!(stdout.contains("PASS grpc-js"), "{stdout}");
+    eprintln!("{}", stdout.trim());
+    stop.send(()).unwrap();
+    run.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn hyper_h2_against_taskwire_serve() {
+    let Some(py) = python() else {
+        eprintln!("skipped: the interop virtualenv is not installed (run .ci/setup-a2a.sh or set TASKWIRE_A2A_PYTHON)");
+        return;
+    };
+    let has_h2 = std::process::Command::new(&py)
+        .args(["-c", "import h2"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_h2 {
+        eprintln!("skipped: the Python h2 package is not installed (run .ci/setup-a2a.sh)");
+        return;
+    }
+    let server = common::build_serve(&[]).await;
+    let port = server.local_addr().port().to_string();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let run = tokio::spawn(server.run(stopped));
+    let out = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::process::Command::new(&py)
+            .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("interop/hyper_h2.py"))
+            .arg(&port)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("hyper-h2 script timed out")
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "hyper-h2 interop failed:\n{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("PASS hyper-h2"), "{stdout}");
     eprintln!("{}", stdout.trim());
     stop.send(()).unwrap();
     run.await.unwrap().unwrap();
