@@ -16,6 +16,7 @@
 
 mod common;
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -29,6 +30,36 @@ fn python() -> Option<PathBuf> {
     p.exists().then_some(p)
 }
 
+/// Runs `taskwire serve` (memory store, `extra` flags) while the clients that
+/// `clients` makes for its address run in turn; each must exit 0 and print
+/// `PASS <marker>`.
+async fn against_serve(
+    extra: &[&str],
+    clients: impl FnOnce(SocketAddr) -> Vec<(tokio::process::Command, String)>,
+) {
+    let server = common::build_serve(extra).await;
+    let addr = server.local_addr();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let run = tokio::spawn(server.run(stopped));
+    for (mut cmd, marker) in clients(addr) {
+        let out = tokio::time::timeout(Duration::from_secs(120), cmd.kill_on_drop(true).output())
+            .await
+            .unwrap_or_else(|_| panic!("{marker}: timed out"))
+            .unwrap_or_else(|e| panic!("{marker}: does not run: {e}"));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{marker} failed:\n{stdout}\n{stderr}");
+        assert!(stdout.contains(&format!("PASS {marker}")), "{stdout}");
+        eprintln!("{}", stdout.trim());
+    }
+    stop.send(()).unwrap();
+    run.await.unwrap().unwrap();
+}
+
+fn here(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
 #[tokio::test]
 async fn python_sdk_against_taskwire_serve() {
     let Some(py) = python() else {
@@ -37,36 +68,19 @@ async fn python_sdk_against_taskwire_serve() {
         );
         return;
     };
-    let script =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../taskwire-a2a/interop/interop.py");
-    let server = common::build_serve(&["--push-allow-private"]).await;
-    let base = format!("http://{}", server.local_addr());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let run = tokio::spawn(server.run(stopped));
-    for binding in ["JSONRPC", "GRPC"] {
-        let out = tokio::time::timeout(
-            Duration::from_secs(120),
-            tokio::process::Command::new(&py)
-                .arg(&script)
-                .arg(&base)
-                .arg(binding)
-                .kill_on_drop(true)
-                .output(),
-        )
-        .await
-        .expect("interop script timed out")
-        .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            out.status.success(),
-            "interop over {binding} failed:\n{stdout}\n{stderr}"
-        );
-        assert!(stdout.contains(&format!("PASS {binding}")), "{stdout}");
-        eprintln!("{}", stdout.trim());
-    }
-    stop.send(()).unwrap();
-    run.await.unwrap().unwrap();
+    against_serve(&["--push-allow-private"], |addr| {
+        ["JSONRPC", "GRPC"]
+            .into_iter()
+            .map(|binding| {
+                let mut cmd = tokio::process::Command::new(&py);
+                cmd.arg(here("../taskwire-a2a/interop/interop.py"))
+                    .arg(format!("http://{addr}"))
+                    .arg(binding);
+                (cmd, binding.to_string())
+            })
+            .collect()
+    })
+    .await;
 }
 
 fn grpc_js_dir() -> Option<PathBuf> {
@@ -87,34 +101,15 @@ async fn grpc_js_against_taskwire_serve() {
         eprintln!("skipped: @grpc/grpc-js is not installed (run .ci/setup-grpc-js.sh or set TASKWIRE_GRPC_JS_DIR)");
         return;
     };
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let server = common::build_serve(&[]).await;
-    let addr = server.local_addr().to_string();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let run = tokio::spawn(server.run(stopped));
-    let out = tokio::time::timeout(
-        Duration::from_secs(60),
-        tokio::process::Command::new("node")
-            .arg(root.join("interop/grpc_js.js"))
-            .arg(&addr)
-            .arg(root.join("../../proto/a2a.proto"))
-            .env("NODE_PATH", &modules)
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("grpc-js script timed out")
-    .expect("node runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "grpc-js interop failed:\n{stdout}\n{stderr}"
-    );
-    assert!(stdout.contains("PASS grpc-js"), "{stdout}");
-    eprintln!("{}", stdout.trim());
-    stop.send(()).unwrap();
-    run.await.unwrap().unwrap();
+    against_serve(&[], |addr| {
+        let mut cmd = tokio::process::Command::new("node");
+        cmd.arg(here("interop/grpc_js.js"))
+            .arg(addr.to_string())
+            .arg(here("../../proto/a2a.proto"))
+            .env("NODE_PATH", &modules);
+        vec![(cmd, "grpc-js".to_string())]
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -131,29 +126,11 @@ async fn hyper_h2_against_taskwire_serve() {
         eprintln!("skipped: the Python h2 package is not installed (run .ci/setup-a2a.sh)");
         return;
     }
-    let server = common::build_serve(&[]).await;
-    let port = server.local_addr().port().to_string();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let run = tokio::spawn(server.run(stopped));
-    let out = tokio::time::timeout(
-        Duration::from_secs(60),
-        tokio::process::Command::new(&py)
-            .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("interop/hyper_h2.py"))
-            .arg(&port)
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("hyper-h2 script timed out")
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "hyper-h2 interop failed:\n{stdout}\n{stderr}"
-    );
-    assert!(stdout.contains("PASS hyper-h2"), "{stdout}");
-    eprintln!("{}", stdout.trim());
-    stop.send(()).unwrap();
-    run.await.unwrap().unwrap();
+    against_serve(&[], |addr| {
+        let mut cmd = tokio::process::Command::new(&py);
+        cmd.arg(here("interop/hyper_h2.py"))
+            .arg(addr.port().to_string());
+        vec![(cmd, "hyper-h2".to_string())]
+    })
+    .await;
 }
