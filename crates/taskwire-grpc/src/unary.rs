@@ -31,6 +31,9 @@ use crate::{A2aServiceRpc, A2aServiceServer, GrpcService, RPC_PREFIX};
 /// go to tonic, which refuses them with its own status).
 const MAX_MESSAGE: usize = 4 * 1024 * 1024;
 
+/// Parsed once, not per request (a `&str` key is parsed on every lookup).
+const GRPC_ENCODING: axum::http::HeaderName = axum::http::HeaderName::from_static("grpc-encoding");
+
 type Answer = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
 
 /// The gRPC service as mounted: unary RPCs here, the rest through tonic.
@@ -66,7 +69,7 @@ impl Service<Request<Body>> for GrpcRoute {
             .and_then(Unary::of);
         let compressed = req
             .headers()
-            .get("grpc-encoding")
+            .get(&GRPC_ENCODING)
             .is_some_and(|v| v.as_bytes() != b"identity");
         let server = self.server.clone();
         let (Some(method), false) = (method, compressed) else {

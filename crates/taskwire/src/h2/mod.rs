@@ -76,9 +76,6 @@ const ACK: u8 = 0x1;
 const END_HEADERS: u8 = 0x4;
 const PADDED: u8 = 0x8;
 const PRIORITY_FLAG: u8 = 0x20;
-/// Not a wire flag (HEADERS defines no 0x80): set on a header block whose
-/// priority names its own stream, a stream error once the block is decoded.
-const SELF_DEPENDENT: u8 = 0x80;
 
 /// RFC 9113 7: error codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -219,8 +216,8 @@ struct Conn<I, S> {
     recv_unacked: u32,
     /// Request body bytes buffered across streams.
     buffered: usize,
-    /// A header block waiting for CONTINUATION: stream, flags, fragment.
-    continuation: Option<(u32, u8, Vec<u8>)>,
+    /// A header block waiting for CONTINUATION.
+    continuation: Option<Pending>,
     /// The peer lowered SETTINGS_HEADER_TABLE_SIZE: start the next block with a
     /// dynamic table size update to 0 (this encoder never uses the table).
     table_size_update: bool,
@@ -385,8 +382,8 @@ where
             }
             self.got_settings = true;
         }
-        if let Some((cid, _, _)) = &self.continuation {
-            if kind != CONTINUATION || *cid != id {
+        if let Some(p) = &self.continuation {
+            if kind != CONTINUATION || p.id != id {
                 return Err(ConnError(Code::Protocol, "a header block was interrupted"));
             }
         }
@@ -442,17 +439,17 @@ where
             }
             WINDOW_UPDATE => self.window_update_frame(id, &payload),
             CONTINUATION => {
-                let Some((cid, cflags, mut block)) = self.continuation.take() else {
+                let Some(mut p) = self.continuation.take() else {
                     return Err(ConnError(Code::Protocol, "CONTINUATION without HEADERS"));
                 };
-                block.extend_from_slice(&payload);
-                if block.len() > MAX_HEADER_BLOCK {
+                p.block.extend_from_slice(&payload);
+                if p.block.len() > MAX_HEADER_BLOCK {
                     return Err(ConnError(Code::EnhanceYourCalm, "header block too large"));
                 }
                 if flags & END_HEADERS != 0 {
-                    self.header_block(cflags, cid, Bytes::from(block))
+                    self.header_block(p.id, p.end, p.self_dependent, Bytes::from(p.block))
                 } else {
-                    self.continuation = Some((cid, cflags, block));
+                    self.continuation = Some(p);
                     Ok(())
                 }
             }
@@ -642,28 +639,36 @@ where
             self_dependent = u32_at(&block) & 0x7fff_ffff == id;
             block.advance(5);
         }
-        let flags = if self_dependent {
-            flags | SELF_DEPENDENT
-        } else {
-            flags
-        };
+
         if flags & END_HEADERS == 0 {
             if block.len() > MAX_HEADER_BLOCK {
                 return Err(ConnError(Code::EnhanceYourCalm, "header block too large"));
             }
-            self.continuation = Some((id, flags, block.to_vec()));
+            self.continuation = Some(Pending {
+                id,
+                end: flags & END_STREAM != 0,
+                self_dependent,
+                block: block.to_vec(),
+            });
             return Ok(());
         }
-        self.header_block(flags, id, block)
+        self.header_block(id, flags & END_STREAM != 0, self_dependent, block)
     }
 
-    /// A complete header block: a new request, or a request's trailers.
-    fn header_block(&mut self, flags: u8, id: u32, block: Bytes) -> Result<(), ConnError> {
+    /// A complete header block: a new request, or a request's trailers. `end`:
+    /// its HEADERS frame ended the stream; `self_dependent`: its priority named
+    /// its own stream (a stream error once the block is decoded).
+    fn header_block(
+        &mut self,
+        id: u32,
+        end: bool,
+        self_dependent: bool,
+        block: Bytes,
+    ) -> Result<(), ConnError> {
         let mut fields = Vec::with_capacity(12);
         self.hpack
             .decode(&block, |f| fields.push(f))
             .map_err(|_| ConnError(Code::Compression, "header block not decodable"))?;
-        let end = flags & END_STREAM != 0;
         if let Some(s) = self.streams.get_mut(&id) {
             // Trailers: they end the request; this server has no use for them.
             if s.recv_closed {
@@ -695,7 +700,7 @@ where
         if self.goaway_sent {
             return Ok(());
         }
-        if flags & SELF_DEPENDENT != 0 {
+        if self_dependent {
             self.reset(id, Code::Protocol);
             return Ok(());
         }
@@ -827,18 +832,26 @@ where
         if !headers.contains_key(header::DATE) {
             headers.insert(header::DATE, date());
         }
+        let block = self.encode_block(Some(status), headers);
+        self.header_frames(id, &block, if end { END_STREAM } else { 0 });
+    }
+
+    /// A response head (with `status`) or trailers (without) as a header block.
+    fn encode_block(&mut self, status: Option<StatusCode>, headers: &HeaderMap) -> Vec<u8> {
         let mut block = Vec::with_capacity(128);
         if std::mem::take(&mut self.table_size_update) {
             block.push(0x20);
         }
-        hpack::put_status(&mut block, status.as_u16());
-        for (name, value) in headers.iter() {
+        if let Some(status) = status {
+            hpack::put_status(&mut block, status.as_u16());
+        }
+        for (name, value) in headers {
             // HTTP/2 has no connection-specific fields (RFC 9113 8.2.2).
             if !is_connection_header(name) {
                 hpack::put_header(&mut block, name, value);
             }
         }
-        self.header_frames(id, &block, if end { END_STREAM } else { 0 });
+        block
     }
 
     /// Writes a header block as HEADERS and as many CONTINUATION frames as the
@@ -938,14 +951,8 @@ where
             }
             if *end {
                 match trailers.take() {
-                    Some(mut t) => {
-                        let mut block = Vec::with_capacity(64);
-                        if std::mem::take(&mut self.table_size_update) {
-                            block.push(0x20);
-                        }
-                        for (name, value) in t.iter_mut() {
-                            hpack::put_header(&mut block, name, value);
-                        }
+                    Some(t) => {
+                        let block = self.encode_block(None, &t);
                         self.header_frames(id, &block, END_STREAM);
                     }
                     None => frame_head(&mut self.wbuf, 0, DATA, END_STREAM, id),
@@ -1044,6 +1051,14 @@ where
             self.sending.clear();
         }
     }
+}
+
+/// A header block whose HEADERS frame lacked END_HEADERS.
+struct Pending {
+    id: u32,
+    end: bool,
+    self_dependent: bool,
+    block: Vec<u8>,
 }
 
 enum BodyStep {
