@@ -4,8 +4,10 @@
 //! `google.rpc.ErrorInfo` in the `grpc-status-details-bin` trailer.
 //!
 //! [`GrpcAdapter::routes`] is an `axum::Router` serving
-//! `/lf.a2a.v1.A2AService/*` so the server mounts it beside the JSON-RPC routes on
-//! the same listener (h2c; axum serves HTTP/2 prior-knowledge).
+//! `/lf.a2a.v1.A2AService/*` through tonic's generated server, so the server
+//! mounts it beside the JSON-RPC routes on the same listener (h2c). Statuses that
+//! tonic produces itself for malformed requests are given the binding's shape
+//! (INVALID_ARGUMENT, RESOURCE_EXHAUSTED, no decoder details): see [`GrpcRoute`].
 
 use std::collections::HashMap;
 use std::pin::Pin;
@@ -19,8 +21,8 @@ use taskwire_core::Caller;
 use taskwire_vocab::a2a::{ERROR_DOMAIN, ERROR_INFO_TYPE};
 use tonic::{Request, Response, Status};
 
-mod unary;
-pub use unary::GrpcRoute;
+mod edge;
+pub use edge::GrpcRoute;
 
 /// The generated service code (server and client).
 #[allow(missing_docs, unreachable_pub, clippy::all, reason = "generated code")]
@@ -282,14 +284,18 @@ impl GrpcAdapter {
 
     /// The service that [`GrpcAdapter::routes`] mounts, for a server that routes
     /// `/lf.a2a.v1.A2AService/*` itself (it reads the caller from the request's
-    /// `taskwire_core::Caller` extension): the unary RPCs answered directly, the
-    /// rest by [`GrpcAdapter::server`].
+    /// `taskwire_core::Caller` extension): [`GrpcAdapter::server`] with its own
+    /// error statuses in the binding's shape.
     pub fn route(&self) -> GrpcRoute {
-        GrpcRoute::new(self.service.clone())
+        GrpcRoute::new(self.server())
     }
 
-    /// tonic's generated server over the same service.
+    /// tonic's generated server over the same service, accepting request
+    /// messages up to the A2A service's body limit (`max_body_bytes`).
     pub fn server(&self) -> A2aServiceServer<GrpcService> {
+        let limit = self.service.a2a.config().max_body_bytes;
         A2aServiceServer::new(self.service.clone())
+            .max_decoding_message_size(limit)
+            .max_encoding_message_size(usize::MAX)
     }
 }

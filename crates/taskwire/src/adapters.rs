@@ -7,12 +7,7 @@ use std::sync::OnceLock;
 
 use axum::Router;
 
-#[cfg(feature = "a2a")]
-use axum::http::Method;
-
 use crate::server::{Adapter, AdapterContext};
-#[cfg(feature = "a2a")]
-use crate::server::{DirectRequest, DirectRoute};
 
 /// Settings the adapters share, from `taskwire serve` flags.
 #[derive(Clone, Debug, Default)]
@@ -121,59 +116,16 @@ impl Adapter for A2a {
         self.adapter(ctx).public_routes()
     }
 
-    /// `POST /a2a` and `POST /a2a/` ahead of the router: the same handler as the
-    /// routes above, without axum's layer stack.
-    fn direct_routes(&self, ctx: &AdapterContext) -> Vec<DirectRoute> {
-        let svc = self.adapter(ctx).service().clone();
-        let limit = svc.config().max_body_bytes;
-        [taskwire_a2a::card::JSONRPC_PATH, "/a2a/"]
-            .into_iter()
-            .map(|path| {
-                let svc = svc.clone();
-                DirectRoute::new(Method::POST, path, limit, move |req: DirectRequest| {
-                    let svc = svc.clone();
-                    async move {
-                        taskwire_a2a::jsonrpc::serve(
-                            &svc,
-                            &req.caller,
-                            req.parts.uri.query(),
-                            &req.parts.headers,
-                            req.body,
-                        )
-                        .await
-                    }
-                })
-            })
-            .chain(grpc_direct_route(&svc))
-            .collect()
+    fn route_patterns(&self) -> Vec<&'static str> {
+        let mut v = vec![
+            taskwire_a2a::card::JSONRPC_PATH,
+            "/a2a/",
+            taskwire_a2a::card::AGENT_CARD_PATH,
+        ];
+        #[cfg(feature = "grpc")]
+        v.push(taskwire_grpc::ROUTE_PATTERN);
+        v
     }
-}
-
-/// `POST /lf.a2a.v1.A2AService/*` ahead of the router: the gRPC service that the
-/// A2A routes mount, without axum's layer stack.
-#[cfg(feature = "grpc")]
-fn grpc_direct_route(svc: &taskwire_a2a::A2aService) -> Option<DirectRoute> {
-    use tower::ServiceExt;
-    let server = taskwire_grpc::GrpcAdapter::new(svc.clone()).route();
-    Some(DirectRoute::streaming(
-        Method::POST,
-        taskwire_grpc::RPC_PREFIX,
-        taskwire_grpc::ROUTE_PATTERN,
-        move |req: axum::extract::Request| {
-            let server = server.clone();
-            async move {
-                match server.oneshot(req).await {
-                    Ok(res) => res,
-                    Err(never) => match never {},
-                }
-            }
-        },
-    ))
-}
-
-#[cfg(all(feature = "a2a", not(feature = "grpc")))]
-fn grpc_direct_route(_svc: &taskwire_a2a::A2aService) -> Option<DirectRoute> {
-    None
 }
 
 /// MCP tasks at `/mcp`.
@@ -198,6 +150,10 @@ impl Adapter for Mcp {
         }
         taskwire_mcp::McpAdapter::new(ctx.service().clone(), ctx.agent().clone(), config).routes()
     }
+
+    fn route_patterns(&self) -> Vec<&'static str> {
+        vec![taskwire_mcp::MCP_PATH]
+    }
 }
 
 /// AG-UI at `/agui`.
@@ -218,6 +174,15 @@ impl Adapter for Agui {
         )
         .routes()
     }
+
+    fn route_patterns(&self) -> Vec<&'static str> {
+        vec![
+            "/agui",
+            "/agui/threads/{thread_id}",
+            "/agui/threads/{thread_id}/runs/{run_id}/events",
+            "/agui/threads/{thread_id}/runs/{run_id}/cancel",
+        ]
+    }
 }
 
 /// CAS task status at `/cas`.
@@ -237,5 +202,21 @@ impl Adapter for Cas {
             taskwire_cas::CasConfig::default(),
         )
         .routes()
+    }
+
+    fn route_patterns(&self) -> Vec<&'static str> {
+        use taskwire_cas::paths;
+        vec![
+            paths::TASKS,
+            paths::TASK,
+            paths::MESSAGES,
+            paths::INPUT,
+            paths::EVENTS,
+            paths::AUTHORIZATION,
+            paths::REVIEWS,
+            paths::REVIEW,
+            paths::HOST_COMPLETE,
+            paths::HOST_INTERRUPT,
+        ]
     }
 }

@@ -21,9 +21,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use taskwire_core::Caller;
 
@@ -288,8 +287,8 @@ fn grpc_message(text: &str) -> String {
 }
 
 /// The caller of a request, or why it has none (logged at debug level; answer it
-/// with [`AuthFailure::response_to`]). The middleware and the direct routes
-/// (`crate::direct`) both authenticate through this.
+/// with [`AuthFailure::response_to`]). The server's one authentication layer
+/// (`crate::edge`) calls this.
 pub(crate) fn caller_of(auth: &AuthConfig, req: &Request) -> Result<Caller, AuthFailure> {
     let header = req
         .headers()
@@ -298,22 +297,6 @@ pub(crate) fn caller_of(auth: &AuthConfig, req: &Request) -> Result<Caller, Auth
     auth.authenticate(header).inspect_err(|f| {
         tracing::debug!(reason = ?f, path = %req.uri().path(), "unauthenticated request");
     })
-}
-
-/// The middleware: sets the [`Caller`] extension or answers 401 (a gRPC
-/// `UNAUTHENTICATED` status to a gRPC request).
-pub(crate) async fn middleware(
-    State(auth): State<AuthConfig>,
-    mut req: Request,
-    next: Next,
-) -> Response {
-    match caller_of(&auth, &req) {
-        Ok(caller) => {
-            req.extensions_mut().insert(caller);
-            next.run(req).await
-        }
-        Err(f) => f.response_to(req.headers()),
-    }
 }
 
 #[cfg(test)]

@@ -314,6 +314,116 @@ pub struct ServeArgs {
     /// task: `always`, or a number of milliseconds to wait for the result first.
     #[arg(long, env = "TASKWIRE_MCP_TASK_MODE", value_name = "always|MS", value_parser = parse_mcp_task_mode)]
     pub mcp_task_mode: Option<String>,
+
+    /// Listener limits (docs/operations.md, "Limits").
+    #[command(flatten)]
+    pub listener: ListenerArgs,
+}
+
+/// The listener's limits as flags: every resource a client can hold before it is
+/// authenticated is bounded (see [`crate::ListenerConfig`]).
+#[derive(Clone, Debug, Args)]
+pub struct ListenerArgs {
+    /// Most connections open at once; beyond it the listener stops accepting until
+    /// one closes. Lowered, with a warning, if the open-files limit is smaller.
+    #[arg(long, env = "TASKWIRE_MAX_CONNECTIONS", value_name = "N", default_value_t = 4096, value_parser = parse_positive_usize, help_heading = "Listener limits")]
+    pub max_connections: usize,
+
+    /// How long a new connection may take to send its first complete request.
+    #[arg(long, env = "TASKWIRE_HANDSHAKE_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = parse_positive_duration, help_heading = "Listener limits")]
+    pub handshake_timeout: Duration,
+
+    /// How long an HTTP/1.1 request head may take to arrive once the server waits
+    /// for one (this also ends keep-alive connections idle for longer).
+    #[arg(long, env = "TASKWIRE_HEADER_READ_TIMEOUT", value_name = "DURATION", default_value = "30s", value_parser = parse_positive_duration, help_heading = "Listener limits")]
+    pub header_read_timeout: Duration,
+
+    /// A connection with no request in flight for this long is closed.
+    #[arg(long, env = "TASKWIRE_IDLE_TIMEOUT", value_name = "DURATION", default_value = "60s", value_parser = parse_positive_duration, help_heading = "Listener limits")]
+    pub idle_timeout: Duration,
+
+    /// HTTP/2: send a keep-alive PING after this long without a frame from the
+    /// peer (`off` for none).
+    #[arg(long, env = "TASKWIRE_HTTP2_KEEPALIVE_INTERVAL", value_name = "DURATION|off", default_value = "30s", value_parser = parse_optional_duration, help_heading = "Listener limits")]
+    pub http2_keepalive_interval: OptionalDuration,
+
+    /// HTTP/2: close the connection if a keep-alive PING is not answered within this.
+    #[arg(long, env = "TASKWIRE_HTTP2_KEEPALIVE_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = parse_positive_duration, help_heading = "Listener limits")]
+    pub http2_keepalive_timeout: Duration,
+
+    /// HTTP/2: most concurrent streams per connection (SETTINGS_MAX_CONCURRENT_STREAMS).
+    #[arg(long, env = "TASKWIRE_HTTP2_MAX_CONCURRENT_STREAMS", value_name = "N", default_value_t = 200, value_parser = parse_positive_u32, help_heading = "Listener limits")]
+    pub http2_max_concurrent_streams: u32,
+
+    /// Largest request head in bytes: the decoded HTTP/2 header list
+    /// (SETTINGS_MAX_HEADER_LIST_SIZE) and the HTTP/1.1 head (at least 8192 there).
+    #[arg(long, env = "TASKWIRE_MAX_HEADER_BYTES", value_name = "BYTES", default_value_t = 32 * 1024, value_parser = parse_positive_usize, help_heading = "Listener limits")]
+    pub max_header_bytes: usize,
+
+    /// HTTP/2: streams a client may open and reset before the server accepts them
+    /// (Rapid Reset, CVE-2023-44487); more is GOAWAY ENHANCE_YOUR_CALM.
+    #[arg(long, env = "TASKWIRE_HTTP2_MAX_PENDING_RESET_STREAMS", value_name = "N", default_value_t = 20, value_parser = parse_positive_usize, help_heading = "Listener limits")]
+    pub http2_max_pending_reset_streams: usize,
+
+    /// HTTP/2: streams the server may reset for a client's protocol errors (the
+    /// server-provoked Rapid Reset); more is GOAWAY ENHANCE_YOUR_CALM.
+    #[arg(long, env = "TASKWIRE_HTTP2_MAX_LOCAL_RESET_STREAMS", value_name = "N", default_value_t = 200, value_parser = parse_positive_usize, help_heading = "Listener limits")]
+    pub http2_max_local_reset_streams: usize,
+
+    /// HTTP/2: bytes of a response buffered per stream for a peer whose window is
+    /// closed.
+    #[arg(long, env = "TASKWIRE_HTTP2_MAX_SEND_BUFFER", value_name = "BYTES", default_value_t = 256 * 1024, value_parser = parse_positive_usize, help_heading = "Listener limits")]
+    pub http2_max_send_buffer: usize,
+
+    /// A request body that delivers nothing for this long is abandoned.
+    #[arg(long, env = "TASKWIRE_BODY_TIMEOUT", value_name = "DURATION", default_value = "30s", value_parser = parse_positive_duration, help_heading = "Listener limits")]
+    pub body_timeout: Duration,
+
+    /// A connection whose writes make no progress for this long (the peer does
+    /// not read) is closed.
+    #[arg(long, env = "TASKWIRE_SEND_TIMEOUT", value_name = "DURATION", default_value = "30s", value_parser = parse_positive_duration, help_heading = "Listener limits")]
+    pub send_timeout: Duration,
+}
+
+impl ListenerArgs {
+    /// The listener configuration these flags describe.
+    pub fn config(&self) -> crate::ListenerConfig {
+        crate::ListenerConfig {
+            max_connections: self.max_connections,
+            handshake_timeout: self.handshake_timeout,
+            header_read_timeout: self.header_read_timeout,
+            idle_timeout: self.idle_timeout,
+            http2_keepalive_interval: self.http2_keepalive_interval.0,
+            http2_keepalive_timeout: self.http2_keepalive_timeout,
+            http2_max_concurrent_streams: self.http2_max_concurrent_streams,
+            max_header_bytes: self.max_header_bytes,
+            http2_max_pending_reset_streams: self.http2_max_pending_reset_streams,
+            http2_max_local_reset_streams: self.http2_max_local_reset_streams,
+            http2_max_send_buffer: self.http2_max_send_buffer,
+            body_timeout: self.body_timeout,
+            send_timeout: self.send_timeout,
+        }
+    }
+}
+
+/// A duration, or `off`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OptionalDuration(pub Option<Duration>);
+
+fn parse_optional_duration(s: &str) -> Result<OptionalDuration, String> {
+    if s.trim().eq_ignore_ascii_case("off") {
+        Ok(OptionalDuration(None))
+    } else {
+        parse_positive_duration(s).map(|d| OptionalDuration(Some(d)))
+    }
+}
+
+fn parse_positive_u32(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("{e} (expected a whole number up to 4294967295)")),
+    }
 }
 
 fn parse_public_url(s: &str) -> Result<String, String> {
@@ -446,7 +556,8 @@ pub async fn build_server(args: &ServeArgs) -> Result<Server, Error> {
             ttl: args.task_ttl.0,
             idle_lifespan: args.idle_lifespan,
         })
-        .drain_timeout(args.drain_timeout);
+        .drain_timeout(args.drain_timeout)
+        .listener_config(args.listener.config());
     let phrases: Vec<&String> = args
         .deny_phrases
         .iter()

@@ -32,15 +32,17 @@
 //!   the request extensions or answers 401 with a JSON error body (a gRPC
 //!   request gets the gRPC status `UNAUTHENTICATED`).
 //!
+//! The listener is hyper-util's auto connection builder (HTTP/1.1 and h2c on one
+//! port) with every resource a client can hold bounded by [`ListenerConfig`];
+//! authentication, the default body limit, the request metric and tracing are one
+//! layer stack around the whole router, applied once per request.
+//!
 //! # Adapters
 //!
 //! A protocol adapter implements [`Adapter`]: given an [`AdapterContext`] (the shared
 //! [`taskwire_core::TaskService`], the agent, the address), it returns an
-//! `axum::Router` of authenticated routes and optionally one of public routes. Hot
-//! routes can also be given as [`DirectRoute`]s, which the listener answers ahead
-//! of the router with the same authentication, body limit and request metric but
-//! without axum's per-route layers; the router keeps serving the same routes to
-//! in-process callers of [`Server::router`].
+//! `axum::Router` of authenticated routes and optionally one of public routes,
+//! and the patterns of its routes for the request metric's labels.
 //! Adapter crates are compiled into the binary through cargo features of this
 //! crate; [`cli::build_server`] is where each feature adds its adapter. Health and
 //! metrics stay unauthenticated; nothing else is.
@@ -56,16 +58,16 @@ pub mod adapters;
 pub mod allocator;
 pub mod auth;
 pub mod cli;
-mod direct;
+mod edge;
 mod error;
-mod h2;
 mod listen;
 mod server;
 pub mod telemetry;
 
 pub use auth::{AuthConfig, TokenTable};
 pub use error::Error;
+pub use listen::{BodyTimeout, ListenerConfig};
 pub use server::{
-    body_limit, check_listen_policy, Adapter, AdapterContext, DirectRequest, DirectRoute, Listen,
-    Server, ServerBuilder, DEFAULT_LISTEN,
+    body_limit, check_listen_policy, Adapter, AdapterContext, Listen, Server, ServerBuilder,
+    DEFAULT_LISTEN,
 };

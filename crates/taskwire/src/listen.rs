@@ -1,52 +1,258 @@
-//! The accept loop of `taskwire serve`: HTTP/1.1 through hyper, HTTP/2 with prior
-//! knowledge (h2c, what gRPC clients speak) through [`crate::h2`], on one port.
+//! The accept loop of `taskwire serve`: hyper-util's auto connection builder
+//! (HTTP/1.1, and HTTP/2 with prior knowledge — h2c, what gRPC clients speak — on
+//! one port) with a tokio timer, configured for hostile clients.
 //!
-//! Each connection is told apart by its first bytes: the HTTP/2 client preface,
-//! or anything else (HTTP/1.1). On shutdown the loop stops accepting, asks every
-//! connection to finish gracefully (HTTP/1.1: after the request in progress;
-//! HTTP/2: GOAWAY, then the open streams finish) and returns when all are gone.
+//! Every resource a client can hold before it is even authenticated has a bound
+//! ([`ListenerConfig`]): connections (accepting pauses at the cap), the time to the
+//! first request, the time to read a request head, idle time, HTTP/2 streams,
+//! decoded header bytes, reset streams (the Rapid Reset attack and the variant a
+//! server provokes), bytes buffered per stream for a slow reader, a request body
+//! that stops making progress, and a peer that stops reading its socket. A client
+//! over a limit loses its own connection (HTTP/2: GOAWAY, ENHANCE_YOUR_CALM where
+//! hyper's `h2` sends it); the others do not notice.
+//!
+//! On shutdown the loop stops accepting, asks every connection to finish
+//! gracefully (HTTP/1.1: after the request in progress; HTTP/2: GOAWAY, then the
+//! open streams finish) and returns when all are gone.
 
+use std::convert::Infallible;
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::task::{Context, Poll};
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::Request;
-use bytes::{Buf, Bytes, BytesMut};
+use axum::response::Response;
+use bytes::Bytes;
+use http_body::{Body as HttpBody, Frame, SizeHint};
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
-use hyper_util::service::TowerToHyperService;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
+use tokio::time::Sleep;
 use tokio_util::sync::CancellationToken;
-use tower::ServiceExt;
-use tracing::{debug, error};
+use tower::Service;
+use tracing::{debug, error, warn};
 
-use crate::direct::Front;
-use crate::h2;
+/// The limits of the listener. Every field has a `taskwire serve` flag (and an
+/// environment variable); the defaults are safe for a server reachable by
+/// clients that are not trusted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListenerConfig {
+    /// Most connections open at once; beyond it the listener stops accepting
+    /// until one closes (the rest wait in the kernel's backlog).
+    pub max_connections: usize,
+    /// How long a new connection may take to send its first complete request
+    /// head (HTTP/1.1) or its preface and first request (HTTP/2).
+    pub handshake_timeout: Duration,
+    /// How long hyper waits for an HTTP/1.1 request head once it waits for one
+    /// (slowloris). hyper starts this timer as soon as it waits for the next
+    /// request, so it also ends HTTP/1.1 keep-alive connections idle for longer.
+    pub header_read_timeout: Duration,
+    /// A connection with no request in flight for this long is closed (HTTP/2:
+    /// GOAWAY first).
+    pub idle_timeout: Duration,
+    /// HTTP/2 keep-alive: a PING after this long without a frame from the peer
+    /// (`None`: no pings).
+    pub http2_keepalive_interval: Option<Duration>,
+    /// HTTP/2 keep-alive: the connection is closed if the PING is not
+    /// acknowledged within this.
+    pub http2_keepalive_timeout: Duration,
+    /// HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS.
+    pub http2_max_concurrent_streams: u32,
+    /// Largest request head: HTTP/2 SETTINGS_MAX_HEADER_LIST_SIZE (decoded
+    /// header list, RFC 9113 6.5.2) and the HTTP/1.1 read buffer for a head.
+    pub max_header_bytes: usize,
+    /// HTTP/2 streams a client may open and reset before the server accepted
+    /// them (the Rapid Reset attack, CVE-2023-44487); more is GOAWAY
+    /// ENHANCE_YOUR_CALM.
+    pub http2_max_pending_reset_streams: usize,
+    /// HTTP/2 streams the server may reset because of the client's protocol
+    /// errors (the server-provoked variant of Rapid Reset); more is GOAWAY
+    /// ENHANCE_YOUR_CALM.
+    pub http2_max_local_reset_streams: usize,
+    /// Bytes of a response queued per HTTP/2 stream for a peer whose flow-control
+    /// window is closed; the response body is not read further meanwhile.
+    pub http2_max_send_buffer: usize,
+    /// A request body that delivers nothing for this long is abandoned (the
+    /// handler sees a read error; the request gets the protocol's error).
+    pub body_timeout: Duration,
+    /// A connection whose writes make no progress for this long (the peer does
+    /// not read its socket) is closed.
+    pub send_timeout: Duration,
+}
+
+impl Default for ListenerConfig {
+    fn default() -> Self {
+        Self {
+            max_connections: 4096,
+            handshake_timeout: Duration::from_secs(10),
+            header_read_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(60),
+            http2_keepalive_interval: Some(Duration::from_secs(30)),
+            http2_keepalive_timeout: Duration::from_secs(10),
+            http2_max_concurrent_streams: 200,
+            max_header_bytes: 32 * 1024,
+            http2_max_pending_reset_streams: 20,
+            http2_max_local_reset_streams: 200,
+            http2_max_send_buffer: 256 * 1024,
+            body_timeout: Duration::from_secs(30),
+            send_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// hyper refuses an HTTP/1.1 read buffer smaller than this.
+const MIN_HTTP1_BUFFER: usize = 8192;
+
+impl ListenerConfig {
+    /// The connection builder for these limits.
+    fn builder(&self) -> auto::Builder<TokioExecutor> {
+        let mut b = auto::Builder::new(TokioExecutor::new());
+        b.http1()
+            .timer(TokioTimer::new())
+            .header_read_timeout(self.header_read_timeout)
+            .max_buf_size(self.max_header_bytes.max(MIN_HTTP1_BUFFER))
+            .keep_alive(true);
+        let header_list = u32::try_from(self.max_header_bytes).unwrap_or(u32::MAX);
+        b.http2()
+            .timer(TokioTimer::new())
+            .keep_alive_interval(self.http2_keepalive_interval)
+            .keep_alive_timeout(self.http2_keepalive_timeout)
+            .max_concurrent_streams(self.http2_max_concurrent_streams)
+            .max_header_list_size(header_list)
+            .max_pending_accept_reset_streams(self.http2_max_pending_reset_streams)
+            .max_local_error_reset_streams(self.http2_max_local_reset_streams)
+            .max_send_buf_size(self.http2_max_send_buffer);
+        b
+    }
+
+    /// How often a connection's watchdog looks at its clocks: often enough to
+    /// enforce the shortest timeout within a quarter of it, at most once per
+    /// 50 ms and at least once per second.
+    fn check_interval(&self) -> Duration {
+        let shortest = self
+            .handshake_timeout
+            .min(self.idle_timeout)
+            .min(self.send_timeout);
+        (shortest / 4).clamp(Duration::from_millis(50), Duration::from_secs(1))
+    }
+}
+
+/// The service every connection calls: the server's whole layer stack.
+pub(crate) type App = crate::edge::Edge;
+
+/// What every connection task shares.
+struct Shared {
+    builder: auto::Builder<TokioExecutor>,
+    app: App,
+    config: ListenerConfig,
+}
+
+/// Raises the soft limit on open files to the hard limit, so that the connection
+/// cap, not the process's descriptor table, is what bounds connections; returns
+/// the soft limit now in force (`None` where it cannot be read).
+fn raise_open_files_limit() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit and setrlimit only read and write the struct passed.
+        unsafe {
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+                return None;
+            }
+            if lim.rlim_cur < lim.rlim_max {
+                let raised = libc::rlimit {
+                    rlim_cur: lim.rlim_max,
+                    rlim_max: lim.rlim_max,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                    lim = raised;
+                }
+            }
+        }
+        Some(lim.rlim_cur as u64)
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
+}
+
+/// Descriptors kept free of connections: the store, its WAL, outbound push and
+/// upstream connections, logs.
+const RESERVED_FILES: u64 = 128;
+
+/// The connection cap in force: the configured one, lowered (with a warning)
+/// when the process may not open that many files.
+fn effective_max_connections(configured: usize) -> usize {
+    let Some(files) = raise_open_files_limit() else {
+        return configured;
+    };
+    let room = usize::try_from(files.saturating_sub(RESERVED_FILES).max(1)).unwrap_or(usize::MAX);
+    if room < configured {
+        warn!(
+            configured,
+            open_files_limit = files,
+            using = room,
+            "--max-connections is above what the open-files limit allows; lowered (raise `ulimit -n` to allow more)"
+        );
+        room
+    } else {
+        configured
+    }
+}
 
 /// Serves connections from `listener` until `stop` is cancelled, then drains
 /// them (see the module doc).
 pub(crate) async fn serve(
     listener: TcpListener,
-    front: Front,
-    h2_config: h2::Config,
+    app: App,
+    config: ListenerConfig,
     stop: CancellationToken,
 ) -> io::Result<()> {
+    let permits = Arc::new(Semaphore::new(effective_max_connections(
+        config.max_connections,
+    )));
+    let shared = Arc::new(Shared {
+        builder: config.builder(),
+        app,
+        config,
+    });
     let mut conns = JoinSet::new();
     loop {
-        tokio::select! {
+        // At the cap, stop accepting until a connection closes.
+        let permit = tokio::select! {
             _ = stop.cancelled() => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => {
-                    debug!(%peer, "connection accepted");
-                    conns.spawn(connection(stream, front.clone(), h2_config, stop.clone()));
-                }
-                Err(e) => accept_error(e).await,
+            p = permits.clone().acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => break,
             },
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        };
+        let accepted = loop {
+            tokio::select! {
+                _ = stop.cancelled() => break None,
+                a = listener.accept() => break Some(a),
+                Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            }
+        };
+        match accepted {
+            None => break,
+            Some(Ok((stream, peer))) => {
+                debug!(%peer, "connection accepted");
+                conns.spawn(connection(stream, shared.clone(), permit, stop.clone()));
+            }
+            Some(Err(e)) => accept_error(e).await,
         }
     }
     drop(listener);
@@ -56,7 +262,7 @@ pub(crate) async fn serve(
 
 /// As hyper's server did: a connection that failed while being accepted is
 /// skipped; any other error (out of file descriptors, say) is logged and the
-/// loop pauses a second before accepting again.
+/// loop pauses before accepting again.
 async fn accept_error(e: io::Error) {
     if matches!(
         e.kind(),
@@ -67,89 +273,213 @@ async fn accept_error(e: io::Error) {
         return;
     }
     error!("accept error: {e}");
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
 }
 
+/// What a connection's IO and service record for its watchdog.
+struct ConnState {
+    /// When the connection was accepted (the origin of the millisecond clocks).
+    accepted: Instant,
+    /// Requests whose response has not been sent whole (or dropped).
+    in_flight: AtomicUsize,
+    /// Requests started on this connection.
+    started: AtomicU64,
+    /// Milliseconds after `accepted` (plus one) since which a write has been
+    /// waiting for the socket; 0 while writes go through.
+    write_blocked_since: AtomicU64,
+}
+
+impl ConnState {
+    fn new() -> Self {
+        Self {
+            accepted: Instant::now(),
+            in_flight: AtomicUsize::new(0),
+            started: AtomicU64::new(0),
+            write_blocked_since: AtomicU64::new(0),
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.accepted.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+}
+
+/// Why a connection is closed by its watchdog.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verdict {
+    Keep,
+    /// No complete request within the handshake timeout.
+    Handshake,
+    /// No request in flight for the idle timeout.
+    Idle,
+    /// The peer has not read for the send timeout.
+    Stalled,
+}
+
+/// A connection's clocks, looked at every [`ListenerConfig::check_interval`].
+struct Watchdog {
+    handshake: Duration,
+    idle: Duration,
+    send: Duration,
+    /// `started` at the last look, and how long the connection has been idle.
+    last_started: u64,
+    idle_for: Duration,
+}
+
+impl Watchdog {
+    fn new(config: &ListenerConfig) -> Self {
+        Self {
+            handshake: config.handshake_timeout,
+            idle: config.idle_timeout,
+            send: config.send_timeout,
+            last_started: 0,
+            idle_for: Duration::ZERO,
+        }
+    }
+
+    fn look(&mut self, state: &ConnState, since_last: Duration) -> Verdict {
+        let blocked = state.write_blocked_since.load(Ordering::Relaxed);
+        if blocked != 0 {
+            let for_ms = state.now_ms().saturating_sub(blocked - 1);
+            if Duration::from_millis(for_ms) >= self.send {
+                return Verdict::Stalled;
+            }
+        }
+        let started = state.started.load(Ordering::Relaxed);
+        if started == 0 {
+            return if state.accepted.elapsed() >= self.handshake {
+                Verdict::Handshake
+            } else {
+                Verdict::Keep
+            };
+        }
+        if state.in_flight.load(Ordering::Relaxed) == 0 && started == self.last_started {
+            self.idle_for += since_last;
+        } else {
+            self.idle_for = Duration::ZERO;
+        }
+        self.last_started = started;
+        if self.idle_for >= self.idle {
+            Verdict::Idle
+        } else {
+            Verdict::Keep
+        }
+    }
+}
+
+/// After a graceful close (GOAWAY) begins, how long open streams and a slow peer
+/// get before the connection is dropped.
+const GRACEFUL_CLOSE: Duration = Duration::from_secs(5);
+
 async fn connection(
-    mut stream: TcpStream,
-    front: Front,
-    h2_config: h2::Config,
+    stream: TcpStream,
+    shared: Arc<Shared>,
+    _permit: OwnedSemaphorePermit,
     stop: CancellationToken,
 ) {
     if let Err(e) = stream.set_nodelay(true) {
         debug!(error = %e, "TCP_NODELAY not set");
     }
-    // Read until the bytes are the whole HTTP/2 preface or cannot be.
-    let mut read = BytesMut::with_capacity(16 * 1024);
-    while read.len() < h2::PREFACE.len() && h2::PREFACE.starts_with(&read) {
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            n = stream.read_buf(&mut read) => match n {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {}
-            },
-        }
-    }
-    if read.starts_with(h2::PREFACE) {
-        read.advance(h2::PREFACE.len());
-        if let Err(e) = h2::serve(stream, read, front, h2_config, stop).await {
-            debug!(error = %e, "HTTP/2 connection ended");
-        }
-        return;
-    }
-    let io = TokioIo::new(Prefixed {
-        prefix: read.freeze(),
+    let peer = stream.peer_addr().ok();
+    let state = Arc::new(ConnState::new());
+    let io = TokioIo::new(Watched {
         inner: stream,
+        state: state.clone(),
     });
-    let service =
-        TowerToHyperService::new(front.map_request(|r: Request<Incoming>| r.map(Body::new)));
-    let conn = hyper::server::conn::http1::Builder::new()
-        .serve_connection(io, service)
-        .with_upgrades();
+    let service = ConnService {
+        app: shared.app.clone(),
+        state: state.clone(),
+        body_timeout: shared.config.body_timeout,
+    };
+    let conn = shared.builder.serve_connection(io, service);
     tokio::pin!(conn);
-    tokio::select! {
-        r = conn.as_mut() => {
-            if let Err(e) = r {
-                debug!(error = %e, "HTTP/1 connection ended");
+    let interval = shared.config.check_interval();
+    let mut watchdog = Watchdog::new(&shared.config);
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // Set once a graceful close began; the instant after which the connection is
+    // dropped (none when the server's drain timeout bounds it instead).
+    let mut closing: Option<Option<tokio::time::Instant>> = None;
+    loop {
+        tokio::select! {
+            r = conn.as_mut() => {
+                if let Err(e) = r {
+                    debug!(?peer, error = %e, "connection ended");
+                }
+                return;
             }
-            return;
+            _ = stop.cancelled(), if closing.is_none() => {
+                conn.as_mut().graceful_shutdown();
+                closing = Some(None);
+            }
+            _ = tick.tick() => {
+                if closing.flatten().is_some_and(|deadline| tokio::time::Instant::now() >= deadline) {
+                    debug!(?peer, "connection still open after its graceful close: dropped");
+                    return;
+                }
+                match watchdog.look(&state, interval) {
+                    Verdict::Keep => {}
+                    Verdict::Idle => {
+                        if closing.is_none() {
+                            debug!(?peer, "idle connection closed");
+                            conn.as_mut().graceful_shutdown();
+                            closing = Some(Some(tokio::time::Instant::now() + GRACEFUL_CLOSE));
+                        }
+                    }
+                    v @ (Verdict::Handshake | Verdict::Stalled) => {
+                        debug!(?peer, reason = ?v, "connection dropped");
+                        return;
+                    }
+                }
+            }
         }
-        _ = stop.cancelled() => conn.as_mut().graceful_shutdown(),
-    }
-    if let Err(e) = conn.await {
-        debug!(error = %e, "HTTP/1 connection ended");
     }
 }
 
-/// A stream whose first bytes were already read: they are read again first.
-struct Prefixed {
-    prefix: Bytes,
+/// The socket, with the time its writes have been waiting recorded for the
+/// watchdog.
+struct Watched {
     inner: TcpStream,
+    state: Arc<ConnState>,
 }
 
-impl AsyncRead for Prefixed {
+impl Watched {
+    fn record<T>(&self, poll: &Poll<io::Result<T>>) {
+        let blocked = &self.state.write_blocked_since;
+        match poll {
+            Poll::Pending => {
+                if blocked.load(Ordering::Relaxed) == 0 {
+                    blocked.store(self.state.now_ms() + 1, Ordering::Relaxed);
+                }
+            }
+            Poll::Ready(_) => {
+                if blocked.load(Ordering::Relaxed) != 0 {
+                    blocked.store(0, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+}
+
+impl AsyncRead for Watched {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        if !self.prefix.is_empty() {
-            let n = self.prefix.len().min(buf.remaining());
-            buf.put_slice(&self.prefix[..n]);
-            self.prefix.advance(n);
-            return Poll::Ready(Ok(()));
-        }
         Pin::new(&mut self.inner).poll_read(cx, buf)
     }
 }
 
-impl AsyncWrite for Prefixed {
+impl AsyncWrite for Watched {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
+        let p = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.record(&p);
+        p
     }
 
     fn poll_write_vectored(
@@ -157,7 +487,9 @@ impl AsyncWrite for Prefixed {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+        let p = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.record(&p);
+        p
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -165,10 +497,263 @@ impl AsyncWrite for Prefixed {
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
+        let p = Pin::new(&mut self.inner).poll_flush(cx);
+        self.record(&p);
+        p
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// hyper's service for one connection: counts requests in flight (until the
+/// response body is sent or dropped), bounds the request body's progress, and
+/// calls the server's layer stack.
+#[derive(Clone)]
+struct ConnService {
+    app: App,
+    state: Arc<ConnState>,
+    body_timeout: Duration,
+}
+
+/// Marks a request in flight until dropped.
+struct InFlight(Arc<ConnState>);
+
+impl InFlight {
+    fn new(state: &Arc<ConnState>) -> Self {
+        state.started.fetch_add(1, Ordering::Relaxed);
+        state.in_flight.fetch_add(1, Ordering::Relaxed);
+        Self(state.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl hyper::service::Service<hyper::Request<Incoming>> for ConnService {
+    type Response = Response<Tracked>;
+    type Error = Infallible;
+    type Future = ConnFuture;
+
+    fn call(&self, req: hyper::Request<Incoming>) -> Self::Future {
+        let guard = InFlight::new(&self.state);
+        let timeout = self.body_timeout;
+        let req = req.map(|body| Body::new(ProgressBody::new(body, timeout)));
+        ConnFuture {
+            inner: self.app.clone().call(req),
+            guard: Some(guard),
+        }
+    }
+}
+
+/// The future of [`ConnService::call`].
+struct ConnFuture {
+    inner: <App as Service<Request>>::Future,
+    guard: Option<InFlight>,
+}
+
+impl Future for ConnFuture {
+    type Output = Result<Response<Tracked>, Infallible>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let res = match ready!(Pin::new(&mut self.inner).poll(cx)) {
+            Ok(res) => res,
+            Err(never) => match never {},
+        };
+        let guard = self.guard.take();
+        Poll::Ready(Ok(res.map(|body| Tracked {
+            inner: body,
+            _guard: guard,
+        })))
+    }
+}
+
+/// A response body that keeps its request counted in flight until it is sent
+/// whole or dropped.
+struct Tracked {
+    inner: Body,
+    _guard: Option<InFlight>,
+}
+
+impl HttpBody for Tracked {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// The error of a request body that made no progress for the body timeout.
+#[derive(Debug, thiserror::Error)]
+#[error("the request body made no progress for {0:?}")]
+pub struct BodyTimeout(Duration);
+
+/// A request body that fails with [`BodyTimeout`] when nothing arrives for the
+/// timeout. The timer is only armed while the body waits for the peer, so a body
+/// that came with its head costs no timer.
+struct ProgressBody {
+    inner: Incoming,
+    timeout: Duration,
+    /// Made the first time the body waits, reset each later time.
+    sleep: Option<Pin<Box<Sleep>>>,
+    /// Whether `sleep` runs for the current wait.
+    armed: bool,
+}
+
+impl ProgressBody {
+    fn new(inner: Incoming, timeout: Duration) -> Self {
+        Self {
+            inner,
+            timeout,
+            sleep: None,
+            armed: false,
+        }
+    }
+}
+
+impl HttpBody for ProgressBody {
+    type Data = Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(frame) => {
+                this.armed = false;
+                Poll::Ready(frame.map(|r| r.map_err(Into::into)))
+            }
+            Poll::Pending => {
+                let timeout = this.timeout;
+                let deadline = tokio::time::Instant::now() + timeout;
+                let sleep = match &mut this.sleep {
+                    Some(s) => {
+                        if !this.armed {
+                            s.as_mut().reset(deadline);
+                        }
+                        s
+                    }
+                    None => this
+                        .sleep
+                        .insert(Box::pin(tokio::time::sleep_until(deadline))),
+                };
+                this.armed = true;
+                match sleep.as_mut().poll(cx) {
+                    Poll::Ready(()) => {
+                        this.armed = false;
+                        Poll::Ready(Some(Err(Box::new(BodyTimeout(timeout)))))
+                    }
+                    Poll::Pending => Poll::Pending,
+                }
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::*;
+
+    fn config() -> ListenerConfig {
+        ListenerConfig {
+            handshake_timeout: Duration::from_secs(2),
+            idle_timeout: Duration::from_secs(3),
+            send_timeout: Duration::from_secs(4),
+            ..ListenerConfig::default()
+        }
+    }
+
+    #[test]
+    fn idle_time_accumulates_only_without_requests() {
+        let mut w = Watchdog::new(&config());
+        let s = ConnState::new();
+        s.started.store(1, Ordering::Relaxed);
+        let step = Duration::from_secs(1);
+        assert_eq!(w.look(&s, step), Verdict::Keep);
+        assert_eq!(w.look(&s, step), Verdict::Keep);
+        // A request started meanwhile resets the idle time.
+        s.started.store(2, Ordering::Relaxed);
+        assert_eq!(w.look(&s, step), Verdict::Keep);
+        assert_eq!(w.look(&s, step), Verdict::Keep);
+        assert_eq!(w.look(&s, step), Verdict::Keep);
+        assert_eq!(w.look(&s, step), Verdict::Idle);
+        // A request in flight (a stream being answered) is not idle.
+        let mut w = Watchdog::new(&config());
+        s.in_flight.store(1, Ordering::Relaxed);
+        for _ in 0..10 {
+            assert_eq!(w.look(&s, step), Verdict::Keep);
+        }
+    }
+
+    #[test]
+    fn a_stalled_writer_is_dropped_after_the_send_timeout() {
+        let mut w = Watchdog::new(&config());
+        let s = ConnState::new();
+        s.started.store(1, Ordering::Relaxed);
+        s.in_flight.store(1, Ordering::Relaxed);
+        // Blocked since "5 s before now" (the clock starts at acceptance, so
+        // pretend with an offset).
+        let s = ConnState {
+            accepted: Instant::now() - Duration::from_secs(10),
+            ..s
+        };
+        s.write_blocked_since.store(5_000 + 1, Ordering::Relaxed);
+        assert_eq!(w.look(&s, Duration::from_secs(1)), Verdict::Stalled);
+        s.write_blocked_since.store(8_000 + 1, Ordering::Relaxed);
+        assert_eq!(w.look(&s, Duration::from_secs(1)), Verdict::Keep);
+    }
+
+    #[test]
+    fn no_request_within_the_handshake_timeout_is_dropped() {
+        let mut w = Watchdog::new(&config());
+        let s = ConnState::new();
+        assert_eq!(w.look(&s, Duration::from_secs(1)), Verdict::Keep);
+        let s = ConnState {
+            accepted: Instant::now() - Duration::from_secs(3),
+            ..ConnState::new()
+        };
+        assert_eq!(w.look(&s, Duration::from_secs(1)), Verdict::Handshake);
+    }
+
+    #[test]
+    fn the_check_interval_follows_the_shortest_timeout() {
+        assert_eq!(config().check_interval(), Duration::from_millis(500));
+        assert_eq!(
+            ListenerConfig::default().check_interval(),
+            Duration::from_secs(1)
+        );
+        let tiny = ListenerConfig {
+            handshake_timeout: Duration::from_millis(10),
+            ..ListenerConfig::default()
+        };
+        assert_eq!(tiny.check_interval(), Duration::from_millis(50));
     }
 }

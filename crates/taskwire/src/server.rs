@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::get;
@@ -22,10 +22,10 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use crate::auth::{self, AuthConfig};
-use crate::direct::Front;
-pub use crate::direct::{DirectRequest, DirectRoute};
+use crate::auth::AuthConfig;
+use crate::edge::{Edge, RouteLabels};
 use crate::error::Error;
+use crate::listen::ListenerConfig;
 use crate::telemetry;
 
 /// The address `taskwire serve` listens on by default.
@@ -107,6 +107,12 @@ impl AdapterContext {
 /// without credentials (an agent card, say) go in [`Adapter::public_routes`].
 /// Two adapters (or an adapter and `/healthz`, `/readyz`, `/metrics`) claiming the
 /// same route make [`ServerBuilder::build`] fail with [`Error::Mount`].
+///
+/// The server wraps all routes in one layer stack (authentication, the default
+/// body limit, the request metric, tracing), applied once per request; an
+/// adapter should not add `Router::layer` middleware of its own (each one wraps
+/// every route in another boxed service), and reads its request bodies within
+/// its own limit, answering a body over it in its protocol's shape.
 pub trait Adapter: Send + 'static {
     /// A short name, for logs and errors (`a2a`, `mcp`, …).
     fn name(&self) -> &str;
@@ -119,12 +125,11 @@ pub trait Adapter: Send + 'static {
         Router::new()
     }
 
-    /// Hot routes the listener answers ahead of the router (see [`DirectRoute`]):
-    /// authenticated like [`Adapter::routes`], with their own body limit. Each must
-    /// answer exactly as the route of the same method and path in
-    /// [`Adapter::routes`] does; the router keeps serving that route to in-process
-    /// callers of [`Server::router`]. None by default.
-    fn direct_routes(&self, _ctx: &AdapterContext) -> Vec<DirectRoute> {
+    /// The patterns of this adapter's routes, public and protected (axum's
+    /// syntax, as given to `Router::route`): the `route` label of the request
+    /// metric. A request to a route not listed is labelled `other`. None by
+    /// default.
+    fn route_patterns(&self) -> Vec<&'static str> {
         Vec::new()
     }
 }
@@ -142,6 +147,7 @@ pub struct ServerBuilder {
     task_defaults: TaskDefaults,
     guardrails: Vec<Arc<dyn InputGuardrail>>,
     drain_timeout: Duration,
+    listener_config: ListenerConfig,
     adapters: Vec<Box<dyn Adapter>>,
     routers: Vec<Router>,
 }
@@ -153,6 +159,7 @@ impl std::fmt::Debug for ServerBuilder {
             .field("auth", &self.auth)
             .field("runtime_config", &self.runtime_config)
             .field("drain_timeout", &self.drain_timeout)
+            .field("listener_config", &self.listener_config)
             .field("adapters", &self.adapters.len())
             .field("routers", &self.routers.len())
             .finish_non_exhaustive()
@@ -172,6 +179,7 @@ impl Default for ServerBuilder {
             task_defaults: TaskDefaults::default(),
             guardrails: Vec::new(),
             drain_timeout: Duration::from_secs(10),
+            listener_config: ListenerConfig::default(),
             adapters: Vec::new(),
             routers: Vec::new(),
         }
@@ -247,6 +255,13 @@ impl ServerBuilder {
         self
     }
 
+    /// The listener's limits: connections, timeouts, HTTP/2 streams, header and
+    /// buffer sizes (default: [`ListenerConfig::default`]).
+    pub fn listener_config(mut self, config: ListenerConfig) -> Self {
+        self.listener_config = config;
+        self
+    }
+
     /// Mounts a protocol adapter (see [`Adapter`]).
     pub fn adapter(mut self, adapter: impl Adapter) -> Self {
         self.adapters.push(Box::new(adapter));
@@ -314,57 +329,34 @@ impl ServerBuilder {
             .route("/readyz", get(readyz))
             .route("/metrics", get(metrics_text))
             .with_state(shared.clone());
+        let mut labels = RouteLabels::default();
+        for p in ["/healthz", "/readyz", "/metrics"] {
+            labels.add(p);
+        }
         let mut protected = Router::new();
-        let mut direct: Vec<DirectRoute> = Vec::new();
         for a in &self.adapters {
             protected = merge(protected, a.routes(&ctx), a.name())?;
             public = merge(public, a.public_routes(&ctx), a.name())?;
-            for r in a.direct_routes(&ctx) {
-                if direct.iter().any(|d| d.overlaps(&r)) {
-                    return Err(Error::Mount {
-                        what: a.name().to_string(),
-                        reason: format!(
-                            "direct route {} {} overlaps another",
-                            r.method(),
-                            r.path()
-                        ),
-                    });
-                }
-                direct.push(r);
+            for p in a.route_patterns() {
+                labels.add(p);
             }
             info!(adapter = a.name(), "adapter mounted");
         }
         for r in self.routers {
             protected = merge(protected, r, "mounted router")?;
         }
-        let protected = protected
-            .layer(axum::middleware::from_fn_with_state(
-                self.auth.clone(),
-                auth::middleware,
-            ))
-            .layer(DefaultBodyLimit::max(body_limit));
-        let router = merge(public, protected, "protected routes")?
-            .layer(axum::middleware::from_fn(telemetry::http_middleware));
-
-        // HTTP/2 requests are read whole before dispatch: up to the largest body
-        // any route accepts.
-        let h2_config = crate::h2::Config {
-            max_body: direct
-                .iter()
-                .filter_map(DirectRoute::body_limit)
-                .fold(body_limit, usize::max),
-            max_streams: 200,
-        };
-        let front = Front::new(direct, self.auth.clone(), router.clone());
+        // Public routes are matched first and the protected ones behind them: a
+        // protected route that a public one would hide is a mount error.
+        let _ = merge(public.clone(), protected.clone(), "protected routes")?;
+        let app = Edge::new(public, protected, self.auth.clone(), labels, body_limit);
         Ok(Server {
             listener,
             local_addr,
             service,
             agent,
             runtime_config: self.runtime_config,
-            router,
-            front,
-            h2_config,
+            app,
+            listener_config: self.listener_config,
             shared,
             drain_timeout: self.drain_timeout,
         })
@@ -463,9 +455,8 @@ pub struct Server {
     service: TaskService,
     agent: Arc<dyn Agent>,
     runtime_config: RuntimeConfig,
-    router: Router,
-    front: Front,
-    h2_config: crate::h2::Config,
+    app: Edge,
+    listener_config: ListenerConfig,
     shared: Arc<Shared>,
     drain_timeout: Duration,
 }
@@ -497,10 +488,10 @@ impl Server {
     }
 
     /// The complete router (health, readiness, metrics and every mounted adapter
-    /// behind the auth layer), for example to drive it in-process with
-    /// `tower::ServiceExt::oneshot`.
+    /// behind the auth layer, with the server's whole layer stack), for example to
+    /// drive it in-process with `tower::ServiceExt::oneshot`.
     pub fn router(&self) -> Router {
-        self.router.clone()
+        Router::new().fallback_service(self.app.clone())
     }
 
     /// Starts the runtime and serves HTTP until `shutdown` resolves. Then it stops
@@ -520,9 +511,8 @@ impl Server {
             service,
             agent,
             runtime_config,
-            router: _,
-            front,
-            h2_config,
+            app,
+            listener_config,
             shared,
             drain_timeout,
         } = self;
@@ -534,7 +524,7 @@ impl Server {
             "taskwire serving"
         );
         let stop_http = CancellationToken::new();
-        let serve = crate::listen::serve(listener, front, h2_config, stop_http.clone());
+        let serve = crate::listen::serve(listener, app, listener_config, stop_http.clone());
         let mut http = tokio::spawn(serve);
 
         let ended_early = tokio::select! {

@@ -7,12 +7,9 @@
 
 use std::collections::HashMap;
 use std::sync::{LazyLock, OnceLock, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use axum::extract::{MatchedPath, Request};
 use axum::http::{Method, StatusCode};
-use axum::middleware::Next;
-use axum::response::Response;
 use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use taskwire_core::{TaskState, TaskStore};
@@ -127,24 +124,8 @@ pub(crate) async fn scrape(handle: &PrometheusHandle, store: &dyn TaskStore) -> 
     handle.render()
 }
 
-/// Records `taskwire_http_request_duration_seconds` for every request. The route
-/// label is the matched route pattern (never the raw path, to bound cardinality).
-pub(crate) async fn http_middleware(req: Request, next: Next) -> Response {
-    let method = req.method().clone();
-    let route = req.extensions().get::<MatchedPath>().cloned();
-    let started = Instant::now();
-    let res = next.run(req).await;
-    record_http(
-        &method,
-        route.as_ref().map_or("unmatched", MatchedPath::as_str),
-        res.status(),
-        started.elapsed(),
-    );
-    res
-}
-
-/// Records one request in `taskwire_http_request_duration_seconds` (the router's
-/// middleware and the direct routes both call this).
+/// Records one request in `taskwire_http_request_duration_seconds` (the server's
+/// layer stack calls this once per request, with the route pattern as `route`).
 pub(crate) fn record_http(method: &Method, route: &str, status: StatusCode, elapsed: Duration) {
     let method: &'static str = match *method {
         Method::GET => "GET",
@@ -189,7 +170,7 @@ pub(crate) fn record_http(method: &Method, route: &str, status: StatusCode, elap
 /// Handles of the request histogram by route, then method and status: building
 /// the labelled key and looking it up in the registry on every request cost more
 /// than the rest of the bookkeeping. Handles are only made after [`install`] (the
-/// router and the direct routes exist only in a built server), so none of them is
+/// layer stack exists only in a built server), so none of them is
 /// a no-op handle from before the recorder.
 type HttpHistograms = HashMap<Box<str>, Vec<(&'static str, u16, metrics::Histogram)>>;
 static HTTP_HISTOGRAMS: LazyLock<RwLock<HttpHistograms>> = LazyLock::new(Default::default);

@@ -1,0 +1,223 @@
+//! The server's one layer stack, applied once per request around the whole
+//! router (never a `Router::layer` per route, which would wrap every route in one
+//! more boxed, cloned service):
+//!
+//! 1. [`Edge`]: the request metric (`taskwire_http_request_duration_seconds`,
+//!    labelled by route pattern from [`RouteLabels`]), a `request` tracing span
+//!    (debug level) and the default body limit for routes that set none;
+//! 2. the public routes (`/healthz`, `/readyz`, `/metrics`, the adapters' public
+//!    routes), matched first;
+//! 3. everything else through [`Authenticate`], which puts the
+//!    [`taskwire_core::Caller`] in the request extensions (or answers 401, or the
+//!    gRPC status UNAUTHENTICATED to a gRPC request) and hands the request to the
+//!    protected routes.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
+use std::time::Instant;
+
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::http::{Method, StatusCode};
+use axum::response::Response;
+use axum::routing::future::RouteFuture;
+use axum::Router;
+use tower::{Layer, Service};
+
+use crate::auth::{self, AuthConfig};
+use crate::telemetry;
+
+/// Route patterns, for the `route` label of the request metric: the pattern a
+/// path matches (`/cas/tasks/{id}`), never the raw path, so that the label's
+/// values are bounded.
+#[derive(Debug, Default)]
+pub(crate) struct RouteLabels {
+    patterns: matchit::Router<&'static str>,
+}
+
+impl RouteLabels {
+    /// Adds a pattern (axum's syntax: `{param}`, `{*rest}`). A pattern already
+    /// known, or one matchit cannot take, is skipped with a debug log.
+    pub(crate) fn add(&mut self, pattern: &'static str) {
+        if let Err(e) = self.patterns.insert(pattern, pattern) {
+            tracing::debug!(pattern, error = %e, "route pattern not added to the metric labels");
+        }
+    }
+
+    /// The pattern `path` matches, if any.
+    pub(crate) fn of(&self, path: &str) -> Option<&'static str> {
+        self.patterns.at(path).ok().map(|m| *m.value)
+    }
+}
+
+/// The route label of a request whose path matches no known pattern: `unmatched`
+/// for a 404 (so scanners do not make labels), `other` otherwise (a route of a
+/// router mounted with [`crate::ServerBuilder::mount`]).
+fn fallback_label(status: StatusCode) -> &'static str {
+    if status == StatusCode::NOT_FOUND {
+        "unmatched"
+    } else {
+        "other"
+    }
+}
+
+/// The router behind the default body limit.
+type Limited = <DefaultBodyLimit as Layer<Router>>::Service;
+
+/// The outermost service of the server (see the module doc).
+#[derive(Clone)]
+pub(crate) struct Edge {
+    inner: Limited,
+    labels: Arc<RouteLabels>,
+}
+
+impl Edge {
+    /// The stack over `public` routes and `protected` ones (answered after
+    /// authentication with `auth`); bodies limited to `body_limit` bytes where
+    /// a route sets no limit of its own.
+    pub(crate) fn new(
+        public: Router,
+        protected: Router,
+        auth: AuthConfig,
+        labels: RouteLabels,
+        body_limit: usize,
+    ) -> Self {
+        let protected = Authenticate {
+            inner: protected,
+            auth: Arc::new(auth),
+        };
+        let router = public.fallback_service(protected);
+        Self {
+            inner: DefaultBodyLimit::max(body_limit).layer(router),
+            labels: Arc::new(labels),
+        }
+    }
+}
+
+impl Service<Request> for Edge {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = EdgeFuture;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request) -> EdgeFuture {
+        let method = req.method().clone();
+        let label = self.labels.of(req.uri().path());
+        let span = tracing::debug_span!("request", %method, route = label.unwrap_or("-"));
+        let inner = {
+            let _entered = span.enter();
+            self.inner.call(req)
+        };
+        EdgeFuture {
+            inner,
+            method,
+            label,
+            started: Instant::now(),
+            span,
+        }
+    }
+}
+
+/// The future of [`Edge::call`]: the router's, timed.
+pub(crate) struct EdgeFuture {
+    inner: RouteFuture<Infallible>,
+    method: Method,
+    label: Option<&'static str>,
+    started: Instant,
+    span: tracing::Span,
+}
+
+impl Future for EdgeFuture {
+    type Output = Result<Response, Infallible>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        let res = {
+            let _entered = this.span.enter();
+            match ready!(Pin::new(&mut this.inner).poll(cx)) {
+                Ok(res) => res,
+                Err(never) => match never {},
+            }
+        };
+        let label = this.label.unwrap_or_else(|| fallback_label(res.status()));
+        telemetry::record_http(&this.method, label, res.status(), this.started.elapsed());
+        Poll::Ready(Ok(res))
+    }
+}
+
+/// Authentication in front of the protected routes.
+#[derive(Clone)]
+struct Authenticate {
+    inner: Router,
+    auth: Arc<AuthConfig>,
+}
+
+impl Service<Request> for Authenticate {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = AuthFuture;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, mut req: Request) -> AuthFuture {
+        match auth::caller_of(&self.auth, &req) {
+            Ok(caller) => {
+                req.extensions_mut().insert(caller);
+                AuthFuture::Routed(self.inner.call(req))
+            }
+            Err(failure) => AuthFuture::Refused(Some(failure.response_to(req.headers()))),
+        }
+    }
+}
+
+/// The future of [`Authenticate::call`].
+enum AuthFuture {
+    Routed(RouteFuture<Infallible>),
+    Refused(Option<Response>),
+}
+
+impl Future for AuthFuture {
+    type Output = Result<Response, Infallible>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match &mut *self {
+            Self::Routed(f) => Pin::new(f).poll(cx),
+            Self::Refused(res) => Poll::Ready(Ok(res.take().unwrap_or_else(|| {
+                // Polled again after it answered: an empty 500 rather than a panic.
+                let mut r = Response::default();
+                *r.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+                r
+            }))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_are_patterns_never_paths() {
+        let mut l = RouteLabels::default();
+        l.add("/healthz");
+        l.add("/cas/tasks/{id}");
+        l.add("/lf.a2a.v1.A2AService/{*rest}");
+        l.add("/healthz");
+        assert_eq!(l.of("/healthz"), Some("/healthz"));
+        assert_eq!(l.of("/cas/tasks/abc123"), Some("/cas/tasks/{id}"));
+        assert_eq!(
+            l.of("/lf.a2a.v1.A2AService/GetTask"),
+            Some("/lf.a2a.v1.A2AService/{*rest}")
+        );
+        assert_eq!(l.of("/nope"), None);
+        assert_eq!(fallback_label(StatusCode::NOT_FOUND), "unmatched");
+        assert_eq!(fallback_label(StatusCode::OK), "other");
+    }
+}
