@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -350,7 +350,11 @@ fn sse_response(id: Value, frames: FrameStream) -> Response {
 }
 
 fn json_response(v: Value) -> Response {
-    (StatusCode::OK, Json(v)).into_response()
+    json_status_response(StatusCode::OK, v)
+}
+
+fn json_status_response(status: StatusCode, v: Value) -> Response {
+    (status, Json(v)).into_response()
 }
 
 fn json_text_response(text: String) -> Response {
@@ -392,20 +396,30 @@ fn requested_version<'a>(headers: &'a HeaderMap, query: Option<&str>) -> Option<
     params.remove(VERSION_HEADER).map(Cow::Owned)
 }
 
-/// `POST /a2a`: one request, a batch, or a streaming request.
+/// `POST /a2a`: one request, a batch, or a streaming request. The request is taken
+/// whole (no header map copied, no extractor with a plain-text rejection): a
+/// content type that is not JSON is ContentTypeNotSupported (415) before the body is
+/// read, a body over `max_body_bytes` is Invalid Request with 413 and one that
+/// cannot be read Invalid Request with 400 (see [`crate::body::read`]).
 pub async fn handle(
     State(svc): State<A2aService>,
     Extension(caller): Extension<Caller>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    body: Bytes,
+    req: axum::extract::Request,
 ) -> Response {
-    serve(&svc, &caller, query.as_deref(), &headers, body).await
+    let (parts, body) = req.into_parts();
+    if !content_type_ok(&parts.headers) {
+        return content_type_refusal();
+    }
+    let body = match crate::body::read(body, svc.config().max_body_bytes).await {
+        Ok(b) => b,
+        Err((status, e)) => return json_status_response(status, error_response(&Value::Null, &e)),
+    };
+    answer(&svc, &caller, parts.uri.query(), &parts.headers, body).await
 }
 
-/// What [`handle`] does once the request is taken apart: the caller, the query
-/// string, the headers and the body. A server that routes `POST /a2a` itself (the
-/// `taskwire` binary's direct routes) calls this.
+/// What [`handle`] does once the request is taken apart and its body read: the
+/// caller, the query string, the headers and the body. A server that routes
+/// `POST /a2a` itself (the `taskwire` binary's direct routes) calls this.
 pub async fn serve(
     svc: &A2aService,
     caller: &Caller,
@@ -414,16 +428,31 @@ pub async fn serve(
     body: Bytes,
 ) -> Response {
     if !content_type_ok(headers) {
-        let e = A2aError::new(
-            A2aErrorKind::ContentTypeNotSupported,
-            "JSON-RPC requests must be application/json",
-        );
-        return (
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Json(error_response(&Value::Null, &e)),
-        )
-            .into_response();
+        return content_type_refusal();
     }
+    answer(svc, caller, query, headers, body).await
+}
+
+/// ContentTypeNotSupported (-32005) with HTTP 415, answered before parsing.
+fn content_type_refusal() -> Response {
+    let e = A2aError::new(
+        A2aErrorKind::ContentTypeNotSupported,
+        "JSON-RPC requests must be application/json",
+    );
+    json_status_response(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        error_response(&Value::Null, &e),
+    )
+}
+
+/// Answers a request whose content type was accepted.
+async fn answer(
+    svc: &A2aService,
+    caller: &Caller,
+    query: Option<&str>,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Response {
     let version = check_version(requested_version(headers, query).as_deref());
     let last_event_id = last_event_id(headers);
     if let Some(req) = fast_envelope(&body) {

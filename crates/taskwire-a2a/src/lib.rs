@@ -12,11 +12,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use axum::Router;
 use taskwire_core::{Agent, TaskService};
 
+mod body;
 pub mod card;
 pub mod convert;
 mod encoded;
@@ -67,8 +67,9 @@ pub struct A2aConfig {
     /// How long a blocking SendMessage waits for a terminal or interrupted state
     /// before answering with the task as it is.
     pub blocking_timeout: Duration,
-    /// Largest accepted JSON-RPC body in bytes; larger ones are refused (413)
-    /// before parsing.
+    /// Largest accepted JSON-RPC body in bytes; larger ones are refused before
+    /// parsing (HTTP 413, JSON-RPC Invalid Request -32600). The handler reads the
+    /// body itself within this limit: no `DefaultBodyLimit` layer is needed.
     pub max_body_bytes: usize,
 }
 
@@ -118,12 +119,12 @@ impl A2aAdapter {
     }
 
     /// `POST /a2a` and `POST /a2a/` (JSON-RPC, SSE). Handlers read
-    /// `Extension<taskwire_core::Caller>`.
+    /// `Extension<taskwire_core::Caller>` and their body within
+    /// [`A2aConfig::max_body_bytes`]; the router has no layers of its own.
     pub fn routes(&self) -> Router {
         Router::new()
             .route(card::JSONRPC_PATH, post(jsonrpc::handle))
             .route("/a2a/", post(jsonrpc::handle))
-            .layer(DefaultBodyLimit::max(self.service.config().max_body_bytes))
             .with_state(self.service.clone())
     }
 

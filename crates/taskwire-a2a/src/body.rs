@@ -1,0 +1,95 @@
+//! Reading a request body within the adapter's own limit (`A2aConfig::max_body_bytes`),
+//! without axum's `Bytes` extractor (whose rejections are plain text) and without a
+//! per-route `DefaultBodyLimit` layer.
+
+use axum::body::{Body, Bytes, HttpBody};
+use axum::http::StatusCode;
+use taskwire_vocab::a2a::A2aErrorKind;
+
+use crate::error::A2aError;
+
+/// The whole body, or the error to answer with and its HTTP status: 413 when the
+/// body is over `limit` bytes (refused before reading when its length is declared),
+/// 400 when it cannot be read (the connection broke, or a layer in front failed it,
+/// e.g. for not making progress). Both are JSON-RPC Invalid Request (-32600).
+pub(crate) async fn read(body: Body, limit: usize) -> Result<Bytes, (StatusCode, A2aError)> {
+    let too_large = || {
+        (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            A2aError::new(
+                A2aErrorKind::InvalidRequest,
+                format!("the request body exceeds the limit of {limit} bytes"),
+            ),
+        )
+    };
+    if body.size_hint().lower() > u64::try_from(limit).unwrap_or(u64::MAX) {
+        return Err(too_large());
+    }
+    match axum::body::to_bytes(body, limit).await {
+        Ok(b) => Ok(b),
+        Err(e) if is_length_limit(&e) => Err(too_large()),
+        Err(e) => {
+            tracing::debug!(error = %e, "a2a: request body could not be read");
+            Err((
+                StatusCode::BAD_REQUEST,
+                A2aError::new(
+                    A2aErrorKind::InvalidRequest,
+                    "the request body could not be read",
+                ),
+            ))
+        }
+    }
+}
+
+/// True if the error, or any error it wraps, is a body length limit (ours, or one
+/// a layer in front of the adapter applied).
+pub(crate) fn is_length_limit(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur = Some(e);
+    while let Some(e) = cur {
+        if e.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        cur = e.source();
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn limits_and_errors_are_told_apart() {
+        let ok = read(Body::from("abc"), 3).await.map_err(|(s, _)| s);
+        assert_eq!(ok, Ok(Bytes::from_static(b"abc")));
+        // A declared length over the limit.
+        let (st, e) = read(Body::from("abcd"), 3).await.unwrap_err();
+        assert_eq!(st, StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!(e.kind(), A2aErrorKind::InvalidRequest);
+        assert!(e.message().contains("3 bytes"), "{}", e.message());
+        // No declared length: found while reading.
+        let chunks = futures::stream::iter([
+            Ok::<_, std::io::Error>(Bytes::from_static(b"ab")),
+            Ok(Bytes::from_static(b"cd")),
+        ]);
+        let (st, _) = read(Body::from_stream(chunks), 3).await.unwrap_err();
+        assert_eq!(st, StatusCode::PAYLOAD_TOO_LARGE);
+        // A body that fails.
+        let broken = futures::stream::iter([
+            Ok(Bytes::from_static(b"ab")),
+            Err(std::io::Error::other("stalled")),
+        ]);
+        let (st, e) = read(Body::from_stream(broken), 100).await.unwrap_err();
+        assert_eq!(st, StatusCode::BAD_REQUEST);
+        assert_eq!(e.kind(), A2aErrorKind::InvalidRequest);
+        // A limit applied in front (nested inside the body's error) is still a limit.
+        let inner = http_body_util::Limited::new(
+            Body::from_stream(futures::stream::iter([Ok::<_, std::io::Error>(
+                Bytes::from_static(b"abcdef"),
+            )])),
+            2,
+        );
+        let (st, _) = read(Body::new(inner), 100).await.unwrap_err();
+        assert_eq!(st, StatusCode::PAYLOAD_TOO_LARGE);
+    }
+}
