@@ -82,7 +82,9 @@ pub struct McpConfig {
     pub result_timeout: Duration,
     /// The suggested poll interval sent with tasks, in milliseconds.
     pub poll_interval_ms: u64,
-    /// Largest request body, in bytes.
+    /// Largest request body, in bytes: larger ones are refused before parsing
+    /// (HTTP 413, JSON-RPC Invalid Request -32600). The handler reads the body
+    /// itself within this limit; the router has no layers of its own.
     pub max_body_bytes: usize,
     /// Most open 2025-11-25 sessions; when full, idle ones are dropped first,
     /// then the least recently used.
@@ -160,25 +162,30 @@ impl McpAdapter {
     }
 }
 
+/// `POST /mcp`. The request is taken whole and its body read here, within
+/// [`McpConfig::max_body_bytes`], so that every refusal is a JSON-RPC error object:
+/// a content type that is not JSON is 415, a body over the limit 413 and one that
+/// cannot be read 400 (all Invalid Request, -32600), malformed JSON 400 (-32700).
 async fn handle_post(
     State(inner): State<Arc<Inner>>,
     Extension(caller): Extension<Caller>,
-    headers: HeaderMap,
-    body: Body,
+    req: axum::extract::Request,
 ) -> Response {
-    let limit = inner.config.max_body_bytes;
-    let bytes = match axum::body::to_bytes(body, limit).await {
-        Ok(b) => b,
-        Err(_) => {
-            return error_response(
-                &Value::Null,
-                &RpcError::new(
-                    wire::code::INVALID_REQUEST,
-                    format!("request body exceeds the limit of {limit} bytes"),
-                )
-                .with_status(StatusCode::PAYLOAD_TOO_LARGE),
+    let (parts, body) = req.into_parts();
+    let headers = parts.headers;
+    if !is_json(&headers) {
+        return error_response(
+            &Value::Null,
+            &RpcError::new(
+                wire::code::INVALID_REQUEST,
+                "POST /mcp takes a JSON-RPC message: Content-Type must be application/json",
             )
-        }
+            .with_status(StatusCode::UNSUPPORTED_MEDIA_TYPE),
+        );
+    }
+    let bytes = match read_body(body, inner.config.max_body_bytes).await {
+        Ok(b) => b,
+        Err(e) => return error_response(&Value::Null, &e),
     };
     let msg = match wire::parse(&bytes) {
         Ok(m) => m,
@@ -196,12 +203,77 @@ async fn handle_post(
     current::handle(inner, caller, headers, msg).await
 }
 
+/// True if the `Content-Type` is JSON: `application/json` or a `+json` type, any
+/// parameters, any case.
+fn is_json(headers: &HeaderMap) -> bool {
+    let Some(ct) = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let base = ct.split(';').next().unwrap_or("").trim();
+    base.eq_ignore_ascii_case("application/json")
+        || base
+            .len()
+            .checked_sub(5)
+            .and_then(|i| base.get(i..))
+            .is_some_and(|end| end.eq_ignore_ascii_case("+json"))
+}
+
+/// The whole body within `limit` bytes: over it (declared or found while reading)
+/// is Invalid Request with 413; a body that cannot be read (the connection broke,
+/// or a layer in front failed it, e.g. for not making progress) is Invalid Request
+/// with 400.
+async fn read_body(body: Body, limit: usize) -> Result<axum::body::Bytes, RpcError> {
+    use axum::body::HttpBody;
+    let too_large = || {
+        RpcError::new(
+            wire::code::INVALID_REQUEST,
+            format!("request body exceeds the limit of {limit} bytes"),
+        )
+        .with_status(StatusCode::PAYLOAD_TOO_LARGE)
+    };
+    if body.size_hint().lower() > u64::try_from(limit).unwrap_or(u64::MAX) {
+        return Err(too_large());
+    }
+    match axum::body::to_bytes(body, limit).await {
+        Ok(b) => Ok(b),
+        Err(e) if is_length_limit(&e) => Err(too_large()),
+        Err(e) => {
+            tracing::debug!(error = %e, "mcp: request body could not be read");
+            Err(RpcError::bad_request(
+                wire::code::INVALID_REQUEST,
+                "the request body could not be read",
+            ))
+        }
+    }
+}
+
+/// True if the error, or any error it wraps, is a body length limit (ours, or one
+/// a layer in front of the adapter applied).
+fn is_length_limit(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur = Some(e);
+    while let Some(e) = cur {
+        if e.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        cur = e.source();
+    }
+    false
+}
+
+/// `GET /mcp`: no standalone SSE stream (405, as the transport allows), answered
+/// with a JSON-RPC error object.
 async fn handle_get() -> Response {
-    let mut r = (
-        StatusCode::METHOD_NOT_ALLOWED,
-        "this server offers no standalone SSE stream; POST requests to /mcp",
-    )
-        .into_response();
+    let mut r = error_response(
+        &Value::Null,
+        &RpcError::new(
+            wire::code::INVALID_REQUEST,
+            "this server offers no standalone SSE stream; POST requests to /mcp",
+        )
+        .with_status(StatusCode::METHOD_NOT_ALLOWED),
+    );
     r.headers_mut()
         .insert("allow", HeaderValue::from_static("POST, DELETE"));
     r
