@@ -27,7 +27,27 @@ pub enum CasError {
         /// What is wrong.
         reason: String,
     },
+    /// The request body is over `CasConfig::max_body_bytes` (413 `too_large`).
+    #[error("the request body exceeds the limit of {limit} bytes")]
+    BodyTooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+    },
+    /// The request body could not be read: the connection broke, or a layer in
+    /// front of the adapter failed it (e.g. for not making progress). 400
+    /// `invalid_input`; the cause is only logged.
+    #[error("the request body could not be read")]
+    BodyUnreadable,
+    /// A body whose `Content-Type` is not JSON (415 `unsupported_media_type`).
+    #[error("the request body must be JSON (Content-Type: application/json), not {found}")]
+    UnsupportedMediaType {
+        /// The content type sent (`none` when there was none).
+        found: String,
+    },
 }
+
+/// Error code: a request body that is not JSON by its `Content-Type` (HTTP 415).
+pub const ERR_UNSUPPORTED_MEDIA_TYPE: &str = "unsupported_media_type";
 
 impl CasError {
     pub(crate) fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Self {
@@ -42,9 +62,17 @@ impl CasError {
         match self {
             CasError::Core(e) => vocab::wire_error(e),
             CasError::Vocab(e) => vocab::vocab_wire_error(e),
-            CasError::Invalid { .. } => vocab::WireError {
+            CasError::Invalid { .. } | CasError::BodyUnreadable => vocab::WireError {
                 status: 400,
                 code: vocab::ERR_INVALID_INPUT,
+            },
+            CasError::BodyTooLarge { .. } => vocab::WireError {
+                status: 413,
+                code: vocab::ERR_TOO_LARGE,
+            },
+            CasError::UnsupportedMediaType { .. } => vocab::WireError {
+                status: 415,
+                code: ERR_UNSUPPORTED_MEDIA_TYPE,
             },
         }
     }

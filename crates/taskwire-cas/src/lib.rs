@@ -20,9 +20,8 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Bytes;
-use axum::extract::rejection::{JsonRejection, QueryRejection};
-use axum::extract::{Path, Query, State};
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{Path, Query, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -38,12 +37,13 @@ use taskwire_core::{
 };
 use taskwire_vocab::cas as vocab;
 
+mod body;
 mod error;
 pub mod push;
 mod view;
 pub mod wire;
 
-pub use error::CasError;
+pub use error::{CasError, ERR_UNSUPPORTED_MEDIA_TYPE};
 pub use push::PushConfig;
 use view::{MessagesFold, View};
 use wire::{Decision, DecisionBody, HostBody, ReviewEntry, ReviewList};
@@ -95,6 +95,10 @@ pub struct CasConfig {
     pub recheck: Duration,
     /// Optional outbound push of the status object (off by default).
     pub push: PushConfig,
+    /// Largest request body, in bytes: larger ones are refused with `413
+    /// too_large` before parsing (a declared length before reading). Handlers read
+    /// their bodies themselves within it; the router has no layers of its own.
+    pub max_body_bytes: usize,
 }
 
 impl Default for CasConfig {
@@ -104,6 +108,7 @@ impl Default for CasConfig {
             keep_alive: Duration::from_secs(15),
             recheck: Duration::from_secs(5),
             push: PushConfig::default(),
+            max_body_bytes: 4 * 1024 * 1024,
         }
     }
 }
@@ -174,13 +179,16 @@ impl CasAdapter {
 }
 
 type St = State<Arc<Inner>>;
-type JsonIn<T> = Result<Json<T>, JsonRejection>;
 type QueryIn<T> = Result<Query<T>, QueryRejection>;
+type PathIn<T> = Result<Path<T>, PathRejection>;
 
-/// A JSON body, or our error body (not axum's plain-text rejection).
-fn json_body<T>(r: JsonIn<T>) -> Result<T, CasError> {
-    r.map(|Json(v)| v)
-        .map_err(|e| CasError::invalid("body", e.body_text()))
+/// The path parameters, or "not found": a path that does not decode (say, a
+/// percent-escape that is not UTF-8) names no task, like a malformed id.
+fn path<T>(r: PathIn<T>) -> Result<T, CasError> {
+    r.map(|Path(v)| v).map_err(|e| {
+        tracing::debug!(error = %e, "cas: path parameters do not decode");
+        CasError::Core(taskwire_core::CoreError::NotFound)
+    })
 }
 
 /// The query string, or our error body.
@@ -189,12 +197,16 @@ fn query<T>(r: QueryIn<T>) -> Result<T, CasError> {
         .map_err(|e| CasError::invalid("query", e.body_text()))
 }
 
-/// An optional JSON body of a host command (empty means defaults).
-fn host_body(b: &Bytes) -> Result<HostBody, CasError> {
+/// The optional JSON body of a host command: empty (or blank) means defaults, with
+/// any content type; anything else must be JSON.
+async fn host_body(req: Request, limit: usize) -> Result<HostBody, CasError> {
+    let (parts, b) = req.into_parts();
+    let b = body::read(b, limit).await?;
     if b.iter().all(u8::is_ascii_whitespace) {
         return Ok(HostBody::default());
     }
-    serde_json::from_slice(b).map_err(|e| CasError::invalid("body", e.to_string()))
+    body::require_json(&parts.headers)?;
+    body::parse(&b)
 }
 
 fn parse_id(id: &str) -> Result<TaskId, CasError> {
@@ -347,11 +359,13 @@ fn not_modified(rev: &str) -> Response {
 async fn create(
     State(s): St,
     Extension(caller): Extension<Caller>,
-    headers: HeaderMap,
-    body: JsonIn<Value>,
+    req: Request,
 ) -> Result<Response, CasError> {
-    let mut message = s.parse_input(json_body(body)?)?;
-    if let Some(k) = idempotency_key(&headers)? {
+    let (parts, body) = req.into_parts();
+    let headers = &parts.headers;
+    let body: Value = body::json(headers, body, s.config.max_body_bytes).await?;
+    let mut message = s.parse_input(body)?;
+    if let Some(k) = idempotency_key(headers)? {
         message.message_id = k;
     }
     let parent = match headers.get(HEADER_PARENT_TASK) {
@@ -400,12 +414,13 @@ struct PollQuery {
 async fn status(
     State(s): St,
     Extension(caller): Extension<Caller>,
-    Path(id): Path<String>,
+    id: PathIn<String>,
     q: QueryIn<PollQuery>,
-    headers: HeaderMap,
+    req: Request,
 ) -> Result<Response, CasError> {
+    let headers = req.headers();
+    let id = parse_id(&path(id)?)?;
     let q = query(q)?;
-    let id = parse_id(&id)?;
     let known = q.revision.clone().or_else(|| {
         headers
             .get(header::IF_NONE_MATCH)
@@ -430,7 +445,7 @@ async fn status(
             s.view(&t).await?
         }
     };
-    if matches_if_none_match(&headers, view.revision()) {
+    if matches_if_none_match(headers, view.revision()) {
         return Ok(not_modified(view.revision()));
     }
     Ok(with_etag(StatusCode::OK, view.revision(), &view.status))
@@ -470,13 +485,13 @@ async fn long_poll(
 async fn messages(
     State(s): St,
     Extension(caller): Extension<Caller>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
+    id: PathIn<String>,
+    req: Request,
 ) -> Result<Response, CasError> {
-    let id = parse_id(&id)?;
+    let id = parse_id(&path(id)?)?;
     let t = s.load(&caller, &id).await?;
     let view = s.view(&t).await?;
-    if matches_if_none_match(&headers, view.revision()) {
+    if matches_if_none_match(req.headers(), view.revision()) {
         return Ok(not_modified(view.revision()));
     }
     Ok(with_etag(StatusCode::OK, view.revision(), &view.messages))
@@ -485,12 +500,13 @@ async fn messages(
 async fn input(
     State(s): St,
     Extension(caller): Extension<Caller>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    body: JsonIn<Value>,
+    id: PathIn<String>,
+    req: Request,
 ) -> Result<Response, CasError> {
-    let id = parse_id(&id)?;
-    let body = json_body(body)?;
+    let id = parse_id(&path(id)?)?;
+    let (parts, body) = req.into_parts();
+    let headers = &parts.headers;
+    let body: Value = body::json(headers, body, s.config.max_body_bytes).await?;
     let t = s.load(&caller, &id).await?;
     // Input belongs to the responsible user alone; anyone else gets "not found".
     if t.responsible_user != caller.principal {
@@ -500,7 +516,7 @@ async fn input(
         return Err(taskwire_core::CoreError::Terminal { state: t.state }.into());
     }
     let mut message = s.parse_input(body)?;
-    if let Some(k) = idempotency_key(&headers)? {
+    if let Some(k) = idempotency_key(headers)? {
         message.message_id = k;
     }
     // For a task created on behalf of another, the owner is the creating agent and
@@ -518,8 +534,9 @@ async fn input(
 async fn authorize(
     State(s): St,
     Extension(caller): Extension<Caller>,
-    Path((id, provider)): Path<(String, String)>,
+    p: PathIn<(String, String)>,
 ) -> Result<Response, CasError> {
+    let (id, provider) = path(p)?;
     let id = parse_id(&id)?;
     let t = s.load(&caller, &id).await?;
     if t.responsible_user != caller.principal {
@@ -574,10 +591,12 @@ async fn reviews(
 async fn decide(
     State(s): St,
     Extension(caller): Extension<Caller>,
-    Path((id, review_id)): Path<(String, String)>,
-    body: JsonIn<DecisionBody>,
+    p: PathIn<(String, String)>,
+    req: Request,
 ) -> Result<Response, CasError> {
-    let body = json_body(body)?;
+    let (id, review_id) = path(p)?;
+    let (parts, body) = req.into_parts();
+    let body: DecisionBody = body::json(&parts.headers, body, s.config.max_body_bytes).await?;
     let id = parse_id(&id)?;
     let decision = match body.decision {
         Decision::Approve => ReviewDecision::Approve,
@@ -592,11 +611,11 @@ async fn decide(
 async fn host_complete(
     State(s): St,
     Extension(caller): Extension<Caller>,
-    Path(id): Path<String>,
-    body: Bytes,
+    id: PathIn<String>,
+    req: Request,
 ) -> Result<Response, CasError> {
-    let id = parse_id(&id)?;
-    let reason = host_body(&body)?.reason;
+    let id = parse_id(&path(id)?)?;
+    let reason = host_body(req, s.config.max_body_bytes).await?.reason;
     // The effect is visible only through phase and terminal_reason: no status
     // message (which would be an output); the reason is only logged. The core
     // ends the task canceled; CAS reports terminal_reason completed (a named loss).
@@ -608,11 +627,11 @@ async fn host_complete(
 async fn host_interrupt(
     State(s): St,
     Extension(caller): Extension<Caller>,
-    Path(id): Path<String>,
-    body: Bytes,
+    id: PathIn<String>,
+    req: Request,
 ) -> Result<Response, CasError> {
-    let id = parse_id(&id)?;
-    let reason = host_body(&body)?.reason;
+    let id = parse_id(&path(id)?)?;
+    let reason = host_body(req, s.config.max_body_bytes).await?.reason;
     // As for complete: no status message; the task goes idle.
     s.service
         .interrupt_turn(Access::Owner(&caller), &id, None)
@@ -630,12 +649,13 @@ struct EventsQuery {
 async fn events(
     State(s): St,
     Extension(caller): Extension<Caller>,
-    Path(id): Path<String>,
+    id: PathIn<String>,
     q: QueryIn<EventsQuery>,
-    headers: HeaderMap,
+    req: Request,
 ) -> Result<Response, CasError> {
+    let id = parse_id(&path(id)?)?;
     let q = query(q)?;
-    let id = parse_id(&id)?;
+    let headers = req.headers();
     // Watch before the first read so that nothing committed in between is missed.
     let rx = s.service.store().hub().watch(&id);
     s.load(&caller, &id).await?;
