@@ -53,9 +53,11 @@ const MIN_PROBES: usize = 20;
 
 /// How much the server's RSS may grow during most attacks. A debug server idles
 /// at ~30 MiB; a hostile connection that is cut off early costs at most a few
-/// read and write buffers (tens of KiB), so tens of connections stay far under
-/// this, while the unbounded cases of the issue grew by hundreds of MiB to GiB.
-const RSS_GROWTH: u64 = 64 * MIB;
+/// read and write buffers (tens of KiB), so the tens of connections an attack
+/// holds at once stay far under this, while the unbounded cases of the issue
+/// grew by hundreds of MiB to GiB (the old server: +87 MiB under this file's
+/// PING flood, +260 MiB and rising under its HPACK bomb).
+const RSS_GROWTH: u64 = 32 * MIB;
 /// After the attack's connections are gone, RSS must be back within this of
 /// its value before the attack within [`SETTLE_TIME`]: the allocator keeps
 /// some freed pages cached, but not the attack's buffers.
@@ -250,11 +252,30 @@ async fn drain_all(conns: &mut Vec<TcpStream>, timeout: Duration) -> Vec<Drained
     out
 }
 
-/// A connection with a 4 KiB receive buffer: a client that stops reading
-/// closes its TCP window after a few KiB, so the server's writes stall early.
-async fn connect_small_window(addr: SocketAddr) -> TcpStream {
+/// A connection of a client that will stop reading: a 4 KiB receive buffer,
+/// so that its TCP window closes after a few KiB; with `small_segments` also a
+/// 536-octet MSS, which keeps the server's send buffer (which the kernel sizes
+/// by segments) at tens of KiB instead of up to 4 MiB on loopback, so that
+/// the server's own writes stall after that little.
+async fn connect_never_reading(addr: SocketAddr, small_segments: bool) -> TcpStream {
     let sock = tokio::net::TcpSocket::new_v4().expect("socket");
     sock.set_recv_buffer_size(4096).expect("SO_RCVBUF");
+    if small_segments {
+        use std::os::fd::AsRawFd;
+        let mss: libc::c_int = 536;
+        // SAFETY: setsockopt(2) on a socket this function owns, with a pointer
+        // to a c_int and its size.
+        let rc = unsafe {
+            libc::setsockopt(
+                sock.as_raw_fd(),
+                libc::IPPROTO_TCP,
+                libc::TCP_MAXSEG,
+                (&raw const mss).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(rc, 0, "TCP_MAXSEG: {}", std::io::Error::last_os_error());
+    }
     let s = sock.connect(addr).await.expect("connect");
     s.set_nodelay(true).expect("nodelay");
     s
@@ -419,37 +440,48 @@ async fn hpack_bomb() {
     let mut s = Scene::start("hpack_bomb", &[("max-header-bytes", "32768")], &[]).await;
     s.begin();
     let (addr, pid) = (s.addr(), s.pid());
-    let rounds = repeat(BOMB_CONNECTIONS, move |_| async move {
-        let mut c = h2::Conn::open(addr).await.expect("connect");
-        let value = vec![b'a'; 4096 - 32 - "x-bomb".len()];
-        let mut sent = 0;
-        for k in 0..BOMB_STREAMS {
-            if c.closed() || rss_over_abort(pid) {
-                break;
+    // The first block adds the entry (index 62) and, to stay within one
+    // frame, references it fewer times; the others only reference it. Each
+    // is written once and sent on every connection (the attacker shares the
+    // test's two cores with the server: it should cost little).
+    let value = vec![b'a'; 4096 - 32 - "x-bomb".len()];
+    let mut first = h2::request("GET", "/healthz", &[]);
+    h2::literal_indexed(&mut first, "x-bomb", &value);
+    first.resize(first.len() + BOMB_REFS - 4_000, 0xbe);
+    let mut rest = h2::request("GET", "/healthz", &[]);
+    rest.resize(rest.len() + BOMB_REFS, 0xbe);
+    let frames: std::sync::Arc<Vec<Vec<u8>>> = std::sync::Arc::new(
+        (0..BOMB_STREAMS)
+            .map(|k| {
+                let mut f = Vec::new();
+                h2::headers(
+                    &mut f,
+                    2 * k + 1,
+                    if k == 0 { &first } else { &rest },
+                    false,
+                );
+                f
+            })
+            .collect(),
+    );
+    let rounds = repeat(BOMB_CONNECTIONS, move |_| {
+        let frames = frames.clone();
+        async move {
+            let mut c = h2::Conn::open(addr).await.expect("connect");
+            let mut sent = 0;
+            for f in frames.iter() {
+                if c.closed() || rss_over_abort(pid) || c.send(f).await.is_err() {
+                    break;
+                }
+                sent += 1;
             }
-            let mut block = h2::request("GET", "/healthz", &[]);
-            let refs = if k == 0 {
-                // The entry itself (index 62), then fewer references so that
-                // the block still fits one frame.
-                h2::literal_indexed(&mut block, "x-bomb", &value);
-                BOMB_REFS - 4_000
-            } else {
-                BOMB_REFS
-            };
-            block.resize(block.len() + refs, 0xbe);
-            let mut f = Vec::new();
-            h2::headers(&mut f, 2 * k + 1, &block, false);
-            if c.send(&f).await.is_err() {
-                break;
+            c.wait_closed(Duration::from_secs(3)).await;
+            let what = c.seen().describe();
+            Round {
+                ok: is_goaway(&c, &[h2::ENHANCE_YOUR_CALM]) && !rss_over_abort(pid),
+                sent,
+                what,
             }
-            sent += 1;
-        }
-        c.wait_closed(Duration::from_secs(3)).await;
-        let what = c.seen().describe();
-        Round {
-            ok: is_goaway(&c, &[h2::ENHANCE_YOUR_CALM]) && !rss_over_abort(pid),
-            sent,
-            what,
         }
     })
     .await;
@@ -573,7 +605,7 @@ async fn h2_oversized_header_field() {
 /// HTTP/1.1 heads over the limit: workers that each send, one connection at
 /// a time, a head with one 40 KiB field, or a head of 10,000 four-octet
 /// fields (50 KB).
-const H1_BIG_HEAD_WORKERS: usize = 8;
+const H1_BIG_HEAD_WORKERS: usize = 4;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http1_oversized_heads() {
@@ -636,27 +668,39 @@ async fn stream_flood(
     eof_ok: bool,
 ) {
     let addr = s.addr();
-    let rounds = repeat(STREAM_FLOOD_WORKERS, move |_| async move {
-        let mut c = h2::Conn::open(addr).await.expect("connect");
-        let start = Instant::now();
-        let mut id = 1u32;
-        while id / 2 < STREAM_FLOOD_MAX_STREAMS && start.elapsed() < FLOOD_TIME && !c.closed() {
-            let mut batch = Vec::new();
-            for _ in 0..FLOOD_BATCH {
-                per_stream(&mut batch, id);
-                id += 2;
+    // The batches are written once and sent on every connection (the attacker
+    // shares the test's two cores with the server: it should cost little).
+    let batches: std::sync::Arc<Vec<Vec<u8>>> = std::sync::Arc::new(
+        (0..STREAM_FLOOD_MAX_STREAMS / FLOOD_BATCH)
+            .map(|b| {
+                let mut batch = Vec::new();
+                for k in 0..FLOOD_BATCH {
+                    per_stream(&mut batch, 2 * (b * FLOOD_BATCH + k) + 1);
+                }
+                batch
+            })
+            .collect(),
+    );
+    let rounds = repeat(STREAM_FLOOD_WORKERS, move |_| {
+        let batches = batches.clone();
+        async move {
+            let mut c = h2::Conn::open(addr).await.expect("connect");
+            let start = Instant::now();
+            let mut streams = 0;
+            for batch in batches.iter() {
+                if start.elapsed() >= FLOOD_TIME || c.closed() || c.send(batch).await.is_err() {
+                    break;
+                }
+                streams += FLOOD_BATCH as usize;
             }
-            if c.send(&batch).await.is_err() {
-                break;
+            c.wait_closed(Duration::from_secs(2)).await;
+            let ok = is_goaway(&c, codes) || (eof_ok && c.seen().end.is_some());
+            let what = c.seen().describe();
+            Round {
+                ok,
+                sent: streams,
+                what,
             }
-        }
-        c.wait_closed(Duration::from_secs(2)).await;
-        let ok = is_goaway(&c, codes) || (eof_ok && c.seen().end.is_some());
-        let what = c.seen().describe();
-        Round {
-            ok,
-            sent: (id / 2) as usize,
-            what,
         }
     })
     .await;
@@ -860,7 +904,7 @@ async fn control_flood(s: &mut Scene, frame: Vec<u8>) {
     for _ in 0..CONTROL_FLOOD_CONNECTIONS {
         let batch = batch.clone();
         tasks.push(tokio::spawn(async move {
-            let mut st = connect_small_window(addr).await;
+            let mut st = connect_never_reading(addr, false).await;
             let mut first = h2::PREFACE.to_vec();
             h2::settings(&mut first, h2::CLIENT_SETTINGS);
             st.write_all(&first).await.expect("preface");
@@ -952,19 +996,20 @@ async fn settings_flood_without_reading() {
 }
 
 /// The large task: its text (echoed back as an artifact, and kept in the
-/// history, so the task is twice this in JSON), large enough that an answer
-/// outgrows the kernel's socket buffers on loopback (~1–4 MiB) and the server's
-/// writes stall.
-const LARGE_TEXT: usize = 2 << 20;
+/// history, so the task is twice this in JSON), many times what the kernel
+/// buffers for a reader that stopped (see [`connect_never_reading`]), so that
+/// the server's writes stall.
+const LARGE_TEXT: usize = 512 << 10;
 /// Readers that stop reading: HTTP/1.1 connections, and HTTP/2 connections ×
 /// streams (with windows opened wide, so that only TCP holds the answers back).
 const ZERO_WINDOW_H1: usize = 8;
 const ZERO_WINDOW_H2: usize = 2;
 const ZERO_WINDOW_H2_STREAMS: u32 = 4;
-/// RSS growth allowed while the stalled answers are held: each of the 16
-/// answers (2 × 2 MiB) held once as JSON and once in the server's buffers is
-/// 128 MiB; more would mean copies per stalled reader.
-const ZERO_WINDOW_GROWTH: u64 = 160 * MIB;
+/// RSS growth allowed while the stalled answers are held: the 16 answers
+/// (about 1 MiB of JSON each) held at most twice (the answer, and a copy on
+/// its way to the socket) are 32 MiB, plus 16 MiB for the work of the
+/// requests; more would mean buffering per stalled reader beyond its answer.
+const ZERO_WINDOW_GROWTH: u64 = 48 * MIB;
 
 /// Opens the never-reading readers of `method` on the task `id`.
 async fn zero_window_readers(
@@ -976,14 +1021,14 @@ async fn zero_window_readers(
     let params = json!({"id": id});
     let mut readers = Vec::new();
     for _ in 0..ZERO_WINDOW_H1 {
-        let mut st = connect_small_window(addr).await;
+        let mut st = connect_never_reading(addr, true).await;
         st.write_all(&h1_rpc(method, &params, sse))
             .await
             .expect("request");
         readers.push(st);
     }
     for _ in 0..ZERO_WINDOW_H2 {
-        let mut st = connect_small_window(addr).await;
+        let mut st = connect_never_reading(addr, true).await;
         let mut b = h2::PREFACE.to_vec();
         h2::settings(
             &mut b,
@@ -1099,9 +1144,9 @@ const IDLE_H2: usize = 200;
 /// server's check interval and slack).
 const IDLE_TIMEOUT: &str = "2s";
 const IDLE_CLOSE_WITHIN: Duration = Duration::from_secs(5);
-/// RSS growth allowed for 2,000 idle connections: under 32 KiB each (a read
-/// buffer and a connection task).
-const IDLE_GROWTH: u64 = 64 * MIB;
+/// RSS growth allowed for 2,000 idle connections: 24 KiB each (a read buffer
+/// and a connection task; the server grew by ~9 KiB per connection).
+const IDLE_GROWTH: u64 = 48 * MIB;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_connections() {
