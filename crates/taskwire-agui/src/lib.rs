@@ -36,6 +36,27 @@ pub enum AguiError {
     /// A protobuf frame does not decode.
     #[error("protobuf decode: {0}")]
     Decode(#[from] prost::DecodeError),
+    /// A request body is over `AguiConfig::max_body_bytes` (a `RUN_ERROR` with code
+    /// `too_large`).
+    #[error("the request body exceeds the limit of {limit} bytes")]
+    BodyTooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+    },
+    /// A request body could not be read: the connection broke, or a layer in front
+    /// of the adapter failed it (e.g. for not making progress). The cause is only
+    /// logged.
+    #[error("the request body could not be read")]
+    BodyUnreadable,
+    /// A request body whose `Content-Type` is not JSON.
+    #[error("a RunAgentInput is posted as JSON (Content-Type: application/json), not {found}")]
+    UnsupportedMediaType {
+        /// The content type sent (`none` when there was none).
+        found: String,
+    },
+    /// A request body that is not a `RunAgentInput`.
+    #[error("the body is not a RunAgentInput: {0}")]
+    InvalidInput(String),
 }
 
 /// Adapter settings.
@@ -44,12 +65,18 @@ pub struct AguiConfig {
     /// How many runs are remembered for reconnects, run naming in replays and
     /// cancellation by run id (oldest forgotten first).
     pub max_remembered_runs: usize,
+    /// Largest `RunAgentInput` body, in bytes: a larger one is refused with a lone
+    /// `RUN_ERROR` (code `too_large`) before parsing (a declared length before
+    /// reading). The handler reads the body itself within it; the router has no
+    /// layers of its own.
+    pub max_body_bytes: usize,
 }
 
 impl Default for AguiConfig {
     fn default() -> Self {
         Self {
             max_remembered_runs: 10_000,
+            max_body_bytes: 4 * 1024 * 1024,
         }
     }
 }

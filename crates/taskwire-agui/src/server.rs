@@ -4,8 +4,9 @@ use std::collections::{BTreeMap, HashSet};
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use axum::body::{Body, Bytes};
-use axum::extract::{Path, State};
+use axum::body::{Body, Bytes, HttpBody};
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -27,7 +28,7 @@ use tracing::debug;
 use crate::render::{frames_at, Frame, Pos, Renderer, Resumer, RunSpec};
 use crate::runs::{RunKey, RunRecord, Runs};
 use crate::wire::{Event, EventBody, InputMessage, RunAgentInput};
-use crate::{sse, AguiConfig};
+use crate::{sse, AguiConfig, AguiError};
 
 /// Path of the run endpoint.
 pub(crate) const PATH_RUN: &str = "/agui";
@@ -48,6 +49,7 @@ pub(crate) struct Inner {
     service: TaskService,
     _agent: Arc<dyn Agent>,
     runs: Runs,
+    max_body_bytes: usize,
 }
 
 impl Inner {
@@ -56,6 +58,7 @@ impl Inner {
             service,
             _agent: agent,
             runs: Runs::new(config.max_remembered_runs),
+            max_body_bytes: config.max_body_bytes,
         }
     }
 }
@@ -98,6 +101,123 @@ impl From<taskwire_vocab::VocabError> for Refusal {
     fn from(e: taskwire_vocab::VocabError) -> Self {
         Self::new(codes::INVALID_INPUT, e.to_string())
     }
+}
+
+impl From<AguiError> for Refusal {
+    fn from(e: AguiError) -> Self {
+        let code = match e {
+            AguiError::BodyTooLarge { .. } => codes::TOO_LARGE,
+            AguiError::BodyUnreadable
+            | AguiError::UnsupportedMediaType { .. }
+            | AguiError::InvalidInput(_) => codes::INVALID_INPUT,
+            AguiError::Encode(_) | AguiError::Frame(_) | AguiError::Decode(_) => codes::INTERNAL,
+        };
+        Self::new(code, e.to_string())
+    }
+}
+
+/// Reads the posted `RunAgentInput`: the content type first (JSON only: protobuf
+/// is an output framing), then the body within `limit` bytes (a declared length
+/// over it is refused before reading), then the JSON, whose errors name the field.
+async fn read_input(
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+) -> Result<RunAgentInput, AguiError> {
+    let ct = headers.get(header::CONTENT_TYPE);
+    let base = ct
+        .and_then(|v| v.to_str().ok())
+        .map(|ct| ct.split(';').next().unwrap_or("").trim());
+    if !base.is_some_and(is_json_media_type) {
+        let found = match (ct, base) {
+            (None, _) => "none".to_string(),
+            (Some(_), Some(b)) if b.eq_ignore_ascii_case(crate::proto::MEDIA_TYPE) => {
+                format!("{b} (protobuf frames are an output format; post the input as JSON)")
+            }
+            (Some(_), Some(b)) if !b.is_empty() => format!("{b:?}"),
+            (Some(_), _) => "an unreadable content type".to_string(),
+        };
+        return Err(AguiError::UnsupportedMediaType { found });
+    }
+    if body.size_hint().lower() > u64::try_from(limit).unwrap_or(u64::MAX) {
+        return Err(AguiError::BodyTooLarge { limit });
+    }
+    let bytes = match axum::body::to_bytes(body, limit).await {
+        Ok(b) => b,
+        Err(e) if is_length_limit(&e) => return Err(AguiError::BodyTooLarge { limit }),
+        Err(e) => {
+            debug!(error = %e, "AG-UI: request body could not be read");
+            return Err(AguiError::BodyUnreadable);
+        }
+    };
+    let de = &mut serde_json::Deserializer::from_slice(&bytes);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        // `.` is the whole document, `?` a place serde could not name (a syntax error).
+        AguiError::InvalidInput(if path == "." || path == "?" {
+            inner.to_string()
+        } else {
+            format!("{path}: {inner}")
+        })
+    })
+}
+
+/// `application/json` or a `+json` type, in any case.
+fn is_json_media_type(base: &str) -> bool {
+    base.eq_ignore_ascii_case("application/json")
+        || base
+            .len()
+            .checked_sub(5)
+            .and_then(|i| base.get(i..))
+            .is_some_and(|end| end.eq_ignore_ascii_case("+json"))
+}
+
+/// True if the error, or any error it wraps, is a body length limit (ours, or one
+/// a layer in front of the adapter applied).
+fn is_length_limit(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur = Some(e);
+    while let Some(e) = cur {
+        if e.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        cur = e.source();
+    }
+    false
+}
+
+/// The error answer of the plain HTTP endpoints (replay, reconnect, cancel):
+/// `{"code", "message"}` as JSON, the fields of a `RUN_ERROR`.
+fn error_json(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
+    (
+        status,
+        Json(json!({"code": code, "message": message.into()})),
+    )
+        .into_response()
+}
+
+/// [`error_json`] of a core error.
+fn core_error_json(e: &CoreError) -> Response {
+    let (code, message) = vocab::core_error(e);
+    error_json(http_status(e), code, message)
+}
+
+/// 404 `not_found`.
+fn not_found(what: &str) -> Response {
+    error_json(
+        StatusCode::NOT_FOUND,
+        codes::NOT_FOUND,
+        format!("{what} not found"),
+    )
+}
+
+/// The path parameters; `None` (answered `not_found`) for a path that does not
+/// decode (say, a percent-escape that is not UTF-8): it names no thread or run of
+/// this server.
+fn path<T>(r: Result<Path<T>, PathRejection>) -> Option<T> {
+    r.map(|Path(v)| v)
+        .inspect_err(|e| debug!(error = %e, "AG-UI: path parameters do not decode"))
+        .ok()
 }
 
 /// What a run streams: a task's log after a sequence number.
@@ -184,13 +304,20 @@ fn run_key(caller: &Caller, thread_id: &str, run_id: &str) -> RunKey {
     }
 }
 
+/// `POST /agui`. The request is taken whole and its body read here, so that every
+/// refusal, a malformed or oversized body included, is a lone `RUN_ERROR` in the
+/// framing the client asked for (see [`read_input`]).
 async fn run(
     State(inner): State<Shared>,
     Extension(caller): Extension<Caller>,
-    headers: HeaderMap,
-    Json(input): Json<RunAgentInput>,
+    req: Request,
 ) -> Response {
-    let format = Format::from_headers(&headers);
+    let (parts, body) = req.into_parts();
+    let format = Format::from_headers(&parts.headers);
+    let input = match read_input(&parts.headers, body, inner.max_body_bytes).await {
+        Ok(i) => i,
+        Err(e) => return refusal_response(format, Refusal::from(e)),
+    };
     if input.thread_id.is_empty() || input.run_id.is_empty() {
         return refusal_response(
             format,
@@ -925,21 +1052,24 @@ fn answer_seq(events: &[CoreEvent], kind: &InterruptKind) -> Option<u64> {
 async fn replay(
     State(inner): State<Shared>,
     Extension(caller): Extension<Caller>,
-    Path(thread_id): Path<String>,
-    headers: HeaderMap,
+    thread_id: Result<Path<String>, PathRejection>,
+    req: Request,
 ) -> Response {
-    let format = Format::from_headers(&headers);
+    let Some(thread_id) = path(thread_id) else {
+        return not_found("thread");
+    };
+    let format = Format::from_headers(req.headers());
     let tasks = match thread_tasks(&inner.service, &caller, &thread_id).await {
         Ok(t) if !t.is_empty() => t,
-        Ok(_) => return StatusCode::NOT_FOUND.into_response(),
-        Err(e) => return http_status(&e).into_response(),
+        Ok(_) => return not_found("thread"),
+        Err(e) => return core_error_json(&e),
     };
     let mut events_out: Vec<Event> = Vec::new();
     let mut prior: Vec<Value> = Vec::new();
     for t in &tasks {
         let events = match all_events(&inner.service, &caller, &t.id).await {
             Ok(e) => e,
-            Err(_) => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+            Err(e) => return core_error_json(&e),
         };
         let tid = t.id.to_string();
         let mut r = Renderer::new(spec_for(&thread_id, t, String::new()), prior.clone());
@@ -965,7 +1095,13 @@ async fn replay(
     for (i, e) in events_out.iter().enumerate() {
         match format.encode(Some(&format!("replay.{i}")), e) {
             Some(b) => body.extend_from_slice(&b),
-            None => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+            None => {
+                return error_json(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    codes::INTERNAL,
+                    "an event could not be encoded",
+                )
+            }
         }
     }
     format.response(Body::from(body))
@@ -974,11 +1110,15 @@ async fn replay(
 async fn reconnect(
     State(inner): State<Shared>,
     Extension(caller): Extension<Caller>,
-    Path((thread_id, run_id)): Path<(String, String)>,
-    headers: HeaderMap,
+    ids: Result<Path<(String, String)>, PathRejection>,
+    req: Request,
 ) -> Response {
+    let Some((thread_id, run_id)) = path(ids) else {
+        return not_found("run");
+    };
+    let headers = req.headers();
     let Some(rec) = inner.runs.get(&run_key(&caller, &thread_id, &run_id)) else {
-        return StatusCode::NOT_FOUND.into_response();
+        return not_found("run");
     };
     let last = match headers
         .get(LAST_EVENT_ID)
@@ -987,16 +1127,17 @@ async fn reconnect(
         None => None,
         Some(Some(p)) => Some(p),
         Some(None) => {
-            return (
+            return error_json(
                 StatusCode::BAD_REQUEST,
+                codes::INVALID_INPUT,
                 "Last-Event-ID is not an id of this stream",
             )
-                .into_response()
         }
     };
     let task = match get_task(&inner.service, &caller, &rec.task_id).await {
         Ok(t) => t,
-        Err(_) => return StatusCode::NOT_FOUND.into_response(),
+        Err(CoreError::NotFound) => return not_found("run"),
+        Err(e) => return core_error_json(&e),
     };
     let prior = prior_messages(&inner, &caller, &thread_id, &task).await;
     let spec = RunSpec {
@@ -1006,20 +1147,23 @@ async fn reconnect(
         task_id: rec.task_id.clone(),
         idle_lifespan_ms: task.idle_lifespan_ms,
     };
-    let format = Format::from_headers(&headers);
+    let format = Format::from_headers(headers);
     stream_run(inner, caller, spec, prior, rec.after_seq, last, format)
 }
 
 async fn cancel(
     State(inner): State<Shared>,
     Extension(caller): Extension<Caller>,
-    Path((thread_id, run_id)): Path<(String, String)>,
+    ids: Result<Path<(String, String)>, PathRejection>,
 ) -> Response {
+    let Some((thread_id, run_id)) = path(ids) else {
+        return not_found("run");
+    };
     let Some(rec) = inner.runs.get(&run_key(&caller, &thread_id, &run_id)) else {
-        return StatusCode::NOT_FOUND.into_response();
+        return not_found("run");
     };
     let Ok(id) = TaskId::parse(&rec.task_id) else {
-        return StatusCode::NOT_FOUND.into_response();
+        return not_found("run");
     };
     match inner
         .service
@@ -1031,15 +1175,8 @@ async fn cancel(
         .await
     {
         Ok(t) => Json(json!({"taskId": t.id.to_string(), "state": t.state})).into_response(),
-        Err(CoreError::NotFound) => StatusCode::NOT_FOUND.into_response(),
-        Err(e) => {
-            let (code, message) = vocab::core_error(&e);
-            (
-                http_status(&e),
-                Json(json!({"code": code, "message": message})),
-            )
-                .into_response()
-        }
+        Err(CoreError::NotFound) => not_found("run"),
+        Err(e) => core_error_json(&e),
     }
 }
 

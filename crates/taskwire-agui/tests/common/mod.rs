@@ -50,6 +50,14 @@ impl Env {
     }
 
     pub(crate) async fn with_agent(agent: Arc<dyn Agent>) -> Self {
+        Self::with_agent_and_config(agent, AguiConfig::default()).await
+    }
+
+    pub(crate) async fn with_config(config: AguiConfig) -> Self {
+        Self::with_agent_and_config(Arc::new(ScriptedAgent::new()), config).await
+    }
+
+    pub(crate) async fn with_agent_and_config(agent: Arc<dyn Agent>, config: AguiConfig) -> Self {
         let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
         let service = TaskService::new(store, "scripted");
         let rt = Runtime::start(
@@ -61,7 +69,7 @@ impl Env {
                 ..RuntimeConfig::default()
             },
         );
-        let adapter = AguiAdapter::new(service.clone(), agent, AguiConfig::default());
+        let adapter = AguiAdapter::new(service.clone(), agent, config);
         let app = adapter
             .routes()
             .layer(middleware::from_fn(caller_from_header));
