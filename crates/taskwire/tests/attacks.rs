@@ -55,12 +55,12 @@ const MIN_PROBES: usize = 20;
 /// at ~30 MiB; a hostile connection that is cut off early costs at most a few
 /// read and write buffers (tens of KiB), so the tens of connections an attack
 /// holds at once stay far under this, while the unbounded cases of the issue
-/// grew by hundreds of MiB to GiB (the old server: +87 MiB under this file's
-/// PING flood, +260 MiB and rising under its HPACK bomb).
+/// grew by hundreds of MiB to GiB (the old server: +48 to +87 MiB under this
+/// file's PING flood, +250 MiB and rising under its HPACK bomb).
 const RSS_GROWTH: u64 = 32 * MIB;
 /// After the attack's connections are gone, RSS must be back within this of
-/// its value before the attack within [`SETTLE_TIME`]: the allocator keeps
-/// some freed pages cached, but not the attack's buffers.
+/// its value before the attack within [`SETTLE_TIME`]: the allocator may keep
+/// some freed pages for reuse, but not the attack's whole working set.
 const SETTLE_SLACK: u64 = 24 * MIB;
 const SETTLE_TIME: Duration = Duration::from_secs(5);
 /// The attackers stop once the server's RSS passes this (the test has failed
