@@ -9,8 +9,10 @@
 //!
 //! One token per line, `TOKEN PRINCIPAL [TENANT]`, separated by spaces or tabs. The
 //! tenant defaults to `default`. Blank lines and lines whose first non-blank
-//! character is `#` are ignored. A malformed line, a duplicate token or a file with
-//! no token at all is an error that names the line.
+//! character is `#` are ignored. A malformed line, a duplicate token, a token that
+//! no `Authorization: Bearer` header could carry (anything but visible ASCII; RFC
+//! 6750's `b64token` characters `A-Z a-z 0-9 - . _ ~ + /` and trailing `=` are the
+//! portable choice) or a file with no token at all is an error that names the line.
 //!
 //! ```text
 //! # token                            principal   tenant
@@ -88,13 +90,18 @@ impl TokenTable {
             reason,
         };
         let mut table = Self::new();
+        // A byte order mark opening the file is an encoding mark, not text.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         for (i, raw) in text.lines().enumerate() {
             let line_no = i + 1;
-            let line = raw.trim();
+            // Fields are separated by ASCII blanks only: other Unicode white space
+            // (a no-break space, say) stays inside its field, where it makes a
+            // token unusable and is refused below rather than silently splitting it.
+            let line = raw.trim_matches(|c: char| c.is_ascii_whitespace());
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
-            let fields: Vec<&str> = line.split_whitespace().collect();
+            let fields: Vec<&str> = line.split_ascii_whitespace().collect();
             let (token, principal, tenant) = match fields.as_slice() {
                 [token, principal] => (*token, *principal, DEFAULT_TENANT),
                 [token, principal, tenant] => (*token, *principal, *tenant),
@@ -109,9 +116,28 @@ impl TokenTable {
                     ))
                 }
             };
-            if let Some(c) = token
+            // A presented token is read from a header value as visible ASCII
+            // (`HeaderValue::to_str`, then `bearer_token` splits and trims it), so a
+            // token with any other character could never match: refuse it now. The
+            // message names the position and code point, never the token.
+            if let Some((at, c)) = token
                 .chars()
-                .chain(principal.chars())
+                .enumerate()
+                .find(|(_, c)| !c.is_ascii_graphic())
+            {
+                return Err(err(
+                    line_no,
+                    format!(
+                        "the token's character {} is U+{:04X}, which no `Authorization: Bearer` \
+                         header can carry: tokens are visible ASCII (RFC 6750 b64token: \
+                         A-Z a-z 0-9 - . _ ~ + / and trailing =)",
+                        at + 1,
+                        u32::from(c)
+                    ),
+                ));
+            }
+            if let Some(c) = principal
+                .chars()
                 .chain(tenant.chars())
                 .find(|c| c.is_control())
             {
@@ -341,6 +367,86 @@ mod tests {
         assert!(reason.contains("no token"), "{reason}");
         let (line, _) = line_of(parse("a b\u{7} c\n").expect_err("control"));
         assert_eq!(line, 1);
+    }
+
+    #[test]
+    fn tokens_no_bearer_header_can_carry_are_refused_with_their_line() {
+        for (file, line, at) in [
+            ("ok1 alice\ntök alice\n", 2, "character 2 is U+00F6"),
+            (
+                "# c\n\nok1 a\nok2 b\n\u{e9}t\u{e9} c acme\n",
+                5,
+                "character 1 is U+00E9",
+            ),
+            ("tok\u{200b}en alice\n", 1, "character 4 is U+200B"),
+            // A no-break space is part of the token, not a separator.
+            ("abc\u{a0}def alice\n", 1, "character 4 is U+00A0"),
+            ("abc\u{7f} alice\n", 1, "character 4 is U+007F"),
+            ("a\u{1}b alice\n", 1, "character 2 is U+0001"),
+            (
+                "\u{feff}ok alice\n\u{feff}tok bob\n",
+                2,
+                "character 1 is U+FEFF",
+            ),
+        ] {
+            let (got, reason) = line_of(parse(file).expect_err(file));
+            assert_eq!(got, line, "{file:?}: {reason}");
+            assert!(reason.contains(at), "{file:?}: {reason}");
+            assert!(reason.contains("b64token"), "{reason}");
+        }
+        // The reason never shows the token.
+        let (_, reason) = line_of(parse("s3cr\u{e9}t alice\n").expect_err("non-ASCII"));
+        assert!(!reason.contains("s3cr"), "{reason}");
+        // A byte order mark opening the file is not part of the first token.
+        let t = parse("\u{feff}tok1 alice\n").expect("valid file");
+        assert_eq!(t.lookup("tok1"), Some(&Caller::new("default", "alice")));
+        // Principals and tenants may be any printable text.
+        let t = parse("tok1 jos\u{e9} \u{e9}quipe\n").expect("valid file");
+        assert_eq!(
+            t.lookup("tok1"),
+            Some(&Caller::new("\u{e9}quipe", "jos\u{e9}"))
+        );
+    }
+
+    /// Every token the parser accepts can be presented (`Bearer TOKEN` is a valid
+    /// header value which, read back as the server reads it, authenticates), and
+    /// every one it refuses could not have been.
+    #[test]
+    fn a_token_is_accepted_exactly_when_a_header_can_present_it() {
+        let mut accepted = 0;
+        for cp in (0u32..0x300).chain([0x2028, 0x3000, 0xfeff, 0x1f600]) {
+            let Some(c) = char::from_u32(cp) else {
+                continue;
+            };
+            if c.is_ascii_whitespace() {
+                continue; // ASCII blanks and line breaks separate fields and lines
+            }
+            let token = format!("ab{c}cd");
+            let header = HeaderValue::from_str(&format!("Bearer {token}"));
+            let presented = header.as_ref().ok().and_then(|h| h.to_str().ok());
+            match parse(&format!("{token} alice\n")) {
+                Ok(table) => {
+                    accepted += 1;
+                    let presented =
+                        presented.unwrap_or_else(|| panic!("U+{cp:04X}: no header value"));
+                    assert_eq!(
+                        AuthConfig::tokens(table).authenticate(Some(presented)),
+                        Ok(Caller::new("default", "alice")),
+                        "U+{cp:04X}"
+                    );
+                }
+                Err(e) => {
+                    assert_eq!(line_of(e).0, 1, "U+{cp:04X}");
+                    let mut t = TokenTable::new();
+                    t.insert(token.clone(), Caller::new("default", "alice"));
+                    let could = presented
+                        .is_some_and(|p| AuthConfig::tokens(t).authenticate(Some(p)).is_ok());
+                    assert!(!could, "U+{cp:04X} was refused but could authenticate");
+                }
+            }
+        }
+        // Exactly the 94 visible ASCII characters.
+        assert_eq!(accepted, 94);
     }
 
     #[test]
