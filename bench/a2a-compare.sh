@@ -7,6 +7,7 @@
 #   BASE=f906a75 bench/a2a-compare.sh      # builds BASE in a git worktree, and HEAD
 #   BASE_BIN=path NEW_BIN=path bench/a2a-compare.sh   # two binaries built already
 #   ROUNDS=5 SECS=6 STORE=memory:// bench/a2a-compare.sh
+#   NO_BUILD=1 BASE_BIN=… NEW_BIN=… bench/a2a-compare.sh   # use target/release/a2a_load as it is
 #
 # Prints one line per run and, per RPC and binding, the median server CPU per
 # request of each binary and their ratio (new / base).
@@ -17,7 +18,9 @@ ROUNDS=${ROUNDS:-3}
 CONNS=${CONNS:-64}
 STORE=${STORE:-memory://}
 
-cargo build --release -p taskwire -p taskwire-bench --bin taskwire --bin a2a_load >&2
+if [ -z "${NO_BUILD:-}" ]; then
+  cargo build --release -p taskwire -p taskwire-bench --bin taskwire --bin a2a_load >&2
+fi
 NEW_BIN=${NEW_BIN:-target/release/taskwire}
 LOAD=target/release/a2a_load
 if [ -z "${BASE_BIN:-}" ]; then

@@ -170,7 +170,10 @@ impl Adapter for Agui {
         taskwire_agui::AguiAdapter::new(
             ctx.service().clone(),
             ctx.agent().clone(),
-            taskwire_agui::AguiConfig::default(),
+            taskwire_agui::AguiConfig {
+                max_body_bytes: ctx.body_limit(),
+                ..taskwire_agui::AguiConfig::default()
+            },
         )
         .routes()
     }
@@ -199,7 +202,10 @@ impl Adapter for Cas {
         taskwire_cas::CasAdapter::new(
             ctx.service().clone(),
             ctx.agent().clone(),
-            taskwire_cas::CasConfig::default(),
+            taskwire_cas::CasConfig {
+                max_body_bytes: ctx.body_limit(),
+                ..taskwire_cas::CasConfig::default()
+            },
         )
         .routes()
     }

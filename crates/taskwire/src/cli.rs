@@ -383,6 +383,11 @@ pub struct ListenerArgs {
     /// not read) is closed.
     #[arg(long, env = "TASKWIRE_SEND_TIMEOUT", value_name = "DURATION", default_value = "30s", value_parser = parse_positive_duration, help_heading = "Listener limits")]
     pub send_timeout: Duration,
+
+    /// HTTP/2: PING and SETTINGS frames a client may send per second on average
+    /// (bursts of twice as many); a client over it is disconnected.
+    #[arg(long, env = "TASKWIRE_HTTP2_MAX_CONTROL_FRAMES", value_name = "N", default_value_t = 100, value_parser = parse_positive_u32, help_heading = "Listener limits")]
+    pub http2_max_control_frames: u32,
 }
 
 impl ListenerArgs {
@@ -402,6 +407,7 @@ impl ListenerArgs {
             http2_max_send_buffer: self.http2_max_send_buffer,
             body_timeout: self.body_timeout,
             send_timeout: self.send_timeout,
+            http2_max_control_frames: self.http2_max_control_frames,
         }
     }
 }

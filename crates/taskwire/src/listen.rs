@@ -19,7 +19,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 use std::time::{Duration, Instant};
@@ -28,6 +28,7 @@ use axum::body::Body;
 use axum::extract::Request;
 use axum::response::Response;
 use bytes::Bytes;
+use futures::task::AtomicWaker;
 use http_body::{Body as HttpBody, Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -87,6 +88,12 @@ pub struct ListenerConfig {
     /// A connection whose writes make no progress for this long (the peer does
     /// not read its socket) is closed.
     pub send_timeout: Duration,
+    /// HTTP/2 PING and SETTINGS frames (not acknowledgements) a client may send
+    /// per second, on average, with bursts of twice as many; a client over it
+    /// is disconnected. hyper's `h2` answers every PING and SETTINGS, so without
+    /// this a client that floods them (and never reads the answers) costs the
+    /// server CPU until the socket's send buffer is full.
+    pub http2_max_control_frames: u32,
 }
 
 impl Default for ListenerConfig {
@@ -105,6 +112,7 @@ impl Default for ListenerConfig {
             http2_max_send_buffer: 256 * 1024,
             body_timeout: Duration::from_secs(30),
             send_timeout: Duration::from_secs(30),
+            http2_max_control_frames: 100,
         }
     }
 }
@@ -181,7 +189,7 @@ fn raise_open_files_limit() -> Option<u64> {
                 }
             }
         }
-        Some(lim.rlim_cur as u64)
+        Some(lim.rlim_cur)
     }
     #[cfg(not(unix))]
     {
@@ -287,6 +295,9 @@ struct ConnState {
     /// Milliseconds after `accepted` (plus one) since which a write has been
     /// waiting for the socket; 0 while writes go through.
     write_blocked_since: AtomicU64,
+    /// Set when the peer sent more HTTP/2 PING and SETTINGS frames than their
+    /// budget allows.
+    frames_over_budget: AtomicBool,
 }
 
 impl ConnState {
@@ -296,6 +307,7 @@ impl ConnState {
             in_flight: AtomicUsize::new(0),
             started: AtomicU64::new(0),
             write_blocked_since: AtomicU64::new(0),
+            frames_over_budget: AtomicBool::new(false),
         }
     }
 
@@ -371,6 +383,66 @@ impl Watchdog {
 /// get before the connection is dropped.
 const GRACEFUL_CLOSE: Duration = Duration::from_secs(5);
 
+/// What a connection's watchdog asks of it: nothing, a graceful close, or to be
+/// dropped at once.
+const ASK_NONE: u8 = 0;
+const ASK_GRACEFUL: u8 = 1;
+const ASK_DROP: u8 = 2;
+
+/// The channel from a connection's watchdog task to the connection: a flag and
+/// the connection task's waker. The connection looks at the flag once per poll
+/// (one atomic load), so its hot path polls no timer.
+#[derive(Default)]
+struct Control {
+    ask: AtomicU8,
+    waker: AtomicWaker,
+}
+
+impl Control {
+    fn ask(&self, what: u8) {
+        self.ask.fetch_max(what, Ordering::AcqRel);
+        self.waker.wake();
+    }
+}
+
+/// The connection future under the watchdog's control.
+struct Driven<C> {
+    conn: Pin<Box<C>>,
+    control: Arc<Control>,
+    graceful_started: bool,
+}
+
+/// A connection future that can be asked to close gracefully.
+trait GracefulConn: Future {
+    fn start_graceful(self: Pin<&mut Self>);
+}
+
+impl GracefulConn for auto::Connection<'static, TokioIo<Watched>, ConnService, TokioExecutor> {
+    fn start_graceful(self: Pin<&mut Self>) {
+        self.graceful_shutdown();
+    }
+}
+
+impl<C: GracefulConn> Future for Driven<C> {
+    type Output = Option<C::Output>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        this.control.waker.register(cx.waker());
+        match this.control.ask.load(Ordering::Acquire) {
+            ASK_NONE => {}
+            ASK_GRACEFUL => {
+                if !this.graceful_started {
+                    this.graceful_started = true;
+                    this.conn.as_mut().start_graceful();
+                }
+            }
+            _ => return Poll::Ready(None),
+        }
+        this.conn.as_mut().poll(cx).map(Some)
+    }
+}
+
 async fn connection(
     stream: TcpStream,
     shared: Arc<Shared>,
@@ -385,62 +457,95 @@ async fn connection(
     let io = TokioIo::new(Watched {
         inner: stream,
         state: state.clone(),
+        frames: FrameBudget::new(shared.config.http2_max_control_frames),
     });
     let service = ConnService {
         app: shared.app.clone(),
         state: state.clone(),
         body_timeout: shared.config.body_timeout,
     };
-    let conn = shared.builder.serve_connection(io, service);
-    tokio::pin!(conn);
-    let interval = shared.config.check_interval();
-    let mut watchdog = Watchdog::new(&shared.config);
+    let conn = shared.builder.serve_connection(io, service).into_owned();
+    let control = Arc::new(Control::default());
+    let watchdog = tokio::spawn(watch(
+        state,
+        control.clone(),
+        shared.config.clone(),
+        stop,
+        peer,
+    ));
+    let driven = Driven {
+        conn: Box::pin(conn),
+        control,
+        graceful_started: false,
+    };
+    match driven.await {
+        Some(Err(e)) => debug!(?peer, error = %e, "connection ended"),
+        Some(Ok(())) => {}
+        None => debug!(?peer, "connection dropped"),
+    }
+    watchdog.abort();
+}
+
+/// A connection's watchdog task: looks at its clocks every
+/// [`ListenerConfig::check_interval`] and asks it to close (see [`Verdict`]), and
+/// asks for a graceful close when the server stops.
+async fn watch(
+    state: Arc<ConnState>,
+    control: Arc<Control>,
+    config: ListenerConfig,
+    stop: CancellationToken,
+    peer: Option<std::net::SocketAddr>,
+) {
+    let interval = config.check_interval();
+    let mut watchdog = Watchdog::new(&config);
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    // Set once a graceful close began; the instant after which the connection is
-    // dropped (none when the server's drain timeout bounds it instead).
-    let mut closing: Option<Option<tokio::time::Instant>> = None;
     loop {
         tokio::select! {
-            r = conn.as_mut() => {
-                if let Err(e) = r {
-                    debug!(?peer, error = %e, "connection ended");
+            _ = stop.cancelled() => {
+                // The server's drain timeout bounds what follows.
+                control.ask(ASK_GRACEFUL);
+                return;
+            }
+            _ = tick.tick() => {}
+        }
+        if state.frames_over_budget.load(Ordering::Relaxed) {
+            debug!(
+                ?peer,
+                "HTTP/2 control frames over the budget: connection dropped"
+            );
+            control.ask(ASK_DROP);
+            return;
+        }
+        match watchdog.look(&state, interval) {
+            Verdict::Keep => {}
+            Verdict::Idle => {
+                debug!(?peer, "idle connection closed");
+                control.ask(ASK_GRACEFUL);
+                tokio::select! {
+                    _ = stop.cancelled() => {}
+                    _ = tokio::time::sleep(GRACEFUL_CLOSE) => {
+                        debug!(?peer, "connection still open after its graceful close: dropped");
+                        control.ask(ASK_DROP);
+                    }
                 }
                 return;
             }
-            _ = stop.cancelled(), if closing.is_none() => {
-                conn.as_mut().graceful_shutdown();
-                closing = Some(None);
-            }
-            _ = tick.tick() => {
-                if closing.flatten().is_some_and(|deadline| tokio::time::Instant::now() >= deadline) {
-                    debug!(?peer, "connection still open after its graceful close: dropped");
-                    return;
-                }
-                match watchdog.look(&state, interval) {
-                    Verdict::Keep => {}
-                    Verdict::Idle => {
-                        if closing.is_none() {
-                            debug!(?peer, "idle connection closed");
-                            conn.as_mut().graceful_shutdown();
-                            closing = Some(Some(tokio::time::Instant::now() + GRACEFUL_CLOSE));
-                        }
-                    }
-                    v @ (Verdict::Handshake | Verdict::Stalled) => {
-                        debug!(?peer, reason = ?v, "connection dropped");
-                        return;
-                    }
-                }
+            v @ (Verdict::Handshake | Verdict::Stalled) => {
+                debug!(?peer, reason = ?v, "connection dropped");
+                control.ask(ASK_DROP);
+                return;
             }
         }
     }
 }
 
 /// The socket, with the time its writes have been waiting recorded for the
-/// watchdog.
+/// watchdog, and HTTP/2 control frames counted against their budget.
 struct Watched {
     inner: TcpStream,
     state: Arc<ConnState>,
+    frames: FrameBudget,
 }
 
 impl Watched {
@@ -467,7 +572,19 @@ impl AsyncRead for Watched {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_read(cx, buf)
+        let this = &mut *self;
+        let before = buf.filled().len();
+        let p = Pin::new(&mut this.inner).poll_read(cx, buf);
+        if p.is_ready() && this.frames.watching() {
+            let read = &buf.filled()[before..];
+            if !this.frames.scan(read, Instant::now()) {
+                this.state.frames_over_budget.store(true, Ordering::Relaxed);
+                return Poll::Ready(Err(io::Error::other(
+                    "HTTP/2 control frames over the budget",
+                )));
+            }
+        }
+        p
     }
 }
 
@@ -676,6 +793,104 @@ impl HttpBody for ProgressBody {
     }
 }
 
+/// The HTTP/2 client connection preface (RFC 9113, 3.4).
+const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+/// HTTP/2 frame types counted by [`FrameBudget`].
+const FRAME_SETTINGS: u8 = 0x4;
+const FRAME_PING: u8 = 0x6;
+/// The ACK flag of SETTINGS and PING.
+const FLAG_ACK: u8 = 0x1;
+
+/// Counts the PING and SETTINGS frames a client sends, from the bytes read off
+/// its socket: only the 9-octet frame headers are looked at (payloads are
+/// skipped), and nothing is changed — hyper's `h2` still parses and answers every
+/// frame. A token bucket holds `2 × rate` frames and refills `rate` a second.
+/// Inactive from the first bytes on for a connection that is not HTTP/2.
+struct FrameBudget {
+    /// 0 = undecided (matching the preface), 1 = HTTP/2, 2 = not watching.
+    mode: u8,
+    /// Preface octets matched so far.
+    preface: usize,
+    /// The frame header being collected, and how much of it.
+    head: [u8; 9],
+    head_len: usize,
+    /// Payload octets still to skip.
+    skip: usize,
+    rate: f64,
+    tokens: f64,
+    last: Option<Instant>,
+}
+
+impl FrameBudget {
+    fn new(rate: u32) -> Self {
+        let rate = f64::from(rate.max(1));
+        Self {
+            mode: 0,
+            preface: 0,
+            head: [0; 9],
+            head_len: 0,
+            skip: 0,
+            rate,
+            tokens: rate * 2.0,
+            last: None,
+        }
+    }
+
+    fn watching(&self) -> bool {
+        self.mode != 2
+    }
+
+    /// Scans bytes read; false when the budget is exhausted.
+    fn scan(&mut self, mut bytes: &[u8], now: Instant) -> bool {
+        if self.mode == 0 {
+            let n = (PREFACE.len() - self.preface).min(bytes.len());
+            if bytes[..n] != PREFACE[self.preface..self.preface + n] {
+                self.mode = 2;
+                return true;
+            }
+            self.preface += n;
+            bytes = &bytes[n..];
+            if self.preface < PREFACE.len() {
+                return true;
+            }
+            self.mode = 1;
+        }
+        while !bytes.is_empty() {
+            if self.skip > 0 {
+                let n = self.skip.min(bytes.len());
+                self.skip -= n;
+                bytes = &bytes[n..];
+                continue;
+            }
+            let n = (9 - self.head_len).min(bytes.len());
+            self.head[self.head_len..self.head_len + n].copy_from_slice(&bytes[..n]);
+            self.head_len += n;
+            bytes = &bytes[n..];
+            if self.head_len < 9 {
+                break;
+            }
+            self.head_len = 0;
+            let len = usize::from(self.head[0]) << 16
+                | usize::from(self.head[1]) << 8
+                | usize::from(self.head[2]);
+            self.skip = len;
+            let (kind, flags) = (self.head[3], self.head[4]);
+            if (kind == FRAME_PING || kind == FRAME_SETTINGS) && flags & FLAG_ACK == 0 {
+                if let Some(last) = self.last {
+                    let refill = now.saturating_duration_since(last).as_secs_f64() * self.rate;
+                    self.tokens = (self.tokens + refill).min(self.rate * 2.0);
+                }
+                self.last = Some(now);
+                if self.tokens < 1.0 {
+                    return false;
+                }
+                self.tokens -= 1.0;
+            }
+        }
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]
@@ -741,6 +956,50 @@ mod tests {
             ..ConnState::new()
         };
         assert_eq!(w.look(&s, Duration::from_secs(1)), Verdict::Handshake);
+    }
+
+    fn frame(kind: u8, flags: u8, payload: usize) -> Vec<u8> {
+        let mut f = vec![
+            (payload >> 16) as u8,
+            (payload >> 8) as u8,
+            payload as u8,
+            kind,
+            flags,
+            0,
+            0,
+            0,
+            0,
+        ];
+        f.resize(9 + payload, 0xAA);
+        f
+    }
+
+    #[test]
+    fn the_frame_budget_counts_pings_and_settings_only() {
+        let now = Instant::now();
+        let mut b = FrameBudget::new(10);
+        let mut bytes = PREFACE.to_vec();
+        // 20 PINGs (the burst), acknowledgements and other frames free.
+        for _ in 0..20 {
+            bytes.extend(frame(FRAME_PING, 0, 8));
+            bytes.extend(frame(FRAME_PING, FLAG_ACK, 8));
+            bytes.extend(frame(0x0, 0, 1000)); // DATA
+        }
+        // Fed in odd-sized pieces, as reads come.
+        for chunk in bytes.chunks(7) {
+            assert!(b.scan(chunk, now));
+        }
+        // The next one is over the budget...
+        assert!(!b.scan(&frame(FRAME_SETTINGS, 0, 6), now));
+        // ...until time refills it.
+        assert!(b.scan(&frame(FRAME_SETTINGS, 0, 6), now + Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn the_frame_budget_ignores_http1() {
+        let mut b = FrameBudget::new(1);
+        assert!(b.scan(b"GET / HTTP/1.1\r\n", Instant::now()));
+        assert!(!b.watching());
     }
 
     #[test]

@@ -64,6 +64,7 @@ pub struct AdapterContext {
     agent: Arc<dyn Agent>,
     local_addr: SocketAddr,
     authenticated: bool,
+    body_limit: usize,
 }
 
 impl std::fmt::Debug for AdapterContext {
@@ -96,6 +97,12 @@ impl AdapterContext {
     /// True if requests carry bearer tokens (so an adapter can advertise it).
     pub fn authenticated(&self) -> bool {
         self.authenticated
+    }
+
+    /// The request body limit the server's input limits imply ([`body_limit`]),
+    /// for adapters that read their bodies within it.
+    pub fn body_limit(&self) -> usize {
+        self.body_limit
     }
 }
 
@@ -322,6 +329,7 @@ impl ServerBuilder {
             agent: agent.clone(),
             local_addr,
             authenticated: self.auth.is_authenticated(),
+            body_limit,
         };
 
         let mut public = Router::new()

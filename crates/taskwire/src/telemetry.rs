@@ -172,7 +172,8 @@ pub(crate) fn record_http(method: &Method, route: &str, status: StatusCode, elap
 /// than the rest of the bookkeeping. Handles are only made after [`install`] (the
 /// layer stack exists only in a built server), so none of them is
 /// a no-op handle from before the recorder.
-type HttpHistograms = HashMap<Box<str>, Vec<(&'static str, u16, metrics::Histogram)>>;
+type HttpHistograms =
+    HashMap<Box<str>, Vec<(&'static str, u16, metrics::Histogram)>, foldhash::fast::RandomState>;
 static HTTP_HISTOGRAMS: LazyLock<RwLock<HttpHistograms>> = LazyLock::new(Default::default);
 /// Method and status pairs cached per route (the rest go through the registry).
 const MAX_CACHED_PER_ROUTE: usize = 32;

@@ -71,7 +71,13 @@ impl Serve {
                 cmd.arg(format!("--{name}")).arg(value);
             }
         }
+        // The binary lets freed pages sit for a second before mimalloc returns
+        // them (src/allocator.rs: reuse under load without refaulting), and an
+        // idle thread never gets round to it. These tests measure what the
+        // server itself still holds after an attack, so mimalloc is asked to
+        // return freed memory at once.
         cmd.args(extra)
+            .env("MIMALLOC_PURGE_DELAY", "0")
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
