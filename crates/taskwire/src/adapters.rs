@@ -117,14 +117,14 @@ impl Adapter for A2a {
     }
 
     fn route_patterns(&self) -> Vec<&'static str> {
-        let mut v = vec![
-            taskwire_a2a::card::JSONRPC_PATH,
-            "/a2a/",
-            taskwire_a2a::card::AGENT_CARD_PATH,
-        ];
+        let mut v = vec![taskwire_a2a::card::JSONRPC_PATH, "/a2a/"];
         #[cfg(feature = "grpc")]
         v.push(taskwire_grpc::ROUTE_PATTERN);
         v
+    }
+
+    fn public_route_patterns(&self) -> Vec<&'static str> {
+        vec![taskwire_a2a::card::AGENT_CARD_PATH]
     }
 }
 

@@ -3,14 +3,19 @@
 //! more boxed, cloned service):
 //!
 //! 1. [`Edge`]: the request metric (`taskwire_http_request_duration_seconds`,
-//!    labelled by route pattern from [`RouteLabels`]), a `request` tracing span
-//!    (debug level) and the default body limit for routes that set none;
-//! 2. the public routes (`/healthz`, `/readyz`, `/metrics`, the adapters' public
-//!    routes), matched first;
-//! 3. everything else through [`Authenticate`], which puts the
+//!    labelled by route pattern from [`RouteLabels`]) and a `request` tracing span
+//!    (debug level). The pattern also says where the request goes:
+//! 2. a public route (`/healthz`, `/readyz`, `/metrics`, the adapters' declared
+//!    public routes) straight to the public router;
+//! 3. a protected route through [`Authenticate`], which puts the
 //!    [`taskwire_core::Caller`] in the request extensions (or answers 401, or the
-//!    gRPC status UNAUTHENTICATED to a gRPC request) and hands the request to the
-//!    protected routes.
+//!    gRPC status UNAUTHENTICATED to a gRPC request), to the protected router;
+//! 4. a path no pattern names to the public router, whose fallback is
+//!    [`Authenticate`] and the protected router (so routes an adapter did not
+//!    declare are served as mounted, at the cost of one more routing step),
+//!    with the server's default body limit for axum's body extractors (a router
+//!    mounted with [`crate::ServerBuilder::mount`]). Adapters read their request
+//!    bodies within their own limits.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -34,20 +39,28 @@ use crate::telemetry;
 /// values are bounded.
 #[derive(Debug, Default)]
 pub(crate) struct RouteLabels {
-    patterns: matchit::Router<&'static str>,
+    patterns: matchit::Router<(&'static str, Access)>,
+}
+
+/// Whether a route is served without authentication.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Access {
+    Public,
+    Protected,
 }
 
 impl RouteLabels {
     /// Adds a pattern (axum's syntax: `{param}`, `{*rest}`). A pattern already
-    /// known, or one matchit cannot take, is skipped with a debug log.
-    pub(crate) fn add(&mut self, pattern: &'static str) {
-        if let Err(e) = self.patterns.insert(pattern, pattern) {
+    /// known, or one matchit cannot take, is skipped with a debug log (its
+    /// requests are then labelled `other` and routed the general way).
+    pub(crate) fn add(&mut self, pattern: &'static str, access: Access) {
+        if let Err(e) = self.patterns.insert(pattern, (pattern, access)) {
             tracing::debug!(pattern, error = %e, "route pattern not added to the metric labels");
         }
     }
 
-    /// The pattern `path` matches, if any.
-    pub(crate) fn of(&self, path: &str) -> Option<&'static str> {
+    /// The pattern `path` matches, if any, and its access.
+    pub(crate) fn of(&self, path: &str) -> Option<(&'static str, Access)> {
         self.patterns.at(path).ok().map(|m| *m.value)
     }
 }
@@ -63,20 +76,23 @@ fn fallback_label(status: StatusCode) -> &'static str {
     }
 }
 
-/// The router behind the default body limit.
-type Limited = <DefaultBodyLimit as Layer<Router>>::Service;
-
 /// The outermost service of the server (see the module doc).
 #[derive(Clone)]
 pub(crate) struct Edge {
-    inner: Limited,
+    /// The public routes alone.
+    public: Router,
+    /// Authentication and the protected routes.
+    protected: Authenticate,
+    /// The public routes with `protected` as their fallback, under the default
+    /// body limit.
+    both: <DefaultBodyLimit as Layer<Router>>::Service,
     labels: Arc<RouteLabels>,
 }
 
 impl Edge {
     /// The stack over `public` routes and `protected` ones (answered after
-    /// authentication with `auth`); bodies limited to `body_limit` bytes where
-    /// a route sets no limit of its own.
+    /// authentication with `auth`); `body_limit` is the default limit of
+    /// axum's body extractors on routes no pattern names.
     pub(crate) fn new(
         public: Router,
         protected: Router,
@@ -88,9 +104,11 @@ impl Edge {
             inner: protected,
             auth: Arc::new(auth),
         };
-        let router = public.fallback_service(protected);
         Self {
-            inner: DefaultBodyLimit::max(body_limit).layer(router),
+            both: DefaultBodyLimit::max(body_limit)
+                .layer(public.clone().fallback_service(protected.clone())),
+            public,
+            protected,
             labels: Arc::new(labels),
         }
     }
@@ -107,11 +125,16 @@ impl Service<Request> for Edge {
 
     fn call(&mut self, req: Request) -> EdgeFuture {
         let method = req.method().clone();
-        let label = self.labels.of(req.uri().path());
+        let found = self.labels.of(req.uri().path());
+        let label = found.map(|(l, _)| l);
         let span = tracing::debug_span!("request", %method, route = label.unwrap_or("-"));
         let inner = {
             let _entered = span.enter();
-            self.inner.call(req)
+            match found {
+                Some((_, Access::Protected)) => self.protected.call(req),
+                Some((_, Access::Public)) => AuthFuture::Routed(self.public.call(req)),
+                None => AuthFuture::Routed(self.both.call(req)),
+            }
         };
         EdgeFuture {
             inner,
@@ -125,7 +148,7 @@ impl Service<Request> for Edge {
 
 /// The future of [`Edge::call`]: the router's, timed.
 pub(crate) struct EdgeFuture {
-    inner: RouteFuture<Infallible>,
+    inner: AuthFuture,
     method: Method,
     label: Option<&'static str>,
     started: Instant,
@@ -206,15 +229,18 @@ mod tests {
     #[test]
     fn labels_are_patterns_never_paths() {
         let mut l = RouteLabels::default();
-        l.add("/healthz");
-        l.add("/cas/tasks/{id}");
-        l.add("/lf.a2a.v1.A2AService/{*rest}");
-        l.add("/healthz");
-        assert_eq!(l.of("/healthz"), Some("/healthz"));
-        assert_eq!(l.of("/cas/tasks/abc123"), Some("/cas/tasks/{id}"));
+        l.add("/healthz", Access::Public);
+        l.add("/cas/tasks/{id}", Access::Protected);
+        l.add("/lf.a2a.v1.A2AService/{*rest}", Access::Protected);
+        l.add("/healthz", Access::Protected);
+        assert_eq!(l.of("/healthz"), Some(("/healthz", Access::Public)));
+        assert_eq!(
+            l.of("/cas/tasks/abc123"),
+            Some(("/cas/tasks/{id}", Access::Protected))
+        );
         assert_eq!(
             l.of("/lf.a2a.v1.A2AService/GetTask"),
-            Some("/lf.a2a.v1.A2AService/{*rest}")
+            Some(("/lf.a2a.v1.A2AService/{*rest}", Access::Protected))
         );
         assert_eq!(l.of("/nope"), None);
         assert_eq!(fallback_label(StatusCode::NOT_FOUND), "unmatched");

@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::auth::AuthConfig;
-use crate::edge::{Edge, RouteLabels};
+use crate::edge::{Access, Edge, RouteLabels};
 use crate::error::Error;
 use crate::listen::ListenerConfig;
 use crate::telemetry;
@@ -132,11 +132,20 @@ pub trait Adapter: Send + 'static {
         Router::new()
     }
 
-    /// The patterns of this adapter's routes, public and protected (axum's
-    /// syntax, as given to `Router::route`): the `route` label of the request
-    /// metric. A request to a route not listed is labelled `other`. None by
-    /// default.
+    /// The patterns of the routes of [`Adapter::routes`] (axum's syntax, as
+    /// given to `Router::route`): the `route` label of the request metric, and
+    /// the server routes a request matching one straight to authentication and
+    /// the protected routes. A request to a route not listed is labelled `other`
+    /// and still served, through one more routing step. None by default.
     fn route_patterns(&self) -> Vec<&'static str> {
+        Vec::new()
+    }
+
+    /// The same for the routes of [`Adapter::public_routes`]: a request matching
+    /// one is served without authentication. A pattern listed here must be a
+    /// public route and one in [`Adapter::route_patterns`] a protected one. None
+    /// by default.
+    fn public_route_patterns(&self) -> Vec<&'static str> {
         Vec::new()
     }
 }
@@ -339,14 +348,17 @@ impl ServerBuilder {
             .with_state(shared.clone());
         let mut labels = RouteLabels::default();
         for p in ["/healthz", "/readyz", "/metrics"] {
-            labels.add(p);
+            labels.add(p, Access::Public);
         }
         let mut protected = Router::new();
         for a in &self.adapters {
             protected = merge(protected, a.routes(&ctx), a.name())?;
             public = merge(public, a.public_routes(&ctx), a.name())?;
             for p in a.route_patterns() {
-                labels.add(p);
+                labels.add(p, Access::Protected);
+            }
+            for p in a.public_route_patterns() {
+                labels.add(p, Access::Public);
             }
             info!(adapter = a.name(), "adapter mounted");
         }
