@@ -31,11 +31,12 @@ if [ -z "${BASE_BIN:-}" ]; then
   wt=target/bench-base-src
   rm -rf "$wt"
   git worktree add -f "$wt" "$BASE" >&2
-  (cd "$wt" && CARGO_TARGET_DIR="$PWD/../../target" cargo build --release -p taskwire --bin taskwire >&2)
-  cp target/release/taskwire target/taskwire-base
+  # A target directory of its own: the build scripts locate proto/ with
+  # env!("CARGO_MANIFEST_DIR"), compiled in, so a shared one would reuse this
+  # checkout's build scripts for the worktree's crates (a full build, ~30 min).
+  (cd "$wt" && CARGO_TARGET_DIR="$PWD/../bench-base-target" cargo build --release -p taskwire --bin taskwire >&2)
+  cp target/bench-base-target/release/taskwire target/taskwire-base
   git worktree remove --force "$wt"
-  # The base build replaced target/release/taskwire: build HEAD's again.
-  cargo build --release -p taskwire --bin taskwire >&2
   BASE_BIN=target/taskwire-base
 fi
 sync
