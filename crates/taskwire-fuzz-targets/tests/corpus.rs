@@ -56,6 +56,9 @@ fn every_seed_replays_cleanly() {
 #[test]
 fn every_corpus_input_replays_cleanly() {
     replay_all("corpus");
+    for (name, _) in taskwire_fuzz_targets::TARGETS {
+        assert!(!inputs("corpus", name).is_empty(), "no corpus for {name}");
+    }
 }
 
 #[test]
