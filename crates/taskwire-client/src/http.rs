@@ -10,6 +10,7 @@ use futures::{Stream, StreamExt};
 use serde_json::Value;
 
 use crate::error::{snippet, ClientError, RpcError};
+use crate::sse::{SseParser, TooLarge};
 
 /// The SSE media type.
 pub const SSE_MEDIA_TYPE: &str = "text/event-stream";
@@ -219,43 +220,75 @@ where
         .boxed()
 }
 
-/// The SSE events of a streaming body (parsed with the `sse-stream` crate).
-/// Events with neither data nor id (comments, keep-alives) are skipped. A
-/// read that stays silent longer than `idle` is [`ClientError::Timeout`].
+/// The SSE events of a streaming body, parsed as the HTML standard says
+/// ([`crate::sse::SseParser`]). Events with neither data, event type nor id
+/// (comments, keep-alives) are skipped. A read that stays silent longer than
+/// `idle` is [`ClientError::Timeout`]; an event over 16 MiB is a decode error.
 pub(crate) fn sse_events<S, E>(body: S, idle: Option<Duration>) -> SseStream
 where
     S: Stream<Item = Result<Bytes, E>> + Send + 'static,
     E: std::error::Error + Send + Sync + 'static,
 {
-    let parsed = sse_stream::SseStream::from_bytes_stream(body)
-        .filter_map(|item| async move {
-            match item {
-                Ok(sse) => {
-                    if sse.data.is_none() && sse.id.is_none() && sse.event.is_none() {
-                        None
-                    } else {
-                        Some(Ok(SseEvent {
-                            event: sse.event,
-                            data: sse.data.unwrap_or_default(),
-                            id: sse.id,
-                            retry: sse.retry,
-                        }))
+    use std::collections::VecDeque;
+    struct State<S> {
+        body: Pin<Box<S>>,
+        parser: SseParser,
+        ready: VecDeque<SseEvent>,
+        /// Ends the stream once the events before it are delivered.
+        error: Option<ClientError>,
+        done: bool,
+    }
+    let state = State {
+        body: Box::pin(body),
+        parser: SseParser::default(),
+        ready: VecDeque::new(),
+        error: None,
+        done: false,
+    };
+    let parsed = futures::stream::unfold(state, |mut st| async move {
+        loop {
+            if let Some(ev) = st.ready.pop_front() {
+                return Some((Ok(ev), st));
+            }
+            if let Some(e) = st.error.take() {
+                return Some((Err(e), st));
+            }
+            if st.done {
+                return None;
+            }
+            match st.body.next().await {
+                None => st.done = true,
+                Some(Err(e)) => {
+                    st.done = true;
+                    st.error = Some(ClientError::Transport(format!(
+                        "stream body: {}",
+                        error_chain(&e)
+                    )));
+                }
+                Some(Ok(chunk)) => {
+                    let mut out = Vec::new();
+                    let fed = st.parser.feed(&chunk, &mut out);
+                    // Events completed before an oversized one are still delivered.
+                    st.ready.extend(out);
+                    if let Err(too_large) = fed {
+                        st.done = true;
+                        st.error = Some(sse_too_large(too_large));
                     }
                 }
-                Err(sse_stream::Error::Body(e)) => Some(Err(ClientError::Transport(format!(
-                    "stream body: {}",
-                    error_chain(e.as_ref())
-                )))),
-                Err(e) => Some(Err(ClientError::Decode {
-                    what: "SSE stream".into(),
-                    detail: e.to_string(),
-                })),
             }
-        })
-        .boxed();
+        }
+    })
+    .boxed();
     match idle {
         None => parsed,
         Some(limit) => with_idle_timeout(parsed, limit),
+    }
+}
+
+fn sse_too_large(e: TooLarge) -> ClientError {
+    ClientError::Decode {
+        what: "SSE stream".into(),
+        detail: format!("an event is larger than {} bytes", e.limit),
     }
 }
 

@@ -59,6 +59,7 @@ mod error;
 pub mod grpc;
 pub mod http;
 pub mod mcp;
+pub mod sse;
 
 pub use config::{
     BackoffPolicy, ClientConfig, ClientConfigBuilder, Exchange, ExchangeObserver, Received,

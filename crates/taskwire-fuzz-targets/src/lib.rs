@@ -13,7 +13,7 @@
 //! | [`a2a::jsonrpc`] | `taskwire_a2a::jsonrpc::serve`: envelope, batches, params, SSE answers; single vs batch agree |
 //! | [`a2a::params`] | `taskwire_a2a::protojson` decoders of every request message; fast vs general path agree, decode → encode → decode stable |
 //! | [`mcp::jsonrpc`] | `taskwire_mcp::wire::parse` (parse → serialize → parse stable) and `POST /mcp` (2026-07-28 and 2025-11-25 sessions) |
-//! | [`sse::client`] | the client's SSE framing (`taskwire_client::http::parse_sse`, `sse-stream`): chunking never changes the events |
+//! | [`sse::client`] | the client's SSE framing (`taskwire_client::http::parse_sse`, `taskwire_client::sse`): chunking never changes the events |
 //! | [`agui::proto`] | AG-UI protobuf framing: server `decode_frames`, client `decode_proto_body`/`event_json`; protobuf and SSE forms agree |
 //! | [`agui::run`] | `POST /agui` (`RunAgentInput`): the answer stream passes the AG-UI verifier |
 //! | [`cas::input`] | CAS create/input bodies (`/cas` routes) and `taskwire_vocab::cas` ContentPart parsing and its round trip |

@@ -1,35 +1,25 @@
 //! The client's SSE framing: [`taskwire_client::http::parse_sse`] (the parser of
-//! every client stream, from the `sse-stream` crate) and what the A2A and AG-UI
-//! clients make of each event.
+//! every client stream, [`taskwire_client::sse::SseParser`]) and what the A2A and
+//! AG-UI clients make of each event.
 
 use bytes::Bytes;
-use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::Value;
 use taskwire_client::a2a::pb;
+use taskwire_client::sse::SseParser;
 use taskwire_client::SseEvent;
 
-/// The events of `chunks` read by `sse-stream` the way the client's streams read
-/// them (events with no data, id or event name skipped), up to the first error.
+/// The events of `chunks` fed one read at a time to the parser the client's
+/// streams use, up to the first error.
 fn parse_chunked(chunks: Vec<Bytes>) -> Result<Vec<SseEvent>, String> {
-    let body = futures::stream::iter(chunks.into_iter().map(Ok::<_, std::io::Error>));
-    let mut s = sse_stream::SseStream::from_bytes_stream(body);
-    futures::executor::block_on(async {
-        let mut out = Vec::new();
-        while let Some(item) = s.next().await {
-            let sse = item.map_err(|e| e.to_string())?;
-            if sse.data.is_none() && sse.id.is_none() && sse.event.is_none() {
-                continue;
-            }
-            out.push(SseEvent {
-                event: sse.event,
-                data: sse.data.unwrap_or_default(),
-                id: sse.id,
-                retry: sse.retry,
-            });
-        }
-        Ok(out)
-    })
+    let mut parser = SseParser::default();
+    let mut out = Vec::new();
+    for c in chunks {
+        parser
+            .feed(&c, &mut out)
+            .map_err(|e| format!("over {} bytes", e.limit))?;
+    }
+    Ok(out)
 }
 
 /// `data` cut into pieces whose sizes cycle through `sizes`.

@@ -28,6 +28,10 @@ pub const MAX_INLINE_TEXT_BYTES: usize = 100_000;
 /// Largest serialised `metadata` of a ContentPart, in bytes (8 KB).
 pub const MAX_PART_METADATA_BYTES: usize = 8 * 1024;
 
+/// The prefix of the part metadata keys taskwire writes itself ([`META_FILENAME`],
+/// [`META_SIZE_BYTES`], [`META_ARTIFACT`]); an input part using one is refused, so
+/// that a caller's metadata is never read back as taskwire's own.
+pub const RESERVED_META_PREFIX: &str = "taskwire.";
 /// Part metadata key under which a core part's file name travels.
 pub const META_FILENAME: &str = "taskwire.filename";
 /// Part metadata key under which `sizeBytes` of a CAS file part is kept in the core.
@@ -309,7 +313,8 @@ fn invalid(field: String, reason: impl Into<String>) -> VocabError {
 }
 
 /// Converts an input ContentPart to a core part. Text over 100 KB and metadata over
-/// 8 KB are refused (never truncated); a part needs exactly one of `text` and `file`.
+/// 8 KB are refused (never truncated), and so are metadata keys under
+/// [`RESERVED_META_PREFIX`]; a part needs exactly one of `text` and `file`.
 /// `index` names the part in errors (`message[i]`).
 pub fn part_from_cas(index: usize, p: &ContentPart) -> Result<Part, VocabError> {
     let field = |f: &str| format!("message[{index}].{f}");
@@ -324,6 +329,17 @@ pub fn part_from_cas(index: usize, p: &ContentPart) -> Result<Part, VocabError> 
             field("metadata"),
             format!(
                 "metadata is {meta_size} bytes serialised; at most {MAX_PART_METADATA_BYTES} are allowed (metadata carries small annotations, never payloads)"
+            ),
+        ));
+    }
+    if let Some(key) = metadata
+        .keys()
+        .find(|k| k.starts_with(RESERVED_META_PREFIX))
+    {
+        return Err(invalid(
+            field("metadata"),
+            format!(
+                "the key {key:?} is reserved: keys under {RESERVED_META_PREFIX:?} carry what taskwire itself records about a part"
             ),
         ));
     }
