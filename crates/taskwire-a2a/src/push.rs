@@ -3,10 +3,12 @@
 //! `StreamResponse` in ProtoJSON, POSTed to the config's url with its token
 //! (`X-A2A-Notification-Token`) and authentication (`Authorization`), retried with
 //! exponential backoff and jitter: at least once, resuming after a restart from
-//! the last delivered sequence number.
+//! the last delivered sequence number. Delivery never follows a redirect and never
+//! connects to a non-public address unless private addresses are allowed
+//! (`taskwire_webhook`: the URL is checked at creation and the address again at
+//! every connection).
 
 use std::collections::{BTreeMap, HashSet};
-use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -15,6 +17,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use taskwire_core::{Access, Caller, Task, TaskId, TaskService};
+use taskwire_webhook::Backoff;
 use tokio_util::sync::CancellationToken;
 
 use crate::convert::FrameBuilder;
@@ -53,7 +56,8 @@ struct Inner {
     base_backoff: Duration,
     state: Mutex<PushState>,
     running: Mutex<HashSet<String>>,
-    client: reqwest::Client,
+    /// None when the guarded client could not be built: nothing is delivered.
+    client: Option<reqwest::Client>,
     stop: CancellationToken,
     resumed: AtomicBool,
 }
@@ -76,10 +80,16 @@ impl PushManager {
             .and_then(|p| std::fs::read(p).ok())
             .and_then(|b| serde_json::from_slice::<PushState>(&b).ok())
             .unwrap_or_default();
-        let client = reqwest::Client::builder()
-            .timeout(Duration::from_secs(10))
-            .build()
-            .unwrap_or_default();
+        // No fallback to a default client: it would follow redirects and resolve
+        // to any address. Without the guarded client, delivery is off.
+        let client =
+            match taskwire_webhook::client(Duration::from_secs(10), config.push_allow_private) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    tracing::error!(error = %e, "push delivery disabled");
+                    None
+                }
+            };
         let m = Self {
             inner: Arc::new(Inner {
                 service,
@@ -280,11 +290,12 @@ impl PushManager {
 
     /// Delivers one notification, retrying; false if the manager was stopped.
     async fn post(&self, cfg: &pb::TaskPushNotificationConfig, body: &str) -> bool {
-        let mut backoff = self.inner.base_backoff;
+        let Some(client) = &self.inner.client else {
+            return true;
+        };
+        let mut backoff = Backoff::new(self.inner.base_backoff, Duration::from_secs(30));
         for attempt in 1..=self.inner.max_attempts {
-            let mut req = self
-                .inner
-                .client
+            let mut req = client
                 .post(&cfg.url)
                 .header("content-type", "application/json")
                 .body(body.to_string());
@@ -316,107 +327,21 @@ impl PushManager {
             }
             tokio::select! {
                 _ = self.inner.stop.cancelled() => return false,
-                _ = tokio::time::sleep(backoff + jitter(backoff / 2)) => {}
+                _ = tokio::time::sleep(backoff.next_delay()) => {}
             }
-            backoff = (backoff * 2).min(Duration::from_secs(30));
         }
         true
     }
 }
 
-fn jitter(max: Duration) -> Duration {
-    let mut b = [0u8; 4];
-    if getrandom::fill(&mut b).is_err() {
-        return Duration::ZERO;
-    }
-    let frac = f64::from(u32::from_le_bytes(b)) / f64::from(u32::MAX);
-    max.mul_f64(frac)
-}
-
-/// Why an address is not a public one, if it is not.
-pub fn non_public_kind(ip: IpAddr) -> Option<&'static str> {
-    match ip {
-        IpAddr::V4(v4) => {
-            let o = v4.octets();
-            if v4.is_loopback() {
-                Some("loopback")
-            } else if v4.is_private() {
-                Some("private")
-            } else if v4.is_link_local() {
-                Some("link-local")
-            } else if v4.is_unspecified() || v4.is_broadcast() || v4.is_multicast() {
-                Some("non-routable")
-            } else if o[0] == 100 && (64..128).contains(&o[1]) {
-                Some("shared (carrier-grade NAT)")
-            } else {
-                None
-            }
-        }
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return non_public_kind(IpAddr::V4(v4));
-            }
-            let seg = v6.segments();
-            if v6.is_loopback() {
-                Some("loopback")
-            } else if (seg[0] & 0xfe00) == 0xfc00 {
-                Some("private")
-            } else if (seg[0] & 0xffc0) == 0xfe80 {
-                Some("link-local")
-            } else if v6.is_unspecified() || v6.is_multicast() {
-                Some("non-routable")
-            } else {
-                None
-            }
-        }
-    }
-}
-
 /// Refuses urls that are not http(s) or that resolve to loopback, private or
-/// link-local addresses (unless `allow_private`), saying why.
+/// link-local addresses (unless `allow_private`), saying why
+/// ([`taskwire_webhook::check_url`]).
 pub async fn check_url(url: &str, allow_private: bool) -> Result<()> {
-    let parsed = reqwest::Url::parse(url).map_err(|e| {
-        A2aError::invalid_params("params.url", format!("{url:?} is not a URL: {e}"))
-    })?;
-    if parsed.scheme() != "http" && parsed.scheme() != "https" {
-        return Err(A2aError::invalid_params(
-            "params.url",
-            "push urls must be http or https",
-        ));
-    }
-    let Some(host) = parsed.host_str() else {
-        return Err(A2aError::invalid_params(
-            "params.url",
-            "push url has no host",
-        ));
-    };
-    if allow_private {
-        return Ok(());
-    }
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    let port = parsed.port_or_known_default().unwrap_or(80);
-    let addrs: Vec<IpAddr> = match host.parse::<IpAddr>() {
-        Ok(ip) => vec![ip],
-        Err(_) => tokio::net::lookup_host((host, port))
-            .await
-            .map_err(|e| {
-                A2aError::invalid_params("params.url", format!("cannot resolve {host}: {e}"))
-            })?
-            .map(|a| a.ip())
-            .collect(),
-    };
-    for ip in addrs {
-        if let Some(kind) = non_public_kind(ip) {
-            return Err(A2aError::invalid_params(
-                "params.url",
-                format!(
-                    "push url host {host} resolves to {ip}, a {kind} address; refused to prevent \
-                     server-side request forgery (the server allows it only with --push-allow-private)"
-                ),
-            ));
-        }
-    }
-    Ok(())
+    taskwire_webhook::check_url(url, allow_private)
+        .await
+        .map(|_| ())
+        .map_err(|e| A2aError::invalid_params("params.url", e.to_string()))
 }
 
 #[cfg(test)]

@@ -6,14 +6,16 @@
 //! `CAS-Push-Url` header on `POST /cas/tasks` (and optionally `CAS-Push-Token`,
 //! sent back as `X-CAS-Push-Token`). Delivery runs in the process that created the
 //! task and is best effort: each object is tried `attempts` times with a doubling
-//! back-off; a restart ends it (poll to catch up).
+//! back-off with jitter; a restart ends it (poll to catch up). The delivery client
+//! refuses non-public addresses when it connects (unless private addresses are
+//! allowed) and never follows redirects: an answer of 3xx is a failed attempt.
 
-use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
 use taskwire_core::{Caller, TaskId};
+use taskwire_webhook::Backoff;
 
 use crate::error::CasError;
 use crate::Inner;
@@ -58,74 +60,25 @@ pub(crate) struct Target {
     token: Option<String>,
 }
 
-fn why_private(ip: IpAddr) -> Option<&'static str> {
-    match ip {
-        IpAddr::V4(v4) => {
-            if v4.is_loopback() {
-                Some("loopback")
-            } else if v4.is_private() {
-                Some("private")
-            } else if v4.is_link_local() {
-                Some("link-local")
-            } else if v4.is_unspecified() || v4.is_broadcast() {
-                Some("unspecified")
-            } else {
-                None
-            }
-        }
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return why_private(IpAddr::V4(v4));
-            }
-            let seg = v6.segments()[0];
-            if v6.is_loopback() {
-                Some("loopback")
-            } else if v6.is_unspecified() {
-                Some("unspecified")
-            } else if seg & 0xfe00 == 0xfc00 {
-                Some("private")
-            } else if seg & 0xffc0 == 0xfe80 {
-                Some("link-local")
-            } else {
-                None
-            }
-        }
-    }
-}
-
-/// Checks a push URL: http(s), a host, and (unless allowed) no address that is
-/// loopback, private or link-local.
+/// Checks a push URL with [`taskwire_webhook::check_url`]: http(s), a host, and
+/// (unless private addresses are allowed) no address that is loopback, private,
+/// link-local, shared or non-routable. Delivery checks the address again when it
+/// connects and never follows a redirect.
 pub(crate) async fn target(
     cfg: &PushConfig,
     url: &str,
     token: Option<String>,
 ) -> Result<Target, CasError> {
-    let bad = |reason: String| CasError::invalid(HEADER_PUSH_URL, reason);
     if !cfg.enabled {
-        return Err(bad("push is not enabled on this server".into()));
+        return Err(CasError::invalid(
+            HEADER_PUSH_URL,
+            "push is not enabled on this server",
+        ));
     }
-    let parsed = reqwest::Url::parse(url).map_err(|e| bad(format!("not a URL: {e}")))?;
-    if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(bad("only http and https URLs".into()));
-    }
-    let host = parsed
-        .host_str()
-        .ok_or_else(|| bad("the URL needs a host".into()))?
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_string();
-    if !cfg.allow_private {
-        let port = parsed.port_or_known_default().unwrap_or(80);
-        let addrs = tokio::net::lookup_host((host.as_str(), port))
-            .await
-            .map_err(|e| bad(format!("cannot resolve {host}: {e}")))?;
-        for a in addrs {
-            if let Some(why) = why_private(a.ip()) {
-                return Err(bad(format!("{host} resolves to a {why} address")));
-            }
-        }
-    }
-    Ok(Target { url: parsed, token })
+    let url = taskwire_webhook::check_url(url, cfg.allow_private)
+        .await
+        .map_err(|e| CasError::invalid(HEADER_PUSH_URL, e.to_string()))?;
+    Ok(Target { url, token })
 }
 
 /// Starts delivering the task's status objects to `target` until it is terminal.
@@ -136,7 +89,7 @@ pub(crate) fn spawn(inner: Arc<Inner>, caller: Caller, id: TaskId, target: Targe
     };
     handle.spawn(async move {
         let cfg = inner.config.push.clone();
-        let client = match reqwest::Client::builder().timeout(cfg.timeout).build() {
+        let client = match taskwire_webhook::client(cfg.timeout, cfg.allow_private) {
             Ok(c) => c,
             Err(e) => {
                 tracing::warn!(task = %id, error = %e, "push client");
@@ -152,7 +105,7 @@ pub(crate) fn spawn(inner: Arc<Inner>, caller: Caller, id: TaskId, target: Targe
             None
         ));
         while let Some(status) = objects.next().await {
-            let mut delay = Duration::from_millis(200);
+            let mut backoff = Backoff::new(Duration::from_millis(200), Duration::from_secs(30));
             for attempt in 1..=cfg.attempts.max(1) {
                 let mut req = client.post(target.url.clone()).json(&status);
                 if let Some(t) = &target.token {
@@ -166,8 +119,7 @@ pub(crate) fn spawn(inner: Arc<Inner>, caller: Caller, id: TaskId, target: Targe
                     Err(e) => tracing::debug!(task = %id, error = %e, attempt, "push failed"),
                 }
                 if attempt < cfg.attempts {
-                    tokio::time::sleep(delay).await;
-                    delay *= 2;
+                    tokio::time::sleep(backoff.next_delay()).await;
                 }
             }
         }
@@ -177,23 +129,6 @@ pub(crate) fn spawn(inner: Arc<Inner>, caller: Caller, id: TaskId, target: Targe
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn private_addresses_are_named() {
-        assert_eq!(why_private("127.0.0.1".parse().unwrap()), Some("loopback"));
-        assert_eq!(why_private("10.1.2.3".parse().unwrap()), Some("private"));
-        assert_eq!(
-            why_private("169.254.1.1".parse().unwrap()),
-            Some("link-local")
-        );
-        assert_eq!(why_private("::1".parse().unwrap()), Some("loopback"));
-        assert_eq!(why_private("fd00::1".parse().unwrap()), Some("private"));
-        assert_eq!(
-            why_private("::ffff:127.0.0.1".parse().unwrap()),
-            Some("loopback")
-        );
-        assert_eq!(why_private("93.184.216.34".parse().unwrap()), None);
-    }
 
     #[tokio::test]
     async fn targets_are_checked() {

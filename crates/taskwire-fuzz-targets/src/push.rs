@@ -3,7 +3,8 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use taskwire_a2a::push::{check_url, non_public_kind};
+use taskwire_a2a::push::check_url;
+use taskwire_webhook::non_public_kind;
 
 /// An independent view of "not a public address" for the literal case, from the
 /// standard library's predicates on the address in canonical form (an
@@ -17,6 +18,7 @@ fn plainly_non_public(ip: IpAddr) -> bool {
                 || v4.is_unspecified()
                 || v4.is_broadcast()
                 || v4.is_multicast()
+                || v4.octets()[0] == 0
         }
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
             Some(v4) => plainly_non_public(IpAddr::V4(v4)),
@@ -44,9 +46,9 @@ fn literal_host(url: &reqwest::Url) -> Option<IpAddr> {
 /// checked with `allow_private` on, so nothing is resolved (a fuzzer must not
 /// send DNS queries); a literal address is checked with it off. Asserts that the
 /// check accepts exactly the http(s) URLs with a host, and that a URL naming a
-/// loopback, private, link-local, unspecified, broadcast or multicast address is
-/// never accepted (however the address is spelt: `0x7f.1`, `[::ffff:127.0.0.1]`,
-/// `017700000001` all parse to one). Bytes that are not UTF-8 are read as 4 or 16
+/// loopback, private, link-local, unspecified, "this network" (0.0.0.0/8),
+/// broadcast or multicast address is never accepted (however the address is
+/// spelt: `0x7f.1`, `[::ffff:127.0.0.1]`, `017700000001` all parse to one). Bytes that are not UTF-8 are read as 4 or 16
 /// address octets for [`non_public_kind`] alone.
 pub fn url(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
