@@ -11,7 +11,7 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 
 use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, Request, Response};
@@ -45,7 +45,28 @@ impl GrpcRoute {
     }
 }
 
-type Answer = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
+/// tonic's future for one call (already boxed by the generated server).
+type ServerFuture = <A2aServiceServer<GrpcService> as Service<Request<Body>>>::Future;
+
+/// The future of [`GrpcRoute::call`]: tonic's, its answer rewritten (no second
+/// box around the one tonic made).
+pub struct Answer {
+    inner: ServerFuture,
+}
+
+impl Future for Answer {
+    type Output = Result<Response<Body>, Infallible>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let res = match ready!(self.inner.as_mut().poll(cx)) {
+            Ok(res) => res,
+            Err(never) => match never {},
+        };
+        let (mut parts, body) = res.into_parts();
+        rewrite(&mut parts.headers);
+        Poll::Ready(Ok(Response::from_parts(parts, Body::new(body))))
+    }
+}
 
 impl Service<Request<Body>> for GrpcRoute {
     type Response = Response<Body>;
@@ -57,16 +78,9 @@ impl Service<Request<Body>> for GrpcRoute {
     }
 
     fn call(&mut self, req: Request<Body>) -> Answer {
-        let fut = self.server.call(req);
-        Box::pin(async move {
-            let res = match fut.await {
-                Ok(res) => res,
-                Err(never) => match never {},
-            };
-            let (mut parts, body) = res.into_parts();
-            rewrite(&mut parts.headers);
-            Ok(Response::from_parts(parts, Body::new(body)))
-        })
+        Answer {
+            inner: self.server.call(req),
+        }
     }
 }
 

@@ -40,6 +40,23 @@ pub const SERVICE_PATH: &str = "/lf.a2a.v1.A2AService";
 pub const ROUTE_PATTERN: &str = "/lf.a2a.v1.A2AService/{*rest}";
 /// The prefix of every RPC's path (`/lf.a2a.v1.A2AService/GetTask`, …).
 pub const RPC_PREFIX: &str = "/lf.a2a.v1.A2AService/";
+/// The service's methods (`proto/a2a.proto`). [`GrpcAdapter::routes`] mounts each
+/// at its exact path, which the router matches without capturing a path
+/// parameter (a request extension fewer per call); other paths under
+/// [`RPC_PREFIX`] reach tonic through [`ROUTE_PATTERN`] and are UNIMPLEMENTED.
+pub const RPC_METHODS: [&str; 11] = [
+    "SendMessage",
+    "SendStreamingMessage",
+    "GetTask",
+    "ListTasks",
+    "CancelTask",
+    "SubscribeToTask",
+    "CreateTaskPushNotificationConfig",
+    "GetTaskPushNotificationConfig",
+    "ListTaskPushNotificationConfigs",
+    "GetExtendedAgentCard",
+    "DeleteTaskPushNotificationConfig",
+];
 /// The metadata key of the requested protocol version.
 pub const VERSION_METADATA: &str = "a2a-version";
 
@@ -277,9 +294,17 @@ impl GrpcAdapter {
         }
     }
 
-    /// `/lf.a2a.v1.A2AService/{method}` as an axum router (no fallback of its own).
+    /// `/lf.a2a.v1.A2AService/{method}` as an axum router (no fallback of its own):
+    /// each of [`RPC_METHODS`] at its exact path, any other method name through
+    /// [`ROUTE_PATTERN`] (tonic answers it UNIMPLEMENTED).
     pub fn routes(&self) -> Router {
-        Router::new().route_service(ROUTE_PATTERN, self.route())
+        let route = self.route();
+        RPC_METHODS
+            .iter()
+            .fold(Router::new(), |r, m| {
+                r.route_service(&format!("{RPC_PREFIX}{m}"), route.clone())
+            })
+            .route_service(ROUTE_PATTERN, route)
     }
 
     /// The service that [`GrpcAdapter::routes`] mounts, for a server that routes

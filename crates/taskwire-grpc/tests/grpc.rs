@@ -206,3 +206,50 @@ async fn streaming_and_subscribe() {
     assert_eq!(reason(&e), "UNSUPPORTED_OPERATION");
     s.stop().await;
 }
+
+/// Every method of the service is routed to its own handler (each has an exact
+/// route; see `RPC_METHODS`), and a method the service does not have still
+/// reaches tonic through the wildcard route and is UNIMPLEMENTED, in gRPC's
+/// shape rather than the router's 404.
+#[tokio::test]
+async fn every_method_is_routed_and_unknown_ones_are_unimplemented() {
+    let (s, _) = grpc_server().await;
+    let ch = Channel::from_shared(s.base.clone())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let grpc = tonic::client::Grpc::new(ch);
+    let call = |path: String| {
+        let mut grpc = grpc.clone();
+        async move {
+            grpc.ready().await.unwrap();
+            // An empty message decodes as any request type (all fields default).
+            let codec =
+                tonic_prost::ProstCodec::<pb::GetTaskRequest, pbjson_types::Empty>::default();
+            let path = axum::http::uri::PathAndQuery::try_from(path).unwrap();
+            let r = tokio::time::timeout(
+                Duration::from_secs(10),
+                grpc.unary(
+                    tonic::Request::new(pb::GetTaskRequest::default()),
+                    path,
+                    codec,
+                ),
+            )
+            .await
+            .expect("answered");
+            r.err().map(|st| st.code())
+        }
+    };
+    // A name in RPC_METHODS that is not the service's would be routed to tonic
+    // as an unknown method, and be UNIMPLEMENTED here.
+    for m in taskwire_grpc::RPC_METHODS {
+        let code = call(format!("{}{m}", taskwire_grpc::RPC_PREFIX)).await;
+        assert_ne!(code, Some(Code::Unimplemented), "{m} is not routed");
+    }
+    for m in ["NoSuchMethod", "GetTask/extra", "gettask"] {
+        let code = call(format!("{}{m}", taskwire_grpc::RPC_PREFIX)).await;
+        assert_eq!(code, Some(Code::Unimplemented), "{m}");
+    }
+    s.stop().await;
+}
