@@ -1,6 +1,6 @@
 //! Interop: the official Python `a2a-sdk` client (installed by `.ci/setup-a2a.sh`)
-//! against this server over JSON-RPC and over gRPC on one listener. Skipped, with
-//! a message, when the SDK is not installed.
+//! against this server over JSON-RPC and over gRPC on one listener. `#[ignore]`d:
+//! `.ci/test` runs it with `--include-ignored`, where a missing SDK is a failure.
 
 #![allow(clippy::unwrap_used, reason = "test helpers")]
 
@@ -25,12 +25,12 @@ fn python() -> Option<PathBuf> {
 }
 
 #[tokio::test]
+#[ignore = "interop: needs the Python a2a-sdk (.ci/setup-a2a.sh); .ci/test runs it with --include-ignored"]
 async fn python_sdk_over_jsonrpc_and_grpc() {
     let Some(py) = python() else {
-        eprintln!(
-            "skipped: the Python a2a-sdk is not installed (run .ci/setup-a2a.sh or set TASKWIRE_A2A_PYTHON)"
+        panic!(
+            "the Python a2a-sdk is not installed (run .ci/setup-a2a.sh or set TASKWIRE_A2A_PYTHON)"
         );
-        return;
     };
     let script =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../taskwire-a2a/interop/interop.py");

@@ -3,7 +3,8 @@
 //! result, list, cancel, an unknown id, and an `ask` answered through elicitation
 //! over `tasks/result`. The SDK is installed by `.ci/setup-mcp.sh` into
 //! `target/mcp-interop` (or `$TASKWIRE_MCP_TS_SDK_DIR`); without it, or without
-//! `node`, the test says it was skipped and why, and passes.
+//! `node`, it fails; it is `#[ignore]`d, and `.ci/test` runs it with
+//! `--include-ignored`.
 
 mod common;
 
@@ -20,24 +21,20 @@ fn sdk_dir() -> PathBuf {
 }
 
 #[tokio::test]
+#[ignore = "interop: needs @modelcontextprotocol/sdk (.ci/setup-mcp.sh); .ci/test runs it with --include-ignored"]
 async fn typescript_sdk_experimental_tasks() {
     let dir = sdk_dir();
     let marker = dir.join("node_modules/@modelcontextprotocol/sdk/package.json");
-    if !marker.exists() {
-        println!(
-            "skipped: @modelcontextprotocol/sdk not installed at {} (run .ci/setup-mcp.sh)",
-            dir.display()
-        );
-        return;
-    }
+    assert!(
+        marker.exists(),
+        "@modelcontextprotocol/sdk is not installed at {} (run .ci/setup-mcp.sh)",
+        dir.display()
+    );
     let node_ok = std::process::Command::new("node")
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
-    if !node_ok {
-        println!("skipped: `node` is not on PATH (run .ci/setup-mcp.sh)");
-        return;
-    }
+    assert!(node_ok, "`node` is not on PATH (run .ci/setup-mcp.sh)");
     let s = Server::start().await;
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("interop/ts_tasks.mjs");
     let out = tokio::time::timeout(
