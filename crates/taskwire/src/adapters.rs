@@ -91,6 +91,7 @@ impl A2a {
                 push_allow_private: self.opts.push_allow_private,
                 push_store_path: self.opts.push_store_path.clone(),
                 bearer_auth: ctx.authenticated(),
+                max_body_bytes: ctx.body_limit(),
                 ..taskwire_a2a::A2aConfig::default()
             };
             taskwire_a2a::A2aAdapter::new(ctx.service().clone(), ctx.agent().clone(), config)
@@ -141,7 +142,10 @@ impl Adapter for Mcp {
     }
 
     fn routes(&self, ctx: &AdapterContext) -> Router {
-        let mut config = taskwire_mcp::McpConfig::default();
+        let mut config = taskwire_mcp::McpConfig {
+            max_body_bytes: ctx.body_limit(),
+            ..taskwire_mcp::McpConfig::default()
+        };
         if let Some(mode) = &self.opts.mcp_task_mode {
             // Validated when the flag was parsed.
             if let Ok(m) = mode.parse() {

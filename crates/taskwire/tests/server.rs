@@ -559,7 +559,7 @@ async fn request_bodies_are_bounded_by_the_message_limit() {
         "/len",
         axum::routing::post(|body: String| async move { body.len().to_string() }),
     );
-    let s = start(base().limits(limits).mount(echo_len)).await;
+    let s = start(base().limits(limits.clone()).mount(echo_len)).await;
     let http = reqwest::Client::new();
     let r = http
         .post(s.url("/len"))
@@ -576,5 +576,38 @@ async fn request_bodies_are_bounded_by_the_message_limit() {
         .await
         .expect("send");
     assert_eq!(r.status(), 413);
+    s.stop().await;
+
+    // Every adapter route takes the same limit: a body one byte over it is the
+    // protocol's "too large" (413; AG-UI's RUN_ERROR too_large), one at the
+    // limit is read (and refused for what it says).
+    let mut b = base().limits(limits);
+    for a in taskwire::adapters::all(&taskwire::adapters::AdapterOptions::default()) {
+        b = b.boxed_adapter(a);
+    }
+    let s = start(b).await;
+    for path in ["/a2a", "/mcp", "/agui", "/cas/tasks"] {
+        for (len, over) in [(limit, false), (limit + 1, true)] {
+            let r = http
+                .post(s.url(path))
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .header("a2a-version", "1.0")
+                .header("mcp-protocol-version", "2025-11-25")
+                .body(" ".repeat(len))
+                .send()
+                .await
+                .expect("send");
+            let status = r.status();
+            let body = r.text().await.expect("body");
+            // AG-UI answers in the stream it was asked for: a RUN_ERROR event.
+            let too_large = if path == "/agui" {
+                body.contains("too_large")
+            } else {
+                status == 413
+            };
+            assert_eq!(too_large, over, "{path}, {len} bytes: {status} {body}");
+        }
+    }
     s.stop().await;
 }
