@@ -282,7 +282,9 @@ pub struct ServeArgs {
     pub task_ttl: Ttl,
 
     /// Inactivity lifespan: a task waiting for input, an authorisation or a review
-    /// for longer than this is canceled. Unset: tasks wait forever.
+    /// for longer than this is canceled. Unset: tasks wait forever. The sweeper
+    /// then runs every quarter of it (at least every 1 s, at most every 60 s), so
+    /// a task is canceled at most that much after its lifespan ends.
     #[arg(long, env = "TASKWIRE_IDLE_LIFESPAN", value_name = "DURATION", value_parser = parse_positive_duration)]
     pub idle_lifespan: Option<Duration>,
 
@@ -457,6 +459,17 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         .map_err(|e| format!("{e} (expected a duration such as 10s, 500ms, 1m or 7d)"))
 }
 
+/// How often the sweeper runs: every 60 s (retention is not urgent), or every
+/// quarter of the inactivity lifespan when one is set (between 1 s and 60 s), so
+/// that `--idle-lifespan 2s` cancels a task within about 3 s rather than a
+/// minute.
+fn sweep_interval(idle_lifespan: Option<Duration>) -> Duration {
+    let default = RuntimeConfig::default().sweep_interval;
+    idle_lifespan.map_or(default, |d| {
+        (d / 4).clamp(Duration::from_secs(1), default.max(Duration::from_secs(1)))
+    })
+}
+
 fn parse_positive_duration(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s)?;
     if d.is_zero() {
@@ -544,6 +557,7 @@ pub async fn build_server(args: &ServeArgs) -> Result<Server, Error> {
     let runtime_config = RuntimeConfig {
         max_concurrent_turns: args.max_concurrent_turns,
         lease: args.lease,
+        sweep_interval: sweep_interval(args.idle_lifespan),
         ..RuntimeConfig::default()
     };
     let limits = Limits {
@@ -679,5 +693,19 @@ pub fn main(cli: Cli) -> ExitCode {
             eprintln!("error: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sweeper_runs_often_enough_for_the_idle_lifespan() {
+        let s = Duration::from_secs;
+        assert_eq!(sweep_interval(None), s(60));
+        assert_eq!(sweep_interval(Some(s(2))), s(1));
+        assert_eq!(sweep_interval(Some(s(20))), s(5));
+        assert_eq!(sweep_interval(Some(s(3600))), s(60));
     }
 }
