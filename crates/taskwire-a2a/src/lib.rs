@@ -76,7 +76,7 @@ pub struct A2aConfig {
 impl Default for A2aConfig {
     fn default() -> Self {
         Self {
-            public_url: "http://127.0.0.1:8080".into(),
+            public_url: "http://127.0.0.1:7420".into(),
             grpc: true,
             push_notifications: true,
             push_allow_private: false,

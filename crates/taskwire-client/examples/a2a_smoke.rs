@@ -3,7 +3,7 @@
 //! streamed echo, `ask` then an answer, a subscription, list, cancel, and
 //! the error for an unknown task.
 //!
-//! `cargo run -p taskwire-client --example a2a_smoke -- http://127.0.0.1:8080 [token]`
+//! `cargo run -p taskwire-client --example a2a_smoke -- http://127.0.0.1:7420 [token]`
 
 use futures::StreamExt;
 use taskwire_client::a2a::{self, pb, A2aClient};
@@ -29,7 +29,7 @@ async fn main() -> Result<(), ClientError> {
     let mut args = std::env::args().skip(1);
     let base = args
         .next()
-        .unwrap_or_else(|| "http://127.0.0.1:8080".into());
+        .unwrap_or_else(|| "http://127.0.0.1:7420".into());
     let mut b = ClientConfig::builder(base);
     if let Some(t) = args.next() {
         b = b.bearer_token(t);

@@ -122,7 +122,7 @@ pub type ExchangeObserver = Arc<dyn Fn(&Exchange) + Send + Sync>;
 /// Settings shared by all protocol clients. Build with [`ClientConfig::builder`].
 #[derive(Clone)]
 pub struct ClientConfig {
-    /// The server's base url, without a trailing slash (e.g. `http://127.0.0.1:8080`).
+    /// The server's base url, without a trailing slash (e.g. `http://127.0.0.1:7420`).
     pub base_url: String,
     /// A bearer token sent as `Authorization: Bearer …` (or gRPC metadata).
     pub bearer_token: Option<String>,

@@ -29,7 +29,7 @@
 //! use taskwire_client::{ClientConfig, ClientError};
 //!
 //! # async fn demo() -> Result<(), ClientError> {
-//! let config = ClientConfig::builder("http://127.0.0.1:8080")
+//! let config = ClientConfig::builder("http://127.0.0.1:7420")
 //!     .bearer_token("secret")
 //!     .build();
 //! let (client, card) = A2aClient::discover(config).await?;

@@ -1,5 +1,6 @@
 //! The reference agent. Its behaviour is chosen by directives, one per line of the
-//! first text part, run in order (see DESIGN.md and docs/architecture.md):
+//! first text part, run in order (see docs/architecture.md, "The reference
+//! agent's directives"):
 //! `ask <question>`, `auth <provider>`, `review`, `fail <message>`,
 //! `reject <reason>`, `crash`, `sleep <ms>`, `stream <n>`, `steps <n>`, `message`;
 //! anything else is echoed back as an artifact named `echo`.
