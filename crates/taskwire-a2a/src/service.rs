@@ -112,7 +112,11 @@ impl A2aService {
 
     /// The public agent card.
     pub fn agent_card(&self) -> pb::AgentCard {
-        card::build(&self.inner.agent.info(), &self.inner.config, false)
+        card::build(
+            &self.inner.agent.info().with_default_skill(),
+            &self.inner.config,
+            false,
+        )
     }
 
     /// GetExtendedAgentCard.
@@ -124,7 +128,7 @@ impl A2aService {
             ));
         }
         Ok(card::build(
-            &self.inner.agent.info(),
+            &self.inner.agent.info().with_default_skill(),
             &self.inner.config,
             true,
         ))

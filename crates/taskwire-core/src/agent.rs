@@ -67,7 +67,33 @@ impl AgentInfo {
         self.skills.push(skill);
         self
     }
+
+    /// The skills as the adapters offer them: the declared ones, or, for an agent
+    /// that declares none, one default skill ([`DEFAULT_SKILL_ID`], the agent's
+    /// name and description) taking a `text` argument, so that every protocol can
+    /// call it (an MCP tool needs a skill; an A2A card lists it).
+    pub fn with_default_skill(mut self) -> Self {
+        if self.skills.is_empty() {
+            self.skills.push(Skill {
+                id: DEFAULT_SKILL_ID.into(),
+                name: self.name.clone(),
+                description: self.description.clone(),
+                input_schema: serde_json::json!({
+                    "type": "object",
+                    "properties": {
+                        "text": {"type": "string", "description": "The message to the agent"}
+                    },
+                    "required": ["text"]
+                }),
+            });
+        }
+        self
+    }
 }
+
+/// The id (and MCP tool name) of the skill an agent that declares none is offered
+/// with ([`AgentInfo::with_default_skill`]).
+pub const DEFAULT_SKILL_ID: &str = "run";
 
 /// How a turn ended.
 #[derive(Clone, Debug, PartialEq)]

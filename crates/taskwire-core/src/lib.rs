@@ -26,7 +26,12 @@ mod subscribe;
 pub mod transition;
 pub mod types;
 
-pub use agent::{Agent, AgentError, AgentInfo, InputGuardrail, Skill, TurnContext, TurnOutcome};
+pub use agent::{
+    Agent, AgentError, AgentInfo, InputGuardrail, Skill, TurnContext, TurnOutcome, DEFAULT_SKILL_ID,
+};
+/// The attribute an `impl Agent` block needs (re-exported, so that implementing
+/// [`Agent`] takes no dependency of its own).
+pub use async_trait::async_trait;
 pub use error::{CoreError, StoreError};
 pub use event::{Event, EventKind, StepPhase};
 pub use ids::TaskId;

@@ -138,7 +138,7 @@ impl std::fmt::Debug for McpAdapter {
 impl McpAdapter {
     /// An adapter over the service, offering the agent's skills as tools.
     pub fn new(service: TaskService, agent: Arc<dyn Agent>, config: McpConfig) -> Self {
-        let info = agent.info();
+        let info = agent.info().with_default_skill();
         Self {
             inner: Arc::new(Inner {
                 service,

@@ -52,9 +52,13 @@ impl Server {
     }
 
     pub async fn with_config(config: McpConfig) -> Self {
+        Self::with_agent(Arc::new(ScriptedAgent::new()), config).await
+    }
+
+    #[allow(dead_code, reason = "not every test binary serves its own agent")]
+    pub async fn with_agent(agent: Arc<dyn taskwire_core::Agent>, config: McpConfig) -> Self {
         let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
-        let svc = TaskService::new(store, "scripted");
-        let agent = Arc::new(ScriptedAgent::new());
+        let svc = TaskService::new(store, agent.info().name);
         let rt = Runtime::start(
             svc.clone(),
             agent.clone(),
