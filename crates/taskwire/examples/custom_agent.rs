@@ -1,11 +1,13 @@
-//! A custom agent (it upper-cases its input) served through the taskwire builder.
-use async_trait::async_trait;
-use std::{sync::Arc, time::Duration};
-use taskwire::Server;
-use taskwire_core::{Agent, AgentError, AgentInfo, Caller, CreateTask, MemoryStore, Message};
-use taskwire_core::{Part, Task, TurnContext, TurnOutcome};
+//! Your own agent, served on every protocol (A2A JSON-RPC and gRPC, MCP, AG-UI,
+//! CAS). It declares no skill, so it is offered the default one (`run`, taking
+//! `text`). `cargo run -p taskwire --example custom_agent -- --listen 127.0.0.1:7421`
+//! (or `TASKWIRE_LISTEN`; default `127.0.0.1:0`, any free port); it prints where.
+use std::{net::SocketAddr, sync::Arc};
+use taskwire::{async_trait, Agent, AgentError, AgentInfo, MemoryStore, Part, Server};
+use taskwire::{TurnContext, TurnOutcome};
 
 struct Upper;
+
 #[async_trait]
 impl Agent for Upper {
     fn info(&self) -> AgentInfo {
@@ -22,20 +24,24 @@ impl Agent for Upper {
     }
 }
 
-/// `cargo run -p taskwire --example custom_agent`; serves 127.0.0.1:7420 until Ctrl-C.
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let listen = match args.iter().position(|a| a == "--listen") {
+        Some(i) => args
+            .get(i + 1)
+            .cloned()
+            .ok_or("--listen needs an address")?,
+        None => std::env::var("TASKWIRE_LISTEN").unwrap_or_else(|_| "127.0.0.1:0".into()),
+    };
     let server = Server::builder()
         .agent(Arc::new(Upper))
         .store(Arc::new(MemoryStore::new()))
+        .listen(listen.parse::<SocketAddr>()?)
+        .all_adapters()
         .build()
         .await?;
-    let (service, me) = (server.service().clone(), Caller::local());
-    let serving = tokio::spawn(server.run(tokio::signal::ctrl_c()));
-    let first = CreateTask::new(Message::user_text("hello, taskwire"));
-    let id = service.create(&me, first).await?.task.id.clone();
-    let (ended, five) = (|t: &Task| t.state.is_terminal(), Duration::from_secs(5));
-    let t = service.wait_until(&me, &id, five, ended).await?;
-    println!("{}: {:?}", t.state, t.artifacts.first().map(|a| a.text()));
-    Ok(serving.await??)
+    println!("listening on http://{}", server.local_addr());
+    server.run(tokio::signal::ctrl_c()).await?;
+    Ok(())
 }

@@ -1,22 +1,49 @@
 //! The taskwire server: one listener, one task service, one runtime, and every
 //! protocol adapter mounted on top. The `taskwire` binary is built on this crate,
-//! and so can any program that serves its own agent:
+//! and so can any program that serves its own agent; this crate re-exports what
+//! that takes (`Agent`, `TurnContext`, the types, `async_trait`):
 //!
-//! ```no_run
+//! ```
 //! use std::sync::Arc;
-//! use taskwire::{AuthConfig, Server};
-//! use taskwire_core::{MemoryStore, ScriptedAgent};
+//! use taskwire::{async_trait, Agent, AgentError, AgentInfo, Caller, MemoryStore, Message};
+//! use taskwire::{Part, Server, TurnContext, TurnOutcome};
 //!
-//! # async fn demo() -> Result<(), taskwire::Error> {
+//! struct Upper;
+//!
+//! #[async_trait]
+//! impl Agent for Upper {
+//!     fn info(&self) -> AgentInfo {
+//!         AgentInfo::new("upper", "Replies in upper case.")
+//!     }
+//!     async fn run_turn(&self, ctx: &TurnContext) -> Result<TurnOutcome, AgentError> {
+//!         let text: String = ctx.input().iter().map(|m| m.text().to_uppercase()).collect();
+//!         ctx.emit_artifact("upper", None, vec![Part::text(text)]).await?;
+//!         Ok(TurnOutcome::Completed { message: None })
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let server = Server::builder()
-//!     .agent(Arc::new(ScriptedAgent::new()))
+//!     .agent(Arc::new(Upper))
 //!     .store(Arc::new(MemoryStore::new()))
-//!     .listen("127.0.0.1:7420".parse::<std::net::SocketAddr>().expect("address"))
-//!     .auth(AuthConfig::Local)
+//!     .listen("127.0.0.1:0".parse::<std::net::SocketAddr>()?) // any free port
+//!     .all_adapters() // A2A (JSON-RPC, gRPC), MCP, AG-UI, CAS
 //!     .build()
 //!     .await?;
 //! println!("listening on {}", server.local_addr());
-//! server.run(async { let _ = tokio::signal::ctrl_c().await; }).await
+//! // In process, through the same task service the adapters use:
+//! let (service, me) = (server.service().clone(), Caller::local());
+//! let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+//! let serving = tokio::spawn(server.run(stopped));
+//! let first = taskwire::core::CreateTask::new(Message::user_text("hello"));
+//! let id = service.create(&me, first).await?.task.id.clone();
+//! let done = |t: &taskwire::Task| t.state.is_terminal();
+//! let task = service.wait_until(&me, &id, std::time::Duration::from_secs(5), done).await?;
+//! assert_eq!(task.artifacts[0].text(), "HELLO");
+//! let _ = stop.send(());
+//! serving.await??;
+//! # Ok(())
 //! # }
 //! ```
 //!
@@ -70,4 +97,13 @@ pub use listen::{BodyTimeout, ListenerConfig};
 pub use server::{
     body_limit, check_listen_policy, Adapter, AdapterContext, Listen, Server, ServerBuilder,
     DEFAULT_LISTEN,
+};
+
+// The front door: what serving an agent of one's own takes, so that `taskwire`
+// (with tokio) is the only dependency. The rest of the core is `taskwire::core`.
+/// The task core: service, store trait, runtime, types.
+pub use taskwire_core as core;
+pub use taskwire_core::{
+    async_trait, Agent, AgentError, AgentInfo, Caller, MemoryStore, Message, Part, ScriptedAgent,
+    Skill, Task, TaskState, TurnContext, TurnOutcome, DEFAULT_SKILL_ID,
 };

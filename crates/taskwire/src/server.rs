@@ -290,6 +290,16 @@ impl ServerBuilder {
         self
     }
 
+    /// Mounts every protocol adapter this crate was built with (its `a2a`,
+    /// `grpc`, `mcp`, `agui` and `cas` features, all on by default), with default
+    /// options: what `taskwire serve` serves. For options (a public URL, private
+    /// push addresses), [`crate::adapters::all`] and [`ServerBuilder::boxed_adapter`].
+    pub fn all_adapters(self) -> Self {
+        crate::adapters::all(&crate::adapters::AdapterOptions::default())
+            .into_iter()
+            .fold(self, Self::boxed_adapter)
+    }
+
     /// Mounts a plain router behind the auth layer; handlers read
     /// `axum::Extension<taskwire_core::Caller>`.
     pub fn mount(mut self, router: Router) -> Self {
