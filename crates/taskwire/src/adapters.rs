@@ -5,9 +5,12 @@ use std::path::PathBuf;
 #[cfg(feature = "a2a")]
 use std::sync::OnceLock;
 
+#[cfg(any(feature = "a2a", feature = "mcp", feature = "agui", feature = "cas"))]
 use axum::Router;
 
-use crate::server::{Adapter, AdapterContext};
+use crate::server::Adapter;
+#[cfg(any(feature = "a2a", feature = "mcp", feature = "agui", feature = "cas"))]
+use crate::server::AdapterContext;
 
 /// Settings the adapters share, from `taskwire serve` flags.
 #[derive(Clone, Debug, Default)]
@@ -23,6 +26,7 @@ pub struct AdapterOptions {
 }
 
 impl AdapterOptions {
+    #[cfg(feature = "a2a")]
     fn public_url(&self, ctx: &AdapterContext) -> String {
         match &self.public_url {
             Some(u) => u.trim_end_matches('/').to_string(),
@@ -58,6 +62,10 @@ pub fn compiled() -> Vec<&'static str> {
     reason = "each push is behind its own cargo feature"
 )]
 pub fn all(opts: &AdapterOptions) -> Vec<Box<dyn Adapter>> {
+    #[cfg_attr(
+        not(any(feature = "a2a", feature = "mcp", feature = "agui", feature = "cas")),
+        allow(unused_mut, reason = "no adapter compiled in")
+    )]
     let mut v: Vec<Box<dyn Adapter>> = Vec::new();
     #[cfg(feature = "a2a")]
     v.push(Box::new(A2a {
@@ -118,6 +126,10 @@ impl Adapter for A2a {
     }
 
     fn route_patterns(&self) -> Vec<&'static str> {
+        #[cfg_attr(
+            not(feature = "grpc"),
+            allow(unused_mut, reason = "only gRPC adds a pattern")
+        )]
         let mut v = vec![taskwire_a2a::card::JSONRPC_PATH, "/a2a/"];
         #[cfg(feature = "grpc")]
         v.push(taskwire_grpc::ROUTE_PATTERN);

@@ -58,9 +58,11 @@ pub enum Command {
     /// Exit status 0 when every failure is in the baseline and no baseline
     /// entry passes, 1 otherwise, 2 when the suite could not run (including a
     /// target that offers none of the selected protocols).
+    #[cfg(feature = "conformance")]
     Conformance(ConformanceArgs),
 }
 
+#[cfg(feature = "conformance")]
 /// Arguments of `taskwire conformance`. Every flag can also be set through the
 /// environment variable named in its help.
 #[derive(Clone, Debug, Args)]
@@ -136,6 +138,7 @@ pub struct ConformanceArgs {
     pub quiet: bool,
 }
 
+#[cfg(feature = "conformance")]
 /// The suite's configuration for these arguments.
 pub fn conformance_config(
     args: &ConformanceArgs,
@@ -164,6 +167,7 @@ pub fn conformance_config(
     Ok(c)
 }
 
+#[cfg(feature = "conformance")]
 /// Runs `conformance`: the report on stdout (matrix, or JSON with `--json`),
 /// JUnit and a baseline to files when asked. Returns the exit status.
 pub async fn conformance(args: ConformanceArgs) -> Result<ExitCode, taskwire_conformance::Error> {
@@ -660,6 +664,7 @@ pub fn shutdown_signal() -> Result<impl Future<Output = ()> + Send + 'static, Er
 /// and a nonzero exit code.
 pub fn main(cli: Cli) -> ExitCode {
     let result = match cli.command {
+        #[cfg(feature = "conformance")]
         Command::Conformance(args) => {
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
