@@ -400,7 +400,7 @@ fn requested_version<'a>(headers: &'a HeaderMap, query: Option<&str>) -> Option<
 /// whole (no header map copied, no extractor with a plain-text rejection): a
 /// content type that is not JSON is ContentTypeNotSupported (415) before the body is
 /// read, a body over `max_body_bytes` is Invalid Request with 413 and one that
-/// cannot be read Invalid Request with 400 (see [`crate::body::read`]).
+/// cannot be read Invalid Request with 400 (see `crate::body::read`).
 pub async fn handle(
     State(svc): State<A2aService>,
     Extension(caller): Extension<Caller>,

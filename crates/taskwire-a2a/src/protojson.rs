@@ -20,7 +20,7 @@ pub fn to_value<T: Serialize>(msg: &T) -> Result<Value> {
     serde_json::from_str(&to_string(msg)?).map_err(A2aError::internal)
 }
 
-/// Encodes a message as a ProtoJSON string, in one pass: the [`Fixer`] formatter
+/// Encodes a message as a ProtoJSON string, in one pass: the `Fixer` formatter
 /// makes pbjson's output ProtoJSON as the text is written, without building a
 /// `serde_json::Value` tree first.
 pub fn to_string<T: Serialize>(msg: &T) -> Result<String> {

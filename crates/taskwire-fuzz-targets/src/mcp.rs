@@ -137,7 +137,7 @@ fn check_message(v: &Value) {
 /// One input of `mcp_jsonrpc`: [`wire::parse`] of the body (parse → serialize →
 /// parse is stable, errors carry a usable id and an envelope code), then
 /// `POST /mcp` with the body and either the input's head or the headers a
-/// conforming client would send (see [`derived_headers`]). Every answer is a JSON
+/// conforming client would send (see `derived_headers`). Every answer is a JSON
 /// JSON-RPC message, an SSE stream of them, or an empty 202, never an internal
 /// error or a 5xx.
 pub fn jsonrpc(data: &[u8]) {

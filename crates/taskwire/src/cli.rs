@@ -219,6 +219,11 @@ pub struct Ttl(pub Option<Duration>);
 /// Arguments of `taskwire serve`. Every flag can also be set through the
 /// environment variable named in its help.
 #[derive(Clone, Debug, Args)]
+#[allow(
+    rustdoc::bare_urls,
+    rustdoc::invalid_html_tags,
+    reason = "the field docs are the --help text, where markdown would show"
+)]
 pub struct ServeArgs {
     /// Address to listen on (host:port; port 0 picks a free port). Without
     /// --auth-tokens only loopback addresses are allowed.

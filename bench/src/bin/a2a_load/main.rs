@@ -2,7 +2,7 @@
 //! GetTask of a completed task, or blocking SendMessage (echo, a fresh messageId per
 //! request), over JSON-RPC (HTTP/1.1 keep-alive connections) or gRPC (one HTTP/2
 //! connection per worker). Reports requests/s, p50/p99 latency and, given the
-//! server's pid, the server's CPU time per request (from /proc/<pid>/stat).
+//! server's pid, the server's CPU time per request (from `/proc/<pid>/stat`).
 //!
 //! The requests go out through the lean wire clients of `raw.rs` (prebuilt bytes
 //! on HTTP/1.1 or HTTP/2, every answer checked), so that the generator, on its one
