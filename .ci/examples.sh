@@ -4,6 +4,8 @@
 #  - custom_agent: prints where it listens (port 0 by default), then answers its
 #    upper-cased echo over A2A JSON-RPC, MCP (the default skill `run`), AG-UI and
 #    CAS, and lists the default skill on the agent card;
+#  - embed_mcp (taskwire-mcp alone in an axum app of its own): its own route and
+#    the agent's default tool over MCP;
 #  - a2a_smoke (taskwire-client) against `taskwire serve` (the scripted agent,
 #    whose directives it drives).
 set -euo pipefail
@@ -12,8 +14,10 @@ BIN=target/debug/examples
 WORK=$(mktemp -d)
 PID=
 SERVE=
+EMBED=
 cleanup() {
   [ -n "$PID" ] && kill "$PID" 2>/dev/null || true
+  [ -n "$EMBED" ] && kill "$EMBED" 2>/dev/null || true
   [ -n "$SERVE" ] && kill "$SERVE" 2>/dev/null || true
   rm -rf "$WORK"
 }
@@ -62,6 +66,23 @@ for _ in $(seq 50); do
 done
 echo "$msgs" | grep -q 'HELLO CAS' || fail "CAS: $msgs"
 
+"$BIN/embed_mcp" >"$WORK/embed.out" 2>"$WORK/embed.err" &
+EMBED=$!
+EBASE=
+for _ in $(seq 100); do
+  EBASE=$(sed -n 's/^listening on \(http:\/\/[0-9.:]*\)$/\1/p' "$WORK/embed.out")
+  [ -n "$EBASE" ] && break
+  sleep 0.1
+done
+[ -n "$EBASE" ] || fail "embed_mcp printed no 'listening on' line: $(cat "$WORK/embed.err")"
+own=$(curl -fsS "$EBASE/hello")
+[ "$own" = "a route of your own" ] || fail "embed_mcp /hello: $own"
+emcp=$(curl -fsS "$EBASE/mcp" -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' \
+  -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: run' \
+  -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{'"$META"',"name":"run","arguments":{"text":"hello embedded"}}}')
+echo "$emcp" | grep -q 'HELLO EMBEDDED' || fail "embed_mcp MCP: $emcp"
+echo "embed_mcp: $EBASE (own route and MCP)"
+
 target/debug/taskwire serve --listen 127.0.0.1:0 --store memory:// >"$WORK/serve.out" 2>"$WORK/serve.err" &
 SERVE=$!
 ADDR=
@@ -73,4 +94,4 @@ done
 [ -n "$ADDR" ] || fail "taskwire serve printed no 'listening on' line: $(cat "$WORK/serve.err")"
 smoke=$(timeout 60 "$BIN/a2a_smoke" "http://$ADDR" 2>&1) || fail "a2a_smoke: $smoke"
 echo "$smoke" | tail -n 3
-echo "examples: custom_agent answered on A2A, MCP, AG-UI and CAS; a2a_smoke passed"
+echo "examples: custom_agent answered on A2A, MCP, AG-UI and CAS; embed_mcp on its own route and MCP; a2a_smoke passed"
