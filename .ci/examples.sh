@@ -6,6 +6,7 @@
 #    CAS, and lists the default skill on the agent card;
 #  - embed_mcp (taskwire-mcp alone in an axum app of its own): its own route and
 #    the agent's default tool over MCP;
+#  - every_protocol (taskwire-client) against custom_agent: one call per protocol;
 #  - a2a_smoke (taskwire-client) against `taskwire serve` (the scripted agent,
 #    whose directives it drives).
 set -euo pipefail
@@ -66,6 +67,12 @@ for _ in $(seq 50); do
 done
 echo "$msgs" | grep -q 'HELLO CAS' || fail "CAS: $msgs"
 
+every=$(timeout 60 "$BIN/every_protocol" "$BASE" 2>&1) || fail "every_protocol: $every"
+for p in A2A MCP AG-UI CAS; do
+  echo "$every" | grep -q "HELLO OVER $p" || fail "every_protocol: no answer over $p: $every"
+done
+echo "every_protocol: answered over A2A, MCP, AG-UI and CAS"
+
 "$BIN/embed_mcp" >"$WORK/embed.out" 2>"$WORK/embed.err" &
 EMBED=$!
 EBASE=
@@ -94,4 +101,4 @@ done
 [ -n "$ADDR" ] || fail "taskwire serve printed no 'listening on' line: $(cat "$WORK/serve.err")"
 smoke=$(timeout 60 "$BIN/a2a_smoke" "http://$ADDR" 2>&1) || fail "a2a_smoke: $smoke"
 echo "$smoke" | tail -n 3
-echo "examples: custom_agent answered on A2A, MCP, AG-UI and CAS; embed_mcp on its own route and MCP; a2a_smoke passed"
+echo "examples: custom_agent answered on A2A, MCP, AG-UI and CAS (curl and every_protocol); embed_mcp on its own route and MCP; a2a_smoke passed"
