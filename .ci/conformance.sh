@@ -29,7 +29,10 @@ cleanup() {
 trap cleanup EXIT
 
 echo "== conformance: build taskwire"
-cargo build -p taskwire --bin taskwire
+# The same command as .ci/run's build: one feature resolution for the whole
+# workspace, so nothing is compiled again (a -p build resolves features for that
+# package alone and recompiles crates whose features differ).
+cargo build --workspace --bins --examples
 TASKWIRE="$ROOT/target/debug/taskwire"
 
 # --- (a) taskwire serve, every protocol, empty baseline ----------------------

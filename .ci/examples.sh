@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the examples the README points to, as a user would, against what they
-# serve (built already by `cargo build --workspace --examples`):
+# serve (built already by `cargo build --workspace --bins --examples`):
 #  - custom_agent: prints where it listens (port 0 by default), then answers its
 #    upper-cased echo over A2A JSON-RPC, MCP (the default skill `run`), AG-UI and
 #    CAS, and lists the default skill on the agent card;
