@@ -4,6 +4,39 @@
 //! and the a2a-tck agent profile ([`tck::TckAgent`]). The gRPC binding lives in
 //! `taskwire-grpc` and calls the same service layer.
 //!
+//! ```
+//! use std::sync::Arc;
+//! use axum::{body::Body, http::Request};
+//! use serde_json::{json, Value};
+//! use taskwire_a2a::{A2aAdapter, A2aConfig};
+//! use taskwire_core::{Caller, MemoryStore, Runtime, RuntimeConfig, ScriptedAgent, TaskService};
+//! use tower::ServiceExt;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let service = TaskService::new(Arc::new(MemoryStore::new()), "scripted");
+//! let agent = Arc::new(ScriptedAgent::new());
+//! let _runtime = Runtime::start(service.clone(), agent.clone(), RuntimeConfig::default());
+//! let routes = A2aAdapter::new(service, agent, A2aConfig::default()).routes();
+//!
+//! let send = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+//!     "message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hello"}]}}});
+//! let mut req = Request::post("/a2a")
+//!     .header("content-type", "application/json")
+//!     .header("a2a-version", "1.0")
+//!     .body(Body::from(send.to_string()))?;
+//! req.extensions_mut().insert(Caller::local()); // what the server's auth layer does
+//! let res = routes.oneshot(req).await?;
+//! let body = axum::body::to_bytes(res.into_body(), 1 << 20).await?;
+//! let answer: Value = serde_json::from_slice(&body)?;
+//! // SendMessage blocks until the task ends; the scripted agent echoes.
+//! let task = &answer["result"]["task"];
+//! assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED");
+//! assert_eq!(task["artifacts"][0]["parts"][0]["text"], "hello");
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! Both bindings use the messages generated from `proto/a2a.proto` ([`pb`]); the
 //! JSON-RPC binding encodes them as ProtoJSON ([`protojson`]), so the two cannot
 //! drift. State, part and error mappings come from `taskwire_vocab::a2a`.

@@ -1,6 +1,38 @@
 //! The AG-UI adapter of taskwire: `POST /agui` takes a `RunAgentInput` and answers
 //! the run's events as SSE, rendered from the task's event log.
 //!
+//! ```
+//! use std::sync::Arc;
+//! use axum::{body::Body, http::Request};
+//! use serde_json::json;
+//! use taskwire_agui::{AguiAdapter, AguiConfig};
+//! use taskwire_core::{Caller, MemoryStore, Runtime, RuntimeConfig, ScriptedAgent, TaskService};
+//! use tower::ServiceExt;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let service = TaskService::new(Arc::new(MemoryStore::new()), "scripted");
+//! let agent = Arc::new(ScriptedAgent::new());
+//! let _runtime = Runtime::start(service.clone(), agent.clone(), RuntimeConfig::default());
+//! let routes = AguiAdapter::new(service, agent, AguiConfig::default()).routes();
+//!
+//! let input = json!({"threadId": "t1", "runId": "r1", "state": {}, "tools": [],
+//!     "context": [], "forwardedProps": {},
+//!     "messages": [{"id": "u1", "role": "user", "content": "hello"}]});
+//! let mut req = Request::post("/agui")
+//!     .header("content-type", "application/json")
+//!     .body(Body::from(input.to_string()))?;
+//! req.extensions_mut().insert(Caller::local()); // what the server's auth layer does
+//! let res = routes.oneshot(req).await?;
+//! let body = axum::body::to_bytes(res.into_body(), 1 << 20).await?;
+//! let sse = String::from_utf8(body.to_vec())?;
+//! // The run's events, from RUN_STARTED to RUN_FINISHED, with the echo in between.
+//! assert!(sse.contains("\"RUN_STARTED\"") && sse.contains("\"RUN_FINISHED\""));
+//! assert!(sse.contains("hello"));
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! - [`wire`]: AG-UI 1.0 serde types and typed event names.
 //! - [`render`]: the core event log rendered as runs (and replayed as snapshots).
 //! - [`verify`]: a producer-side verifier of the run lifecycle and balance rules.

@@ -5,15 +5,35 @@
 //! with ETags, an SSE stream of status objects, the provider authorisation
 //! callback, the reviews addressed to a user, and the host lifecycle control.
 //!
-//! ```no_run
-//! # use std::sync::Arc;
-//! # use taskwire_core::{MemoryStore, ScriptedAgent, TaskService, Agent};
-//! # use taskwire_cas::{CasAdapter, CasConfig};
+//! ```
+//! use std::sync::Arc;
+//! use axum::{body::Body, http::Request};
+//! use serde_json::{json, Value};
+//! use taskwire_cas::{CasAdapter, CasConfig};
+//! use taskwire_core::{Agent, Caller, MemoryStore, ScriptedAgent, TaskService};
+//! use tower::ServiceExt;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let agent: Arc<dyn Agent> = Arc::new(ScriptedAgent::new());
 //! let service = TaskService::new(Arc::new(MemoryStore::new()), agent.info().name);
 //! let router = CasAdapter::new(service, agent, CasConfig::default()).routes();
-//! // Mount `router` behind a layer that inserts `axum::Extension<taskwire_core::Caller>`.
-//! # let _ = router;
+//!
+//! let input = json!({"message": [{"mimeType": "text/plain", "text": "hello"}]});
+//! let mut req = Request::post("/cas/tasks")
+//!     .header("content-type", "application/json")
+//!     .body(Body::from(input.to_string()))?;
+//! // Mount `router` behind a layer that inserts the caller, as the server's auth
+//! // layer does; here, one local caller.
+//! req.extensions_mut().insert(Caller::local());
+//! let res = router.oneshot(req).await?;
+//! assert_eq!(res.status(), 201);
+//! let body = axum::body::to_bytes(res.into_body(), 1 << 20).await?;
+//! let status: Value = serde_json::from_slice(&body)?;
+//! assert_eq!(status["agent"], "scripted");
+//! assert_eq!(status["responsible_user"], "local");
+//! # Ok(())
+//! # }
 //! ```
 
 use std::convert::Infallible;

@@ -2,6 +2,21 @@
 //! every protocol taskwire speaks (A2A JSON-RPC and gRPC, MCP tasks, AG-UI, CAS)
 //! and across them, against any server.
 //!
+//! ```
+//! use taskwire_conformance::{scenario, Config, Protocol};
+//!
+//! # fn main() -> Result<(), taskwire_conformance::Error> {
+//! // The scenarios compiled in (conformance/scenarios/*.toml) and a run's settings;
+//! // `taskwire_conformance::run(&config).await` runs them against the target.
+//! let scenarios = scenario::builtin()?;
+//! assert!(scenarios.len() > 10);
+//! let mut config = Config::new("http://127.0.0.1:7420")?;
+//! config.protocols = Protocol::parse_list("a2a,mcp")?;
+//! assert_eq!(config.protocols.len(), 2);
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! - Scenarios are data: one TOML file each under `conformance/scenarios/`
 //!   ([`scenario`]), compiled in and interpreted by the [`runner`].
 //! - Each protocol has a [`driver::Driver`] built on taskwire-client ([`drivers`]).

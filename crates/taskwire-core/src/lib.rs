@@ -1,6 +1,28 @@
 //! The task core of taskwire: one task model, one transition table, one event log
 //! and one runtime, which every protocol adapter exposes.
 //!
+//! ```
+//! use std::{sync::Arc, time::Duration};
+//! use taskwire_core::{Caller, CreateTask, MemoryStore, Message, Runtime, RuntimeConfig};
+//! use taskwire_core::{ScriptedAgent, TaskService, TaskState};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let service = TaskService::new(Arc::new(MemoryStore::new()), "scripted");
+//! let agent = Arc::new(ScriptedAgent::new());
+//! let runtime = Runtime::start(service.clone(), agent, RuntimeConfig::default());
+//! let me = Caller::local();
+//! let created = service.create(&me, CreateTask::new(Message::user_text("hello"))).await?;
+//! let id = created.task.id.clone();
+//! let ended = |t: &taskwire_core::Task| t.state.is_terminal();
+//! let task = service.wait_until(&me, &id, Duration::from_secs(5), ended).await?;
+//! assert_eq!(task.state, TaskState::Completed);
+//! assert_eq!(task.artifacts[0].text(), "hello"); // the scripted agent echoes
+//! runtime.shutdown(Duration::from_secs(1)).await;
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! - [`types`]: tasks, messages, parts, artifacts, input requests, authorisations, reviews.
 //! - [`transition`]: the transition table; every state change is checked there.
 //! - [`event`]: the per-task event log every stream, subscription and poll reads.

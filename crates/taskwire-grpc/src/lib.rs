@@ -3,6 +3,46 @@
 //! gRPC statuses per the A2A 1.0.1 mapping, with a `google.rpc.Status` carrying a
 //! `google.rpc.ErrorInfo` in the `grpc-status-details-bin` trailer.
 //!
+//! ```
+//! use std::sync::Arc;
+//! use taskwire_a2a::{pb, A2aAdapter, A2aConfig};
+//! use taskwire_core::{Caller, MemoryStore, Runtime, RuntimeConfig, ScriptedAgent, TaskService};
+//! use taskwire_grpc::{A2aServiceClient, GrpcAdapter};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let service = TaskService::new(Arc::new(MemoryStore::new()), "scripted");
+//! let agent = Arc::new(ScriptedAgent::new());
+//! let _runtime = Runtime::start(service.clone(), agent.clone(), RuntimeConfig::default());
+//! let a2a = A2aAdapter::new(service, agent, A2aConfig::default());
+//! // The caller is put in by the server's auth layer; here, one local caller.
+//! let routes = GrpcAdapter::new(a2a.service().clone()).routes().layer(
+//!     axum::middleware::from_fn(|mut req: axum::extract::Request, next: axum::middleware::Next| {
+//!         req.extensions_mut().insert(Caller::local());
+//!         next.run(req)
+//!     }),
+//! );
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! let url = format!("http://{}", listener.local_addr()?);
+//! tokio::spawn(async move { axum::serve(listener, routes).await });
+//!
+//! let channel = tonic::transport::Channel::from_shared(url)?.connect().await?;
+//! let mut client = A2aServiceClient::new(channel);
+//! let text = pb::Part { content: Some(pb::part::Content::Text("hello".into())), ..Default::default() };
+//! let message = pb::Message { message_id: "m1".into(), role: pb::Role::User as i32,
+//!     parts: vec![text], ..Default::default() };
+//! let mut request = tonic::Request::new(pb::SendMessageRequest { message: Some(message),
+//!     ..Default::default() });
+//! request.metadata_mut().insert("a2a-version", "1.0".parse()?);
+//! let reply = client.send_message(request).await?.into_inner();
+//! let Some(pb::send_message_response::Payload::Task(task)) = reply.payload else {
+//!     panic!("not a task")
+//! };
+//! assert_eq!(task.status.unwrap().state(), pb::TaskState::Completed);
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! [`GrpcAdapter::routes`] is an `axum::Router` serving
 //! `/lf.a2a.v1.A2AService/*` through tonic's generated server, so the server
 //! mounts it beside the JSON-RPC routes on the same listener (h2c). Statuses that

@@ -1,6 +1,46 @@
 //! The MCP adapter of taskwire: an MCP server over Streamable HTTP at `/mcp` whose
 //! tool calls run as tasks of the task core.
 //!
+//! ```
+//! use std::sync::Arc;
+//! use axum::{body::Body, http::Request};
+//! use serde_json::{json, Value};
+//! use taskwire_core::{Caller, MemoryStore, Runtime, RuntimeConfig, ScriptedAgent, TaskService};
+//! use taskwire_mcp::{McpAdapter, McpConfig};
+//! use tower::ServiceExt;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let service = TaskService::new(Arc::new(MemoryStore::new()), "scripted");
+//! let agent = Arc::new(ScriptedAgent::new());
+//! let _runtime = Runtime::start(service.clone(), agent.clone(), RuntimeConfig::default());
+//! let routes = McpAdapter::new(service, agent, McpConfig::default()).routes();
+//!
+//! // Revision 2026-07-28: no handshake; `_meta` and the headers on every request.
+//! let meta = json!({
+//!     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+//!     "io.modelcontextprotocol/clientInfo": {"name": "doc", "version": "1"},
+//!     "io.modelcontextprotocol/clientCapabilities": {}
+//! });
+//! let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+//!     "_meta": meta, "name": "run_script", "arguments": {"text": "hello"}}});
+//! let mut req = Request::post("/mcp")
+//!     .header("content-type", "application/json")
+//!     .header("accept", "application/json, text/event-stream")
+//!     .header("mcp-protocol-version", "2026-07-28")
+//!     .header("mcp-method", "tools/call")
+//!     .header("mcp-name", "run_script")
+//!     .body(Body::from(call.to_string()))?;
+//! req.extensions_mut().insert(Caller::local()); // what the server's auth layer does
+//! let res = routes.oneshot(req).await?;
+//! let body = axum::body::to_bytes(res.into_body(), 1 << 20).await?;
+//! let answer: Value = serde_json::from_slice(&body)?;
+//! // No task support declared: the call blocks until the task ends.
+//! assert_eq!(answer["result"]["content"][0]["text"], "hello");
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! Three generations are served on the one endpoint, told apart by what the client
 //! sends (see `docs/mcp.md`):
 //! - revision 2026-07-28 (no handshake, per-request `_meta`, `server/discover`) with

@@ -4,6 +4,15 @@
 //!
 //! Each module owns one protocol's view. Where a mapping loses information the
 //! function says so with a [`Loss`], and a test pins it.
+//!
+//! ```
+//! use taskwire_core::TaskState;
+//! use taskwire_vocab::a2a::{state_from_a2a, state_to_a2a, A2aState};
+//!
+//! assert_eq!(state_to_a2a(TaskState::InputRequired), A2aState::InputRequired);
+//! assert_eq!(state_from_a2a(A2aState::Canceled).unwrap(), TaskState::Canceled);
+//! assert!(state_from_a2a(A2aState::Unspecified).is_err()); // no core state
+//! ```
 
 pub mod a2a;
 pub mod agui;

@@ -1,5 +1,20 @@
 //! Outbound webhooks: what A2A push notifications and CAS push share.
 //!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! use taskwire_webhook::{check_url, non_public_kind};
+//!
+//! // However an address is spelt, a loopback one is refused...
+//! assert_eq!(non_public_kind("127.0.0.1".parse().unwrap()), Some("loopback"));
+//! assert!(check_url("http://0x7f.1/hook", false).await.is_err());
+//! assert!(check_url("http://[::ffff:127.0.0.1]/hook", false).await.is_err());
+//! // ...unless private addresses are allowed; and only http(s) is accepted.
+//! assert!(check_url("http://127.0.0.1:9/hook", true).await.is_ok());
+//! assert!(check_url("ftp://93.184.216.34/", false).await.is_err());
+//! # }
+//! ```
+//!
 //! A webhook URL is chosen by a client and POSTed to by the server, so every one
 //! is a way to make the server send requests into its own network (server-side
 //! request forgery). Three checks stop it, each needed:
