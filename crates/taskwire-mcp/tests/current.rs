@@ -199,7 +199,7 @@ async fn auth_is_a_url_elicitation_and_review_a_confirmation() {
     golden("current_get_review_required", &json!({"result": t}));
     s.call(
         "tasks/update",
-        json!({"taskId": id, "inputResponses": {"taskwire.review/review-0": {"action": "accept", "content": {"approve": true}}}}),
+        json!({"taskId": id, "inputResponses": {"taskwire.review/review-0": {"action": "accept", "content": {"approved": true}}}}),
         true,
     )
     .await;

@@ -115,7 +115,7 @@ pub const LOSS_ARTIFACT_FRAMING: Loss =
     Loss("artifact ids, names and metadata are dropped; only their parts become content");
 /// Lost: a review is a confirmation form; the reviewer and the summary's structure are not shown.
 pub const LOSS_REVIEW_AS_FORM: Loss =
-    Loss("a review is a confirmation form (approve: boolean); only reviews of the responsible user are offered");
+    Loss("a review is a confirmation form (approved: boolean); only reviews of the responsible user are offered");
 /// Lost: the core keeps a task for its TTL after it ends; MCP counts `ttlMs` (and
 /// `ttl`) from creation. The value sent is the core's retention, so a task may
 /// outlive the advertised deadline by its running time (never the reverse).
@@ -637,18 +637,24 @@ pub fn legacy_task(task: &Task, poll_interval_ms: u64) -> Map<String, Value> {
     o
 }
 
+/// The field of a review answer, on MCP as on AG-UI (`{approved: boolean}`).
+pub const REVIEW_FIELD: &str = "approved";
+/// The field name MCP review answers used before it was [`REVIEW_FIELD`]; still
+/// read, so that clients written against it keep working.
+pub const REVIEW_FIELD_OLD: &str = "approve";
+
 /// The confirmation schema of a review.
 pub fn review_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "approve": {
+            REVIEW_FIELD: {
                 "type": "boolean",
-                "title": "Approve",
+                "title": "Approved",
                 "description": "true to approve and continue, false to reject"
             }
         },
-        "required": ["approve"]
+        "required": [REVIEW_FIELD]
     })
 }
 
@@ -794,9 +800,9 @@ pub fn input_answer(task: &Task, key: &str, value: &Value) -> Result<InputAnswer
             InputAction::Accept => {
                 let approve = content
                     .as_ref()
-                    .and_then(|c| c.get("approve"))
+                    .and_then(|c| c.get(REVIEW_FIELD).or_else(|| c.get(REVIEW_FIELD_OLD)))
                     .and_then(Value::as_bool)
-                    .ok_or_else(|| invalid("content.approve (boolean) is required"))?;
+                    .ok_or_else(|| invalid("content.approved (boolean) is required"))?;
                 if approve {
                     ReviewDecision::Approve
                 } else {
@@ -1175,12 +1181,21 @@ mod tests {
             reqs["taskwire.review/review-0"]["params"]["requestedSchema"],
             review_schema()
         );
-        let ok = json!({"action": "accept", "content": {"approve": true}});
+        let ok = json!({"action": "accept", "content": {"approved": true}});
         assert_eq!(
             input_answer(&t, "taskwire.review/review-0", &ok).unwrap(),
             InputAnswer::Review {
                 review_id: "review-0".into(),
                 decision: ReviewDecision::Approve
+            }
+        );
+        // The older spelling is still read.
+        let old = json!({"action": "accept", "content": {"approve": false}});
+        assert_eq!(
+            input_answer(&t, "taskwire.review/review-0", &old).unwrap(),
+            InputAnswer::Review {
+                review_id: "review-0".into(),
+                decision: ReviewDecision::Reject
             }
         );
         assert_eq!(

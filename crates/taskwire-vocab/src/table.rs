@@ -605,7 +605,7 @@ fn describe_requests(reqs: &serde_json::Map<String, Value>) -> String {
             let extra = if p.get("url").is_some() {
                 format!(", url `{}`", p["url"].as_str().unwrap_or(""))
             } else if p["requestedSchema"] == mcp::review_schema() {
-                ", schema `{approve: boolean}`".to_string()
+                ", schema `{approved: boolean}`".to_string()
             } else {
                 ", the request's schema".to_string()
             };
@@ -674,7 +674,7 @@ fn answers_table() -> Table {
     for (s, key) in cases {
         let t = s.task();
         let content = match s {
-            Situation::ReviewPending => json!({"approve": true}),
+            Situation::ReviewPending => json!({"approved": true}),
             _ => json!({"answer": "Ada"}),
         };
         for (action, agui_status) in [

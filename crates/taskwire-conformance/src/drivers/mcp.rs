@@ -228,7 +228,7 @@ impl Driver for McpDriver {
         let mut m = Map::new();
         for k in t.input_requests.iter().flat_map(|m| m.keys()) {
             if k.starts_with(REVIEW_KEY_PREFIX) {
-                m.insert(k.clone(), elicit_accept(json!({"approve": true})));
+                m.insert(k.clone(), elicit_accept(json!({"approved": true})));
             }
         }
         if m.is_empty() {

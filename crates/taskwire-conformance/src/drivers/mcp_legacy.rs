@@ -67,7 +67,7 @@ impl Pick<'_> {
                 Some(elicit_accept(json!({})))
             }
             Pick::Approve if mode == "form" && review => {
-                Some(elicit_accept(json!({"approve": true})))
+                Some(elicit_accept(json!({"approved": true})))
             }
             _ => None,
         }
@@ -441,7 +441,7 @@ mod tests {
         assert_eq!(
             Pick::Approve
                 .answer(&review)
-                .map(|v| v["content"]["approve"].clone()),
+                .map(|v| v["content"]["approved"].clone()),
             Some(json!(true))
         );
     }
