@@ -26,9 +26,13 @@
 //! - the same client never follows a redirect (an answer of 3xx is a failed
 //!   attempt), so a receiver cannot forward the server's POST elsewhere.
 //!
-//! [`Backoff`] is the retry schedule both deliveries use.
+//! [`Backoff`] is the retry schedule both deliveries use. Names are resolved by
+//! the system ([`SystemLookup`]) unless another [`Lookup`] is given
+//! ([`check_url_with`], [`client_with`]): a test's, or a DNS client of one's own.
 
+use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -119,9 +123,49 @@ pub fn non_public_kind(ip: IpAddr) -> Option<&'static str> {
     }
 }
 
+/// Resolves a host name to its addresses: the system's resolver
+/// ([`SystemLookup`], what [`check_url`] and [`client`] use), or another (a test's,
+/// a DNS client of one's own) through [`check_url_with`] and [`client_with`].
+pub trait Lookup: Send + Sync + std::fmt::Debug {
+    /// The addresses of `host` (the port is only passed on to the resolver).
+    fn lookup<'a>(
+        &'a self,
+        host: &'a str,
+        port: u16,
+    ) -> Pin<Box<dyn Future<Output = std::io::Result<Vec<IpAddr>>> + Send + 'a>>;
+}
+
+/// The system's resolver (`getaddrinfo`, through tokio).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SystemLookup;
+
+impl Lookup for SystemLookup {
+    fn lookup<'a>(
+        &'a self,
+        host: &'a str,
+        port: u16,
+    ) -> Pin<Box<dyn Future<Output = std::io::Result<Vec<IpAddr>>> + Send + 'a>> {
+        Box::pin(async move {
+            Ok(tokio::net::lookup_host((host, port))
+                .await?
+                .map(|a| a.ip())
+                .collect())
+        })
+    }
+}
+
 /// Checks a webhook URL: http or https, a host, and (unless `allow_private`) no
 /// address of the host's that [`non_public_kind`] names. Returns the parsed URL.
 pub async fn check_url(url: &str, allow_private: bool) -> Result<reqwest::Url, WebhookError> {
+    check_url_with(url, allow_private, &SystemLookup).await
+}
+
+/// [`check_url`], resolving host names with `lookup`.
+pub async fn check_url_with(
+    url: &str,
+    allow_private: bool,
+    lookup: &dyn Lookup,
+) -> Result<reqwest::Url, WebhookError> {
     let parsed = reqwest::Url::parse(url).map_err(|e| WebhookError::NotUrl {
         url: url.to_string(),
         reason: e.to_string(),
@@ -139,14 +183,13 @@ pub async fn check_url(url: &str, allow_private: bool) -> Result<reqwest::Url, W
     let port = parsed.port_or_known_default().unwrap_or(80);
     let addrs: Vec<IpAddr> = match host.parse::<IpAddr>() {
         Ok(ip) => vec![ip],
-        Err(_) => tokio::net::lookup_host((host, port))
+        Err(_) => lookup
+            .lookup(host, port)
             .await
             .map_err(|e| WebhookError::Resolve {
                 host: host.to_string(),
                 reason: e.to_string(),
-            })?
-            .map(|a| a.ip())
-            .collect(),
+            })?,
     };
     for ip in addrs {
         if let Some(kind) = non_public_kind(ip) {
@@ -160,16 +203,24 @@ pub async fn check_url(url: &str, allow_private: bool) -> Result<reqwest::Url, W
     Ok(parsed)
 }
 
-/// The resolver of [`client`]: the system's, less every address
+/// The resolver of [`client`]: its [`Lookup`]'s answer less every address
 /// [`non_public_kind`] names; a name left with none fails to resolve.
-#[derive(Debug, Default)]
-struct PublicOnly;
+#[derive(Debug)]
+struct PublicOnly {
+    lookup: Arc<dyn Lookup>,
+}
 
 impl Resolve for PublicOnly {
     fn resolve(&self, name: Name) -> Resolving {
+        let lookup = self.lookup.clone();
         Box::pin(async move {
             let host = name.as_str().to_string();
-            let all: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let all: Vec<SocketAddr> = lookup
+                .lookup(&host, 0)
+                .await?
+                .into_iter()
+                .map(|ip| SocketAddr::new(ip, 0))
+                .collect();
             let public: Vec<SocketAddr> = all
                 .iter()
                 .copied()
@@ -201,11 +252,21 @@ impl Resolve for PublicOnly {
 /// literal in the URL is not resolved; [`check_url`] judged it when the config
 /// was created.
 pub fn client(timeout: Duration, allow_private: bool) -> Result<reqwest::Client, WebhookError> {
+    client_with(timeout, allow_private, Arc::new(SystemLookup))
+}
+
+/// [`client`], resolving host names with `lookup` (then dropping the
+/// non-public addresses unless `allow_private`).
+pub fn client_with(
+    timeout: Duration,
+    allow_private: bool,
+    lookup: Arc<dyn Lookup>,
+) -> Result<reqwest::Client, WebhookError> {
     let mut b = reqwest::Client::builder()
         .timeout(timeout)
         .redirect(reqwest::redirect::Policy::none());
     if !allow_private {
-        b = b.dns_resolver(Arc::new(PublicOnly));
+        b = b.dns_resolver(Arc::new(PublicOnly { lookup }));
     }
     b.build().map_err(|e| WebhookError::Client(e.to_string()))
 }
@@ -351,6 +412,51 @@ mod tests {
             .status()
             .is_success());
         assert_eq!(hits.load(Ordering::SeqCst), 1);
+    }
+
+    /// A name that resolves to a public address the first time it is asked for
+    /// (when the config is made) and to loopback afterwards (at delivery).
+    #[derive(Debug, Default)]
+    struct Rebinding {
+        asked: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Lookup for Rebinding {
+        fn lookup<'a>(
+            &'a self,
+            _host: &'a str,
+            _port: u16,
+        ) -> Pin<Box<dyn Future<Output = std::io::Result<Vec<IpAddr>>> + Send + 'a>> {
+            let n = self.asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let ip = if n == 0 { "93.184.216.34" } else { "127.0.0.1" };
+            Box::pin(async move { Ok(vec![ip.parse().unwrap()]) })
+        }
+    }
+
+    #[tokio::test]
+    async fn dns_rebinding_is_refused_at_delivery() {
+        use std::sync::atomic::Ordering;
+        let (url, hits) = receiver(200, None).await;
+        // The receiver listens on loopback; the URL names it by a host name that
+        // rebinds from a public address to 127.0.0.1.
+        let url = url.replace("127.0.0.1", "hooks.rebind.test");
+        let lookup = Arc::new(Rebinding::default());
+        let checked = check_url_with(&url, false, lookup.as_ref()).await;
+        assert!(checked.is_ok(), "public at creation: {checked:?}");
+        let c = client_with(Duration::from_secs(5), false, lookup.clone()).unwrap();
+        let e = c.post(&url).body("{}").send().await.unwrap_err();
+        let mut chain = e.to_string();
+        let mut src = std::error::Error::source(&e);
+        while let Some(s) = src {
+            chain.push_str(&format!(": {s}"));
+            src = s.source();
+        }
+        assert!(
+            chain.contains("127.0.0.1") && chain.contains("loopback"),
+            "{chain}"
+        );
+        assert_eq!(hits.load(Ordering::SeqCst), 0);
+        assert_eq!(lookup.asked.load(Ordering::SeqCst), 2);
     }
 
     #[test]
