@@ -13,27 +13,40 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=target/debug/examples
 WORK=$(mktemp -d)
-PID=
-SERVE=
-EMBED=
+PIDS=()
 cleanup() {
-  [ -n "$PID" ] && kill "$PID" 2>/dev/null || true
-  [ -n "$EMBED" ] && kill "$EMBED" 2>/dev/null || true
-  [ -n "$SERVE" ] && kill "$SERVE" 2>/dev/null || true
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
   rm -rf "$WORK"
 }
 trap cleanup EXIT
-fail() { echo "examples: $*" >&2; [ -f "$WORK/out" ] && cat "$WORK/out" >&2; exit 1; }
+fail() { echo "examples: $*" >&2; [ -f "$WORK/custom_agent.out" ] && cat "$WORK/custom_agent.out" >&2; exit 1; }
 
-"$BIN/custom_agent" >"$WORK/out" 2>"$WORK/err" &
-PID=$!
-BASE=
-for _ in $(seq 100); do
-  BASE=$(sed -n 's/^listening on \(http:\/\/[0-9.:]*\)$/\1/p' "$WORK/out")
-  [ -n "$BASE" ] && break
-  sleep 0.1
-done
-[ -n "$BASE" ] || fail "custom_agent printed no 'listening on' line: $(cat "$WORK/err")"
+# start VAR NAME COMMAND...: runs COMMAND in the background (stopped on exit) and
+# sets VAR to http://ADDR from its "listening on ADDR" line (ADDR with or without
+# http://). Not called in a subshell, so that the process is remembered.
+start() {
+  local var=$1 name=$2 addr=
+  shift 2
+  "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
+  PIDS+=($!)
+  for _ in $(seq 100); do
+    addr=$(sed -n 's/^listening on \(http:\/\/\)\{0,1\}\([0-9.:]*\)$/\2/p' "$WORK/$name.out")
+    [ -n "$addr" ] && break
+    sleep 0.1
+  done
+  [ -n "$addr" ] || fail "$name printed no 'listening on' line: $(cat "$WORK/$name.err")"
+  printf -v "$var" 'http://%s' "$addr"
+}
+
+META='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"ci","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}'
+# mcp_run BASE TEXT: tools/call of the default tool `run` (revision 2026-07-28).
+mcp_run() {
+  curl -fsS "$1/mcp" -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' \
+    -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: run' \
+    -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{'"$META"',"name":"run","arguments":{"text":"'"$2"'"}}}'
+}
+
+start BASE custom_agent "$BIN/custom_agent"
 echo "custom_agent: $BASE"
 
 card=$(curl -fsS "$BASE/.well-known/agent-card.json")
@@ -45,10 +58,7 @@ a2a=$(curl -fsS "$BASE/a2a" -H 'A2A-Version: 1.0' -H 'Content-Type: application/
 echo "$a2a" | grep -q 'HELLO A2A' || fail "A2A: $a2a"
 echo "$a2a" | grep -q 'TASK_STATE_COMPLETED' || fail "A2A not completed: $a2a"
 
-META='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"ci","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}'
-mcp=$(curl -fsS "$BASE/mcp" -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' \
-  -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: run' \
-  -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{'"$META"',"name":"run","arguments":{"text":"hello mcp"}}}')
+mcp=$(mcp_run "$BASE" "hello mcp")
 echo "$mcp" | grep -q 'HELLO MCP' || fail "MCP: $mcp"
 
 agui=$(curl -fsS -N --max-time 20 "$BASE/agui" -H 'Content-Type: application/json' -d '{
@@ -73,32 +83,14 @@ for p in A2A MCP AG-UI CAS; do
 done
 echo "every_protocol: answered over A2A, MCP, AG-UI and CAS"
 
-"$BIN/embed_mcp" >"$WORK/embed.out" 2>"$WORK/embed.err" &
-EMBED=$!
-EBASE=
-for _ in $(seq 100); do
-  EBASE=$(sed -n 's/^listening on \(http:\/\/[0-9.:]*\)$/\1/p' "$WORK/embed.out")
-  [ -n "$EBASE" ] && break
-  sleep 0.1
-done
-[ -n "$EBASE" ] || fail "embed_mcp printed no 'listening on' line: $(cat "$WORK/embed.err")"
+start EBASE embed_mcp "$BIN/embed_mcp"
 own=$(curl -fsS "$EBASE/hello")
 [ "$own" = "a route of your own" ] || fail "embed_mcp /hello: $own"
-emcp=$(curl -fsS "$EBASE/mcp" -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' \
-  -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: run' \
-  -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{'"$META"',"name":"run","arguments":{"text":"hello embedded"}}}')
+emcp=$(mcp_run "$EBASE" "hello embedded")
 echo "$emcp" | grep -q 'HELLO EMBEDDED' || fail "embed_mcp MCP: $emcp"
 echo "embed_mcp: $EBASE (own route and MCP)"
 
-target/debug/taskwire serve --listen 127.0.0.1:0 --store memory:// >"$WORK/serve.out" 2>"$WORK/serve.err" &
-SERVE=$!
-ADDR=
-for _ in $(seq 100); do
-  ADDR=$(sed -n 's/^listening on \([0-9.:]*\)$/\1/p' "$WORK/serve.out")
-  [ -n "$ADDR" ] && break
-  sleep 0.1
-done
-[ -n "$ADDR" ] || fail "taskwire serve printed no 'listening on' line: $(cat "$WORK/serve.err")"
-smoke=$(timeout 60 "$BIN/a2a_smoke" "http://$ADDR" 2>&1) || fail "a2a_smoke: $smoke"
+start SERVE serve target/debug/taskwire serve --listen 127.0.0.1:0 --store memory://
+smoke=$(timeout 60 "$BIN/a2a_smoke" "$SERVE" 2>&1) || fail "a2a_smoke: $smoke"
 echo "$smoke" | tail -n 3
 echo "examples: custom_agent answered on A2A, MCP, AG-UI and CAS (curl and every_protocol); embed_mcp on its own route and MCP; a2a_smoke passed"
