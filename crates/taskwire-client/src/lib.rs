@@ -23,17 +23,29 @@
 //! with `Last-Event-ID`; AG-UI: taskwire's run-events route), and an A2A
 //! stream that cannot be re-established falls back to polling `GetTask`.
 //!
-//! ```no_run
+//! ```
 //! use futures::StreamExt;
 //! use taskwire_client::a2a::{self, A2aClient};
-//! use taskwire_client::{ClientConfig, ClientError};
+//! use taskwire_client::ClientConfig;
 //!
-//! # async fn demo() -> Result<(), ClientError> {
-//! let config = ClientConfig::builder("http://127.0.0.1:7420")
-//!     .bearer_token("secret")
-//!     .build();
+//! # use std::sync::Arc;
+//! # use taskwire_core::{Caller, MemoryStore, Runtime, RuntimeConfig, ScriptedAgent, TaskService};
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # // A server to talk to: the A2A adapter over the scripted agent, on loopback.
+//! # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! # let base = format!("http://{}", listener.local_addr()?);
+//! # let service = TaskService::new(Arc::new(MemoryStore::new()), "scripted");
+//! # let agent = Arc::new(ScriptedAgent::new());
+//! # let _runtime = Runtime::start(service.clone(), agent.clone(), RuntimeConfig::default());
+//! # let config = taskwire_a2a::A2aConfig { public_url: base.clone(), ..Default::default() };
+//! # let a2a = taskwire_a2a::A2aAdapter::new(service, agent, config);
+//! # let app = a2a.routes().layer(axum::Extension(Caller::local())).merge(a2a.public_routes());
+//! # tokio::spawn(async move { axum::serve(listener, app).await });
+//! // `base` is the agent's address, e.g. "http://127.0.0.1:7420".
+//! let config = ClientConfig::builder(base.as_str()).bearer_token("secret").build();
 //! let (client, card) = A2aClient::discover(config).await?;
-//! println!("talking to {}", card.name);
+//! assert_eq!(card.name, "scripted");
 //!
 //! // Blocking send: the task as it ended (or paused for input).
 //! let reply = client.send_text("hello", false).await?;
@@ -42,10 +54,13 @@
 //! // Streaming send: events until the task ends, reconnecting on breaks.
 //! let req = a2a::send_request(a2a::text_message("stream 3"));
 //! let mut events = client.send_streaming_message(req).await?;
+//! let mut last = None;
 //! while let Some(ev) = events.next().await {
 //!     let ev = ev?;
 //!     println!("{:?} {}", ev.state(), ev.raw);
+//!     last = ev.state().or(last);
 //! }
+//! assert_eq!(last, Some(a2a::pb::TaskState::Completed));
 //! # Ok(())
 //! # }
 //! ```

@@ -1,5 +1,26 @@
 //! The embedded default store of taskwire: a [`TaskStore`] on one SQLite file.
 //!
+//! ```
+//! use std::sync::Arc;
+//! use taskwire_core::{Caller, CreateTask, Message, TaskService, TaskState};
+//! use taskwire_store_sqlite::SqliteStore;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let dir = tempfile::tempdir()?;
+//! # std::env::set_current_dir(dir.path())?;
+//! // `sqlite://PATH` (relative) or `sqlite:///abs/path`; missing directories are made.
+//! let store = SqliteStore::open("sqlite://data/tasks.db?synchronous=full")?;
+//! let service = TaskService::new(Arc::new(store), "scripted");
+//! let me = Caller::local();
+//! let created = service.create(&me, CreateTask::new(Message::user_text("hi"))).await?;
+//! // Durable once create returns; a restart finds it submitted, ready to be claimed.
+//! let task = service.get(&me, &created.task.id).await?;
+//! assert_eq!(task.state, TaskState::Submitted);
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! - **WAL mode**: readers never block the writer nor each other. Reads run on a
 //!   small pool of read-only connections on tokio's blocking thread pool; the
 //!   latest committed snapshots of hot tasks are also kept in a bounded in-memory
@@ -26,27 +47,6 @@
 //!
 //! The semantics are exactly those of [`taskwire_core::MemoryStore`], and the
 //! shared store suite checks them.
-//!
-//! ```
-//! use std::sync::Arc;
-//! use taskwire_core::{Caller, CreateTask, Message, TaskService, TaskState};
-//! use taskwire_store_sqlite::SqliteStore;
-//!
-//! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! # let dir = tempfile::tempdir()?;
-//! # std::env::set_current_dir(dir.path())?;
-//! // `sqlite://PATH` (relative) or `sqlite:///abs/path`; missing directories are made.
-//! let store = SqliteStore::open("sqlite://data/tasks.db?synchronous=full")?;
-//! let service = TaskService::new(Arc::new(store), "scripted");
-//! let me = Caller::local();
-//! let created = service.create(&me, CreateTask::new(Message::user_text("hi"))).await?;
-//! // Durable once create returns; a restart finds it submitted, ready to be claimed.
-//! let task = service.get(&me, &created.task.id).await?;
-//! assert_eq!(task.state, TaskState::Submitted);
-//! # Ok(())
-//! # }
-//! ```
 
 use std::fmt;
 use std::path::{Path, PathBuf};
