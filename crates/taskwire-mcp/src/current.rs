@@ -15,6 +15,9 @@ use crate::ops::task_id_param;
 use crate::wire::{self, code, header, meta, method, Incoming};
 use crate::{accepted, error_response, json_response, Inner, TaskMode};
 
+/// How long a client may cache `tools/list` (SEP-2549 `ttlMs`).
+pub(crate) const TOOLS_TTL_MS: u64 = 300_000;
+
 /// What the request's `_meta` says about the client.
 pub(crate) struct RequestContext {
     /// The client declared the tasks extension.
@@ -79,9 +82,10 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, Rpc
             "duplicate {name} header"
         )));
     }
+    // RFC 9110 §5.5: a field value excludes leading and trailing whitespace.
     first
         .to_str()
-        .map(Some)
+        .map(|v| Some(v.trim_matches([' ', '\t'])))
         .map_err(|_| RpcError::header_mismatch(format!("{name} header is not visible ASCII")))
 }
 
@@ -98,14 +102,11 @@ pub(crate) fn check(
         .ok_or_else(|| {
             RpcError::bad_request(
                 code::INVALID_PARAMS,
-                "params._meta is required (protocol version, client info and client capabilities); send initialize first for revision 2025-11-25",
+                "params._meta is required (protocol version and client capabilities); send initialize first for revision 2025-11-25",
             )
         })?;
-    for k in [
-        meta::PROTOCOL_VERSION,
-        meta::CLIENT_INFO,
-        meta::CLIENT_CAPABILITIES,
-    ] {
+    // clientInfo is a SHOULD (a client that leaves it out is served).
+    for k in [meta::PROTOCOL_VERSION, meta::CLIENT_CAPABILITIES] {
         if !m.contains_key(k) {
             return Err(RpcError::bad_request(
                 code::INVALID_PARAMS,
@@ -137,17 +138,8 @@ pub(crate) fn check(
                 ),
             )
         })?;
-    if version != wire::V_CURRENT {
-        return Err(RpcError::bad_request(
-            code::UNSUPPORTED_VERSION,
-            format!(
-                "unsupported protocol version {version}: this server speaks {} (and {} after initialize)",
-                wire::V_CURRENT,
-                wire::V_LEGACY
-            ),
-        )
-        .with_data(json!({"supported": [wire::V_CURRENT], "requested": version})));
-    }
+    // The header must repeat _meta's version (-32020) before the version
+    // itself is judged (-32022).
     match header(headers, header::PROTOCOL_VERSION)? {
         Some(v) if v == version => {}
         Some(v) => {
@@ -160,6 +152,17 @@ pub(crate) fn check(
                 "missing required MCP-Protocol-Version header",
             ))
         }
+    }
+    if version != wire::V_CURRENT {
+        return Err(RpcError::bad_request(
+            code::UNSUPPORTED_VERSION,
+            format!(
+                "unsupported protocol version {version}: this server speaks {} (and {} after initialize)",
+                wire::V_CURRENT,
+                wire::V_LEGACY
+            ),
+        )
+        .with_data(json!({"supported": [wire::V_CURRENT], "requested": version})));
     }
     match header(headers, header::METHOD)? {
         Some(v) if v == name => {}
@@ -340,6 +343,10 @@ async fn dispatch(
                 .collect();
             let mut m = Map::new();
             m.insert("tools".into(), Value::Array(tools));
+            // SEP-2549 caching hints: the tools are fixed for the server's life;
+            // the list is behind the caller's credentials, so private.
+            m.insert("ttlMs".into(), Value::from(TOOLS_TTL_MS));
+            m.insert("cacheScope".into(), Value::String("private".into()));
             Ok(Reply::Result(complete(m)))
         }
         method::TOOLS_CALL => tools_call(inner, caller, ctx, params).await,

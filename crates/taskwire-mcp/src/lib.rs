@@ -136,6 +136,17 @@ pub struct McpConfig {
     pub auth_url_base: String,
     /// Server name reported in `server/discover` and `initialize`.
     pub server_name: String,
+    /// Host names a request's `Host` and `Origin` headers may carry (DNS
+    /// rebinding protection: a page on another site that resolves its name to
+    /// this server is refused with 403). Empty: any. The `taskwire` server sets
+    /// [`McpConfig::LOOPBACK_HOSTS`] (and its public url's host) when it listens
+    /// on a loopback address.
+    pub allowed_hosts: Vec<String>,
+}
+
+impl McpConfig {
+    /// The names of a loopback server: `localhost`, `127.0.0.1` and `[::1]`.
+    pub const LOOPBACK_HOSTS: [&'static str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 }
 
 impl Default for McpConfig {
@@ -150,6 +161,7 @@ impl Default for McpConfig {
             session_idle: Duration::from_secs(30 * 60),
             auth_url_base: "urn:taskwire:authorize:".into(),
             server_name: "taskwire".into(),
+            allowed_hosts: Vec::new(),
         }
     }
 }
@@ -213,6 +225,9 @@ async fn handle_post(
 ) -> Response {
     let (parts, body) = req.into_parts();
     let headers = parts.headers;
+    if let Err(e) = check_host(&inner.config.allowed_hosts, &headers) {
+        return error_response(&Value::Null, &e);
+    }
     if !is_json(&headers) {
         return error_response(
             &Value::Null,
@@ -235,12 +250,66 @@ async fn handle_post(
         let sid = sid.to_str().unwrap_or_default().to_string();
         return legacy::handle(inner, caller, headers, sid, msg).await;
     }
+    // `initialize` opens a 2025-11-25 session, unless the request says it is
+    // revision 2026-07-28, where the method no longer exists (404, -32601).
+    let says_current = headers
+        .get(wire::header::PROTOCOL_VERSION)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim() == wire::V_CURRENT);
     if let wire::Incoming::Request { method, .. } = &msg {
-        if method == wire::method::INITIALIZE {
+        if method == wire::method::INITIALIZE && !says_current {
             return legacy::initialize(inner, caller, msg).await;
         }
     }
     current::handle(inner, caller, headers, msg).await
+}
+
+/// The host of a `Host` value or an `Origin` URL, without port, lower case
+/// (`[::1]` keeps its brackets).
+fn host_of(value: &str) -> String {
+    let v = value.trim();
+    let v = v.split_once("://").map_or(v, |(_, rest)| rest);
+    let authority = v.split('/').next().unwrap_or(v);
+    let host = if authority.starts_with('[') {
+        authority
+            .split_once(']')
+            .map_or(authority.to_string(), |(h, _)| format!("{h}]"))
+    } else {
+        authority.split(':').next().unwrap_or(authority).to_string()
+    };
+    host.to_ascii_lowercase()
+}
+
+/// DNS rebinding protection: with `allowed` set, the `Host` header and any
+/// `Origin` must name one of them (403 otherwise).
+fn check_host(allowed: &[String], headers: &HeaderMap) -> Result<(), RpcError> {
+    if allowed.is_empty() {
+        return Ok(());
+    }
+    let ok = |v: &str| {
+        let h = host_of(v);
+        allowed.iter().any(|a| a.eq_ignore_ascii_case(&h))
+    };
+    let forbidden = |what: &str, v: &str| {
+        RpcError::new(
+            wire::code::INVALID_REQUEST,
+            format!("{what} {v:?} is not a name of this server"),
+        )
+        .with_status(StatusCode::FORBIDDEN)
+    };
+    for (name, what) in [
+        (axum::http::header::HOST, "Host"),
+        (axum::http::header::ORIGIN, "Origin"),
+    ] {
+        for v in headers.get_all(&name) {
+            let v = v.to_str().map_err(|_| forbidden(what, "<not ASCII>"))?;
+            // `Origin: null` (opaque origins) names no host to check.
+            if !(name == axum::http::header::ORIGIN && v.trim() == "null") && !ok(v) {
+                return Err(forbidden(what, v));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// True if the `Content-Type` is JSON: `application/json` or a `+json` type, any
@@ -324,6 +393,9 @@ async fn handle_delete(
     Extension(caller): Extension<Caller>,
     headers: HeaderMap,
 ) -> Response {
+    if let Err(e) = check_host(&inner.config.allowed_hosts, &headers) {
+        return error_response(&Value::Null, &e);
+    }
     match headers
         .get(wire::header::SESSION_ID)
         .and_then(|v| v.to_str().ok())
@@ -367,6 +439,31 @@ pub(crate) fn accepted() -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hosts_are_checked_without_ports() {
+        assert_eq!(host_of("localhost:7420"), "localhost");
+        assert_eq!(host_of("http://[::1]:80/x"), "[::1]");
+        assert_eq!(host_of("https://Evil.example"), "evil.example");
+        let allowed: Vec<String> = McpConfig::LOOPBACK_HOSTS.map(String::from).to_vec();
+        let h = |pairs: &[(&'static str, &'static str)]| {
+            let mut m = HeaderMap::new();
+            for (k, v) in pairs {
+                m.append(*k, HeaderValue::from_static(v));
+            }
+            m
+        };
+        assert!(check_host(&allowed, &h(&[("host", "127.0.0.1:7420")])).is_ok());
+        assert!(check_host(&allowed, &h(&[("host", "localhost"), ("origin", "null")])).is_ok());
+        let e = check_host(&allowed, &h(&[("host", "evil.example")])).unwrap_err();
+        assert_eq!(e.status, StatusCode::FORBIDDEN);
+        assert!(check_host(
+            &allowed,
+            &h(&[("host", "localhost"), ("origin", "http://evil.example")])
+        )
+        .is_err());
+        assert!(check_host(&[], &h(&[("host", "evil.example")])).is_ok());
+    }
 
     #[test]
     fn task_mode_parses() {

@@ -82,18 +82,45 @@ async fn meta_version_and_header_checks() {
         .await;
     assert_eq!((st, r["error"]["code"].clone()), (400, json!(-32602)));
     golden("error_missing_meta", &json!({"status": st, "body": r}));
-    // _meta without clientInfo.
+    // _meta without clientInfo (a SHOULD): served.
     let mut m = meta(false);
     m.as_object_mut()
         .unwrap()
         .remove("io.modelcontextprotocol/clientInfo");
     let body = json!({"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta": m}});
     let (st, r) = s.raw(&body.to_string(), &std_headers).await;
+    assert_eq!(st, 200, "{r}");
+    assert!(r["result"]["tools"].is_array(), "{r}");
+    // _meta without clientCapabilities: refused.
+    let mut m = meta(false);
+    m.as_object_mut()
+        .unwrap()
+        .remove("io.modelcontextprotocol/clientCapabilities");
+    let body = json!({"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta": m}});
+    let (st, r) = s.raw(&body.to_string(), &std_headers).await;
     assert_eq!((st, r["error"]["code"].clone()), (400, json!(-32602)));
     assert!(r["error"]["message"]
         .as_str()
         .unwrap()
-        .contains("clientInfo"));
+        .contains("clientCapabilities"));
+    // An unknown version in _meta under a header that says another: the
+    // mismatch is reported first (-32020), not the version (-32022).
+    let mut m = meta(false);
+    m["io.modelcontextprotocol/protocolVersion"] = json!("v999.0.0");
+    let body = json!({"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta": m}});
+    let (st, r) = s.raw(&body.to_string(), &std_headers).await;
+    assert_eq!((st, r["error"]["code"].clone()), (400, json!(-32020)));
+    // initialize under revision 2026-07-28's header: the method is gone.
+    let body = json!({"jsonrpc":"2.0","id":2,"method":"initialize","params":{"_meta": meta(false),
+        "protocolVersion": V, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let (st, r) = s
+        .raw(
+            &body.to_string(),
+            &h(&[("mcp-protocol-version", V), ("mcp-method", "initialize")]),
+        )
+        .await;
+    assert_eq!((st, r["error"]["code"].clone()), (404, json!(-32601)));
+    assert_eq!(r["id"], json!(2));
     // Unsupported version.
     let mut m = meta(false);
     m["io.modelcontextprotocol/protocolVersion"] = json!("2099-01-01");
@@ -181,6 +208,19 @@ async fn mcp_name_must_match_the_task_id_and_tool() {
         )
         .await;
     assert_eq!((st, r["error"]["code"].clone()), (400, json!(-32020)));
+    // Leading and trailing whitespace is not part of a field value (RFC 9110).
+    let (st, r) = s
+        .raw(
+            &body.to_string(),
+            &h(&[
+                ("mcp-protocol-version", V),
+                ("mcp-method", "tools/call"),
+                ("mcp-name", " \trun_script  "),
+            ]),
+        )
+        .await;
+    assert_eq!(st, 200, "{r}");
+    assert!(r.get("error").is_none(), "{r}");
     s.shutdown().await;
 }
 

@@ -198,6 +198,20 @@ pub struct ListToolsResult {
     /// The next page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// How long the list may be cached, in milliseconds (SEP-2549).
+    pub ttl_ms: u64,
+    /// Who may cache it (SEP-2549).
+    pub cache_scope: CacheScope,
+}
+
+/// SEP-2549 `cacheScope`.
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheScope {
+    /// Any cache.
+    Public,
+    /// Only the caller's own.
+    Private,
 }
 
 /// Result of `tools/list` (2025-11-25).

@@ -158,6 +158,23 @@ impl Adapter for Mcp {
             max_body_bytes: ctx.body_limit(),
             ..taskwire_mcp::McpConfig::default()
         };
+        // On loopback, DNS rebinding protection: only the loopback names (and
+        // the public url's host) in Host and Origin.
+        if ctx.local_addr().ip().is_loopback() {
+            config.allowed_hosts = taskwire_mcp::McpConfig::LOOPBACK_HOSTS
+                .map(String::from)
+                .to_vec();
+            if let Some(host) = self
+                .opts
+                .public_url
+                .as_deref()
+                .and_then(|u| u.split_once("://").map(|(_, r)| r))
+                .and_then(|r| r.split(['/', ':']).next())
+                .filter(|h| !h.is_empty())
+            {
+                config.allowed_hosts.push(host.to_ascii_lowercase());
+            }
+        }
         if let Some(mode) = &self.opts.mcp_task_mode {
             // Validated when the flag was parsed.
             if let Ok(m) = mode.parse() {
