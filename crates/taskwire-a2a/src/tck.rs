@@ -104,6 +104,7 @@ impl Agent for TckAgent {
             description: "The a2a-tck system under test: behaviour chosen by tck-* messageId prefixes; other messages run the scripted reference agent.".into(),
             version: env!("CARGO_PKG_VERSION").into(),
             skills: vec![Skill {
+                task_support: taskwire_core::agent::TaskSupport::Optional,
                 id: "tck".into(),
                 name: "TCK behaviours".into(),
                 description: "Completes, asks for input, rejects, streams or returns artifacts as the a2a-tck messageId prefix says.".into(),

@@ -30,6 +30,64 @@ pub struct Skill {
     pub description: String,
     /// JSON schema of its arguments.
     pub input_schema: Value,
+    /// Whether callers must, may or must not follow it as a task (MCP's
+    /// `taskSupport`; other protocols always see a task).
+    #[serde(default, skip_serializing_if = "TaskSupport::is_optional")]
+    pub task_support: TaskSupport,
+}
+
+impl Skill {
+    /// A skill whose callers may follow it as a task or wait for its result.
+    pub fn new(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            description: description.into(),
+            input_schema,
+            task_support: TaskSupport::Optional,
+        }
+    }
+
+    /// The same skill with another [`TaskSupport`].
+    pub fn with_task_support(mut self, task_support: TaskSupport) -> Self {
+        self.task_support = task_support;
+        self
+    }
+}
+
+/// How a skill's callers relate to its task. Every call runs as a task of the
+/// core; this says what a protocol that lets the client choose (MCP) offers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskSupport {
+    /// The caller may follow a task or wait for the result (the default).
+    #[default]
+    Optional,
+    /// Only callers that can follow a task may call it (long-running work).
+    Required,
+    /// The caller always waits for the result, never gets a task (quick work).
+    Forbidden,
+}
+
+impl TaskSupport {
+    /// True for [`TaskSupport::Optional`].
+    pub fn is_optional(&self) -> bool {
+        *self == TaskSupport::Optional
+    }
+
+    /// The MCP `taskSupport` value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskSupport::Optional => "optional",
+            TaskSupport::Required => "required",
+            TaskSupport::Forbidden => "forbidden",
+        }
+    }
 }
 
 /// What an agent says about itself.
@@ -75,6 +133,7 @@ impl AgentInfo {
     pub fn with_default_skill(mut self) -> Self {
         if self.skills.is_empty() {
             self.skills.push(Skill {
+                task_support: TaskSupport::Optional,
                 id: DEFAULT_SKILL_ID.into(),
                 name: self.name.clone(),
                 description: self.description.clone(),

@@ -143,6 +143,7 @@ impl Agent for ScriptedAgent {
             description: "Reference agent driven by directives, one per line: ask, auth, review, fail, reject, crash, sleep, stream, steps, message; anything else is echoed.".into(),
             version: env!("CARGO_PKG_VERSION").into(),
             skills: vec![Skill {
+                task_support: crate::agent::TaskSupport::Optional,
                 id: SCRIPTED_SKILL.into(),
                 name: "Run a script".into(),
                 description: "Runs the directives in `text`, one per line; plain text is echoed back as an artifact named echo.".into(),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use axum::http::HeaderMap;
 use axum::response::Response;
 use serde_json::{json, Map, Value};
-use taskwire_core::Caller;
+use taskwire_core::{Caller, TaskSupport};
 use taskwire_vocab::mcp::{self as vocab, Generation};
 
 use crate::error::RpcError;
@@ -22,6 +22,8 @@ pub(crate) const TOOLS_TTL_MS: u64 = 300_000;
 pub(crate) struct RequestContext {
     /// The client declared the tasks extension.
     pub(crate) tasks: bool,
+    /// The client declared the elicitation capability.
+    pub(crate) elicitation: bool,
 }
 
 pub(crate) async fn handle(
@@ -45,7 +47,15 @@ pub(crate) async fn handle(
         }
     }
     if name == method::SUBSCRIPTIONS_LISTEN {
-        if !ctx.tasks {
+        // Task notifications need the tasks extension; a listen for anything
+        // else (this server sends no list-changed notifications) is
+        // acknowledged with no task ids and ends.
+        let asks_tasks = params
+            .get("notifications")
+            .and_then(|n| n.get("taskIds"))
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty());
+        if asks_tasks && !ctx.tasks {
             return error_response(
                 &id,
                 &RpcError::missing_tasks_extension(
@@ -239,7 +249,8 @@ pub(crate) fn check(
             vocab::TASKS_EXTENSION
         )));
     }
-    Ok(RequestContext { tasks })
+    let elicitation = caps.get("elicitation").is_some_and(|e| !e.is_null());
+    Ok(RequestContext { tasks, elicitation })
 }
 
 /// `Mcp-Param-<H>` headers for tool arguments annotated `x-mcp-header: H` in the
@@ -436,12 +447,49 @@ async fn tools_call(
     params: &Map<String, Value>,
 ) -> Result<Reply, RpcError> {
     let poll = inner.config.poll_interval_ms;
-    // A legacy `params.task` is ignored in this revision: the server decides.
-    let task = inner.start_call(caller, params, None).await?;
-    if ctx.tasks {
+    let name = params
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| RpcError::invalid_params("params.name (the tool name) is required"))?;
+    let support = inner.skill(name)?.task_support;
+    // A sync-only tool is never answered with a task, whatever the client offers.
+    let as_task = ctx.tasks && support != TaskSupport::Forbidden;
+    // A repeated call (SEP-2322) names its task in requestState: the answers go
+    // to that task, which continues. A legacy `params.task` is ignored in this
+    // revision: the server decides.
+    let (task, repeated) = match params.get("requestState") {
+        Some(Value::String(state)) => {
+            let id = inner.state_key.open(caller, name, state)?;
+            match params.get("inputResponses") {
+                None | Some(Value::Null) => {}
+                Some(Value::Object(r)) => inner.apply_responses(caller, id.as_str(), r).await?,
+                Some(_) => {
+                    return Err(RpcError::invalid_params(
+                        "params.inputResponses must be an object keyed by input request",
+                    ))
+                }
+            }
+            (inner.get(caller, id.as_str()).await?, true)
+        }
+        None | Some(Value::Null) => {
+            if support == TaskSupport::Required && !ctx.tasks {
+                return Err(RpcError::missing_tasks_extension(format!(
+                    "tool {name} runs only as a task: declare _meta[\"{}\"].extensions[\"{}\"]",
+                    meta::CLIENT_CAPABILITIES,
+                    vocab::TASKS_EXTENSION
+                )));
+            }
+            (inner.start_call(caller, params, None).await?, false)
+        }
+        Some(_) => {
+            return Err(RpcError::invalid_params(
+                "params.requestState must be the string a previous InputRequiredResult gave",
+            ))
+        }
+    };
+    if as_task {
         let task = match inner.config.task_mode {
-            TaskMode::Always => task,
-            TaskMode::After(ms) => {
+            TaskMode::After(ms) if !repeated => {
                 let t = inner
                     .wait(caller, &task.id, std::time::Duration::from_millis(ms), true)
                     .await?;
@@ -450,34 +498,22 @@ async fn tools_call(
                 }
                 t
             }
+            _ if task.state.is_terminal() => return terminal_reply(&task),
+            _ => task,
         };
         let mut m = vocab::current_task(&task, poll);
         m.insert("resultType".into(), Value::String("task".into()));
         return Ok(Reply::Result(m));
     }
-    // No task support: block until the task ends.
+    // The client waits for the result: until the task ends, or stops for input
+    // (answered with an InputRequiredResult), or the call times out.
     let timeout = inner.config.call_timeout;
     let t = inner.wait(caller, &task.id, timeout, true).await?;
     if t.state.is_terminal() {
         return terminal_reply(&t);
     }
     if t.state.is_interrupted() {
-        inner
-            .abandon(
-                caller,
-                &t.id,
-                "the tool needs input and the client cannot give it",
-            )
-            .await;
-        return Err(RpcError::missing_tasks_extension(format!(
-            "tool {} asked for input, which needs the tasks extension ({}); the call was cancelled",
-            params
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or_default(),
-            vocab::TASKS_EXTENSION
-        ))
-        .with_status(axum::http::StatusCode::OK));
+        return input_required(inner, caller, ctx, name, &t).await;
     }
     inner.abandon(caller, &t.id, "tools/call timed out").await;
     Err(RpcError::internal(format!(
@@ -485,6 +521,54 @@ async fn tools_call(
         timeout.as_millis()
     ))
     .with_data(json!({"timeoutMs": timeout.as_millis() as u64})))
+}
+
+/// The SEP-2322 `InputRequiredResult` of a task waiting for input: its keyed
+/// input requests that the client declared it can answer, and the sealed
+/// `requestState` naming the task. A client that can answer none of them gets
+/// -32021 naming the capability, and the task is cancelled.
+async fn input_required(
+    inner: &Inner,
+    caller: &Caller,
+    ctx: &RequestContext,
+    tool: &str,
+    t: &taskwire_core::Task,
+) -> Result<Reply, RpcError> {
+    let (requests, _) =
+        vocab::input_requests(t, Generation::Current, inner.config.auth_url_base.as_str());
+    let total = requests.len();
+    let usable: Map<String, Value> = requests
+        .into_iter()
+        .filter(|(_, r)| {
+            r.get("method").and_then(Value::as_str) != Some(method::ELICITATION_CREATE)
+                || ctx.elicitation
+        })
+        .collect();
+    if usable.is_empty() {
+        inner
+            .abandon(caller, &t.id, "the tool needs input the client cannot give")
+            .await;
+        let why = if total == 0 {
+            "asked for input no client can give"
+        } else {
+            "asked for input through elicitation, which the client did not declare"
+        };
+        return Err(RpcError::missing_capability(
+            json!({"elicitation": {}}),
+            format!(
+                "tool {tool} {why}; the call was cancelled (declare the elicitation capability, or the tasks extension {})",
+                vocab::TASKS_EXTENSION
+            ),
+        ));
+    }
+    let mut m = Map::new();
+    m.insert("resultType".into(), Value::String("input_required".into()));
+    m.insert("inputRequests".into(), Value::Object(usable));
+    m.insert(
+        "requestState".into(),
+        Value::String(inner.state_key.seal(caller, tool, t)),
+    );
+    Ok(Reply::Result(m))
 }
 
 fn terminal_reply(t: &taskwire_core::Task) -> Result<Reply, RpcError> {

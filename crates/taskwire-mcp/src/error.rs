@@ -67,6 +67,13 @@ impl RpcError {
         }))
     }
 
+    /// The client did not declare a capability the request needs (HTTP 400,
+    /// -32021); `required` is a `ClientCapabilities` object of what is missing.
+    pub fn missing_capability(required: Value, message: impl Into<String>) -> Self {
+        Self::bad_request(code::MISSING_CAPABILITY, message)
+            .with_data(json!({ "requiredCapabilities": required }))
+    }
+
     /// The unknown-task error (-32602).
     pub fn unknown_task(id: &str) -> Self {
         Self::invalid_params(format!("unknown task: {id}"))

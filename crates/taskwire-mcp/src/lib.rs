@@ -72,12 +72,15 @@ use taskwire_core::{Agent, AgentInfo, Caller, TaskService};
 
 mod current;
 pub mod error;
+pub mod fixture;
 mod legacy;
+mod mrtr;
 mod notify;
 mod ops;
 pub mod wire;
 
 pub use error::RpcError;
+pub use mrtr::StateKey;
 
 /// The path the adapter serves.
 pub const MCP_PATH: &str = "/mcp";
@@ -142,6 +145,10 @@ pub struct McpConfig {
     /// [`McpConfig::LOOPBACK_HOSTS`] (and its public url's host) when it listens
     /// on a loopback address.
     pub allowed_hosts: Vec<String>,
+    /// The key SEP-2322 `requestState`s are sealed with; `None`: a random key
+    /// per adapter (states then do not outlive the process nor cross nodes, and
+    /// a client holding one calls the tool again).
+    pub request_state_key: Option<StateKey>,
 }
 
 impl McpConfig {
@@ -162,6 +169,7 @@ impl Default for McpConfig {
             auth_url_base: "urn:taskwire:authorize:".into(),
             server_name: "taskwire".into(),
             allowed_hosts: Vec::new(),
+            request_state_key: None,
         }
     }
 }
@@ -171,6 +179,7 @@ pub(crate) struct Inner {
     pub(crate) info: AgentInfo,
     pub(crate) config: McpConfig,
     pub(crate) sessions: legacy::Sessions,
+    pub(crate) state_key: StateKey,
 }
 
 /// The MCP adapter: build it once and mount [`McpAdapter::routes`].
@@ -196,6 +205,10 @@ impl McpAdapter {
                 service,
                 info,
                 sessions: legacy::Sessions::new(config.max_sessions, config.session_idle),
+                state_key: config
+                    .request_state_key
+                    .clone()
+                    .unwrap_or_else(StateKey::random),
                 config,
             }),
         }

@@ -3,6 +3,7 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::{golden, Server, V};
@@ -215,11 +216,98 @@ async fn without_the_extension_tools_call_blocks() {
     assert_eq!(st, 200);
     assert_eq!(r["result"]["content"][0]["text"], "hello");
     golden("current_call_tool_result", &r);
-    // A tool that needs input cannot run without tasks.
+    // A tool that needs input, for a client that declared neither tasks nor
+    // elicitation: -32021 naming the capability.
     let (st, r) = s.call("tools/call", call_params("ask why?"), false).await;
-    assert_eq!(st, 200);
+    assert_eq!(st, 400);
     assert_eq!(r["error"]["code"], -32021, "{r}");
+    assert_eq!(
+        r["error"]["data"]["requiredCapabilities"],
+        json!({"elicitation": {}})
+    );
     golden("current_call_needs_tasks", &r);
+    s.shutdown().await;
+}
+
+/// SEP-2322: a client that waits for the result and can elicit gets an
+/// InputRequiredResult; repeating the call with the answers and the
+/// requestState continues the same task.
+#[tokio::test]
+async fn input_required_results_continue_the_same_task() {
+    let s = Server::start().await;
+    let elicit = json!({"elicitation": {}});
+    let (st, r) = s
+        .call_with_caps(
+            "alice",
+            "tools/call",
+            call_params("ask What is your name?"),
+            elicit.clone(),
+        )
+        .await;
+    assert_eq!(st, 200, "{r}");
+    let res = &r["result"];
+    assert_eq!(res["resultType"], "input_required", "{r}");
+    assert!(res.get("taskId").is_none(), "{r}");
+    let (key, req) = res["inputRequests"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .next()
+        .unwrap();
+    assert_eq!(req["method"], "elicitation/create");
+    assert_eq!(req["params"]["message"], "What is your name?");
+    let state = res["requestState"].as_str().unwrap().to_string();
+    golden("current_call_input_required", &r);
+
+    let repeat = |responses: Value, state: &str| {
+        let mut p = call_params("ask What is your name?");
+        p["inputResponses"] = responses;
+        p["requestState"] = json!(state);
+        p
+    };
+    let answer = json!({ key.clone(): {"action": "accept", "content": {"answer": "Ada"}} });
+    // Altered, or presented by another principal: refused, nothing answered.
+    let mut altered = state.clone().into_bytes();
+    let last = altered.len() - 1;
+    altered[last] = if altered[last] == b'A' { b'B' } else { b'A' };
+    let altered = String::from_utf8(altered).unwrap();
+    let (_, r) = s
+        .call_with_caps(
+            "alice",
+            "tools/call",
+            repeat(answer.clone(), &altered),
+            elicit.clone(),
+        )
+        .await;
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    let (_, r) = s
+        .call_with_caps(
+            "bob",
+            "tools/call",
+            repeat(answer.clone(), &state),
+            elicit.clone(),
+        )
+        .await;
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    // Wrong keys: asked again, with a new state for the same task.
+    let (_, r) = s
+        .call_with_caps(
+            "alice",
+            "tools/call",
+            repeat(json!({"nope": {"action": "accept", "content": {}}}), &state),
+            elicit.clone(),
+        )
+        .await;
+    assert_eq!(r["result"]["resultType"], "input_required", "{r}");
+    assert!(r["result"]["inputRequests"].get(key).is_some(), "{r}");
+    // The answer: the same task completes with it.
+    let (st, r) = s
+        .call_with_caps("alice", "tools/call", repeat(answer, &state), elicit)
+        .await;
+    assert_eq!(st, 200, "{r}");
+    assert_eq!(r["result"]["resultType"], "complete", "{r}");
+    let text = r["result"]["content"].to_string();
+    assert!(text.contains("answer: Ada"), "{r}");
     s.shutdown().await;
 }
 
@@ -329,5 +417,51 @@ async fn rejects_streams_and_replies_map_to_call_tool_results() {
     let t = s.poll(&id, |t| t["status"] == "completed").await;
     let all = t["result"]["content"].to_string();
     assert!(all.contains("hello there"), "{all}");
+    s.shutdown().await;
+}
+
+/// A skill's task support decides, whatever the client offers: a sync-only tool
+/// answers with its result even to a client that follows tasks, and a tool
+/// that runs only as a task refuses a client that cannot follow one (-32021)
+/// before anything runs.
+#[tokio::test]
+async fn task_support_of_the_skill_decides() {
+    use taskwire_mcp::fixture::McpConformanceAgent;
+    let s = Server::with_agent(Arc::new(McpConformanceAgent::new()), McpConfig::default()).await;
+    let (st, r) = s
+        .call(
+            "tools/call",
+            json!({"name": "greet", "arguments": {"name": "Ada"}}),
+            true,
+        )
+        .await;
+    assert_eq!(st, 200, "{r}");
+    assert_eq!(r["result"]["resultType"], "complete", "{r}");
+    assert_eq!(r["result"]["content"][0]["text"], "Hello, Ada!", "{r}");
+    let (st, r) = s
+        .call(
+            "tools/call",
+            json!({"name": "failing_job", "arguments": {}}),
+            false,
+        )
+        .await;
+    assert_eq!(
+        (st, r["error"]["code"].clone()),
+        (400, json!(-32021)),
+        "{r}"
+    );
+    assert_eq!(
+        r["error"]["data"]["requiredCapabilities"]["extensions"],
+        json!({"io.modelcontextprotocol/tasks": {}})
+    );
+    let (st, r) = s
+        .call(
+            "tools/call",
+            json!({"name": "failing_job", "arguments": {}}),
+            true,
+        )
+        .await;
+    assert_eq!(st, 200, "{r}");
+    assert_eq!(r["result"]["resultType"], "task", "{r}");
     s.shutdown().await;
 }

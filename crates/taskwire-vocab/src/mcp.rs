@@ -836,8 +836,8 @@ pub fn input_answer(task: &Task, key: &str, value: &Value) -> Result<InputAnswer
     })
 }
 
-/// A skill as an MCP `Tool`. In 2025-11-25 it carries `execution.taskSupport`
-/// (`optional`: every skill may run as a task or blocking).
+/// A skill as an MCP `Tool`. In 2025-11-25 it carries `execution.taskSupport`,
+/// the skill's [`taskwire_core::TaskSupport`].
 pub fn tool_of_skill(skill: &Skill, generation: Generation) -> Value {
     let mut schema = skill.input_schema.clone();
     if !schema.is_object() {
@@ -851,7 +851,10 @@ pub fn tool_of_skill(skill: &Skill, generation: Generation) -> Value {
     });
     if generation == Generation::Legacy {
         if let Some(o) = t.as_object_mut() {
-            o.insert("execution".into(), json!({"taskSupport": "optional"}));
+            o.insert(
+                "execution".into(),
+                json!({"taskSupport": skill.task_support.as_str()}),
+            );
         }
     }
     t
@@ -1246,6 +1249,7 @@ mod tests {
     #[test]
     fn arguments_become_the_first_message() {
         let skill = Skill {
+            task_support: taskwire_core::agent::TaskSupport::Optional,
             id: "run_script".into(),
             name: "Run".into(),
             description: "d".into(),

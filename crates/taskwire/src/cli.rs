@@ -26,10 +26,16 @@ use crate::server::{check_listen_policy, Server};
 pub const FORCED_EXIT_CODE: i32 = 130;
 
 /// The agents this binary can run, for `--agent`.
-#[cfg(feature = "a2a")]
+#[cfg(all(feature = "a2a", feature = "mcp"))]
+pub const AGENTS: &str = "scripted, tck, mcp-conformance";
+/// The agents this binary can run, for `--agent`.
+#[cfg(all(feature = "a2a", not(feature = "mcp")))]
 pub const AGENTS: &str = "scripted, tck";
 /// The agents this binary can run, for `--agent`.
-#[cfg(not(feature = "a2a"))]
+#[cfg(all(not(feature = "a2a"), feature = "mcp"))]
+pub const AGENTS: &str = "scripted, mcp-conformance";
+/// The agents this binary can run, for `--agent`.
+#[cfg(not(any(feature = "a2a", feature = "mcp")))]
 pub const AGENTS: &str = "scripted";
 
 #[cfg(feature = "sqlite")]
@@ -248,7 +254,8 @@ pub struct ServeArgs {
     /// The agent that runs tasks. `scripted` is the built-in reference agent driven
     /// by directives (ask, auth, review, fail, reject, crash, sleep, stream, steps,
     /// message; anything else is echoed); `tck` maps the a2a-tck messageId
-    /// prefixes onto those behaviours.
+    /// prefixes onto those behaviours; `mcp-conformance` offers the tools the
+    /// official MCP conformance suite calls (docs/mcp.md).
     #[arg(
         long,
         env = "TASKWIRE_AGENT",
@@ -510,6 +517,8 @@ pub fn agent_by_name(name: &str) -> Result<Arc<dyn Agent>, Error> {
         "scripted" => Ok(Arc::new(ScriptedAgent::new())),
         #[cfg(feature = "a2a")]
         "tck" => Ok(Arc::new(taskwire_a2a::tck::TckAgent::new())),
+        #[cfg(feature = "mcp")]
+        "mcp-conformance" => Ok(Arc::new(taskwire_mcp::fixture::McpConformanceAgent::new())),
         other => Err(Error::UnknownAgent {
             name: other.to_string(),
             available: AGENTS,
