@@ -457,6 +457,9 @@ async fn tools_call(
     // A repeated call (SEP-2322) names its task in requestState: the answers go
     // to that task, which continues. A legacy `params.task` is ignored in this
     // revision: the server decides.
+    // Answers sent with the first call (no requestState) are kept for the
+    // input the task asks for: a client may answer ahead (SEP-2322).
+    let mut ahead = None;
     let (task, repeated) = match params.get("requestState") {
         Some(Value::String(state)) => {
             let id = inner.state_key.open(caller, name, state)?;
@@ -479,6 +482,15 @@ async fn tools_call(
                     vocab::TASKS_EXTENSION
                 )));
             }
+            ahead = match params.get("inputResponses") {
+                None | Some(Value::Null) => None,
+                Some(Value::Object(r)) => Some(r),
+                Some(_) => {
+                    return Err(RpcError::invalid_params(
+                        "params.inputResponses must be an object keyed by input request",
+                    ))
+                }
+            };
             (inner.start_call(caller, params, None).await?, false)
         }
         Some(_) => {
@@ -508,13 +520,23 @@ async fn tools_call(
     // The client waits for the result: until the task ends, or stops for input
     // (answered with an InputRequiredResult), or the call times out.
     let timeout = inner.config.call_timeout;
-    let t = inner.wait(caller, &task.id, timeout, true).await?;
-    if t.state.is_terminal() {
-        return terminal_reply(&t);
-    }
-    if t.state.is_interrupted() {
-        return input_required(inner, caller, ctx, name, &t).await;
-    }
+    let deadline = tokio::time::Instant::now() + timeout;
+    let t = loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let t = inner.wait(caller, &task.id, left, true).await?;
+        if t.state.is_terminal() {
+            return terminal_reply(&t);
+        }
+        if !t.state.is_interrupted() {
+            break t;
+        }
+        // Answers given ahead go to the first input the task asks for (once;
+        // keys it did not ask for are ignored).
+        match ahead.take() {
+            Some(r) => inner.apply_responses(caller, t.id.as_str(), r).await?,
+            None => return input_required(inner, caller, ctx, name, &t).await,
+        }
+    };
     inner.abandon(caller, &t.id, "tools/call timed out").await;
     Err(RpcError::internal(format!(
         "tools/call did not finish within {} ms and was cancelled; declare the tasks extension to run long tools as tasks",

@@ -149,7 +149,58 @@ fn tools() -> Vec<Skill> {
             "Asks for a confirmation, then completes.",
             none(),
         ),
+        t(
+            "test_elicitation",
+            "Asks the client for a username and an email, showing `message`.",
+            json!({"type": "object", "properties": {"message": {"type": "string"}},
+                "required": ["message"]}),
+        ),
+        t(
+            "test_elicitation_sep1034_defaults",
+            "Asks for a form whose fields all have defaults (SEP-1034).",
+            none(),
+        ),
+        t(
+            "test_elicitation_sep1330_enums",
+            "Asks for a form with the five enum forms (SEP-1330).",
+            none(),
+        ),
+        t(
+            "test_header_param",
+            "Echoes `region`, which clients mirror into the Mcp-Param-Region header.",
+            json!({"type": "object",
+                "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+                "required": ["region"]}),
+        ),
+        t(
+            "json_schema_2020_12_tool",
+            "Tool with JSON Schema 2020-12 features",
+            json_schema_2020_12(),
+        ),
     ]
+}
+
+/// The input schema the suite's `json-schema-2020-12` scenario expects
+/// preserved in the listing.
+fn json_schema_2020_12() -> Value {
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "$defs": {"address": {"$anchor": "addressDef", "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+        "properties": {
+            "name": {"type": "string"},
+            "address": {"$ref": "#/$defs/address"},
+            "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+            "phone": {"type": "string"},
+            "email": {"type": "string"}
+        },
+        "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+        "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+        "then": {"required": ["phone"]},
+        "else": {"required": ["email"]},
+        "additionalProperties": false
+    })
 }
 
 fn string_schema(field: &str) -> Value {
@@ -200,7 +251,7 @@ fn ask_all<'a>(ctx: &'a TurnContext, asks: &[(&str, &str, Value)]) -> Result<Ask
     })
 }
 
-fn field<'a>(v: Option<&'a Value>, name: &str) -> String {
+fn field(v: Option<&Value>, name: &str) -> String {
     match v.and_then(|c| c.get(name)) {
         Some(Value::String(s)) => s.clone(),
         Some(other) => other.to_string(),
@@ -223,6 +274,33 @@ async fn sleep_or_cancel(ctx: &TurnContext, d: Duration) -> Result<(), AgentErro
         _ = tokio::time::sleep(d) => Ok(()),
         _ = ctx.cancelled() => Err(AgentError::Core(CoreError::Terminal { state: TaskState::Canceled })),
     }
+}
+
+/// Asks one form (key `form`), then reports the answer as
+/// `<label>: action=<action>, content=<content>`.
+async fn form_then_report(
+    ctx: &TurnContext,
+    prompt: &str,
+    schema: Value,
+    label: &str,
+) -> Result<TurnOutcome, AgentError> {
+    let Some(r) = ctx.answers().get("form") else {
+        ctx.request_input("form", prompt, schema)?;
+        return Ok(waiting());
+    };
+    let action = match r.action {
+        InputAction::Accept => "accept",
+        InputAction::Decline => "decline",
+        InputAction::Cancel => "cancel",
+    };
+    let content = r.content.clone().unwrap_or(Value::Null);
+    reply(
+        ctx,
+        vec![Part::text(format!(
+            "{label}: action={action}, content={content}"
+        ))],
+    )
+    .await
 }
 
 /// The `tools/call` arguments the first message carries (its data part).
@@ -309,6 +387,52 @@ impl Agent for McpConformanceAgent {
             "test_tool_with_logging" | "test_logging_tool" => {
                 reply(ctx, vec![Part::text("Tool execution completed")]).await
             }
+            "test_elicitation" => {
+                let message = args.get("message").and_then(Value::as_str).unwrap_or("");
+                let schema = json!({"type": "object", "properties": {
+                    "username": {"type": "string", "description": "User's response"},
+                    "email": {"type": "string", "description": "User's email address"}},
+                    "required": ["username", "email"]});
+                form_then_report(ctx, message, schema, "User response").await
+            }
+            "test_elicitation_sep1034_defaults" => {
+                let schema = json!({"type": "object", "properties": {
+                    "name": {"type": "string", "default": "John Doe"},
+                    "age": {"type": "integer", "default": 30},
+                    "score": {"type": "number", "default": 95.5},
+                    "status": {"type": "string", "enum": ["active", "inactive", "pending"],
+                        "default": "active"},
+                    "verified": {"type": "boolean", "default": true}}});
+                form_then_report(
+                    ctx,
+                    "Defaults for every type",
+                    schema,
+                    "Elicitation completed",
+                )
+                .await
+            }
+            "test_elicitation_sep1330_enums" => {
+                let schema = json!({"type": "object", "properties": {
+                    "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+                    "titledSingle": {"type": "string", "oneOf": [
+                        {"const": "value1", "title": "First Option"},
+                        {"const": "value2", "title": "Second Option"},
+                        {"const": "value3", "title": "Third Option"}]},
+                    "legacyEnum": {"type": "string", "enum": ["opt1", "opt2", "opt3"],
+                        "enumNames": ["Option One", "Option Two", "Option Three"]},
+                    "untitledMulti": {"type": "array",
+                        "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+                    "titledMulti": {"type": "array", "items": {"anyOf": [
+                        {"const": "value1", "title": "First Choice"},
+                        {"const": "value2", "title": "Second Choice"},
+                        {"const": "value3", "title": "Third Choice"}]}}}});
+                form_then_report(ctx, "Every enum form", schema, "Elicitation completed").await
+            }
+            "test_header_param" => {
+                let region = args.get("region").and_then(Value::as_str).unwrap_or("");
+                reply(ctx, vec![Part::text(format!("region: {region}"))]).await
+            }
+            "json_schema_2020_12_tool" => reply(ctx, vec![Part::text(args.to_string())]).await,
             "greet" => {
                 let name = args.get("name").and_then(Value::as_str).unwrap_or("World");
                 reply(ctx, vec![Part::text(format!("Hello, {name}!"))]).await

@@ -317,7 +317,8 @@ fn check_host(allowed: &[String], headers: &HeaderMap) -> Result<(), RpcError> {
         for v in headers.get_all(&name) {
             let v = v.to_str().map_err(|_| forbidden(what, "<not ASCII>"))?;
             // `Origin: null` (opaque origins) names no host to check.
-            if !(name == axum::http::header::ORIGIN && v.trim() == "null") && !ok(v) {
+            let opaque = name == axum::http::header::ORIGIN && v.trim() == "null";
+            if !opaque && !ok(v) {
                 return Err(forbidden(what, v));
             }
         }

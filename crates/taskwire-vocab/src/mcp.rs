@@ -749,6 +749,19 @@ pub enum InputAnswer {
 /// Keys that are not outstanding are [`InputAnswer::Ignored`]; a value that is
 /// not an `ElicitResult` is an error naming the key.
 pub fn input_answer(task: &Task, key: &str, value: &Value) -> Result<InputAnswer, VocabError> {
+    // Keys that are not outstanding are ignored unread (a client may send
+    // more than was asked, SEP-2322).
+    let outstanding = if let Some(provider) = key.strip_prefix(AUTH_KEY_PREFIX) {
+        task.pending_auth.iter().any(|a| a.provider == provider)
+    } else if let Some(review_id) = key.strip_prefix(REVIEW_KEY_PREFIX) {
+        task.reviews_for_responsible_user()
+            .any(|r| r.id == review_id)
+    } else {
+        task.input_requests.contains_key(key)
+    };
+    if !outstanding {
+        return Ok(InputAnswer::Ignored);
+    }
     let invalid = |reason: &str| VocabError::Invalid {
         field: format!("inputResponses[{key}]"),
         reason: reason.to_string(),
@@ -1231,6 +1244,15 @@ mod tests {
         );
         let a = json!({"action": "accept", "content": {"answer": "x"}});
         assert_eq!(input_answer(&t, "nope", &a).unwrap(), InputAnswer::Ignored);
+        // Not asked for: ignored unread, whatever its shape.
+        assert_eq!(
+            input_answer(&t, "nope", &json!("garbage")).unwrap(),
+            InputAnswer::Ignored
+        );
+        assert_eq!(
+            input_answer(&t, "taskwire.review/none", &json!(7)).unwrap(),
+            InputAnswer::Ignored
+        );
         assert!(matches!(
             input_answer(&t, "ask-0", &a).unwrap(),
             InputAnswer::Input { .. }
