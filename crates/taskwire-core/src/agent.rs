@@ -478,13 +478,41 @@ impl TurnContext {
     /// Requests keyed input; the answer must satisfy `schema`. End the turn with
     /// [`TurnOutcome::Waiting`] to wait for it.
     pub fn request_input(&self, key: &str, prompt: &str, schema: Value) -> Result<()> {
+        self.request_kind(key, prompt, schema, InputKind::Form)
+    }
+
+    /// Requests a completion from the caller's own model (MCP
+    /// `sampling/createMessage`; a form with `prompt` elsewhere), answered
+    /// under `key`. End the turn with [`TurnOutcome::Waiting`].
+    pub fn request_sampling(&self, key: &str, prompt: &str, max_tokens: u32) -> Result<()> {
+        self.request_kind(
+            key,
+            prompt,
+            InputKind::sampling_answer_schema(),
+            InputKind::Sampling { max_tokens },
+        )
+    }
+
+    /// Requests the caller's roots (MCP `roots/list`; a form with `prompt`
+    /// elsewhere), answered under `key`. End the turn with
+    /// [`TurnOutcome::Waiting`].
+    pub fn request_roots(&self, key: &str, prompt: &str) -> Result<()> {
+        self.request_kind(
+            key,
+            prompt,
+            InputKind::roots_answer_schema(),
+            InputKind::Roots,
+        )
+    }
+
+    fn request_kind(&self, key: &str, prompt: &str, schema: Value, kind: InputKind) -> Result<()> {
         crate::ids::validate_external_id("input key", key)?;
         self.push(Pending::Input(InputRequest {
             key: key.to_string(),
             prompt: prompt.to_string(),
             schema,
             since: chrono::Utc::now(),
-            kind: InputKind::Form,
+            kind,
             subject: None,
         }));
         Ok(())

@@ -370,13 +370,47 @@ pub struct InputRequest {
     pub subject: Option<String>,
 }
 
-/// The kinds of interaction an input request stands for.
+/// The kinds of interaction an input request stands for. Protocols that know
+/// only forms show every kind as a form: its prompt, and the request's schema
+/// for the answer.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case", rename_all_fields = "camelCase")]
 pub enum InputKind {
     /// A form to fill in.
     #[default]
     Form,
+    /// A completion from the caller's own model (MCP `sampling/createMessage`):
+    /// the prompt is the user message; the answer's content is the model's
+    /// reply (`{role, content: {type, text}, model, stopReason}`).
+    Sampling {
+        /// Most tokens the reply may take.
+        max_tokens: u32,
+    },
+    /// The caller's roots (MCP `roots/list`); the answer's content is
+    /// `{roots: [{uri, name?}]}`.
+    Roots,
+}
+
+impl InputKind {
+    /// JSON schema of the answer to a sampling request.
+    pub fn sampling_answer_schema() -> Value {
+        serde_json::json!({"type": "object", "properties": {
+            "role": {"type": "string"},
+            "content": {"type": "object", "properties": {
+                "type": {"type": "string"}, "text": {"type": "string"}}},
+            "model": {"type": "string"},
+            "stopReason": {"type": "string"}},
+            "required": ["content"]})
+    }
+
+    /// JSON schema of the answer to a roots request.
+    pub fn roots_answer_schema() -> Value {
+        serde_json::json!({"type": "object", "properties": {
+            "roots": {"type": "array", "items": {"type": "object", "properties": {
+                "uri": {"type": "string"}, "name": {"type": "string"}},
+                "required": ["uri"]}}},
+            "required": ["roots"]})
+    }
 }
 
 /// How someone answered an input request.

@@ -22,8 +22,8 @@ pub(crate) const TOOLS_TTL_MS: u64 = 300_000;
 pub(crate) struct RequestContext {
     /// The client declared the tasks extension.
     pub(crate) tasks: bool,
-    /// The client declared the elicitation capability.
-    pub(crate) elicitation: bool,
+    /// The client's declared capabilities (`_meta` clientCapabilities).
+    pub(crate) capabilities: Map<String, Value>,
 }
 
 pub(crate) async fn handle(
@@ -249,8 +249,10 @@ pub(crate) fn check(
             vocab::TASKS_EXTENSION
         )));
     }
-    let elicitation = caps.get("elicitation").is_some_and(|e| !e.is_null());
-    Ok(RequestContext { tasks, elicitation })
+    Ok(RequestContext {
+        tasks,
+        capabilities: caps.clone(),
+    })
 }
 
 /// `Mcp-Param-<H>` headers for tool arguments annotated `x-mcp-header: H` in the
@@ -545,6 +547,15 @@ async fn tools_call(
     .with_data(json!({"timeoutMs": timeout.as_millis() as u64})))
 }
 
+/// The client capability a server-to-client request needs.
+pub(crate) fn capability_of(request_method: &str) -> &'static str {
+    match request_method {
+        method::SAMPLING_CREATE_MESSAGE => "sampling",
+        method::ROOTS_LIST => "roots",
+        _ => "elicitation",
+    }
+}
+
 /// The SEP-2322 `InputRequiredResult` of a task waiting for input: its keyed
 /// input requests that the client declared it can answer, and the sealed
 /// `requestState` naming the task. A client that can answer none of them gets
@@ -558,27 +569,29 @@ async fn input_required(
 ) -> Result<Reply, RpcError> {
     let (requests, _) =
         vocab::input_requests(t, Generation::Current, inner.config.auth_url_base.as_str());
-    let total = requests.len();
+    // Each request goes only to a client that declared its capability.
+    let mut missing = Map::new();
     let usable: Map<String, Value> = requests
         .into_iter()
         .filter(|(_, r)| {
-            r.get("method").and_then(Value::as_str) != Some(method::ELICITATION_CREATE)
-                || ctx.elicitation
+            let cap = capability_of(r.get("method").and_then(Value::as_str).unwrap_or(""));
+            let declared = ctx.capabilities.get(cap).is_some_and(|c| !c.is_null());
+            if !declared {
+                missing.insert(cap.to_string(), json!({}));
+            }
+            declared
         })
         .collect();
     if usable.is_empty() {
         inner
             .abandon(caller, &t.id, "the tool needs input the client cannot give")
             .await;
-        let why = if total == 0 {
-            "asked for input no client can give"
-        } else {
-            "asked for input through elicitation, which the client did not declare"
-        };
+        let names: Vec<&str> = missing.keys().map(String::as_str).collect();
         return Err(RpcError::missing_capability(
-            json!({"elicitation": {}}),
+            Value::Object(missing.clone()),
             format!(
-                "tool {tool} {why}; the call was cancelled (declare the elicitation capability, or the tasks extension {})",
+                "tool {tool} asked for input through {}, which the client did not declare; the call was cancelled (declare it, or the tasks extension {})",
+                if names.is_empty() { "a request no client can answer".to_string() } else { names.join(" and ") },
                 vocab::TASKS_EXTENSION
             ),
         ));

@@ -82,7 +82,33 @@ fn tools() -> Vec<Skill> {
         t("test_logging_tool", "Returns text; sends no logs.", none()),
         t(
             "test_missing_capability",
-            "Asks the client for input (needs the elicitation capability).",
+            "Asks the client's model for a completion (needs the sampling capability).",
+            none(),
+        ),
+        t(
+            "test_sampling",
+            "Asks the client's model to answer `prompt`.",
+            json!({"type": "object", "properties": {"prompt": {"type": "string"}},
+                "required": ["prompt"]}),
+        ),
+        t(
+            "test_input_required_result_sampling",
+            "Asks the client's model for the capital of France.",
+            none(),
+        ),
+        t(
+            "test_input_required_result_list_roots",
+            "Asks for the client's roots.",
+            none(),
+        ),
+        t(
+            "test_input_required_result_multiple_inputs",
+            "Asks for a name, a completion and the roots at once.",
+            none(),
+        ),
+        t(
+            "test_input_required_result_capabilities",
+            "Asks through elicitation and sampling; a client sees what it declared.",
             none(),
         ),
         t(
@@ -276,6 +302,16 @@ async fn sleep_or_cancel(ctx: &TurnContext, d: Duration) -> Result<(), AgentErro
     }
 }
 
+/// The text of a sampling answer (a CreateMessageResult).
+fn sampled_text(content: Option<&Value>) -> String {
+    content
+        .and_then(|c| c.get("content"))
+        .and_then(|c| c.get("text"))
+        .and_then(Value::as_str)
+        .unwrap_or("(no text)")
+        .to_string()
+}
+
 /// Asks one form (key `form`), then reports the answer as
 /// `<label>: action=<action>, content=<content>`.
 async fn form_then_report(
@@ -428,6 +464,74 @@ impl Agent for McpConformanceAgent {
                         {"const": "value3", "title": "Third Choice"}]}}}});
                 form_then_report(ctx, "Every enum form", schema, "Elicitation completed").await
             }
+            "test_missing_capability" | "test_input_required_result_sampling" | "test_sampling" => {
+                let prompt = match tool.as_str() {
+                    "test_sampling" => args
+                        .get("prompt")
+                        .and_then(Value::as_str)
+                        .unwrap_or("Say hello")
+                        .to_string(),
+                    _ => "What is the capital of France?".to_string(),
+                };
+                let Some(r) = ctx.answers().get("capital_question") else {
+                    ctx.request_sampling("capital_question", &prompt, 100)?;
+                    return Ok(waiting());
+                };
+                let text = sampled_text(r.content.as_ref());
+                reply(ctx, vec![Part::text(format!("LLM response: {text}"))]).await
+            }
+            "test_input_required_result_list_roots" => {
+                let Some(r) = ctx.answers().get("client_roots") else {
+                    ctx.request_roots("client_roots", "Which roots may the tool use?")?;
+                    return Ok(waiting());
+                };
+                let roots = r
+                    .content
+                    .as_ref()
+                    .and_then(|c| c.get("roots"))
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|x| x.get("uri").and_then(Value::as_str))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    })
+                    .unwrap_or_default();
+                reply(ctx, vec![Part::text(format!("roots: {roots}"))]).await
+            }
+            "test_input_required_result_multiple_inputs"
+            | "test_input_required_result_capabilities" => {
+                let all = tool == "test_input_required_result_multiple_inputs";
+                let answers = ctx.answers();
+                let mut waiting_for = false;
+                if !answers.contains_key("user_name") {
+                    ctx.request_input("user_name", "What is your name?", string_schema("name"))?;
+                    waiting_for = true;
+                }
+                let sampling_key = if all { "greeting" } else { "capital_question" };
+                if !answers.contains_key(sampling_key) {
+                    let prompt = if all {
+                        "Generate a greeting"
+                    } else {
+                        "What is the capital of France?"
+                    };
+                    ctx.request_sampling(sampling_key, prompt, if all { 50 } else { 100 })?;
+                    waiting_for = true;
+                }
+                if all && !answers.contains_key("client_roots") {
+                    ctx.request_roots("client_roots", "Which roots may the tool use?")?;
+                    waiting_for = true;
+                }
+                if waiting_for {
+                    return Ok(waiting());
+                }
+                let name = field(
+                    answers.get("user_name").and_then(|r| r.content.as_ref()),
+                    "name",
+                );
+                let text = sampled_text(answers.get(sampling_key).and_then(|r| r.content.as_ref()));
+                reply(ctx, vec![Part::text(format!("{name}: {text}"))]).await
+            }
             "test_header_param" => {
                 let region = args.get("region").and_then(Value::as_str).unwrap_or("");
                 reply(ctx, vec![Part::text(format!("region: {region}"))]).await
@@ -492,7 +596,6 @@ impl Agent for McpConformanceAgent {
             },
             "test_tool_with_task"
             | "test_input_required_result_elicitation"
-            | "test_missing_capability"
             | "test_streaming_elicitation" => match ask_all(
                 ctx,
                 &[("user_name", "What is your name?", string_schema("name"))],

@@ -25,8 +25,9 @@ use crate::{accepted, error_response, json_response, Inner};
 pub(crate) struct Session {
     caller: Caller,
     version: String,
-    /// The client declared the elicitation capability (form mode at least).
-    elicitation: bool,
+    /// The client capabilities it can be asked through (`elicitation`,
+    /// `sampling`, `roots`), as declared at initialize.
+    asks: BTreeSet<&'static str>,
     /// Server-to-client requests waiting for the client's response, by id.
     pending: Mutex<HashMap<String, oneshot::Sender<Result<Value, Value>>>>,
     next_id: AtomicU64,
@@ -122,14 +123,19 @@ pub(crate) async fn initialize(inner: Arc<Inner>, caller: Caller, msg: Incoming)
     } else {
         wire::V_LEGACY.to_string()
     };
-    let elicitation = params
-        .get("capabilities")
-        .and_then(|c| c.get("elicitation"))
-        .is_some();
+    let asks: BTreeSet<&'static str> = ["elicitation", "sampling", "roots"]
+        .into_iter()
+        .filter(|cap| {
+            params
+                .get("capabilities")
+                .and_then(|c| c.get(*cap))
+                .is_some_and(|v| !v.is_null())
+        })
+        .collect();
     let session = Session {
         caller,
         version: version.clone(),
-        elicitation,
+        asks,
         pending: Mutex::new(HashMap::new()),
         next_id: AtomicU64::new(1),
         last_used: AtomicU64::new(0),
@@ -223,7 +229,7 @@ pub(crate) async fn handle(
         return tasks_result(inner, caller, session, id, params).await;
     }
     let as_task = session.tasks() && params.get("task").is_some();
-    if name == method::TOOLS_CALL && session.elicitation && !as_task {
+    if name == method::TOOLS_CALL && !session.asks.is_empty() && !as_task {
         return blocking_call_stream(inner, caller, session, id, params).await;
     }
     match dispatch(&inner, &caller, &session, &name, &params).await {
@@ -537,14 +543,14 @@ async fn drive_result(
             let _ = tx.send(wire::error(&id, &e)).await;
             return;
         }
-        let elicit = session.elicitation;
+        let elicit = !session.asks.is_empty();
         let t = match inner
             .service
             .wait_until(&caller, &task_id, deadline - now, |t| {
                 vocab::status(t, Generation::Legacy).0 != last_status
                     || (elicit
                         && t.state.is_interrupted()
-                        && unsent(t, &sent_keys, &inner.config.auth_url_base))
+                        && unsent(t, &session, &sent_keys, &inner.config.auth_url_base))
             })
             .await
         {
@@ -593,7 +599,17 @@ async fn drive_result(
         }
         let (reqs, _) = vocab::input_requests(&t, Generation::Legacy, &inner.config.auth_url_base);
         for (key, req) in reqs {
-            if !sent_keys.insert(key.clone()) {
+            let out_method = req
+                .get("method")
+                .and_then(Value::as_str)
+                .unwrap_or(method::ELICITATION_CREATE)
+                .to_string();
+            // Only what the client declared it can answer is asked.
+            if !session
+                .asks
+                .contains(crate::current::capability_of(&out_method))
+                || !sent_keys.insert(key.clone())
+            {
                 continue;
             }
             let n = session.next_id.fetch_add(1, Ordering::Relaxed);
@@ -610,7 +626,7 @@ async fn drive_result(
             if notify {
                 params.insert("_meta".into(), related(&t));
             }
-            let out = wire::request(&rid, method::ELICITATION_CREATE, Value::Object(params));
+            let out = wire::request(&rid, &out_method, Value::Object(params));
             if tx.send(out).await.is_err() {
                 return;
             }
@@ -634,9 +650,13 @@ async fn drive_result(
     }
 }
 
-fn unsent(t: &Task, sent: &BTreeSet<String>, auth: &str) -> bool {
+/// True if the task has a request the client can answer and was not sent yet.
+fn unsent(t: &Task, session: &Session, sent: &BTreeSet<String>, auth: &str) -> bool {
     let (reqs, _) = vocab::input_requests(t, Generation::Legacy, auth);
-    reqs.keys().any(|k| !sent.contains(k))
+    reqs.iter().any(|(k, r)| {
+        let m = r.get("method").and_then(Value::as_str).unwrap_or("");
+        !sent.contains(k) && session.asks.contains(crate::current::capability_of(m))
+    })
 }
 
 #[cfg(test)]
@@ -647,7 +667,7 @@ mod tests {
         Session {
             caller: Caller::new("t", who),
             version: wire::V_LEGACY.into(),
-            elicitation: false,
+            asks: BTreeSet::new(),
             pending: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             last_used: AtomicU64::new(0),

@@ -12,12 +12,12 @@ use serde_json::{json, Map, Value};
 
 use taskwire_core::agent::Skill;
 use taskwire_core::types::{
-    InputAction, InputResponse, Message, Part, PartContent, ReviewDecision, Task, TaskState,
-    TerminalCause, Timestamp,
+    InputAction, InputKind, InputResponse, Message, Part, PartContent, ReviewDecision, Task,
+    TaskState, TerminalCause, Timestamp,
 };
 use taskwire_core::CoreError;
 
-use crate::{Loss, VocabError};
+use crate::{names, Loss, VocabError};
 
 /// Id of the tasks extension (SEP-2663), in capabilities and `_meta`.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
@@ -658,9 +658,10 @@ pub fn review_schema() -> Value {
     })
 }
 
-/// The task's pending interactions as keyed elicitation requests
-/// (`{method: "elicitation/create", params}`): input requests as form mode with the
-/// requested schema, provider authorisations as URL mode (the provider's URL, or
+/// The task's pending interactions as keyed requests (`{method, params}`):
+/// input requests as `elicitation/create` form mode with the requested schema
+/// (sampling requests as `sampling/createMessage`, roots requests as
+/// `roots/list`), provider authorisations as URL mode (the provider's URL, or
 /// `<auth_url_base><provider>`), reviews of the responsible user as a confirmation
 /// form. In 2025-11-25 URL mode carries an `elicitationId` (the key).
 pub fn input_requests(
@@ -671,10 +672,23 @@ pub fn input_requests(
     let mut out = Map::new();
     let mut losses = Vec::new();
     for (key, r) in &task.input_requests {
-        out.insert(
-            key.clone(),
-            elicit(json!({"mode": "form", "message": r.prompt, "requestedSchema": r.schema})),
-        );
+        let req = match r.kind {
+            InputKind::Form => {
+                elicit(json!({"mode": "form", "message": r.prompt, "requestedSchema": r.schema}))
+            }
+            InputKind::Sampling { max_tokens } => json!({
+                "method": names::mcp::method::SAMPLING_CREATE_MESSAGE,
+                "params": {
+                    "messages": [{"role": "user", "content": {"type": "text", "text": r.prompt}}],
+                    "maxTokens": max_tokens
+                }
+            }),
+            InputKind::Roots => json!({
+                "method": names::mcp::method::ROOTS_LIST,
+                "params": {}
+            }),
+        };
+        out.insert(key.clone(), req);
     }
     for a in &task.pending_auth {
         push_loss(&mut losses, LOSS_AUTH_REQUIRED);
@@ -766,6 +780,30 @@ pub fn input_answer(task: &Task, key: &str, value: &Value) -> Result<InputAnswer
         field: format!("inputResponses[{key}]"),
         reason: reason.to_string(),
     };
+    // The answer to a sampling or roots request is that request's result
+    // (CreateMessageResult, ListRootsResult), which is the content.
+    if let Some(r) = task.input_requests.get(key) {
+        if r.kind != InputKind::Form && value.get("action").is_none() {
+            let ok = match r.kind {
+                InputKind::Roots => value.get("roots").is_some_and(Value::is_array),
+                _ => value.get("content").is_some_and(Value::is_object),
+            };
+            if !ok {
+                return Err(invalid(if r.kind == InputKind::Roots {
+                    "a ListRootsResult ({roots: [...]}) is expected"
+                } else {
+                    "a CreateMessageResult ({role, content, model}) is expected"
+                }));
+            }
+            return Ok(InputAnswer::Input {
+                key: key.to_string(),
+                response: InputResponse {
+                    action: InputAction::Accept,
+                    content: Some(value.clone()),
+                },
+            });
+        }
+    }
     let obj = value
         .as_object()
         .ok_or_else(|| invalid("an ElicitResult object is expected"))?;
@@ -1225,6 +1263,63 @@ mod tests {
                 review_id: "review-0".into(),
                 decision: ReviewDecision::Reject
             }
+        );
+    }
+
+    #[test]
+    fn sampling_and_roots_requests_are_their_mcp_requests() {
+        let mut t = task(TaskState::InputRequired);
+        for (key, kind) in [
+            ("q", InputKind::Sampling { max_tokens: 50 }),
+            ("r", InputKind::Roots),
+        ] {
+            t.input_requests.insert(
+                key.into(),
+                InputRequest {
+                    key: key.into(),
+                    prompt: "Capital of France?".into(),
+                    schema: json!({"type": "object"}),
+                    since: t.created_at,
+                    kind,
+                    subject: None,
+                },
+            );
+        }
+        let (reqs, _) = input_requests(&t, Generation::Current, "");
+        assert_eq!(
+            reqs["q"],
+            json!({"method": "sampling/createMessage", "params": {"messages": [
+                {"role": "user", "content": {"type": "text", "text": "Capital of France?"}}],
+                "maxTokens": 50}})
+        );
+        assert_eq!(reqs["r"], json!({"method": "roots/list", "params": {}}));
+        // Their answers are the requests' results, taken whole as the content.
+        let result = json!({"role": "assistant", "content": {"type": "text", "text": "Paris"},
+            "model": "m", "stopReason": "endTurn"});
+        match input_answer(&t, "q", &result).unwrap() {
+            InputAnswer::Input { key, response } => {
+                assert_eq!(key, "q");
+                assert_eq!(response.action, InputAction::Accept);
+                assert_eq!(response.content, Some(result));
+            }
+            other => panic!("{other:?}"),
+        }
+        let roots = json!({"roots": [{"uri": "file:///w"}]});
+        assert!(matches!(
+            input_answer(&t, "r", &roots).unwrap(),
+            InputAnswer::Input { .. }
+        ));
+        assert!(input_answer(&t, "q", &json!({"roots": []})).is_err());
+        assert!(input_answer(&t, "r", &json!({"content": {}})).is_err());
+        // The kind survives the store's JSON.
+        let back: InputKind = serde_json::from_value(
+            serde_json::to_value(InputKind::Sampling { max_tokens: 7 }).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(back, InputKind::Sampling { max_tokens: 7 });
+        assert_eq!(
+            serde_json::to_value(InputKind::Form).unwrap(),
+            json!("form")
         );
     }
 

@@ -33,6 +33,10 @@ pub mod mcp {
         pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
         /// `elicitation/create` (server to client).
         pub const ELICITATION_CREATE: &str = "elicitation/create";
+        /// Server-to-client: a completion from the client's model.
+        pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
+        /// Server-to-client: the client's roots.
+        pub const ROOTS_LIST: &str = "roots/list";
         /// `notifications/tasks` (SEP-2663).
         pub const NOTIFY_TASKS: &str = "notifications/tasks";
         /// `notifications/tasks/status` (2025-11-25).
