@@ -65,6 +65,29 @@ pub(crate) async fn handle(
         }
         return crate::notify::listen(inner, caller, id, params).await;
     }
+    // A tools/call with a progressToken is answered as a stream: progress
+    // notifications while the client waits, then the result.
+    let progress_token = params
+        .get("_meta")
+        .and_then(|m| m.get("progressToken"))
+        .filter(|t| t.is_string() || t.is_number())
+        .cloned();
+    if let (method::TOOLS_CALL, Some(token)) = (name.as_str(), progress_token) {
+        let (tx, rx) = tokio::sync::mpsc::channel::<Value>(32);
+        tokio::spawn(async move {
+            let progress = Progress {
+                token,
+                tx: tx.clone(),
+            };
+            let msg = match tools_call(&inner, &caller, &ctx, &params, Some(progress)).await {
+                Ok(Reply::Result(r)) => wire::result(&id, Value::Object(r)),
+                Ok(Reply::ErrorObject(o)) => wire::error_object(&id, o),
+                Err(e) => wire::error(&id, &e),
+            };
+            let _ = tx.send(msg).await;
+        });
+        return crate::legacy::sse_of(rx);
+    }
     match dispatch(&inner, &caller, &ctx, &name, &params).await {
         Ok(Reply::Result(r)) => json_response(
             axum::http::StatusCode::OK,
@@ -362,7 +385,7 @@ async fn dispatch(
             m.insert("cacheScope".into(), Value::String("private".into()));
             Ok(Reply::Result(complete(m)))
         }
-        method::TOOLS_CALL => tools_call(inner, caller, ctx, params).await,
+        method::TOOLS_CALL => tools_call(inner, caller, ctx, params, None).await,
         method::TASKS_GET => {
             let task = inner.get(caller, task_id_param(params)?).await?;
             Ok(Reply::Result(complete(vocab::detailed_task(
@@ -442,11 +465,99 @@ pub(crate) fn server_info(inner: &Inner) -> Value {
     json!({"name": inner.config.server_name, "version": env!("CARGO_PKG_VERSION")})
 }
 
+/// Where a waiting `tools/call` sends its progress notifications.
+pub(crate) struct Progress {
+    /// The request's `progressToken`.
+    pub(crate) token: Value,
+    /// The response stream.
+    pub(crate) tx: tokio::sync::mpsc::Sender<Value>,
+}
+
+/// Forwards a task's progress-worthy events as `notifications/progress`, until
+/// [`ProgressForwarder::finish`] (or drop).
+pub(crate) struct ProgressForwarder {
+    task: tokio::task::JoinHandle<()>,
+    /// The sequence number to forward up to (`u64::MAX`: all, for now).
+    stop_at: tokio::sync::watch::Sender<u64>,
+}
+
+impl Drop for ProgressForwarder {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl ProgressForwarder {
+    pub(crate) fn start(
+        inner: &Inner,
+        caller: &Caller,
+        id: &taskwire_core::TaskId,
+        p: Progress,
+    ) -> Self {
+        let service = inner.service.clone();
+        let caller = caller.clone();
+        let id = id.clone();
+        let (stop_at, mut stop) = tokio::sync::watch::channel(u64::MAX);
+        let task = tokio::spawn(async move {
+            use futures::StreamExt;
+            let Ok(mut events) = service
+                .subscribe(taskwire_core::Access::Owner(&caller), &id, 0)
+                .await
+            else {
+                return;
+            };
+            let mut seen = 0;
+            loop {
+                if seen >= *stop.borrow() {
+                    return;
+                }
+                let ev = tokio::select! {
+                    ev = events.next() => ev,
+                    changed = stop.changed() => {
+                        if changed.is_err() {
+                            return;
+                        }
+                        continue;
+                    }
+                };
+                let Some(ev) = ev else { return };
+                let Ok(ev) = ev else { continue };
+                seen = ev.seq;
+                let Some(message) = vocab::progress_message(&ev.kind) else {
+                    continue;
+                };
+                let n = wire::notification(
+                    method::NOTIFY_PROGRESS,
+                    json!({"progressToken": p.token, "progress": ev.seq, "message": message}),
+                );
+                if p.tx.send(n).await.is_err() {
+                    return;
+                }
+            }
+        });
+        Self { task, stop_at }
+    }
+
+    /// Forwards what is left up to `last_seq` (at most a second more), then
+    /// stops.
+    pub(crate) async fn finish(mut self, last_seq: u64) {
+        let _ = self.stop_at.send(last_seq);
+        let task = &mut self.task;
+        if tokio::time::timeout(std::time::Duration::from_secs(1), task)
+            .await
+            .is_err()
+        {
+            tracing::debug!("mcp: progress forwarding did not catch up");
+        }
+    }
+}
+
 async fn tools_call(
     inner: &Inner,
     caller: &Caller,
     ctx: &RequestContext,
     params: &Map<String, Value>,
+    progress: Option<Progress>,
 ) -> Result<Reply, RpcError> {
     let poll = inner.config.poll_interval_ms;
     let name = params
@@ -523,28 +634,39 @@ async fn tools_call(
     // (answered with an InputRequiredResult), or the call times out.
     let timeout = inner.config.call_timeout;
     let deadline = tokio::time::Instant::now() + timeout;
-    let t = loop {
+    let forwarder = progress.map(|p| ProgressForwarder::start(inner, caller, &task.id, p));
+    let (reply, last_seq) = loop {
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         let t = inner.wait(caller, &task.id, left, true).await?;
         if t.state.is_terminal() {
-            return terminal_reply(&t);
+            break (terminal_reply(&t), t.last_seq);
         }
         if !t.state.is_interrupted() {
-            break t;
+            inner.abandon(caller, &t.id, "tools/call timed out").await;
+            let e = RpcError::internal(format!(
+                "tools/call did not finish within {} ms and was cancelled; declare the tasks extension to run long tools as tasks",
+                timeout.as_millis()
+            ))
+            .with_data(json!({"timeoutMs": timeout.as_millis() as u64}));
+            break (Err(e), t.last_seq);
         }
         // Answers given ahead go to the first input the task asks for (once;
         // keys it did not ask for are ignored).
         match ahead.take() {
             Some(r) => inner.apply_responses(caller, t.id.as_str(), r).await?,
-            None => return input_required(inner, caller, ctx, name, &t).await,
+            None => {
+                break (
+                    input_required(inner, caller, ctx, name, &t).await,
+                    t.last_seq,
+                )
+            }
         }
     };
-    inner.abandon(caller, &t.id, "tools/call timed out").await;
-    Err(RpcError::internal(format!(
-        "tools/call did not finish within {} ms and was cancelled; declare the tasks extension to run long tools as tasks",
-        timeout.as_millis()
-    ))
-    .with_data(json!({"timeoutMs": timeout.as_millis() as u64})))
+    // Every progress event up to the answer goes out before it.
+    if let Some(f) = forwarder {
+        f.finish(last_seq).await;
+    }
+    reply
 }
 
 /// The client capability a server-to-client request needs.

@@ -229,8 +229,16 @@ pub(crate) async fn handle(
         return tasks_result(inner, caller, session, id, params).await;
     }
     let as_task = session.tasks() && params.get("task").is_some();
-    if name == method::TOOLS_CALL && !session.asks.is_empty() && !as_task {
-        return blocking_call_stream(inner, caller, session, id, params).await;
+    let progress_token = params
+        .get("_meta")
+        .and_then(|m| m.get("progressToken"))
+        .filter(|t| t.is_string() || t.is_number())
+        .cloned();
+    if name == method::TOOLS_CALL
+        && !as_task
+        && (!session.asks.is_empty() || progress_token.is_some())
+    {
+        return blocking_call_stream(inner, caller, session, id, params, progress_token).await;
     }
     match dispatch(&inner, &caller, &session, &name, &params).await {
         Ok(v) => json_response(StatusCode::OK, &wire::result(&id, v)),
@@ -433,8 +441,9 @@ async fn tasks_result(
     sse_of(rx)
 }
 
-/// A blocking `tools/call` from a client that can answer elicitations: the answer
-/// is a stream that delivers the task's elicitations as server-to-client requests
+/// A blocking `tools/call` from a client that can answer elicitations (or gave a
+/// progressToken): the answer is a stream that delivers progress notifications
+/// and the task's elicitations as server-to-client requests
 /// and ends with the `CallToolResult` (or an error after the call timeout, which
 /// cancels the task).
 async fn blocking_call_stream(
@@ -443,12 +452,24 @@ async fn blocking_call_stream(
     session: Arc<Session>,
     id: Value,
     params: Map<String, Value>,
+    progress_token: Option<Value>,
 ) -> Response {
     let task = match inner.start_call(&caller, &params, None).await {
         Ok(t) => t,
         Err(e) => return error_response(&id, &e),
     };
     let (tx, rx) = mpsc::channel::<Value>(16);
+    let forwarder = progress_token.map(|token| {
+        crate::current::ProgressForwarder::start(
+            &inner,
+            &caller,
+            &task.id,
+            crate::current::Progress {
+                token,
+                tx: tx.clone(),
+            },
+        )
+    });
     tokio::spawn(drive_result(
         inner,
         caller,
@@ -456,18 +477,18 @@ async fn blocking_call_stream(
         id,
         task,
         tx,
-        Mode::BlockingCall,
+        Mode::BlockingCall(forwarder),
     ));
     sse_of(rx)
 }
 
 /// What a driven stream answers.
-#[derive(Clone, Copy, PartialEq, Eq)]
 enum Mode {
     /// `tasks/result`: status notifications, the result with the related-task key.
     TaskResult,
-    /// A blocking `tools/call`: no task vocabulary on the wire, just the result.
-    BlockingCall,
+    /// A blocking `tools/call`: no task vocabulary on the wire, just the result
+    /// (after the progress notifications, when the call asked for them).
+    BlockingCall(Option<crate::current::ProgressForwarder>),
 }
 
 /// An SSE response: a priming event (an id and empty data, which clients skip),
@@ -503,10 +524,10 @@ async fn drive_result(
     let poll = inner.config.poll_interval_ms;
     let limit = match mode {
         Mode::TaskResult => inner.config.result_timeout,
-        Mode::BlockingCall => inner.config.call_timeout,
+        Mode::BlockingCall(_) => inner.config.call_timeout,
     };
     let deadline = tokio::time::Instant::now() + limit;
-    let notify = mode == Mode::TaskResult;
+    let notify = matches!(mode, Mode::TaskResult);
     let mut last_status = vocab::status(&task, Generation::Legacy).0;
     let mut sent_keys: BTreeSet<String> = BTreeSet::new();
     let task_id = task.id.clone();
@@ -532,7 +553,7 @@ async fn drive_result(
                     "task {task_id} did not finish within {} ms; poll tasks/get and call tasks/result again",
                     limit.as_millis()
                 )),
-                Mode::BlockingCall => {
+                Mode::BlockingCall(_) => {
                     inner.abandon(&caller, &task_id, "tools/call timed out").await;
                     RpcError::internal(format!(
                         "tools/call did not finish within {} ms and was cancelled; call it as a task (params.task) to wait longer",
@@ -586,10 +607,15 @@ async fn drive_result(
         if t.state.is_terminal() {
             let msg = match mode {
                 Mode::TaskResult => final_message(&id, &t),
-                Mode::BlockingCall => match vocab::answer(&t, Answering::ToolCall).0 {
-                    Ok(r) => wire::result(&id, Value::Object(r)),
-                    Err(e) => wire::error_object(&id, e),
-                },
+                Mode::BlockingCall(forwarder) => {
+                    if let Some(f) = forwarder {
+                        f.finish(t.last_seq).await;
+                    }
+                    match vocab::answer(&t, Answering::ToolCall).0 {
+                        Ok(r) => wire::result(&id, Value::Object(r)),
+                        Err(e) => wire::error_object(&id, e),
+                    }
+                }
             };
             let _ = tx.send(msg).await;
             return;

@@ -465,3 +465,28 @@ async fn task_support_of_the_skill_decides() {
     assert_eq!(r["result"]["resultType"], "task", "{r}");
     s.shutdown().await;
 }
+
+/// A waiting tools/call with a progressToken is answered as a stream: one
+/// notifications/progress per step (increasing), then the result.
+#[tokio::test]
+async fn progress_notifications_precede_the_result() {
+    let s = Server::start().await;
+    let mut p = call_params("steps 2");
+    p["_meta"] = json!({"progressToken": "tok-1"});
+    let (st, r) = s.call("tools/call", p, false).await;
+    assert_eq!(st, 200, "{r}");
+    let msgs = r.as_array().expect("an SSE answer");
+    let (last, progress) = msgs.split_last().unwrap();
+    assert!(last["result"]["content"].is_array(), "{r}");
+    assert!(progress.len() >= 4, "two steps started and finished: {r}");
+    let mut prev = 0;
+    for m in progress {
+        assert_eq!(m["method"], "notifications/progress", "{r}");
+        assert_eq!(m["params"]["progressToken"], "tok-1");
+        let n = m["params"]["progress"].as_u64().unwrap();
+        assert!(n > prev, "progress must increase: {r}");
+        prev = n;
+    }
+    assert_eq!(progress[0]["params"]["message"], "step-1 started");
+    s.shutdown().await;
+}

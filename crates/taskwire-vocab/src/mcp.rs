@@ -170,6 +170,32 @@ pub fn notifies(kind: &taskwire_core::EventKind) -> (bool, Option<Loss>) {
     }
 }
 
+/// The message of a `notifications/progress` for an event a client waiting on
+/// a `tools/call` with a `progressToken` is told about (steps, artifacts, agent
+/// messages), or `None`. The progress value is the event's sequence number,
+/// which only grows; no total is known.
+pub fn progress_message(kind: &taskwire_core::EventKind) -> Option<String> {
+    use taskwire_core::EventKind as E;
+    match kind {
+        E::Step { name, phase } => Some(format!(
+            "{} {}",
+            short(name),
+            match phase {
+                taskwire_core::StepPhase::Started => "started",
+                taskwire_core::StepPhase::Finished => "finished",
+            }
+        )),
+        E::Artifact { artifact, .. } => Some(format!(
+            "artifact {}",
+            short(artifact.name.as_deref().unwrap_or(&artifact.artifact_id))
+        )),
+        E::Message { message, .. } if message.role == taskwire_core::Role::Agent => {
+            Some(short(&message.text()))
+        }
+        _ => None,
+    }
+}
+
 /// The JSON-RPC error (code, message safe to show) of a core error; `task_id`
 /// names the task in the unknown-task message. Store and lease failures become a
 /// bare "internal error" (their details are for logs only).

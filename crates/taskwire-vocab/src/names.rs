@@ -33,6 +33,8 @@ pub mod mcp {
         pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
         /// `elicitation/create` (server to client).
         pub const ELICITATION_CREATE: &str = "elicitation/create";
+        /// `notifications/progress`.
+        pub const NOTIFY_PROGRESS: &str = "notifications/progress";
         /// Server-to-client: a completion from the client's model.
         pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
         /// Server-to-client: the client's roots.

@@ -117,14 +117,18 @@ impl Server {
         mut params: Value,
         caps: Value,
     ) -> (u16, Value) {
-        params.as_object_mut().unwrap().insert(
-            "_meta".into(),
-            json!({
-                "io.modelcontextprotocol/protocolVersion": V,
-                "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
-                "io.modelcontextprotocol/clientCapabilities": caps,
-            }),
-        );
+        // Keys the caller put in _meta (a progressToken) are kept.
+        let mut meta = json!({
+            "io.modelcontextprotocol/protocolVersion": V,
+            "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": caps,
+        });
+        if let Some(Value::Object(extra)) = params.get("_meta") {
+            for (k, v) in extra {
+                meta[k] = v.clone();
+            }
+        }
+        params.as_object_mut().unwrap().insert("_meta".into(), meta);
         let name = match method {
             "tools/call" => params.get("name").and_then(Value::as_str),
             "tasks/get" | "tasks/update" | "tasks/cancel" | "tasks/continue" => {
