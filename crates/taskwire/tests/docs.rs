@@ -261,6 +261,9 @@ curl() {
 "#;
 
 fn substitute(cmd: &str, port: u16, tmp: &Path, state: &State) -> Option<String> {
+    // The docs' /tmp/ first: the paths substituted below may be under /tmp
+    // themselves (a checkout there).
+    let cmd = &cmd.replace("/tmp/", &format!("{}/", tmp.display()));
     let trimmed = cmd.trim_start();
     if trimmed.starts_with("cargo build") {
         return None;
@@ -308,8 +311,7 @@ fn substitute(cmd: &str, port: u16, tmp: &Path, state: &State) -> Option<String>
         .replace(
             &format!("localhost:{DOC_PORT}"),
             &format!("localhost:{port}"),
-        )
-        .replace("/tmp/", &format!("{}/", tmp.display()));
+        );
     if s.contains("<id>") || s.contains("$ID") {
         let id = state
             .id
