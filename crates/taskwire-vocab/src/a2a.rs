@@ -768,6 +768,39 @@ mod tests {
         );
     }
 
+    /// The HTTP+JSON statuses of A2A 1.0.1 §5.4 (v1.0.0 had TaskNotCancelable
+    /// 409, ContentTypeNotSupported 415, InvalidAgentResponse 502).
+    #[test]
+    fn http_statuses_follow_v1_0_1() {
+        use A2aErrorKind as K;
+        for (k, status, name) in [
+            (K::TaskNotFound, 404, "NOT_FOUND"),
+            (K::TaskNotCancelable, 400, "FAILED_PRECONDITION"),
+            (K::PushNotificationNotSupported, 400, "FAILED_PRECONDITION"),
+            (K::UnsupportedOperation, 400, "FAILED_PRECONDITION"),
+            (K::ContentTypeNotSupported, 400, "INVALID_ARGUMENT"),
+            (K::InvalidAgentResponse, 500, "INTERNAL"),
+            (
+                K::ExtendedAgentCardNotConfigured,
+                400,
+                "FAILED_PRECONDITION",
+            ),
+            (K::ExtensionSupportRequired, 400, "FAILED_PRECONDITION"),
+            (K::VersionNotSupported, 400, "FAILED_PRECONDITION"),
+            (K::ParseError, 400, "INVALID_ARGUMENT"),
+            (K::InvalidRequest, 400, "INVALID_ARGUMENT"),
+            (K::MethodNotFound, 404, "NOT_FOUND"),
+            (K::InvalidParams, 400, "INVALID_ARGUMENT"),
+            (K::Internal, 500, "INTERNAL"),
+        ] {
+            assert_eq!(
+                (k.http_status(), k.http_status_name()),
+                (status, name),
+                "{k:?}"
+            );
+        }
+    }
+
     #[test]
     fn media_types() {
         let acc = vec!["text/plain".to_string(), "image/*".to_string()];
