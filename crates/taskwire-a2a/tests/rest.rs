@@ -629,3 +629,148 @@ async fn the_bindings_share_one_service() {
     assert_eq!(again.body["task"]["id"], id);
     s.stop().await;
 }
+
+mod never_a_server_error {
+    //! Arbitrary requests to the binding's routes (methods, path tails with and
+    //! without verbs and tenants, query strings, bodies and content types) never
+    //! get a 5xx, and every error answer with a body is the binding's error object
+    //! whose `code` is the HTTP status.
+
+    use std::sync::Arc;
+
+    use axum::body::Body;
+    use axum::http::Request;
+    use proptest::prelude::*;
+    use serde_json::Value;
+    use taskwire_a2a::{A2aAdapter, A2aConfig};
+    use taskwire_core::{Caller, MemoryStore, Runtime, RuntimeConfig, ScriptedAgent, TaskService};
+    use tower::ServiceExt;
+
+    fn path() -> impl Strategy<Value = String> {
+        let id = prop_oneof![
+            Just("0123456789abcdef0123456789abcdef".to_string()),
+            "[a-z0-9:%._~-]{0,12}",
+        ];
+        let tail = prop_oneof![
+            Just("/message:send".to_string()),
+            Just("/message:stream".to_string()),
+            Just("/tasks".to_string()),
+            id.clone().prop_map(|i| format!("/tasks/{i}")),
+            (
+                id.clone(),
+                prop_oneof![
+                    Just("cancel".to_string()),
+                    Just("subscribe".to_string()),
+                    "[a-z]{0,6}"
+                ]
+            )
+                .prop_map(|(i, v)| format!("/tasks/{i}:{v}")),
+            id.clone()
+                .prop_map(|i| format!("/tasks/{i}/pushNotificationConfigs")),
+            (id, "[a-z0-9%-]{0,8}")
+                .prop_map(|(i, c)| format!("/tasks/{i}/pushNotificationConfigs/{c}")),
+            Just("/extendedAgentCard".to_string()),
+        ];
+        (prop::option::of("[a-z]{1,6}"), tail).prop_map(|(tenant, tail)| match tenant {
+            Some(t) => format!("/a2a/rest/{t}{tail}"),
+            None => format!("/a2a/rest{tail}"),
+        })
+    }
+
+    fn query() -> impl Strategy<Value = String> {
+        prop::collection::vec(
+            (
+                prop_oneof![
+                    Just("pageSize"),
+                    Just("historyLength"),
+                    Just("status"),
+                    Just("includeArtifacts"),
+                    Just("statusTimestampAfter"),
+                    Just("pageToken"),
+                    Just("contextId"),
+                    Just("A2A-Version"),
+                    Just("x"),
+                ],
+                "[a-zA-Z0-9_:%+-]{0,10}",
+            ),
+            0..4,
+        )
+        .prop_map(|kv| {
+            kv.into_iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join("&")
+        })
+    }
+
+    fn body() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just(String::new()),
+            Just("{}".to_string()),
+            Just("null".to_string()),
+            Just("[1]".to_string()),
+            "\\PC{0,24}",
+            Just(
+                r#"{"message":{"messageId":"p","role":"ROLE_USER","parts":[{"text":"hi"}]}}"#
+                    .to_string()
+            ),
+            Just(r#"{"message":{"parts":3}}"#.to_string()),
+            Just(r#"{"url":"http://127.0.0.1:9/h","id":5}"#.to_string()),
+            Just(r#"{"url":"ftp://x"}"#.to_string()),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+        #[test]
+        fn arbitrary_requests_get_4xx_objects_or_success(
+            method in prop_oneof![3 => Just("GET"), 3 => Just("POST"), 1 => Just("DELETE"), 1 => Just("PUT")],
+            path in path(),
+            query in query(),
+            body in body(),
+            ct in prop_oneof![Just(None), Just(Some("application/a2a+json")), Just(Some("application/json")), Just(Some("text/plain"))],
+        ) {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(async move {
+                let service = TaskService::new(Arc::new(MemoryStore::new()), "scripted");
+                let agent = Arc::new(ScriptedAgent::new());
+                let runtime = Runtime::start(service.clone(), agent.clone(), RuntimeConfig::default());
+                let config = A2aConfig {
+                    blocking_timeout: std::time::Duration::from_secs(5),
+                    ..A2aConfig::default()
+                };
+                let routes = A2aAdapter::new(service, agent, config).routes();
+                let uri = if query.is_empty() { path.clone() } else { format!("{path}?{query}") };
+                let mut b = Request::builder().method(method).uri(&uri);
+                if let Some(ct) = ct {
+                    b = b.header("content-type", ct);
+                }
+                let Ok(mut req) = b.body(Body::from(body.clone())) else {
+                    runtime.shutdown(std::time::Duration::from_millis(10)).await;
+                    return;
+                };
+                req.extensions_mut().insert(Caller::local());
+                let res = routes.oneshot(req).await.unwrap();
+                let status = res.status().as_u16();
+                let is_sse = res
+                    .headers()
+                    .get("content-type")
+                    .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+                if !is_sse {
+                    let bytes = axum::body::to_bytes(res.into_body(), 1 << 20).await.unwrap();
+                    assert!(status < 500, "{method} {uri} {body:?}: {status} {}", String::from_utf8_lossy(&bytes));
+                    if status >= 400 && !bytes.is_empty() {
+                        let v: Value = serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+                            panic!("{method} {uri}: {status} body is not JSON ({e})")
+                        });
+                        assert_eq!(v["error"]["code"], status, "{method} {uri}: {v}");
+                        assert!(v["error"]["details"][0]["reason"].is_string(), "{v}");
+                    }
+                } else {
+                    assert_eq!(status, 200);
+                }
+                runtime.shutdown(std::time::Duration::from_millis(10)).await;
+            });
+        }
+    }
+}
