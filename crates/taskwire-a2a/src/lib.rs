@@ -38,9 +38,9 @@
 //! # }
 //! ```
 //!
-//! Both bindings use the messages generated from `proto/a2a.proto` ([`pb`]); the
-//! JSON-RPC binding encodes them as ProtoJSON ([`protojson`]), so the two cannot
-//! drift. State, part and error mappings come from `taskwire_vocab::a2a`.
+//! All three bindings use the messages generated from `proto/a2a.proto` ([`pb`]);
+//! the JSON-RPC and HTTP+JSON bindings encode them as ProtoJSON ([`protojson`]),
+//! so they cannot drift. State, part and error mappings come from `taskwire_vocab::a2a`.
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -1,6 +1,7 @@
-//! The A2A service layer both bindings share: every A2A operation, on the
+//! The A2A service layer the three bindings share: every A2A operation, on the
 //! generated `lf.a2a.v1` messages, over the core's [`TaskService`]. The JSON-RPC
-//! binding and the gRPC binding (`taskwire-grpc`) only decode, call this and encode.
+//! binding, the HTTP+JSON binding ([`crate::rest`]) and the gRPC binding
+//! (`taskwire-grpc`) only decode, call this and encode.
 
 use std::pin::Pin;
 use std::sync::Arc;
