@@ -4,7 +4,7 @@
 #      two principals) against the whole suite on every protocol, empty baseline;
 #  (b) a minimal agent served by the official Python a2a-sdk (its request
 #      handler, task store and transports; conformance/targets/a2a_sdk_server.py)
-#      against the A2A part (JSON-RPC and gRPC), judged against the recorded
+#      against the A2A part (JSON-RPC, gRPC and HTTP+JSON), judged against the recorded
 #      baseline conformance/baselines/a2a-sdk.json.
 # JUnit reports go to target/conformance/. Servers are stopped on exit.
 # Set TASKWIRE_CONFORMANCE_SKIP_SDK=1 to run only (a).
@@ -103,5 +103,5 @@ cat <&4 > /dev/null &
 PIDS+=("$!")
 
 echo "== conformance: a2a-sdk at http://127.0.0.1:$PORT (gRPC $GRPC_PORT), A2A only, baseline conformance/baselines/a2a-sdk.json"
-"$TASKWIRE" conformance --target "http://127.0.0.1:$PORT" --protocols a2a,grpc \
+"$TASKWIRE" conformance --target "http://127.0.0.1:$PORT" --protocols a2a,grpc,a2a-rest \
   --baseline "$ROOT/conformance/baselines/a2a-sdk.json" --junit "$OUT/a2a-sdk.xml"

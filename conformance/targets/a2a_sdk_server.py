@@ -2,7 +2,8 @@
 target whose protocol layer nobody here wrote.
 
 Everything on the wire is the SDK's: its DefaultRequestHandler, InMemoryTaskStore,
-JSON-RPC routes (Starlette + SSE, served by uvicorn) and gRPC handler. Only the
+JSON-RPC and HTTP+JSON routes (Starlette + SSE, served by uvicorn) and gRPC
+handler. Only the
 agent behind them is ours, a few lines:
 
 - `ask <question>` pauses the task in INPUT_REQUIRED with the question as the
@@ -11,7 +12,7 @@ agent behind them is ours, a few lines:
 - anything else is echoed back as an artifact named `echo` and the task completes.
 
 The agent card advertises skills `echo` and `ask` (how `taskwire conformance`
-knows which scenarios apply) and both interfaces.
+knows which scenarios apply) and the three interfaces (HTTP+JSON under /rest).
 
 Usage: python a2a_sdk_server.py --port PORT --grpc-port PORT [--host 127.0.0.1]
 Prints "ready <url>" on stdout once both listeners accept connections.
@@ -28,7 +29,11 @@ from starlette.applications import Starlette
 from a2a.helpers.proto_helpers import new_task_from_user_message, new_text_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.request_handlers import DefaultRequestHandler, GrpcHandler
-from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.routes import (
+    create_agent_card_routes,
+    create_jsonrpc_routes,
+    create_rest_routes,
+)
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import a2a_pb2, a2a_pb2_grpc
 
@@ -73,6 +78,9 @@ def agent_card(host: str, port: int, grpc_port: int) -> a2a_pb2.AgentCard:
             a2a_pb2.AgentInterface(
                 url=f"{host}:{grpc_port}", protocol_binding="GRPC", protocol_version="1.0"
             ),
+            a2a_pb2.AgentInterface(
+                url=f"http://{host}:{port}/rest", protocol_binding="HTTP+JSON", protocol_version="1.0"
+            ),
         ],
         capabilities=a2a_pb2.AgentCapabilities(streaming=True),
         default_input_modes=["text/plain"],
@@ -97,7 +105,12 @@ async def main() -> None:
         task_store=InMemoryTaskStore(),
         agent_card=card,
     )
-    app = Starlette(routes=create_agent_card_routes(card) + create_jsonrpc_routes(handler, "/a2a"))
+    # The REST routes last: they include a catch-all /{tenant} mount.
+    app = Starlette(
+        routes=create_agent_card_routes(card)
+        + create_jsonrpc_routes(handler, "/a2a")
+        + create_rest_routes(handler, path_prefix="/rest")
+    )
 
     grpc_server = grpc.aio.server()
     a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), grpc_server)

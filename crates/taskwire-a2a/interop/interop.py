@@ -1,7 +1,7 @@
 """A2A 1.0 interop checks: the official Python a2a-sdk client against a taskwire
 server running the scripted agent.
 
-Usage: python interop.py <base-url> <JSONRPC|GRPC>
+Usage: python interop.py <base-url> <JSONRPC|GRPC|HTTP+JSON>
 
 The server must serve the agent card at <base-url>/.well-known/agent-card.json,
 run the scripted reference agent, and allow push urls on 127.0.0.1
@@ -222,6 +222,11 @@ async def main(base, binding):
             ListTaskPushNotificationConfigsRequest(task_id=pid)
         )
         check(len(listed.configs) == 0, "push config deleted")
+        # Delete is idempotent: a second delete of the same config succeeds.
+        await blocking.delete_task_push_notification_config(
+            DeleteTaskPushNotificationConfigRequest(task_id=pid, id=cfg.id)
+        )
+        check(True, "push config delete is idempotent")
     finally:
         recv.close()
 

@@ -12,6 +12,8 @@ use crate::{pb, A2aConfig};
 pub const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";
 /// The JSON-RPC binding's path under the public url.
 pub const JSONRPC_PATH: &str = "/a2a";
+/// The HTTP+JSON binding's base path under the public url.
+pub const REST_PATH: &str = crate::rest::REST_PATH;
 /// Name of the bearer security scheme on the card.
 pub const BEARER_SCHEME: &str = "bearer";
 
@@ -51,6 +53,12 @@ pub fn build(info: &AgentInfo, cfg: &A2aConfig, extended: bool) -> pb::AgentCard
             protocol_version: PROTOCOL_VERSION.into(),
         });
     }
+    interfaces.push(pb::AgentInterface {
+        url: format!("{base}{REST_PATH}"),
+        protocol_binding: "HTTP+JSON".into(),
+        tenant: String::new(),
+        protocol_version: PROTOCOL_VERSION.into(),
+    });
     let (security_schemes, security_requirements) = if cfg.bearer_auth {
         let scheme = pb::SecurityScheme {
             scheme: Some(pb::security_scheme::Scheme::HttpAuthSecurityScheme(

@@ -4,7 +4,7 @@
 use taskwire_core::CoreError;
 use taskwire_vocab::a2a::{error_from_core, A2aErrorKind};
 
-/// Errors of the A2A adapter, as both bindings report them.
+/// Errors of the A2A adapter, as every binding reports them.
 #[derive(Debug, thiserror::Error)]
 pub enum A2aError {
     /// An A2A or JSON-RPC error of the given kind.

@@ -366,7 +366,7 @@ fn json_text_response(text: String) -> Response {
     res
 }
 
-fn content_type_ok(headers: &HeaderMap) -> bool {
+pub(crate) fn content_type_ok(headers: &HeaderMap) -> bool {
     match headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -387,7 +387,10 @@ fn content_type_ok(headers: &HeaderMap) -> bool {
 
 /// The requested version: the `A2A-Version` header, else the query parameter (the
 /// query string is only decoded when the header is absent).
-fn requested_version<'a>(headers: &'a HeaderMap, query: Option<&str>) -> Option<Cow<'a, str>> {
+pub(crate) fn requested_version<'a>(
+    headers: &'a HeaderMap,
+    query: Option<&str>,
+) -> Option<Cow<'a, str>> {
     if let Some(v) = headers.get(VERSION_HEADER).and_then(|v| v.to_str().ok()) {
         return Some(Cow::Borrowed(v));
     }
@@ -503,7 +506,7 @@ async fn answer(
 }
 
 /// The `Last-Event-ID` header, when it is a sequence number.
-fn last_event_id(headers: &HeaderMap) -> Option<u64> {
+pub(crate) fn last_event_id(headers: &HeaderMap) -> Option<u64> {
     headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())

@@ -1,5 +1,6 @@
 //! A2A 1.0 for taskwire: the shared A2A service layer ([`service::A2aService`]),
-//! the JSON-RPC binding with SSE at `POST /a2a` ([`jsonrpc`]), the agent card at
+//! the JSON-RPC binding with SSE at `POST /a2a` ([`jsonrpc`]), the HTTP+JSON
+//! binding under `/a2a/rest` ([`rest`]), the agent card at
 //! `GET /.well-known/agent-card.json` ([`card`]), push notifications ([`push`])
 //! and the a2a-tck agent profile ([`tck::TckAgent`]). The gRPC binding lives in
 //! `taskwire-grpc` and calls the same service layer.
@@ -37,9 +38,9 @@
 //! # }
 //! ```
 //!
-//! Both bindings use the messages generated from `proto/a2a.proto` ([`pb`]); the
-//! JSON-RPC binding encodes them as ProtoJSON ([`protojson`]), so the two cannot
-//! drift. State, part and error mappings come from `taskwire_vocab::a2a`.
+//! All three bindings use the messages generated from `proto/a2a.proto` ([`pb`]);
+//! the JSON-RPC and HTTP+JSON bindings encode them as ProtoJSON ([`protojson`]),
+//! so they cannot drift. State, part and error mappings come from `taskwire_vocab::a2a`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -57,6 +58,7 @@ pub mod error;
 pub mod jsonrpc;
 pub mod protojson;
 pub mod push;
+pub mod rest;
 pub mod service;
 pub mod tck;
 
@@ -151,13 +153,15 @@ impl A2aAdapter {
         &self.service
     }
 
-    /// `POST /a2a` and `POST /a2a/` (JSON-RPC, SSE). Handlers read
-    /// `Extension<taskwire_core::Caller>` and their body within
+    /// `POST /a2a` and `POST /a2a/` (JSON-RPC, SSE) and the HTTP+JSON binding
+    /// under `/a2a/rest` ([`rest`]; its patterns are [`rest::ROUTE_PATTERNS`]).
+    /// Handlers read `Extension<taskwire_core::Caller>` and their body within
     /// [`A2aConfig::max_body_bytes`]; the router has no layers of its own.
     pub fn routes(&self) -> Router {
         Router::new()
             .route(card::JSONRPC_PATH, post(jsonrpc::handle))
             .route("/a2a/", post(jsonrpc::handle))
+            .merge(rest::routes())
             .with_state(self.service.clone())
     }
 

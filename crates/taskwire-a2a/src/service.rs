@@ -1,6 +1,7 @@
-//! The A2A service layer both bindings share: every A2A operation, on the
+//! The A2A service layer the three bindings share: every A2A operation, on the
 //! generated `lf.a2a.v1` messages, over the core's [`TaskService`]. The JSON-RPC
-//! binding and the gRPC binding (`taskwire-grpc`) only decode, call this and encode.
+//! binding, the HTTP+JSON binding ([`crate::rest`]) and the gRPC binding
+//! (`taskwire-grpc`) only decode, call this and encode.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -569,7 +570,9 @@ impl A2aService {
         })
     }
 
-    /// DeleteTaskPushNotificationConfig.
+    /// DeleteTaskPushNotificationConfig: idempotent, as A2A 1.0 requires. Deleting
+    /// a config that is already gone (or never was) succeeds; only a task the
+    /// caller cannot see is an error (TaskNotFound).
     pub async fn delete_push_config(
         &self,
         caller: &Caller,
@@ -579,14 +582,11 @@ impl A2aService {
         self.check_push()?;
         let id = parse_id(&req.task_id)?;
         self.inner.service.get(caller, &id).await?;
-        if self.inner.push.delete(&id, &req.id).await? {
-            Ok(())
-        } else {
-            Err(A2aError::invalid_params(
-                "params.id",
-                "no push notification config with this id",
-            ))
+        let removed = self.inner.push.delete(&id, &req.id).await?;
+        if !removed {
+            tracing::debug!(task = %id, config = %req.id, "a2a: push config already gone; delete succeeds");
         }
+        Ok(())
     }
 }
 

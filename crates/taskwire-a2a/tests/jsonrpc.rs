@@ -600,6 +600,14 @@ async fn agent_card_is_served_with_public_urls() {
     );
     assert_eq!(card["supportedInterfaces"][1]["url"], s.addr.to_string());
     assert_eq!(card["supportedInterfaces"][1]["protocolVersion"], "1.0");
+    assert_eq!(
+        card["supportedInterfaces"][2]["protocolBinding"],
+        "HTTP+JSON"
+    );
+    assert_eq!(
+        card["supportedInterfaces"][2]["url"],
+        format!("{}/a2a/rest", s.base)
+    );
     assert_eq!(card["capabilities"]["streaming"], true);
     assert!(card.get("url").is_none() && card.get("preferredTransport").is_none());
     check_fixture("agent_card", &card);

@@ -119,6 +119,29 @@ async fn config_crud_and_delivery() {
         )
         .await;
     assert_eq!(d["result"], json!({}), "{d}");
+    // Delete is idempotent: the config is gone, deleting it again succeeds.
+    let again = s
+        .rpc(
+            "DeleteTaskPushNotificationConfig",
+            json!({"taskId": id, "id": "fixed-cfg"}),
+        )
+        .await;
+    assert_eq!(again["result"], json!({}), "{again}");
+    let never = s
+        .rpc(
+            "DeleteTaskPushNotificationConfig",
+            json!({"taskId": id, "id": "never-created"}),
+        )
+        .await;
+    assert_eq!(never["result"], json!({}), "{never}");
+    // An unknown task is still TaskNotFound.
+    let unknown = s
+        .rpc(
+            "DeleteTaskPushNotificationConfig",
+            json!({"taskId": "0".repeat(32), "id": "fixed-cfg"}),
+        )
+        .await;
+    assert_eq!(unknown["error"]["code"], -32001, "{unknown}");
     let l = s
         .rpc("ListTaskPushNotificationConfigs", json!({"taskId": id}))
         .await;

@@ -1,4 +1,4 @@
-//! The reconnecting A2A event stream both bindings share.
+//! The reconnecting A2A event stream the three bindings share.
 //!
 //! A stream ends normally after a direct `message`, at a terminal state, or
 //! when the server closes it at an interrupted state (INPUT_REQUIRED,

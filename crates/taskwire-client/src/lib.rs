@@ -4,6 +4,7 @@
 //! | protocol | client | transport |
 //! |---|---|---|
 //! | A2A 1.0, JSON-RPC binding | [`a2a::A2aClient`] | reqwest, SSE streams |
+//! | A2A 1.0, HTTP+JSON binding | [`a2a_rest::A2aRestClient`] | reqwest, SSE streams |
 //! | A2A 1.0, gRPC binding | [`grpc::A2aGrpcClient`] | tonic (h2c) |
 //! | MCP 2026-07-28 + tasks extension, `tasks/continue` | [`mcp::McpClient`] | Streamable HTTP |
 //! | MCP 2025-11-25 experimental tasks | [`mcp::McpLegacyClient`] | Streamable HTTP, session |
@@ -66,6 +67,7 @@
 //! ```
 
 pub mod a2a;
+pub mod a2a_rest;
 mod a2a_stream;
 pub mod agui;
 pub mod cas;

@@ -1,5 +1,5 @@
 //! What the target offers: the A2A agent card (its `supportedInterfaces` name the
-//! JSON-RPC url and the gRPC host:port), MCP `server/discover` (else `initialize`)
+//! JSON-RPC url, the gRPC host:port and the HTTP+JSON url), MCP `server/discover` (else `initialize`)
 //! at `/mcp`, and the AG-UI and CAS paths taskwire serves (`/agui`, `/cas`).
 //! A protocol not offered is skipped with the reason. Also decides whether the
 //! target runs the scripted reference agent and whether a second principal exists.
@@ -40,6 +40,8 @@ pub struct Endpoints {
     pub a2a: Option<String>,
     /// A2A gRPC endpoint (`http://host:port`).
     pub grpc: Option<String>,
+    /// A2A HTTP+JSON interface url.
+    pub a2a_rest: Option<String>,
     /// MCP endpoint url.
     pub mcp: Option<String>,
     /// AG-UI endpoint url.
@@ -298,6 +300,15 @@ pub async fn discover(target: &str, config: &Config, wire: &Wire) -> Result<Foun
                     );
                 }
             }
+            match find("HTTP+JSON") {
+                Some(u) => ep.a2a_rest = Some(u),
+                None => {
+                    reasons.insert(
+                        Protocol::A2aRest,
+                        "the agent card lists no HTTP+JSON interface".into(),
+                    );
+                }
+            }
             let name = p.body["name"].as_str().unwrap_or_default().to_string();
             let skills: Vec<String> = p.body["skills"]
                 .as_array()
@@ -320,6 +331,7 @@ pub async fn discover(target: &str, config: &Config, wire: &Wire) -> Result<Foun
         other => {
             let r = why(other, "no agent card at /.well-known/agent-card.json");
             reasons.insert(Protocol::A2a, r.clone());
+            reasons.insert(Protocol::A2aRest, r.clone());
             reasons.insert(Protocol::Grpc, r);
         }
     }
@@ -534,6 +546,7 @@ pub async fn discover(target: &str, config: &Config, wire: &Wire) -> Result<Foun
         let endpoint = match p {
             Protocol::A2a => ep.a2a.clone(),
             Protocol::Grpc => ep.grpc.clone(),
+            Protocol::A2aRest => ep.a2a_rest.clone(),
             Protocol::Mcp => ep.mcp.clone(),
             Protocol::Mcp2025 => ep.mcp_legacy.clone(),
             Protocol::Agui => ep.agui.clone(),

@@ -4,8 +4,9 @@
 /// not an error).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// A protocol name that is not one of a2a, grpc, mcp, agui, cas.
-    #[error("unknown protocol `{0}` (expected a2a, grpc, mcp, agui or cas)")]
+    /// A protocol name that is not one of a2a, grpc, a2a-rest, mcp, mcp-2025,
+    /// agui, cas.
+    #[error("unknown protocol `{0}` (expected a2a, grpc, a2a-rest, mcp, mcp-2025, agui or cas)")]
     UnknownProtocol(String),
     /// A scenario file that does not parse or is inconsistent.
     #[error("scenario {file}: {reason}")]

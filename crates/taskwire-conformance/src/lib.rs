@@ -1,6 +1,6 @@
 //! `taskwire conformance`: one suite that checks the same task lifecycle through
-//! every protocol taskwire speaks (A2A JSON-RPC and gRPC, MCP tasks, AG-UI, CAS)
-//! and across them, against any server.
+//! every protocol taskwire speaks (A2A JSON-RPC, gRPC and HTTP+JSON, MCP tasks,
+//! AG-UI, CAS) and across them, against any server.
 //!
 //! ```
 //! use taskwire_conformance::{scenario, Config, Protocol};

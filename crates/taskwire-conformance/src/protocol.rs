@@ -15,6 +15,9 @@ pub enum Protocol {
     A2a,
     /// A2A 1.0 over gRPC.
     Grpc,
+    /// A2A 1.0 over HTTP+JSON (the REST binding, with SSE streams).
+    #[serde(rename = "a2a-rest")]
+    A2aRest,
     /// MCP tasks (revision 2026-07-28 with the tasks extension).
     Mcp,
     /// MCP revision 2025-11-25 experimental tasks (sessions, `tasks/result`).
@@ -28,9 +31,10 @@ pub enum Protocol {
 
 impl Protocol {
     /// Every protocol, in matrix order.
-    pub const ALL: [Protocol; 6] = [
+    pub const ALL: [Protocol; 7] = [
         Protocol::A2a,
         Protocol::Grpc,
+        Protocol::A2aRest,
         Protocol::Mcp,
         Protocol::Mcp2025,
         Protocol::Agui,
@@ -42,6 +46,7 @@ impl Protocol {
         match self {
             Protocol::A2a => "a2a",
             Protocol::Grpc => "grpc",
+            Protocol::A2aRest => "a2a-rest",
             Protocol::Mcp => "mcp",
             Protocol::Mcp2025 => "mcp-2025",
             Protocol::Agui => "agui",
@@ -103,6 +108,15 @@ mod tests {
             Some(vec![Protocol::Mcp, Protocol::Mcp2025])
         );
         assert_eq!("mcp-2025".parse::<Protocol>().ok(), Some(Protocol::Mcp2025));
+        assert_eq!("a2a-rest".parse::<Protocol>().ok(), Some(Protocol::A2aRest));
+        assert_eq!(
+            Protocol::parse_list("a2a-rest,a2a").ok(),
+            Some(vec![Protocol::A2a, Protocol::A2aRest])
+        );
+        assert_eq!(
+            serde_json::to_value(Protocol::A2aRest).ok(),
+            Some(serde_json::json!("a2a-rest"))
+        );
         assert_eq!(
             serde_json::to_value(Protocol::Mcp2025).ok(),
             Some(serde_json::json!("mcp-2025"))

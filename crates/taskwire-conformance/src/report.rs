@@ -431,13 +431,14 @@ mod tests {
         let r = report();
         let t = r.render_text(&Baseline::default());
         assert!(t.contains("create"), "{t}");
-        // Columns are as wide as their names: mcp-2025 is wider than the rest.
+        // Columns are as wide as their names: a2a-rest and mcp-2025 are wider
+        // than the rest.
         assert!(
-            t.contains("a2a     grpc    mcp     mcp-2025  agui    cas"),
+            t.contains("a2a     grpc    a2a-rest  mcp     mcp-2025  agui    cas"),
             "{t}"
         );
         assert!(
-            t.contains("pass    -       fail    -         -       skip"),
+            t.contains("pass    -       -         fail    -         -       skip"),
             "{t}"
         );
         assert!(t.contains("create × mcp: step 2: done:"), "{t}");

@@ -425,7 +425,8 @@ fn artifact_matches(texts: &[String], want: &str) -> bool {
 }
 
 /// AG-UI addresses a task by its thread (the core context id): when a task was
-/// started elsewhere, read its context id over A2A (JSON-RPC or gRPC) if offered.
+/// started elsewhere, read its context id over A2A (JSON-RPC, gRPC or HTTP+JSON)
+/// if offered.
 async fn learn_context(cx: &mut Cx<'_>, handle: &str) {
     let Some(mut t) = cx.tasks.get(handle).cloned() else {
         return;
@@ -433,7 +434,7 @@ async fn learn_context(cx: &mut Cx<'_>, handle: &str) {
     if t.context_id.is_some() {
         return;
     }
-    for q in [Protocol::A2a, Protocol::Grpc] {
+    for q in [Protocol::A2a, Protocol::Grpc, Protocol::A2aRest] {
         if let Some(d) = cx.suite.drivers.get(&q).cloned() {
             if let Ok(v) = d.get(&mut t).await {
                 if v.context_id.is_some() {

@@ -128,7 +128,7 @@ fn read_embedded(rel: &str) -> Option<&'static str> {
 /// gRPC messages are the A2A messages (validated as their ProtoJSON form).
 fn index_protocol(p: Protocol) -> &'static str {
     match p {
-        Protocol::A2a | Protocol::Grpc => "a2a",
+        Protocol::A2a | Protocol::Grpc | Protocol::A2aRest => "a2a",
         // Both MCP generations share one index entry, keyed by revision.
         Protocol::Mcp | Protocol::Mcp2025 => "mcp",
         other => other.as_str(),

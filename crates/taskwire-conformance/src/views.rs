@@ -139,7 +139,9 @@ pub fn synthetic_task(e: &CoreExpect) -> Option<Task> {
 pub fn expected(protocol: Protocol, e: &CoreExpect) -> Option<String> {
     let task = synthetic_task(e)?;
     Some(match protocol {
-        Protocol::A2a | Protocol::Grpc => a2a::state_to_a2a(task.state).name().to_string(),
+        Protocol::A2a | Protocol::Grpc | Protocol::A2aRest => {
+            a2a::state_to_a2a(task.state).name().to_string()
+        }
         Protocol::Mcp => mcp_word(&task),
         Protocol::Mcp2025 => mcp::status(&task, mcp::Generation::Legacy)
             .0

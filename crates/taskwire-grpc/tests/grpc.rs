@@ -253,3 +253,53 @@ async fn every_method_is_routed_and_unknown_ones_are_unimplemented() {
     }
     s.stop().await;
 }
+
+#[tokio::test]
+async fn push_config_delete_is_idempotent() {
+    let (s, mut c) = grpc_server().await;
+    let t = task_of(
+        c.send_message(msg("ask ready?", "g-push"))
+            .await
+            .unwrap()
+            .into_inner(),
+    );
+    assert_eq!(state(&t), pb::TaskState::InputRequired);
+    let cfg = c
+        .create_task_push_notification_config(pb::TaskPushNotificationConfig {
+            task_id: t.id.clone(),
+            url: "http://127.0.0.1:9/hook".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let del = || pb::DeleteTaskPushNotificationConfigRequest {
+        task_id: t.id.clone(),
+        id: cfg.id.clone(),
+        ..Default::default()
+    };
+    c.delete_task_push_notification_config(del()).await.unwrap();
+    // The config is gone; deleting it again succeeds.
+    c.delete_task_push_notification_config(del()).await.unwrap();
+    let listed = c
+        .list_task_push_notification_configs(pb::ListTaskPushNotificationConfigsRequest {
+            task_id: t.id.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(listed.configs.is_empty());
+    // An unknown task is still NOT_FOUND.
+    let e = c
+        .delete_task_push_notification_config(pb::DeleteTaskPushNotificationConfigRequest {
+            task_id: "0".repeat(32),
+            id: cfg.id.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::NotFound);
+    assert_eq!(reason(&e), "TASK_NOT_FOUND");
+    s.stop().await;
+}

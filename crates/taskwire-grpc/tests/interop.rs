@@ -1,5 +1,5 @@
 //! Interop: the official Python `a2a-sdk` client (installed by `.ci/setup-a2a.sh`)
-//! against this server over JSON-RPC and over gRPC on one listener. `#[ignore]`d:
+//! against this server over JSON-RPC, gRPC and HTTP+JSON on one listener. `#[ignore]`d:
 //! `.ci/test` runs it with `--include-ignored`, where a missing SDK is a failure.
 
 #![allow(clippy::unwrap_used, reason = "test helpers")]
@@ -26,7 +26,7 @@ fn python() -> Option<PathBuf> {
 
 #[tokio::test]
 #[ignore = "interop: needs the Python a2a-sdk (.ci/setup-a2a.sh); .ci/test runs it with --include-ignored"]
-async fn python_sdk_over_jsonrpc_and_grpc() {
+async fn python_sdk_over_jsonrpc_grpc_and_http_json() {
     let Some(py) = python() else {
         panic!(
             "the Python a2a-sdk is not installed (run .ci/setup-a2a.sh or set TASKWIRE_A2A_PYTHON)"
@@ -38,7 +38,7 @@ async fn python_sdk_over_jsonrpc_and_grpc() {
         GrpcAdapter::new(a.service().clone()).routes()
     })
     .await;
-    for binding in ["JSONRPC", "GRPC"] {
+    for binding in ["JSONRPC", "GRPC", "HTTP+JSON"] {
         let out = tokio::time::timeout(
             Duration::from_secs(120),
             tokio::process::Command::new(&py)

@@ -29,6 +29,12 @@ fn a2a(stem: &str) -> Option<Vec<Check>> {
     let p = "a2a";
     Some(match stem {
         s if s.starts_with("error_") => vec![],
+        // The HTTP+JSON binding: bare messages and its error object.
+        s if s.starts_with("rest_error_") => vec![("", p, "RestError")],
+        "rest_send_message" => vec![("", p, "SendMessageResponse")],
+        "rest_get_task" | "rest_cancel_task" => vec![("", p, "Task")],
+        "rest_push_config" => vec![("", p, "TaskPushNotificationConfig")],
+        "rest_stream_message" => vec![("", p, "StreamResponse")],
         "batch" => vec![],
         "agent_card" => vec![("", p, "AgentCard")],
         "extended_agent_card" => vec![("/result", p, "AgentCard")],

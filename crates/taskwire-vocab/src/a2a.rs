@@ -520,6 +520,41 @@ impl A2aErrorKind {
             A2aErrorKind::InvalidAgentResponse | A2aErrorKind::Internal => GrpcCode::Internal,
         }
     }
+
+    /// The HTTP status of the HTTP+JSON binding (A2A 1.0.1 §5.4, which changed
+    /// TaskNotCancelable from 409, ContentTypeNotSupported from 415 and
+    /// InvalidAgentResponse from 502 to the values here; the standard JSON-RPC
+    /// errors as the official SDKs map them).
+    pub fn http_status(self) -> u16 {
+        match self {
+            A2aErrorKind::TaskNotFound | A2aErrorKind::MethodNotFound => 404,
+            A2aErrorKind::InvalidAgentResponse | A2aErrorKind::Internal => 500,
+            _ => 400,
+        }
+    }
+
+    /// The `google.rpc.Code` name the HTTP+JSON binding's error body carries in
+    /// `error.status` (agrees with [`A2aErrorKind::http_status`]).
+    pub fn http_status_name(self) -> &'static str {
+        match self.http_status() {
+            404 => "NOT_FOUND",
+            500 => "INTERNAL",
+            _ => self.grpc_code().name(),
+        }
+    }
+}
+
+impl GrpcCode {
+    /// The `google.rpc.Code` name (`NOT_FOUND`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            GrpcCode::InvalidArgument => "INVALID_ARGUMENT",
+            GrpcCode::NotFound => "NOT_FOUND",
+            GrpcCode::FailedPrecondition => "FAILED_PRECONDITION",
+            GrpcCode::Unimplemented => "UNIMPLEMENTED",
+            GrpcCode::Internal => "INTERNAL",
+        }
+    }
 }
 
 /// The A2A error for a core error, with a message safe to show the caller.
@@ -731,6 +766,39 @@ mod tests {
             A2aErrorKind::ContentTypeNotSupported.grpc_code(),
             GrpcCode::InvalidArgument
         );
+    }
+
+    /// The HTTP+JSON statuses of A2A 1.0.1 §5.4 (v1.0.0 had TaskNotCancelable
+    /// 409, ContentTypeNotSupported 415, InvalidAgentResponse 502).
+    #[test]
+    fn http_statuses_follow_v1_0_1() {
+        use A2aErrorKind as K;
+        for (k, status, name) in [
+            (K::TaskNotFound, 404, "NOT_FOUND"),
+            (K::TaskNotCancelable, 400, "FAILED_PRECONDITION"),
+            (K::PushNotificationNotSupported, 400, "FAILED_PRECONDITION"),
+            (K::UnsupportedOperation, 400, "FAILED_PRECONDITION"),
+            (K::ContentTypeNotSupported, 400, "INVALID_ARGUMENT"),
+            (K::InvalidAgentResponse, 500, "INTERNAL"),
+            (
+                K::ExtendedAgentCardNotConfigured,
+                400,
+                "FAILED_PRECONDITION",
+            ),
+            (K::ExtensionSupportRequired, 400, "FAILED_PRECONDITION"),
+            (K::VersionNotSupported, 400, "FAILED_PRECONDITION"),
+            (K::ParseError, 400, "INVALID_ARGUMENT"),
+            (K::InvalidRequest, 400, "INVALID_ARGUMENT"),
+            (K::MethodNotFound, 404, "NOT_FOUND"),
+            (K::InvalidParams, 400, "INVALID_ARGUMENT"),
+            (K::Internal, 500, "INTERNAL"),
+        ] {
+            assert_eq!(
+                (k.http_status(), k.http_status_name()),
+                (status, name),
+                "{k:?}"
+            );
+        }
     }
 
     #[test]

@@ -82,7 +82,8 @@ pub fn all(opts: &AdapterOptions) -> Vec<Box<dyn Adapter>> {
     v
 }
 
-/// A2A: JSON-RPC at `/a2a`, the agent card, and (with `grpc`) `lf.a2a.v1.A2AService`.
+/// A2A: JSON-RPC at `/a2a`, HTTP+JSON under `/a2a/rest`, the agent card, and
+/// (with `grpc`) `lf.a2a.v1.A2AService`.
 #[cfg(feature = "a2a")]
 struct A2a {
     opts: AdapterOptions,
@@ -126,11 +127,8 @@ impl Adapter for A2a {
     }
 
     fn route_patterns(&self) -> Vec<&'static str> {
-        #[cfg_attr(
-            not(feature = "grpc"),
-            allow(unused_mut, reason = "only gRPC adds a pattern")
-        )]
         let mut v = vec![taskwire_a2a::card::JSONRPC_PATH, "/a2a/"];
+        v.extend(taskwire_a2a::rest::ROUTE_PATTERNS);
         #[cfg(feature = "grpc")]
         v.push(taskwire_grpc::ROUTE_PATTERN);
         v

@@ -80,7 +80,7 @@ pub struct ConformanceArgs {
     #[arg(long, env = "TASKWIRE_CONFORMANCE_TARGET", value_name = "URL")]
     pub target: String,
 
-    /// Protocols to run, comma-separated: a2a, grpc, mcp, mcp-2025, agui, cas (or all).
+    /// Protocols to run, comma-separated: a2a, grpc, a2a-rest, mcp, mcp-2025, agui, cas (or all).
     #[arg(
         long,
         env = "TASKWIRE_CONFORMANCE_PROTOCOLS",

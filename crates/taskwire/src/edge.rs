@@ -246,4 +246,47 @@ mod tests {
         assert_eq!(fallback_label(StatusCode::NOT_FOUND), "unmatched");
         assert_eq!(fallback_label(StatusCode::OK), "other");
     }
+
+    /// Every route of A2A's HTTP+JSON binding gets its own label (matchit takes
+    /// all fourteen patterns side by side: static `tasks` and `{tenant}` siblings,
+    /// `{task}` segments that carry a `:verb`).
+    #[cfg(feature = "a2a")]
+    #[test]
+    fn http_json_routes_have_labels() {
+        let mut l = RouteLabels::default();
+        for p in taskwire_a2a::rest::ROUTE_PATTERNS {
+            l.add(p, Access::Protected);
+        }
+        let id = "0123456789abcdef0123456789abcdef";
+        for (path, pattern) in [
+            (
+                "/a2a/rest/message:send".to_string(),
+                "/a2a/rest/message:send",
+            ),
+            ("/a2a/rest/tasks".to_string(), "/a2a/rest/tasks"),
+            (format!("/a2a/rest/tasks/{id}"), "/a2a/rest/tasks/{task}"),
+            (
+                format!("/a2a/rest/tasks/{id}:cancel"),
+                "/a2a/rest/tasks/{task}",
+            ),
+            (
+                format!("/a2a/rest/tasks/{id}/pushNotificationConfigs/c1"),
+                "/a2a/rest/tasks/{task}/pushNotificationConfigs/{config}",
+            ),
+            (
+                "/a2a/rest/acme/message:stream".to_string(),
+                "/a2a/rest/{tenant}/message:stream",
+            ),
+            (
+                format!("/a2a/rest/acme/tasks/{id}:subscribe"),
+                "/a2a/rest/{tenant}/tasks/{task}",
+            ),
+            (
+                "/a2a/rest/acme/extendedAgentCard".to_string(),
+                "/a2a/rest/{tenant}/extendedAgentCard",
+            ),
+        ] {
+            assert_eq!(l.of(&path), Some((pattern, Access::Protected)), "{path}");
+        }
+    }
 }

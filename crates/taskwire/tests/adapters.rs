@@ -47,6 +47,31 @@ async fn every_adapter_is_mounted_and_they_share_tasks() {
     assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{sent}");
     let id = task["id"].as_str().expect("task id").to_string();
 
+    // A2A over HTTP+JSON (the card's third interface): the same task.
+    let rest_url = card["supportedInterfaces"]
+        .as_array()
+        .expect("interfaces")
+        .iter()
+        .find(|i| i["protocolBinding"] == "HTTP+JSON")
+        .and_then(|i| i["url"].as_str())
+        .expect("an HTTP+JSON interface")
+        .to_string();
+    assert_eq!(rest_url, format!("{base}/a2a/rest"));
+    let got = http
+        .get(format!("{rest_url}/tasks/{id}"))
+        .header("A2A-Version", "1.0")
+        .send()
+        .await
+        .expect("rest get");
+    assert_eq!(got.status(), 200);
+    assert_eq!(
+        got.headers()["content-type"],
+        taskwire_a2a::rest::MEDIA_TYPE
+    );
+    let got: Value = got.json().await.expect("rest json");
+    assert_eq!(got["id"], id.as_str());
+    assert_eq!(got["status"]["state"], "TASK_STATE_COMPLETED", "{got}");
+
     // CAS: the same task, seen as a terminal status object.
     let status: Value = http
         .get(format!("{base}/cas/tasks/{id}"))

@@ -2,7 +2,7 @@
 //! own HTTP/2 server), with two real gRPC stacks:
 //! - the official Python `a2a-sdk` client (installed by `.ci/setup-a2a.sh`; its
 //!   gRPC transport is grpc-python, the C-core HTTP/2 stack) runs the A2A
-//!   interop script over JSON-RPC and over gRPC;
+//!   interop script over JSON-RPC, over gRPC and over HTTP+JSON;
 //! - the official Node.js client `@grpc/grpc-js` (installed by
 //!   `.ci/setup-grpc-js.sh`; Node's HTTP/2, nghttp2) runs `interop/grpc_js.js`;
 //!
@@ -70,7 +70,7 @@ async fn python_sdk_against_taskwire_serve() {
         );
     };
     against_serve(&["--push-allow-private"], |addr| {
-        ["JSONRPC", "GRPC"]
+        ["JSONRPC", "GRPC", "HTTP+JSON"]
             .into_iter()
             .map(|binding| {
                 let mut cmd = tokio::process::Command::new(&py);

@@ -586,7 +586,13 @@ async fn request_bodies_are_bounded_by_the_message_limit() {
         b = b.boxed_adapter(a);
     }
     let s = start(b).await;
-    for path in ["/a2a", "/mcp", "/agui", "/cas/tasks"] {
+    for path in [
+        "/a2a",
+        "/a2a/rest/message:send",
+        "/mcp",
+        "/agui",
+        "/cas/tasks",
+    ] {
         for (len, over) in [(limit, false), (limit + 1, true)] {
             let r = http
                 .post(s.url(path))

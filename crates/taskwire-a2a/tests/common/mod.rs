@@ -218,6 +218,11 @@ pub fn normalize(v: &Value) -> Value {
                         ("nextPageToken", Value::String(s)) if !s.is_empty() => {
                             Some("<token>".into())
                         }
+                        ("url", Value::String(s))
+                            if s.starts_with("http://127.0.0.1:") && s.ends_with("/a2a/rest") =>
+                        {
+                            Some("<base>/a2a/rest".into())
+                        }
                         ("url", Value::String(s)) if s.starts_with("http://127.0.0.1:") => {
                             Some("<base>/a2a".into())
                         }

@@ -1,9 +1,11 @@
-//! A2A 1.0 over JSON-RPC (`A2aClient`) and gRPC (`A2aGrpcClient`): the same
-//! messages and the same reconnecting stream, so one driver serves both.
+//! A2A 1.0 over JSON-RPC (`A2aClient`), gRPC (`A2aGrpcClient`) and HTTP+JSON
+//! (`A2aRestClient`): the same messages and the same reconnecting stream, so one
+//! driver serves all three.
 
 use async_trait::async_trait;
 use serde_json::{json, Value};
 use taskwire_client::a2a::{pb, A2aClient, A2aEvent, A2aStream};
+use taskwire_client::a2a_rest::A2aRestClient;
 use taskwire_client::grpc::A2aGrpcClient;
 use taskwire_client::{ClientError, Received};
 
@@ -21,6 +23,8 @@ pub(crate) enum Binding {
     Rpc(A2aClient),
     /// gRPC (h2c).
     Grpc(A2aGrpcClient),
+    /// HTTP+JSON with SSE.
+    Rest(A2aRestClient),
 }
 
 impl Binding {
@@ -31,6 +35,7 @@ impl Binding {
         match self {
             Binding::Rpc(c) => c.send_message(req).await,
             Binding::Grpc(c) => c.send_message(req).await,
+            Binding::Rest(c) => c.send_message(req).await,
         }
     }
 
@@ -38,6 +43,7 @@ impl Binding {
         match self {
             Binding::Rpc(c) => c.send_streaming_message(req).await,
             Binding::Grpc(c) => c.send_streaming_message(req).await,
+            Binding::Rest(c) => c.send_streaming_message(req).await,
         }
     }
 
@@ -45,6 +51,7 @@ impl Binding {
         match self {
             Binding::Rpc(c) => c.resubscribe(id, cursor).await,
             Binding::Grpc(c) => c.resubscribe(id, cursor).await,
+            Binding::Rest(c) => c.resubscribe(id, cursor).await,
         }
     }
 
@@ -52,6 +59,7 @@ impl Binding {
         match self {
             Binding::Rpc(c) => c.get_task(id, None).await,
             Binding::Grpc(c) => c.get_task(id, None).await,
+            Binding::Rest(c) => c.get_task(id, None).await,
         }
     }
 
@@ -59,6 +67,7 @@ impl Binding {
         match self {
             Binding::Rpc(c) => c.cancel_task(id).await,
             Binding::Grpc(c) => c.cancel_task(id).await,
+            Binding::Rest(c) => c.cancel_task(id).await,
         }
     }
 }
@@ -475,6 +484,42 @@ impl Driver for A2aDriver {
                     .map(|_| ())
                     .map_err(|e| self.err(e));
                 out.push(("SendMessage without message id or parts".to_string(), r));
+            }
+            Binding::Rest(c) => {
+                use reqwest::Method;
+                let q = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
+                for (label, method, path, body, query) in [
+                    (
+                        "SendMessage without a message",
+                        Method::POST,
+                        "/message:send",
+                        Some(json!({})),
+                        Vec::new(),
+                    ),
+                    (
+                        "SendMessage whose parts are not a list",
+                        Method::POST,
+                        "/message:send",
+                        Some(
+                            json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": 3}}),
+                        ),
+                        Vec::new(),
+                    ),
+                    (
+                        "ListTasks with a pageSize that is not a number",
+                        Method::GET,
+                        "/tasks",
+                        None,
+                        q("pageSize", "ten"),
+                    ),
+                ] {
+                    let r = c
+                        .call_raw(method, path, "malformed", body, &query)
+                        .await
+                        .map(|_| ())
+                        .map_err(|e| self.err(e));
+                    out.push((label.to_string(), r));
+                }
             }
         }
         out

@@ -90,6 +90,17 @@ fn build_one(
             }),
         );
     }
+    if let Some(u) = &ep.a2a_rest {
+        let c = taskwire_client::a2a_rest::A2aRestClient::with_url(cc.clone(), u).map_err(cerr)?;
+        out.insert(
+            Protocol::A2aRest,
+            Arc::new(a2a::A2aDriver {
+                protocol: Protocol::A2aRest,
+                binding: a2a::Binding::Rest(c),
+                wire: wire.clone(),
+            }),
+        );
+    }
     if let Some(u) = &ep.mcp {
         let c = taskwire_client::mcp::McpClient::with_endpoint(cc.clone(), u)
             .map_err(cerr)?
@@ -146,6 +157,7 @@ fn observe(wire: &Wire, ex: &taskwire_client::Exchange, column: Option<Protocol>
     let protocol = match (column, ex.protocol) {
         (Some(p), _) => p,
         (None, "grpc") => Protocol::Grpc,
+        (None, taskwire_client::a2a_rest::PROTOCOL) => Protocol::A2aRest,
         (None, "mcp") => Protocol::Mcp,
         (None, "agui") => Protocol::Agui,
         (None, "cas") => Protocol::Cas,
@@ -165,6 +177,18 @@ fn observe(wire: &Wire, ex: &taskwire_client::Exchange, column: Option<Protocol>
     let op = ex.operation.trim_end_matches(" (event)");
     let r = &ex.response;
     match protocol {
+        Protocol::A2aRest => {
+            if op.starts_with("GET ") {
+                return;
+            }
+            if is_event {
+                if r.get("error").is_none() {
+                    wire.validate(protocol, &["methods", op, "stream"], r);
+                }
+            } else if r.get("error").is_some() {
+                wire.validate(protocol, &["rest", "error"], r);
+            }
+        }
         Protocol::A2a | Protocol::Grpc => {
             if op.starts_with("GET ") {
                 return;
