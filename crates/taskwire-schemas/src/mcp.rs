@@ -26,6 +26,14 @@ pub enum Complete {
     Complete,
 }
 
+/// `resultType` `"input_required"` (SEP-2322).
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub enum InputRequiredResultType {
+    /// The request needs input first.
+    #[serde(rename = "input_required")]
+    InputRequired,
+}
+
 /// `resultType` `"task"`.
 #[derive(Serialize, Deserialize, JsonSchema)]
 pub enum TaskResultType {
@@ -63,9 +71,13 @@ pub struct RequestMeta {
     /// The request's protocol version.
     #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
     pub protocol_version: String,
-    /// The client.
-    #[serde(rename = "io.modelcontextprotocol/clientInfo")]
-    pub client_info: Implementation,
+    /// The client (a SHOULD: requests without it are served).
+    #[serde(
+        rename = "io.modelcontextprotocol/clientInfo",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub client_info: Option<Implementation>,
     /// The client's capabilities.
     #[serde(rename = "io.modelcontextprotocol/clientCapabilities")]
     pub client_capabilities: ClientCapabilities,
@@ -337,6 +349,21 @@ pub struct CallToolRequestParams {
     /// Its arguments.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments: Option<Map<String, Value>>,
+    /// Answers to the input requests of an earlier `input_required` answer,
+    /// by key (SEP-2322).
+    #[serde(
+        rename = "inputResponses",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub input_responses: Option<Map<String, Value>>,
+    /// The `requestState` of that answer, as given.
+    #[serde(
+        rename = "requestState",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub request_state: Option<String>,
     /// Protocol version, client info and capabilities.
     #[serde(rename = "_meta")]
     pub meta: RequestMeta,
@@ -411,7 +438,22 @@ pub struct CreateTaskResult {
     pub meta: Option<Map<String, Value>>,
 }
 
-/// Result of `tools/call` (2026-07-28): a tool result, or a task.
+/// An `InputRequiredResult` (SEP-2322): the request needs these inputs; repeat
+/// it with `inputResponses` and the `requestState`.
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InputRequiredResult {
+    /// Always `input_required`.
+    pub result_type: InputRequiredResultType,
+    /// What is asked, by key.
+    pub input_requests: std::collections::BTreeMap<String, InputRequest>,
+    /// Opaque, integrity-protected state to send back with the answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
+}
+
+/// Result of `tools/call` (2026-07-28): a tool result, a task, or a request
+/// for input first.
 #[derive(Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum ToolsCallResult {
@@ -419,6 +461,8 @@ pub enum ToolsCallResult {
     Complete(CallToolResult),
     /// Became a task.
     Task(CreateTaskResult),
+    /// Needs input first (SEP-2322).
+    InputRequired(InputRequiredResult),
 }
 
 /// The form of an elicitation.
@@ -481,7 +525,7 @@ pub enum ElicitRequestParams {
 #[derive(Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "method", content = "params")]
 pub enum InputRequest {
-    /// An elicitation (the only kind taskwire sends).
+    /// An elicitation (a form).
     #[serde(rename = "elicitation/create")]
     Elicit(ElicitRequestParams),
     /// A sampling request.
@@ -814,6 +858,7 @@ pub(crate) fn generate() -> Result<(Vec<Kind>, Value), SchemaError> {
         kind::<CallToolRequestParams>("CallToolRequestParams", None),
         kind::<CallToolResult>("CallToolResult", None),
         kind::<CreateTaskResult>("CreateTaskResult", None),
+        kind::<InputRequiredResult>("InputRequiredResult", None),
         kind::<ToolsCallResult>("ToolsCallResult", None),
         kind::<TaskRequestParams>("TaskRequestParams", None),
         kind::<UpdateTaskRequestParams>("UpdateTaskRequestParams", None),
@@ -824,7 +869,7 @@ pub(crate) fn generate() -> Result<(Vec<Kind>, Value), SchemaError> {
         kind::<ListenRequestParams>("ListenRequestParams", None),
         kind::<ListenResult>("ListenResult", None),
         kind::<SubscriptionsAcknowledgedParams>("SubscriptionsAcknowledgedParams", None),
-        kind::<InputRequest>("ElicitRequest", Some("An input request of a task: {method, params}; taskwire sends elicitation/create.")),
+        kind::<InputRequest>("ElicitRequest", Some("An input request of a task: {method, params}: elicitation/create, sampling/createMessage or roots/list.")),
         kind::<ElicitRequestParams>("ElicitRequestParams", None),
         kind::<ElicitResult>("ElicitResult", None),
         kind::<InitializeRequestParams>("InitializeRequestParams", None),

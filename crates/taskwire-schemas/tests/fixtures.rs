@@ -63,6 +63,10 @@ fn mcp(stem: &str) -> Option<Vec<Check>> {
             ("/result", p, "CallToolResult"),
             ("/result", p, "ToolsCallResult"),
         ],
+        "current_call_input_required" => vec![
+            ("/result", p, "InputRequiredResult"),
+            ("/result", p, "ToolsCallResult"),
+        ],
         "current_create_task_result" => vec![
             ("/result", p, "CreateTaskResult"),
             ("/result", p, "ToolsCallResult"),
