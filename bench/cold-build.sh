@@ -19,7 +19,7 @@ export CARGO_INCREMENTAL=0
 if [ "${ONLY:-release}" = release ] || [ -z "${ONLY:-}" ]; then
   start=$(date +%s)
   CARGO_TARGET_DIR="$work/release-target" cargo build -q --release -p taskwire
-  "$work/release-target/release/taskwire" serve --listen 127.0.0.1:0 --store memory:// >"$work/serve.out" &
+  "$work/release-target/release/taskwire" serve --listen 127.0.0.1:0 --store memory:// >"$work/serve.out" 2>"$work/serve.err" &
   server=$!
   until addr=$(sed -n 's/^listening on //p' "$work/serve.out") && [ -n "$addr" ]; do sleep 0.1; done
   curl -sf "http://$addr/healthz" >/dev/null
