@@ -398,6 +398,11 @@ async fn notification2_review_for_someone_else_is_routed_not_notified() {
     assert_eq!(his.body["reviews"][0]["task_id"], id.as_str());
     assert_eq!(his.body["reviews"][0]["review_id"], "r1");
     golden("reviews_list", &his.body);
+    // A cursor this server did not issue is the caller's error, not the server's.
+    for bad in ["garbage", "", "%00"] {
+        let r = h.get(&format!("/cas/reviews?cursor={bad}"), "bob").await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{bad:?}: {:?}", r.body);
+    }
     // Alice cannot decide bob's review.
     let r = h
         .post(

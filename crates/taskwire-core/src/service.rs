@@ -870,6 +870,14 @@ impl TaskService {
         page_size: usize,
         cursor: Option<String>,
     ) -> Result<ListPage> {
+        if let Some(c) = &cursor {
+            if decode_cursor(c).is_none() {
+                return Err(CoreError::InvalidInput {
+                    field: "cursor".into(),
+                    reason: "not a cursor this server issued".into(),
+                });
+            }
+        }
         let q = ListQuery {
             tenant: caller.tenant.clone(),
             reviewer: Some(caller.principal.clone()),
