@@ -220,6 +220,18 @@ fn check(headers: &HeaderMap, query: Option<&str>) -> Result<(), RestError> {
     Ok(())
 }
 
+/// What every route does first: its path arguments, and the request split into
+/// head and body once the requested A2A version is checked.
+fn accept(
+    path: PathResult,
+    req: axum::extract::Request,
+) -> Result<(PathArgs, axum::http::request::Parts, Body), RestError> {
+    let args = PathArgs::of(path)?;
+    let (parts, body) = req.into_parts();
+    check(&parts.headers, parts.uri.query())?;
+    Ok((args, parts, body))
+}
+
 /// The request body as ProtoJSON text: a content type that is not JSON is
 /// ContentTypeNotSupported (400, before reading), a body over the limit 413,
 /// one that cannot be read 400. An empty body is `{}`.
@@ -377,9 +389,7 @@ async fn message_send(
 ) -> Response {
     answer(
         async {
-            let args = PathArgs::of(path)?;
-            let (parts, body) = req.into_parts();
-            check(&parts.headers, parts.uri.query())?;
+            let (args, parts, body) = accept(path, req)?;
             let text = read_body(&svc, &parts.headers, body).await?;
             let mut r = send_request(&text)?;
             r.tenant = args.tenant(std::mem::take(&mut r.tenant));
@@ -407,9 +417,7 @@ async fn message_stream(
 ) -> Response {
     answer(
         async {
-            let args = PathArgs::of(path)?;
-            let (parts, body) = req.into_parts();
-            check(&parts.headers, parts.uri.query())?;
+            let (args, parts, body) = accept(path, req)?;
             let text = read_body(&svc, &parts.headers, body).await?;
             let mut r = send_request(&text)?;
             r.tenant = args.tenant(std::mem::take(&mut r.tenant));
@@ -431,9 +439,7 @@ async fn list_tasks(
 ) -> Response {
     answer(
         async {
-            let args = PathArgs::of(path)?;
-            let (parts, _) = req.into_parts();
-            check(&parts.headers, parts.uri.query())?;
+            let (args, parts, _) = accept(path, req)?;
             let mut r: pb::ListTasksRequest =
                 protojson::from_value(query_value(parts.uri.query(), LIST_TASKS_QUERY)?)?;
             r.tenant = args.tenant(String::new());
@@ -468,9 +474,7 @@ async fn task_get(
 ) -> Response {
     answer(
         async {
-            let args = PathArgs::of(path)?;
-            let (parts, _) = req.into_parts();
-            check(&parts.headers, parts.uri.query())?;
+            let (args, parts, _) = accept(path, req)?;
             match split_verb(&args.task) {
                 (id, None) => {
                     let mut r: pb::GetTaskRequest =
@@ -514,9 +518,7 @@ async fn task_post(
 ) -> Response {
     answer(
         async {
-            let args = PathArgs::of(path)?;
-            let (parts, body) = req.into_parts();
-            check(&parts.headers, parts.uri.query())?;
+            let (args, parts, body) = accept(path, req)?;
             let (id, verb) = split_verb(&args.task);
             if !matches!(verb, Some("cancel" | "subscribe")) {
                 return Err(no_such_call("POST", &args.task));
@@ -548,9 +550,7 @@ async fn push_create(
 ) -> Response {
     answer(
         async {
-            let args = PathArgs::of(path)?;
-            let (parts, body) = req.into_parts();
-            check(&parts.headers, parts.uri.query())?;
+            let (args, parts, body) = accept(path, req)?;
             let text = read_body(&svc, &parts.headers, body).await?;
             let mut r: pb::TaskPushNotificationConfig = decode(&text)?;
             r.task_id = args.task.clone();
@@ -570,9 +570,7 @@ async fn push_list(
 ) -> Response {
     answer(
         async {
-            let args = PathArgs::of(path)?;
-            let (parts, _) = req.into_parts();
-            check(&parts.headers, parts.uri.query())?;
+            let (args, parts, _) = accept(path, req)?;
             let mut r: pb::ListTaskPushNotificationConfigsRequest =
                 protojson::from_value(query_value(parts.uri.query(), LIST_CONFIGS_QUERY)?)?;
             r.task_id = args.task.clone();
@@ -592,9 +590,7 @@ async fn push_get(
 ) -> Response {
     answer(
         async {
-            let args = PathArgs::of(path)?;
-            let (parts, _) = req.into_parts();
-            check(&parts.headers, parts.uri.query())?;
+            let (args, _, _) = accept(path, req)?;
             let r = pb::GetTaskPushNotificationConfigRequest {
                 tenant: args.tenant(String::new()),
                 task_id: args.task.clone(),
@@ -616,9 +612,7 @@ async fn push_delete(
 ) -> Response {
     answer(
         async {
-            let args = PathArgs::of(path)?;
-            let (parts, _) = req.into_parts();
-            check(&parts.headers, parts.uri.query())?;
+            let (args, _, _) = accept(path, req)?;
             let r = pb::DeleteTaskPushNotificationConfigRequest {
                 tenant: args.tenant(String::new()),
                 task_id: args.task.clone(),
@@ -640,9 +634,7 @@ async fn extended_card(
 ) -> Response {
     answer(
         async {
-            PathArgs::of(path)?;
-            let (parts, _) = req.into_parts();
-            check(&parts.headers, parts.uri.query())?;
+            let _ = accept(path, req)?;
             ok(&svc.extended_agent_card(&caller)?)
         }
         .await,

@@ -125,6 +125,19 @@ pub fn text_message(text: impl Into<String>) -> pb::Message {
     }
 }
 
+/// A `SendMessageRequest` for a text message; with `return_immediately`, the
+/// send does not wait for the task to end.
+pub fn text_request(text: impl Into<String>, return_immediately: bool) -> pb::SendMessageRequest {
+    let mut req = send_request(text_message(text));
+    if return_immediately {
+        req.configuration = Some(pb::SendMessageConfiguration {
+            return_immediately: true,
+            ..Default::default()
+        });
+    }
+    req
+}
+
 /// A `SendMessageRequest` for `message` with default configuration (blocking).
 pub fn send_request(message: pb::Message) -> pb::SendMessageRequest {
     pb::SendMessageRequest {
@@ -264,14 +277,8 @@ impl A2aClient {
         text: impl Into<String>,
         return_immediately: bool,
     ) -> Result<Received<pb::SendMessageResponse>, ClientError> {
-        let mut req = send_request(text_message(text));
-        if return_immediately {
-            req.configuration = Some(pb::SendMessageConfiguration {
-                return_immediately: true,
-                ..Default::default()
-            });
-        }
-        self.send_message(req).await
+        self.send_message(text_request(text, return_immediately))
+            .await
     }
 
     /// `SendStreamingMessage`: a reconnecting stream of events.

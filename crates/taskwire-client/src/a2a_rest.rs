@@ -20,8 +20,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::a2a::{
-    code, interface_url, is_interrupted, is_terminal, parse, pb, send_request, text_message,
-    to_json, A2aStream, A2A_VERSION, AGENT_CARD_PATH, VERSION_HEADER,
+    code, interface_url, is_interrupted, is_terminal, parse, pb, text_request, to_json, A2aStream,
+    A2A_VERSION, AGENT_CARD_PATH, VERSION_HEADER,
 };
 use crate::a2a_stream::{FrameStream, StreamKind, StreamSource};
 use crate::config::{ClientConfig, Exchange, Received};
@@ -220,14 +220,8 @@ impl A2aRestClient {
         text: impl Into<String>,
         return_immediately: bool,
     ) -> Result<Received<pb::SendMessageResponse>, ClientError> {
-        let mut req = send_request(text_message(text));
-        if return_immediately {
-            req.configuration = Some(pb::SendMessageConfiguration {
-                return_immediately: true,
-                ..Default::default()
-            });
-        }
-        self.send_message(req).await
+        self.send_message(text_request(text, return_immediately))
+            .await
     }
 
     /// `POST /message:stream`: a reconnecting stream of events.

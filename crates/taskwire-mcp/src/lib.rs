@@ -277,20 +277,20 @@ async fn handle_post(
     current::handle(inner, caller, headers, msg).await
 }
 
-/// The host of a `Host` value or an `Origin` URL, without port, lower case
-/// (`[::1]` keeps its brackets).
+/// The host of a `Host` value (an authority) or an `Origin` (a URL), without
+/// port, lower case (`[::1]` keeps its brackets); parsed by `http`. A value that
+/// does not parse is returned as it is, and so matches no allowed name.
 fn host_of(value: &str) -> String {
+    use axum::http::uri::{Authority, Uri};
     let v = value.trim();
-    let v = v.split_once("://").map_or(v, |(_, rest)| rest);
-    let authority = v.split('/').next().unwrap_or(v);
-    let host = if authority.starts_with('[') {
-        authority
-            .split_once(']')
-            .map_or(authority.to_string(), |(h, _)| format!("{h}]"))
+    let host = if v.contains("://") {
+        v.parse::<Uri>()
+            .ok()
+            .and_then(|u| u.host().map(str::to_string))
     } else {
-        authority.split(':').next().unwrap_or(authority).to_string()
+        v.parse::<Authority>().ok().map(|a| a.host().to_string())
     };
-    host.to_ascii_lowercase()
+    host.unwrap_or_else(|| v.to_string()).to_ascii_lowercase()
 }
 
 /// DNS rebinding protection: with `allowed` set, the `Host` header and any
