@@ -15,7 +15,8 @@ use taskwire_core::{Agent, Caller, CoreError, Message, Part, ScriptedAgent, Task
 /// Name of the profile's agent.
 pub const MCP_CONFORMANCE_AGENT_NAME: &str = "taskwire-mcp-conformance";
 
-/// The task metadata key under which the MCP adapter records the tool called.
+/// The task metadata key under which the MCP adapter records the tool called
+/// (set by `tools/call`, read by this agent).
 pub const TOOL_METADATA_KEY: &str = "mcpTool";
 
 /// A 1×1 red PNG.

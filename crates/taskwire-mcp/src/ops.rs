@@ -38,8 +38,10 @@ impl Inner {
         let message = vocab::message_of_arguments(skill, params.get("arguments"))?;
         let mut req = CreateTask::new(message);
         req.ttl = ttl;
-        req.metadata
-            .insert("mcpTool".into(), Value::String(name.to_string()));
+        req.metadata.insert(
+            crate::fixture::TOOL_METADATA_KEY.into(),
+            Value::String(name.to_string()),
+        );
         let created = self
             .service
             .create(caller, req)
