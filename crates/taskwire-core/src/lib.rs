@@ -27,6 +27,7 @@
 //! - [`transition`]: the transition table; every state change is checked there.
 //! - [`event`]: the per-task event log every stream, subscription and poll reads.
 //! - [`store`]: the storage contract ([`TaskStore`]) and the wake-up hub.
+//! - [`record`]: the rows adapters keep beside a task (push configs, runs, sessions).
 //! - [`service`]: commands and queries ([`TaskService`]), each a compare-and-set commit.
 //! - [`agent`]: the [`Agent`] trait and the [`TurnContext`] an agent works through.
 //! - [`runtime`]: claim queue, workers, leases, reaper, sweeper.
@@ -38,6 +39,8 @@ pub mod event;
 pub mod ids;
 pub mod limits;
 pub mod memory;
+pub mod record;
+mod record_memory;
 pub mod runtime;
 pub mod scripted;
 pub mod service;
@@ -60,6 +63,7 @@ pub use event::{Event, EventKind, StepPhase};
 pub use ids::TaskId;
 pub use limits::Limits;
 pub use memory::MemoryStore;
+pub use record::{PutOutcome, Quota, Record, RecordKind, RecordLease, RecordScope};
 pub use runtime::{Runtime, RuntimeConfig};
 pub use scripted::ScriptedAgent;
 pub use service::{Access, CreateTask, Created, TaskDefaults, TaskService};

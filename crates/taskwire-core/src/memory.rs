@@ -62,6 +62,8 @@ use crate::store::{
     decode_cursor, encode_cursor, Claim, Commit, CreateOutcome, IdempotencyKey, ListOrder,
     ListPage, ListQuery, QueueOp, TaskStore, TaskWake, WakeHub,
 };
+use crate::record::{PutOutcome, Quota, Record, RecordKind, RecordLease, RecordScope};
+use crate::record_memory::{MemRecords, TaskLook};
 use crate::types::{Task, TaskState, Timestamp};
 
 /// log2 of the number of shards.
@@ -266,6 +268,8 @@ pub struct MemoryStore {
     picker: foldhash::fast::RandomState,
     /// Number of queue entries (available and leased).
     queued: AtomicUsize,
+    /// Records (see [`crate::record`]); taken before a task shard.
+    records: Mutex<MemRecords>,
     hub: WakeHub,
 }
 
@@ -278,6 +282,7 @@ impl Default for MemoryStore {
             tasks: std::array::from_fn(|_| Padded::default()),
             picker: foldhash::fast::RandomState::default(),
             queued: AtomicUsize::new(0),
+            records: Mutex::default(),
             hub: WakeHub::default(),
         }
     }
@@ -321,6 +326,15 @@ impl MemoryStore {
             work.ready.push_back(id.clone());
         }
         Ok(())
+    }
+
+    /// Whether a task exists and is terminal (for the records).
+    fn look(&self, id: &TaskId) -> Result<TaskLook, StoreError> {
+        Ok(match self.shard(id)?.get(id) {
+            None => TaskLook::Missing,
+            Some(s) if s.task.state.is_terminal() => TaskLook::Terminal,
+            Some(_) => TaskLook::Live,
+        })
     }
 
     fn shard(&self, id: &TaskId) -> Result<MutexGuard<'_, TaskShard>, StoreError> {
@@ -864,8 +878,80 @@ impl TaskStore for MemoryStore {
                 }
             }
         }
+        if !doomed.is_empty() {
+            let mut records = lock(&self.records)?;
+            for (id, _) in &doomed {
+                records.delete_task(id);
+            }
+        }
         // The slots and their logs are freed outside the locks.
         Ok(doomed.len())
+    }
+
+    async fn put_record(
+        &self,
+        record: Record,
+        quota: Option<Quota>,
+    ) -> Result<PutOutcome, StoreError> {
+        let mut records = lock(&self.records)?;
+        records.put(record, quota, &mut |t| self.look(t))
+    }
+
+    async fn get_record(&self, kind: RecordKind, id: &str) -> Result<Option<Record>, StoreError> {
+        Ok(lock(&self.records)?.get(kind, id))
+    }
+
+    async fn list_records(
+        &self,
+        kind: RecordKind,
+        scope: &RecordScope,
+    ) -> Result<Vec<Record>, StoreError> {
+        Ok(lock(&self.records)?.list(kind, scope))
+    }
+
+    async fn update_record(
+        &self,
+        record: &Record,
+        fence: Option<&RecordLease>,
+    ) -> Result<u64, StoreError> {
+        lock(&self.records)?.update(record, fence)
+    }
+
+    async fn delete_record(&self, kind: RecordKind, id: &str) -> Result<bool, StoreError> {
+        Ok(lock(&self.records)?.delete(kind, id))
+    }
+
+    async fn claim_records(
+        &self,
+        kind: RecordKind,
+        worker: &str,
+        max: usize,
+        lease: Duration,
+        now: Timestamp,
+    ) -> Result<Vec<(Record, RecordLease)>, StoreError> {
+        Ok(lock(&self.records)?.claim(kind, worker, max, lease, now))
+    }
+
+    async fn renew_record(
+        &self,
+        lease: &RecordLease,
+        duration: Duration,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        Ok(lock(&self.records)?.renew(lease, duration, now))
+    }
+
+    async fn release_record(&self, lease: &RecordLease) -> Result<(), StoreError> {
+        lock(&self.records)?.release(lease);
+        Ok(())
+    }
+
+    async fn sweep_records(&self, now: Timestamp, limit: usize) -> Result<usize, StoreError> {
+        Ok(lock(&self.records)?.sweep(now, limit))
+    }
+
+    async fn count_records(&self) -> Result<Vec<(RecordKind, u64)>, StoreError> {
+        Ok(lock(&self.records)?.counts())
     }
 
     async fn idle_expired(&self, now: Timestamp, limit: usize) -> Result<Vec<TaskId>, StoreError> {

@@ -13,6 +13,7 @@ use tokio::sync::{broadcast, watch, Notify};
 use crate::error::StoreError;
 use crate::event::Event;
 use crate::ids::TaskId;
+use crate::record::{PutOutcome, Quota, Record, RecordKind, RecordLease, RecordScope};
 use crate::types::{Task, TaskState, Timestamp};
 
 /// The idempotency key of a create: the same key returns the same task.
@@ -339,8 +340,71 @@ pub trait TaskStore: Send + Sync + 'static {
     async fn reap(&self, now: Timestamp) -> Result<Vec<TaskId>, StoreError>;
 
     /// Deletes up to `limit` terminal tasks whose `expires_at` is before `now`, with
-    /// their events and idempotency keys; returns how many.
+    /// their events, idempotency keys and records; returns how many tasks.
     async fn sweep(&self, now: Timestamp, limit: usize) -> Result<usize, StoreError>;
+
+    /// Inserts `record`, or replaces the one stored under its `(kind, id)` (its data,
+    /// cursor, active flag and expiry; owner and lease stay), bumping the version.
+    /// `NotFound` if it names a task that does not exist. With a quota, an insert
+    /// (never a replacement) is refused when the owner already has `quota.max` live
+    /// records of the kind; the check and the insert are one atomic step.
+    async fn put_record(
+        &self,
+        record: Record,
+        quota: Option<Quota>,
+    ) -> Result<PutOutcome, StoreError>;
+
+    /// The record stored under `(kind, id)`.
+    async fn get_record(&self, kind: RecordKind, id: &str) -> Result<Option<Record>, StoreError>;
+
+    /// The records of `kind` in `scope`, ordered by id.
+    async fn list_records(
+        &self,
+        kind: RecordKind,
+        scope: &RecordScope,
+    ) -> Result<Vec<Record>, StoreError>;
+
+    /// Replaces a record's data, cursor, active flag and expiry if its version is
+    /// still `record.version` (`Conflict` otherwise) and, with a fence, while that
+    /// lease is held (`LeaseLost` otherwise); `NotFound` if it is gone. Returns the
+    /// new version.
+    async fn update_record(
+        &self,
+        record: &Record,
+        fence: Option<&RecordLease>,
+    ) -> Result<u64, StoreError>;
+
+    /// Deletes a record; false if there was none.
+    async fn delete_record(&self, kind: RecordKind, id: &str) -> Result<bool, StoreError>;
+
+    /// Leases to `worker`, until `now + lease`, up to `max` active records of `kind`
+    /// that nobody holds or whose lease lapsed before `now`; each claim increments
+    /// the record's epoch.
+    async fn claim_records(
+        &self,
+        kind: RecordKind,
+        worker: &str,
+        max: usize,
+        lease: Duration,
+        now: Timestamp,
+    ) -> Result<Vec<(Record, RecordLease)>, StoreError>;
+
+    /// Extends a record lease; false if it is no longer held.
+    async fn renew_record(
+        &self,
+        lease: &RecordLease,
+        duration: Duration,
+        now: Timestamp,
+    ) -> Result<bool, StoreError>;
+
+    /// Gives a record lease back (the record can be claimed at once if active).
+    async fn release_record(&self, lease: &RecordLease) -> Result<(), StoreError>;
+
+    /// Deletes up to `limit` records that expired before `now`; returns how many.
+    async fn sweep_records(&self, now: Timestamp, limit: usize) -> Result<usize, StoreError>;
+
+    /// Number of records per kind.
+    async fn count_records(&self) -> Result<Vec<(RecordKind, u64)>, StoreError>;
 
     /// Up to `limit` non-terminal tasks whose inactivity deadline is before `now`.
     async fn idle_expired(&self, now: Timestamp, limit: usize) -> Result<Vec<TaskId>, StoreError>;

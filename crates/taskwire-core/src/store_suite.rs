@@ -19,6 +19,7 @@ use crate::event::EventKind;
 use crate::runtime::{Runtime, RuntimeConfig};
 use crate::scripted::{ask_key, ScriptedAgent};
 use crate::service::{Access, CreateTask, TaskDefaults, TaskService};
+use crate::record::{PutOutcome, Quota, Record, RecordKind, RecordScope};
 use crate::store::{Commit, ListOrder, ListQuery, QueueOp, TaskStore};
 use crate::types::{Caller, InputResponse, Message, TaskState};
 
@@ -53,6 +54,9 @@ pub async fn run_all(factory: Factory<'_>) {
     counts(factory()).await;
     hub_is_published(factory()).await;
     runtime_end_to_end(factory()).await;
+    records_are_keyed_versioned_and_swept(factory()).await;
+    record_quotas_count_live_records_per_owner(factory()).await;
+    record_leases_are_exclusive_and_fenced(factory()).await;
 }
 
 pub async fn create_is_idempotent(store: Arc<dyn TaskStore>) {
@@ -725,4 +729,296 @@ pub async fn runtime_end_to_end(store: Arc<dyn TaskStore>) {
         Some(TaskState::Canceled)
     );
     rt.shutdown(Duration::from_secs(5)).await;
+}
+
+fn rec(kind: RecordKind, id: &str, owner: &str, n: u64) -> Record {
+    Record::new(kind, id, "t1", owner, json!({ "n": n }))
+}
+
+fn stored(o: PutOutcome) -> u64 {
+    match o {
+        PutOutcome::Stored { version } => version,
+        other => panic!("not stored: {other:?}"),
+    }
+}
+
+pub async fn records_are_keyed_versioned_and_swept(store: Arc<dyn TaskStore>) {
+    let svc = service(store.clone()).with_defaults(TaskDefaults {
+        ttl: Some(Duration::from_millis(1)),
+        idle_lifespan: None,
+    });
+    let task = svc
+        .create(&alice(), CreateTask::new(msg("m1", "hi")))
+        .await
+        .unwrap()
+        .task;
+    let kind = RecordKind::PushConfig;
+    // A record of a task that does not exist is refused.
+    let orphan = rec(kind, "x", "alice", 0).for_task(crate::ids::TaskId::new());
+    assert!(matches!(
+        store.put_record(orphan, None).await,
+        Err(StoreError::NotFound)
+    ));
+    let a = rec(kind, "b-config", "alice", 1)
+        .for_task(task.id.clone())
+        .active(true)
+        .at(3);
+    assert_eq!(stored(store.put_record(a.clone(), None).await.unwrap()), 1);
+    // A put under the same key replaces data, cursor and flags; owner stays.
+    let mut replaced = rec(kind, "b-config", "mallory", 2).for_task(task.id.clone());
+    replaced.cursor = 5;
+    assert_eq!(stored(store.put_record(replaced, None).await.unwrap()), 2);
+    let got = store.get_record(kind, "b-config").await.unwrap().unwrap();
+    assert_eq!(got.data, json!({ "n": 2 }));
+    assert_eq!((got.cursor, got.active, got.version), (5, false, 2));
+    assert_eq!(got.owner, "alice");
+    assert_eq!(got.task_id.as_ref(), Some(&task.id));
+    // Kinds are separate key spaces.
+    assert!(store
+        .get_record(RecordKind::AguiRun, "b-config")
+        .await
+        .unwrap()
+        .is_none());
+    stored(
+        store
+            .put_record(rec(kind, "a-config", "alice", 3).for_task(task.id.clone()), None)
+            .await
+            .unwrap(),
+    );
+    stored(
+        store
+            .put_record(rec(RecordKind::McpSession, "s1", "alice", 4), None)
+            .await
+            .unwrap(),
+    );
+    let of_task = store
+        .list_records(kind, &RecordScope::Task(task.id.clone()))
+        .await
+        .unwrap();
+    let ids: Vec<&str> = of_task.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids, ["a-config", "b-config"]);
+    let owner = RecordScope::Owner {
+        tenant: "t1".into(),
+        owner: "alice".into(),
+    };
+    assert_eq!(store.list_records(kind, &owner).await.unwrap().len(), 2);
+    assert_eq!(
+        store
+            .list_records(RecordKind::McpSession, &owner)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    // Update is compare-and-set on the version.
+    let mut stale = got.clone();
+    stale.version = 1;
+    assert!(matches!(
+        store.update_record(&stale, None).await,
+        Err(StoreError::Conflict)
+    ));
+    let mut next = got.clone();
+    next.cursor = 9;
+    next.data = json!({ "n": 9 });
+    assert_eq!(store.update_record(&next, None).await.unwrap(), 3);
+    let got = store.get_record(kind, "b-config").await.unwrap().unwrap();
+    assert_eq!((got.cursor, got.version), (9, 3));
+    assert!(matches!(
+        store.update_record(&next, None).await,
+        Err(StoreError::Conflict)
+    ));
+    // Delete.
+    assert!(store.delete_record(kind, "a-config").await.unwrap());
+    assert!(!store.delete_record(kind, "a-config").await.unwrap());
+    assert!(matches!(
+        store
+            .update_record(&rec(kind, "a-config", "alice", 0), None)
+            .await,
+        Err(StoreError::NotFound)
+    ));
+    // Expiring records are swept by sweep_records; the rest stay.
+    let now = Utc::now();
+    let session = rec(RecordKind::McpSession, "s2", "bob", 0)
+        .expiring(Some(now + chrono::Duration::seconds(1)));
+    stored(store.put_record(session, None).await.unwrap());
+    assert_eq!(store.sweep_records(now, 100).await.unwrap(), 0);
+    let later = now + chrono::Duration::seconds(2);
+    assert_eq!(store.sweep_records(later, 100).await.unwrap(), 1);
+    assert!(store
+        .get_record(RecordKind::McpSession, "s2")
+        .await
+        .unwrap()
+        .is_none());
+    let counts = store.count_records().await.unwrap();
+    let count = |k: RecordKind| counts.iter().find(|(c, _)| *c == k).map(|(_, n)| *n);
+    assert_eq!(count(kind), Some(1));
+    assert_eq!(count(RecordKind::McpSession), Some(1));
+    // A task's records go with it when it is swept.
+    svc.cancel(Access::Owner(&alice()), &task.id, None)
+        .await
+        .unwrap();
+    assert_eq!(store.sweep(later, 100).await.unwrap(), 1);
+    assert!(store.get_record(kind, "b-config").await.unwrap().is_none());
+    assert!(store
+        .list_records(kind, &RecordScope::Task(task.id.clone()))
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(store
+        .get_record(RecordKind::McpSession, "s1")
+        .await
+        .unwrap()
+        .is_some());
+}
+
+pub async fn record_quotas_count_live_records_per_owner(store: Arc<dyn TaskStore>) {
+    let svc = service(store.clone());
+    let bob = Caller::new("t1", "bob");
+    let task = svc
+        .create(&alice(), CreateTask::new(msg("m1", "hi")))
+        .await
+        .unwrap()
+        .task;
+    let kind = RecordKind::AguiRun;
+    let now = Utc::now();
+    let q = Some(Quota { max: 2, now });
+    for id in ["r1", "r2"] {
+        let r = rec(kind, id, "alice", 0).for_task(task.id.clone());
+        stored(store.put_record(r, q).await.unwrap());
+    }
+    let third = rec(kind, "r3", "alice", 0).for_task(task.id.clone());
+    assert_eq!(
+        store.put_record(third.clone(), q).await.unwrap(),
+        PutOutcome::OverQuota { max: 2 }
+    );
+    assert!(store.get_record(kind, "r3").await.unwrap().is_none());
+    // Replacing one of one's own is not an insert.
+    let again = rec(kind, "r1", "alice", 7).for_task(task.id.clone());
+    assert_eq!(stored(store.put_record(again, q).await.unwrap()), 2);
+    // Another owner (even in the same tenant) has a quota of its own.
+    let bobs = svc
+        .create(&bob, CreateTask::new(msg("m2", "hi")))
+        .await
+        .unwrap()
+        .task;
+    let b = rec(kind, "b1", "bob", 0).for_task(bobs.id.clone());
+    stored(store.put_record(b, q).await.unwrap());
+    // Records of a terminal task, and expired ones, are not live.
+    svc.cancel(Access::Owner(&alice()), &task.id, None)
+        .await
+        .unwrap();
+    let task2 = svc
+        .create(&alice(), CreateTask::new(msg("m3", "hi")))
+        .await
+        .unwrap()
+        .task;
+    let r = rec(kind, "r3", "alice", 0).for_task(task2.id.clone());
+    stored(store.put_record(r, q).await.unwrap());
+    let sk = RecordKind::McpSession;
+    let s1 = rec(sk, "s1", "alice", 0).expiring(Some(now - chrono::Duration::seconds(1)));
+    stored(store.put_record(s1, None).await.unwrap());
+    let s2 = rec(sk, "s2", "alice", 0);
+    stored(
+        store
+            .put_record(s2, Some(Quota { max: 1, now }))
+            .await
+            .unwrap(),
+    );
+    let s3 = rec(sk, "s3", "alice", 0);
+    assert_eq!(
+        store
+            .put_record(s3, Some(Quota { max: 1, now }))
+            .await
+            .unwrap(),
+        PutOutcome::OverQuota { max: 1 }
+    );
+}
+
+pub async fn record_leases_are_exclusive_and_fenced(store: Arc<dyn TaskStore>) {
+    let svc = service(store.clone());
+    let task = svc
+        .create(&alice(), CreateTask::new(msg("m1", "hi")))
+        .await
+        .unwrap()
+        .task;
+    let kind = RecordKind::PushConfig;
+    for (id, active) in [("c1", true), ("c2", false), ("c3", true)] {
+        let r = rec(kind, id, "alice", 0)
+            .for_task(task.id.clone())
+            .active(active);
+        stored(store.put_record(r, None).await.unwrap());
+    }
+    let now = Utc::now();
+    let lease = Duration::from_secs(10);
+    let first = store
+        .claim_records(kind, "w1", 1, lease, now)
+        .await
+        .unwrap();
+    assert_eq!(first.len(), 1);
+    let rest = store
+        .claim_records(kind, "w2", 10, lease, now)
+        .await
+        .unwrap();
+    // Only active records, and each to one worker.
+    let mut ids: Vec<String> = first
+        .iter()
+        .chain(rest.iter())
+        .map(|(r, _)| r.id.clone())
+        .collect();
+    ids.sort();
+    assert_eq!(ids, ["c1", "c3"]);
+    assert!(store
+        .claim_records(kind, "w3", 10, lease, now)
+        .await
+        .unwrap()
+        .is_empty());
+    let (r1, l1) = first[0].clone();
+    // The holder updates under its fence.
+    let mut moved = r1.clone();
+    moved.cursor = 4;
+    let v = store.update_record(&moved, Some(&l1)).await.unwrap();
+    assert!(store.renew_record(&l1, lease, now).await.unwrap());
+    // Once the lease lapses another worker takes it with a higher epoch; the old
+    // holder's fence no longer holds.
+    let late = now + chrono::Duration::seconds(30);
+    let taken = store
+        .claim_records(kind, "w3", 10, lease, late)
+        .await
+        .unwrap();
+    let (r1b, l1b) = taken
+        .iter()
+        .find(|(r, _)| r.id == r1.id)
+        .cloned()
+        .expect("lapsed lease claimed again");
+    assert!(l1b.epoch > l1.epoch);
+    assert_eq!((r1b.cursor, r1b.version), (4, v));
+    let mut stale = r1b.clone();
+    stale.cursor = 5;
+    assert!(matches!(
+        store.update_record(&stale, Some(&l1)).await,
+        Err(StoreError::LeaseLost)
+    ));
+    assert!(!store.renew_record(&l1, lease, late).await.unwrap());
+    store.update_record(&stale, Some(&l1b)).await.unwrap();
+    // Released, it can be claimed at once; made inactive, it is not claimed.
+    store.release_record(&l1b).await.unwrap();
+    let again = store
+        .claim_records(kind, "w4", 10, lease, late)
+        .await
+        .unwrap();
+    assert!(again.iter().any(|(r, _)| r.id == r1.id));
+    let (mut done, l) = again
+        .into_iter()
+        .find(|(r, _)| r.id == r1.id)
+        .expect("claimed");
+    done.active = false;
+    store.update_record(&done, Some(&l)).await.unwrap();
+    store.release_record(&l).await.unwrap();
+    let far = late + chrono::Duration::seconds(60);
+    assert!(!store
+        .claim_records(kind, "w5", 10, lease, far)
+        .await
+        .unwrap()
+        .iter()
+        .any(|(r, _)| r.id == r1.id));
 }

@@ -59,6 +59,7 @@ use taskwire_core::event::Event;
 use taskwire_core::store::{
     Claim, Commit, CreateOutcome, IdempotencyKey, ListPage, ListQuery, TaskStore,
 };
+use taskwire_core::record::{PutOutcome, Quota, Record, RecordKind, RecordLease, RecordScope};
 use taskwire_core::{StoreError, Task, TaskId, TaskState, Timestamp, WakeHub};
 use tokio::sync::oneshot;
 
@@ -71,6 +72,7 @@ mod lock;
 mod options;
 mod queue;
 mod read;
+mod records;
 mod row;
 mod schema;
 mod writer;
@@ -83,7 +85,12 @@ use ids::TaskIds;
 use listing::Listings;
 use read::Readers;
 use row::{dur_ns, event_rows, limit, ns, TaskRow};
+use records::{RecordDone, RecordOp};
 use writer::{Op, Reply, Writer};
+
+fn mismatch(done: RecordDone) -> StoreError {
+    StoreError::Backend(format!("sqlite writer: unexpected record answer {done:?}"))
+}
 
 /// The SQLite store. Cheap to share behind an `Arc`; dropping it lets the writer
 /// thread finish the requests already sent and close the database.
@@ -359,6 +366,131 @@ impl TaskStore for SqliteStore {
             reply,
         })
         .await
+    }
+
+    async fn put_record(
+        &self,
+        record: Record,
+        quota: Option<Quota>,
+    ) -> Result<PutOutcome, StoreError> {
+        let op = RecordOp::Put {
+            record: Box::new(record),
+            quota,
+        };
+        match self.write(|reply| Op::Record { op, reply }).await? {
+            RecordDone::Put(p) => Ok(p),
+            other => Err(mismatch(other)),
+        }
+    }
+
+    async fn get_record(&self, kind: RecordKind, id: &str) -> Result<Option<Record>, StoreError> {
+        let id = id.to_string();
+        self.readers
+            .run(move |c| records::get(c, kind, &id))
+            .await
+    }
+
+    async fn list_records(
+        &self,
+        kind: RecordKind,
+        scope: &RecordScope,
+    ) -> Result<Vec<Record>, StoreError> {
+        let tid = match scope {
+            RecordScope::Task(t) => match self.ids.get(t) {
+                Some(tid) => Some(tid),
+                None => return Ok(Vec::new()),
+            },
+            RecordScope::Owner { .. } => None,
+        };
+        let scope = scope.clone();
+        self.readers
+            .run(move |c| records::list(c, kind, &scope, tid))
+            .await
+    }
+
+    async fn update_record(
+        &self,
+        record: &Record,
+        fence: Option<&RecordLease>,
+    ) -> Result<u64, StoreError> {
+        let op = RecordOp::Update {
+            record: Box::new(record.clone()),
+            fence: fence.cloned(),
+        };
+        match self.write(|reply| Op::Record { op, reply }).await? {
+            RecordDone::Version(v) => Ok(v),
+            other => Err(mismatch(other)),
+        }
+    }
+
+    async fn delete_record(&self, kind: RecordKind, id: &str) -> Result<bool, StoreError> {
+        let op = RecordOp::Delete {
+            kind,
+            id: id.to_string(),
+        };
+        match self.write(|reply| Op::Record { op, reply }).await? {
+            RecordDone::Bool(b) => Ok(b),
+            other => Err(mismatch(other)),
+        }
+    }
+
+    async fn claim_records(
+        &self,
+        kind: RecordKind,
+        worker: &str,
+        max: usize,
+        lease: Duration,
+        now: Timestamp,
+    ) -> Result<Vec<(Record, RecordLease)>, StoreError> {
+        let op = RecordOp::Claim {
+            kind,
+            worker: worker.to_string(),
+            max,
+            now: ns(now),
+            until: records::until_ns(now, lease),
+        };
+        match self.write(|reply| Op::Record { op, reply }).await? {
+            RecordDone::Claimed(c) => Ok(c),
+            other => Err(mismatch(other)),
+        }
+    }
+
+    async fn renew_record(
+        &self,
+        lease: &RecordLease,
+        duration: Duration,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let op = RecordOp::Renew {
+            lease: lease.clone(),
+            until: records::until_ns(now, duration),
+        };
+        match self.write(|reply| Op::Record { op, reply }).await? {
+            RecordDone::Bool(b) => Ok(b),
+            other => Err(mismatch(other)),
+        }
+    }
+
+    async fn release_record(&self, lease: &RecordLease) -> Result<(), StoreError> {
+        let op = RecordOp::Release {
+            lease: lease.clone(),
+        };
+        self.write(|reply| Op::Record { op, reply }).await.map(|_| ())
+    }
+
+    async fn sweep_records(&self, now: Timestamp, max: usize) -> Result<usize, StoreError> {
+        let op = RecordOp::Sweep {
+            now: ns(now),
+            limit: limit(max),
+        };
+        match self.write(|reply| Op::Record { op, reply }).await? {
+            RecordDone::Count(n) => Ok(n),
+            other => Err(mismatch(other)),
+        }
+    }
+
+    async fn count_records(&self) -> Result<Vec<(RecordKind, u64)>, StoreError> {
+        self.readers.run(records::counts).await
     }
 
     async fn idle_expired(&self, now: Timestamp, max: usize) -> Result<Vec<TaskId>, StoreError> {

@@ -183,6 +183,33 @@ DROP TABLE idempotency;
     // `tasks_id` index, keyed by random ids, took a page write at a random place
     // for every create.
     "DROP INDEX tasks_id;",
+    // 10: records (taskwire_core::record): push configs and their delivery cursors,
+    // AG-UI runs, MCP sessions, CAS subscriptions. A record of a task carries the
+    // task's row id and goes with it when the task is swept.
+    r#"
+CREATE TABLE records (
+    kind         TEXT NOT NULL,
+    id           TEXT NOT NULL,
+    tid          INTEGER,
+    task_id      TEXT,
+    tenant       TEXT NOT NULL,
+    owner        TEXT NOT NULL,
+    -- The adapter's value as JSON.
+    data         BLOB NOT NULL,
+    cursor       INTEGER NOT NULL,
+    active       INTEGER NOT NULL,
+    expires_ns   INTEGER,
+    version      INTEGER NOT NULL,
+    lease_owner  TEXT,
+    lease_until  INTEGER,
+    epoch        INTEGER NOT NULL,
+    PRIMARY KEY (kind, id)
+) WITHOUT ROWID;
+CREATE INDEX records_by_task ON records (tid) WHERE tid IS NOT NULL;
+CREATE INDEX records_by_owner ON records (kind, tenant, owner);
+CREATE INDEX records_active ON records (kind, id) WHERE active = 1;
+CREATE INDEX records_expiring ON records (expires_ns) WHERE expires_ns IS NOT NULL;
+"#,
 ];
 
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);

@@ -39,6 +39,7 @@ use crate::idem::IdemIndex;
 use crate::ids::TaskIds;
 use crate::listing::{id_number, Change, IdNum, Listings};
 use crate::queue::WorkQueue;
+use crate::records::{self, RecordDone, RecordOp};
 use crate::row::{decode_task, int, uint, EventRow, TaskRow};
 
 /// Where a request's answer goes.
@@ -91,6 +92,11 @@ pub(crate) enum Op {
         limit: i64,
         reply: Reply<usize>,
     },
+    /// A record write.
+    Record {
+        op: RecordOp,
+        reply: Reply<RecordDone>,
+    },
 }
 
 /// The outcome of one request inside the transaction; published and answered only
@@ -106,6 +112,7 @@ enum Done {
     DropClaim(Result<(), StoreError>),
     Reap(Result<Vec<TaskId>, StoreError>),
     Sweep(Result<Vec<TaskId>, StoreError>),
+    Record(Result<RecordDone, StoreError>),
 }
 
 impl Op {
@@ -130,6 +137,9 @@ impl Op {
             Op::Sweep { reply, .. } => {
                 let _ = reply.send(Err(e));
             }
+            Op::Record { reply, .. } => {
+                let _ = reply.send(Err(e));
+            }
         }
     }
 
@@ -144,6 +154,7 @@ impl Op {
             Op::DropClaim { .. } => Done::DropClaim(Err(e)),
             Op::Reap { .. } => Done::Reap(Err(e)),
             Op::Sweep { .. } => Done::Sweep(Err(e)),
+            Op::Record { .. } => Done::Record(Err(e)),
         }
     }
 }
@@ -608,6 +619,17 @@ impl Writer {
             }
             Op::Reap { now, .. } => Done::Reap(self.reap(*now)?),
             Op::Sweep { now, limit, .. } => Done::Sweep(self.sweep(*now, *limit)?),
+            Op::Record { op, .. } => {
+                let tid = match op {
+                    RecordOp::Put { record, .. } => record
+                        .task_id
+                        .as_ref()
+                        .and_then(|t| id_number(t.as_str()))
+                        .and_then(|n| self.tid_of(n)),
+                    _ => None,
+                };
+                Done::Record(records::apply(&self.conn, op, tid)?)
+            }
         })
     }
 
@@ -905,6 +927,9 @@ impl Writer {
             self.conn
                 .prepare_cached(QUEUE_DELETE)?
                 .execute(params![id])?;
+            self.conn
+                .prepare_cached(records::DELETE_OF_TASK)?
+                .execute(params![id])?;
         }
         Ok(Ok(ids))
     }
@@ -1021,6 +1046,9 @@ fn answer(op: Op, done: Done) {
         }
         (Op::Sweep { reply, .. }, Done::Sweep(r)) => {
             let _ = reply.send(r.map(|ids| ids.len()));
+        }
+        (Op::Record { reply, .. }, Done::Record(r)) => {
+            let _ = reply.send(r);
         }
         (op, _) => op.reject(StoreError::Backend(
             "sqlite writer: outcome does not match the request".into(),

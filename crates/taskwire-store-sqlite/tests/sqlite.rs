@@ -50,7 +50,7 @@ fn schema_is_migrated_in_wal_mode_and_a_newer_schema_is_refused() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 9);
+    assert_eq!(version, 10);
     let mode: String = conn
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
         .unwrap();
@@ -65,7 +65,7 @@ fn schema_is_migrated_in_wal_mode_and_a_newer_schema_is_refused() {
             err,
             SqliteError::SchemaTooNew {
                 found: 99,
-                supported: 9
+                supported: 10
             }
         ),
         "{err}"
@@ -605,4 +605,61 @@ fn writer_threads_use_batch_scheduling() {
         );
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// Records, their cursors and their leases are durable: a reopened store finds
+/// them, does not hand out a lease that is still held, and hands it out once it
+/// lapsed (so another process can take over delivery from where it stopped).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_and_their_leases_survive_a_reopen() {
+    use taskwire_core::{Record, RecordKind, RecordScope};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.db");
+    let now = Utc::now();
+    let lease = Duration::from_secs(60);
+    let kind = RecordKind::PushConfig;
+    let task_id = {
+        let store = Arc::new(SqliteStore::open_with(&path, SqliteOptions::default()).unwrap());
+        let svc = TaskService::new(store.clone(), "scripted");
+        let t = svc
+            .create(&Caller::local(), CreateTask::new(msg("r1")))
+            .await
+            .unwrap()
+            .task
+            .id
+            .clone();
+        let r = Record::new(kind, "cfg", "local", "local", serde_json::json!({"url": "u"}))
+            .for_task(t.clone())
+            .active(true);
+        store.put_record(r, None).await.unwrap();
+        let claimed = store.claim_records(kind, "w1", 10, lease, now).await.unwrap();
+        let (mut rec, l) = claimed.into_iter().next().unwrap();
+        rec.cursor = 7;
+        store.update_record(&rec, Some(&l)).await.unwrap();
+        t
+    };
+    let store = SqliteStore::open_with(&path, SqliteOptions::default()).unwrap();
+    let got = store.get_record(kind, "cfg").await.unwrap().unwrap();
+    assert_eq!((got.cursor, got.version), (7, 2));
+    assert_eq!(got.data["url"], "u");
+    assert_eq!(
+        store
+            .list_records(kind, &RecordScope::Task(task_id))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(store
+        .claim_records(kind, "w2", 10, lease, now)
+        .await
+        .unwrap()
+        .is_empty());
+    let later = now + chrono::Duration::seconds(61);
+    let taken = store
+        .claim_records(kind, "w2", 10, lease, later)
+        .await
+        .unwrap();
+    assert_eq!(taken.len(), 1);
+    assert_eq!((taken[0].0.cursor, taken[0].1.epoch), (7, 2));
 }

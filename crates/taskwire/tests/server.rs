@@ -258,6 +258,78 @@ impl TaskStore for FlakyStore {
     async fn count_by_state(&self) -> Result<Vec<(TaskState, u64)>, taskwire_core::StoreError> {
         self.inner.count_by_state().await
     }
+    async fn put_record(
+        &self,
+        r: taskwire_core::Record,
+        q: Option<taskwire_core::Quota>,
+    ) -> Result<taskwire_core::PutOutcome, taskwire_core::StoreError> {
+        self.inner.put_record(r, q).await
+    }
+    async fn get_record(
+        &self,
+        k: taskwire_core::RecordKind,
+        id: &str,
+    ) -> Result<Option<taskwire_core::Record>, taskwire_core::StoreError> {
+        self.inner.get_record(k, id).await
+    }
+    async fn list_records(
+        &self,
+        k: taskwire_core::RecordKind,
+        s: &taskwire_core::RecordScope,
+    ) -> Result<Vec<taskwire_core::Record>, taskwire_core::StoreError> {
+        self.inner.list_records(k, s).await
+    }
+    async fn update_record(
+        &self,
+        r: &taskwire_core::Record,
+        f: Option<&taskwire_core::RecordLease>,
+    ) -> Result<u64, taskwire_core::StoreError> {
+        self.inner.update_record(r, f).await
+    }
+    async fn delete_record(
+        &self,
+        k: taskwire_core::RecordKind,
+        id: &str,
+    ) -> Result<bool, taskwire_core::StoreError> {
+        self.inner.delete_record(k, id).await
+    }
+    async fn claim_records(
+        &self,
+        k: taskwire_core::RecordKind,
+        w: &str,
+        max: usize,
+        lease: Duration,
+        now: taskwire_core::Timestamp,
+    ) -> Result<Vec<(taskwire_core::Record, taskwire_core::RecordLease)>, taskwire_core::StoreError>
+    {
+        self.inner.claim_records(k, w, max, lease, now).await
+    }
+    async fn renew_record(
+        &self,
+        l: &taskwire_core::RecordLease,
+        d: Duration,
+        now: taskwire_core::Timestamp,
+    ) -> Result<bool, taskwire_core::StoreError> {
+        self.inner.renew_record(l, d, now).await
+    }
+    async fn release_record(
+        &self,
+        l: &taskwire_core::RecordLease,
+    ) -> Result<(), taskwire_core::StoreError> {
+        self.inner.release_record(l).await
+    }
+    async fn sweep_records(
+        &self,
+        now: taskwire_core::Timestamp,
+        limit: usize,
+    ) -> Result<usize, taskwire_core::StoreError> {
+        self.inner.sweep_records(now, limit).await
+    }
+    async fn count_records(
+        &self,
+    ) -> Result<Vec<(taskwire_core::RecordKind, u64)>, taskwire_core::StoreError> {
+        self.inner.count_records().await
+    }
 }
 
 #[tokio::test]
