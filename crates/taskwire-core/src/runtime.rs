@@ -33,6 +33,10 @@ pub struct RuntimeConfig {
     pub reap_interval: Duration,
     /// How often retention and inactivity are enforced.
     pub sweep_interval: Duration,
+    /// Most tasks (or records) one sweep transaction deletes. A pass repeats full
+    /// batches until a batch comes back short, so the sweep rate follows the write
+    /// rate however far behind it is, while no transaction grows without bound.
+    pub sweep_batch: usize,
     /// How often the queue is polled when no wake-up arrives.
     pub poll_interval: Duration,
     /// Longest time emitted changes wait in a turn's buffer before being committed.
@@ -49,6 +53,7 @@ impl Default for RuntimeConfig {
             lease: Duration::from_secs(30),
             reap_interval: Duration::from_secs(5),
             sweep_interval: Duration::from_secs(60),
+            sweep_batch: 1000,
             poll_interval: Duration::from_millis(500),
             flush_interval: Duration::from_millis(5),
             max_attempts: 5,
@@ -487,29 +492,122 @@ async fn reaper_loop(service: TaskService, config: Arc<RuntimeConfig>, stop: Can
 
 async fn sweeper_loop(service: TaskService, config: Arc<RuntimeConfig>, stop: CancellationToken) {
     let mut every = tokio::time::interval(config.sweep_interval.max(Duration::from_millis(10)));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             _ = every.tick() => {}
             _ = stop.cancelled() => return,
         }
-        let now = Utc::now();
-        match service.store().sweep(now, 1000).await {
-            Ok(n) if n > 0 => {
-                metrics::counter!("taskwire_tasks_swept_total").increment(n as u64);
-                debug!(count = n, "swept expired tasks");
-            }
-            Ok(_) => {}
-            Err(e) => warn!(error = %e, "sweeper failed"),
-        }
-        match service.store().idle_expired(now, 1000).await {
-            Ok(ids) => {
-                for id in ids {
-                    if let Err(e) = service.expire_idle(&id).await {
-                        debug!(task = %id, error = %e, "idle expiry skipped");
-                    }
+        sweep_pass(&service, config.sweep_batch.max(1), &stop).await;
+    }
+}
+
+/// One pass of the sweeper: expired terminal tasks (with their logs, keys and
+/// records), then expired records, each in batches of `batch` repeated while a
+/// batch comes back full; then the tasks idle past their lifespan.
+pub(crate) async fn sweep_pass(service: &TaskService, batch: usize, stop: &CancellationToken) {
+    let now = Utc::now();
+    let store = service.store();
+    loop {
+        match store.sweep(now, batch).await {
+            Ok(n) => {
+                if n > 0 {
+                    metrics::counter!("taskwire_tasks_swept_total").increment(n as u64);
+                    debug!(count = n, "swept expired tasks");
+                }
+                if n < batch || stop.is_cancelled() {
+                    break;
                 }
             }
-            Err(e) => warn!(error = %e, "idle scan failed"),
+            Err(e) => {
+                warn!(error = %e, "sweeper failed");
+                break;
+            }
         }
+        // Let the store serve the requests that queued behind this batch.
+        tokio::task::yield_now().await;
+    }
+    loop {
+        match store.sweep_records(now, batch).await {
+            Ok(n) => {
+                if n > 0 {
+                    metrics::counter!("taskwire_records_swept_total").increment(n as u64);
+                    debug!(count = n, "swept expired records");
+                }
+                if n < batch || stop.is_cancelled() {
+                    break;
+                }
+            }
+            Err(e) => {
+                warn!(error = %e, "record sweeper failed");
+                break;
+            }
+        }
+        tokio::task::yield_now().await;
+    }
+    match store.idle_expired(now, batch).await {
+        Ok(ids) => {
+            for id in ids {
+                if let Err(e) = service.expire_idle(&id).await {
+                    debug!(task = %id, error = %e, "idle expiry skipped");
+                }
+            }
+        }
+        Err(e) => warn!(error = %e, "idle scan failed"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::memory::MemoryStore;
+    use crate::record::{Record, RecordKind};
+    use crate::service::{Access, CreateTask, TaskDefaults};
+    use crate::store::TaskStore;
+    use crate::types::Caller;
+
+    /// One pass deletes every expired task and record however many batches that
+    /// takes (a sweeper that took one batch a pass fell ever further behind a
+    /// write rate above a batch per interval), and leaves the rest.
+    #[tokio::test]
+    async fn a_sweep_pass_repeats_batches_until_nothing_is_left() {
+        let store = Arc::new(MemoryStore::new());
+        let svc = TaskService::new(store.clone(), "t").with_defaults(TaskDefaults {
+            ttl: Some(Duration::from_millis(1)),
+            idle_lifespan: None,
+        });
+        let me = Caller::local();
+        for i in 0..25 {
+            let mut m = Message::user_text("x");
+            m.message_id = format!("m{i}");
+            let t = svc.create(&me, CreateTask::new(m)).await.unwrap().task;
+            svc.cancel(Access::Owner(&me), &t.id, None).await.unwrap();
+        }
+        let live = svc
+            .create(&me, CreateTask::new(Message::user_text("live")))
+            .await
+            .unwrap()
+            .task;
+        let past = Some(Utc::now() - chrono::Duration::seconds(1));
+        for i in 0..23 {
+            let r = Record::new(RecordKind::McpSession, format!("s{i}"), "t", "o", "{}".into())
+                .expiring(past);
+            store.put_record(r, None).await.unwrap();
+        }
+        let kept = Record::new(RecordKind::McpSession, "kept", "t", "o", "{}".into());
+        store.put_record(kept, None).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        sweep_pass(&svc, 10, &CancellationToken::new()).await;
+        let counts = store.count_by_state().await.unwrap();
+        let total: u64 = counts.iter().map(|(_, n)| n).sum();
+        assert_eq!(total, 1, "{counts:?}");
+        assert!(store.get(&live.id).await.unwrap().is_some());
+        let records = store.count_records().await.unwrap();
+        let sessions = records
+            .iter()
+            .find(|(k, _)| *k == RecordKind::McpSession)
+            .map(|(_, n)| *n);
+        assert_eq!(sessions, Some(1));
     }
 }

@@ -293,7 +293,9 @@ pub struct ServeArgs {
     #[arg(long, env = "TASKWIRE_LEASE", value_name = "DURATION", default_value = "30s", value_parser = parse_positive_duration)]
     pub lease: Duration,
 
-    /// How long terminal tasks and their event logs are kept, or `never`.
+    /// How long terminal tasks and their event logs are kept, or `never`. The
+    /// sweeper runs every quarter of it (at least every 1 s, at most every 60 s)
+    /// and deletes in batches until nothing expired is left.
     #[arg(long, env = "TASKWIRE_TASK_TTL", value_name = "DURATION|never", default_value = "7d", value_parser = parse_ttl)]
     pub task_ttl: Ttl,
 
@@ -475,13 +477,18 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         .map_err(|e| format!("{e} (expected a duration such as 10s, 500ms, 1m or 7d)"))
 }
 
-/// How often the sweeper runs: every 60 s (retention is not urgent), or every
-/// quarter of the inactivity lifespan when one is set (between 1 s and 60 s), so
-/// that `--idle-lifespan 2s` cancels a task within about 3 s rather than a
-/// minute.
-fn sweep_interval(idle_lifespan: Option<Duration>) -> Duration {
+/// How often the sweeper runs: every 60 s, or every quarter of the shorter of the
+/// task TTL and the inactivity lifespan when one is set (between 1 s and 60 s), so
+/// that `--idle-lifespan 2s` cancels a task within about 3 s rather than a minute
+/// and `--task-ttl 10s` keeps the store near ten seconds' worth of tasks. Each
+/// pass deletes in batches until nothing expired is left.
+fn sweep_interval(ttl: Option<Duration>, idle_lifespan: Option<Duration>) -> Duration {
     let default = RuntimeConfig::default().sweep_interval;
-    idle_lifespan.map_or(default, |d| {
+    let shortest = match (ttl, idle_lifespan) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    shortest.map_or(default, |d| {
         (d / 4).clamp(Duration::from_secs(1), default.max(Duration::from_secs(1)))
     })
 }
@@ -575,7 +582,7 @@ pub async fn build_server(args: &ServeArgs) -> Result<Server, Error> {
     let runtime_config = RuntimeConfig {
         max_concurrent_turns: args.max_concurrent_turns,
         lease: args.lease,
-        sweep_interval: sweep_interval(args.idle_lifespan),
+        sweep_interval: sweep_interval(args.task_ttl.0, args.idle_lifespan),
         ..RuntimeConfig::default()
     };
     let limits = Limits {
@@ -722,9 +729,13 @@ mod tests {
     #[test]
     fn the_sweeper_runs_often_enough_for_the_idle_lifespan() {
         let s = Duration::from_secs;
-        assert_eq!(sweep_interval(None), s(60));
-        assert_eq!(sweep_interval(Some(s(2))), s(1));
-        assert_eq!(sweep_interval(Some(s(20))), s(5));
-        assert_eq!(sweep_interval(Some(s(3600))), s(60));
+        assert_eq!(sweep_interval(None, None), s(60));
+        assert_eq!(sweep_interval(None, Some(s(2))), s(1));
+        assert_eq!(sweep_interval(None, Some(s(20))), s(5));
+        assert_eq!(sweep_interval(None, Some(s(3600))), s(60));
+        // The TTL counts too: a short one is swept often.
+        assert_eq!(sweep_interval(Some(s(1)), None), s(1));
+        assert_eq!(sweep_interval(Some(s(20)), Some(s(3600))), s(5));
+        assert_eq!(sweep_interval(Some(s(7 * 86400)), None), s(60));
     }
 }
