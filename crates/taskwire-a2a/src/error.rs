@@ -70,6 +70,12 @@ impl From<CoreError> for A2aError {
     }
 }
 
+impl From<taskwire_core::StoreError> for A2aError {
+    fn from(e: taskwire_core::StoreError) -> Self {
+        CoreError::from(e).into()
+    }
+}
+
 impl From<taskwire_vocab::VocabError> for A2aError {
     fn from(e: taskwire_vocab::VocabError) -> Self {
         Self::new(A2aErrorKind::InvalidParams, e.to_string())

@@ -42,7 +42,6 @@
 //! the JSON-RPC and HTTP+JSON bindings encode them as ProtoJSON ([`protojson`]),
 //! so they cannot drift. State, part and error mappings come from `taskwire_vocab::a2a`.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -85,9 +84,12 @@ pub struct A2aConfig {
     /// Allow push urls that resolve to loopback, private or link-local addresses
     /// (`--push-allow-private`).
     pub push_allow_private: bool,
-    /// Where push configs and delivery cursors are kept (a JSON file); `None`
-    /// keeps them in memory only.
-    pub push_store_path: Option<PathBuf>,
+    /// Most push configs one caller (tenant and principal) may hold on tasks that
+    /// are not terminal (`--max-push-configs-per-principal`); one more is refused.
+    pub push_max_configs_per_principal: usize,
+    /// Lease of a worker on a config it delivers: renewed every third of it, and
+    /// taken over by another worker (of this or another node) once it lapses.
+    pub push_lease: Duration,
     /// Delivery attempts per notification before giving up.
     pub push_max_attempts: u32,
     /// First retry delay; doubled on each attempt (capped at 30 s), plus jitter.
@@ -115,7 +117,8 @@ impl Default for A2aConfig {
             grpc: true,
             push_notifications: true,
             push_allow_private: false,
-            push_store_path: None,
+            push_max_configs_per_principal: 1000,
+            push_lease: Duration::from_secs(30),
             push_max_attempts: 8,
             push_base_backoff: Duration::from_millis(200),
             bearer_auth: false,

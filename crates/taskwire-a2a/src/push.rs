@@ -1,23 +1,29 @@
-//! Push notifications: configs stored with the task (durably, in a JSON file when
-//! a path is configured) and delivery driven from the event log. Each update is a
-//! `StreamResponse` in ProtoJSON, POSTed to the config's url with its token
-//! (`X-A2A-Notification-Token`) and authentication (`Authorization`), retried with
-//! exponential backoff and jitter: at least once, resuming after a restart from
-//! the last delivered sequence number. Delivery never follows a redirect and never
-//! connects to a non-public address unless private addresses are allowed
-//! (`taskwire_webhook`: the URL is checked at creation and the address again at
-//! every connection).
+//! Push notifications: each config is a record of the store
+//! ([`taskwire_core::record`], kind `PushConfig`) attached to its task, holding the
+//! config, its delivery cursor (the sequence number of the last event delivered or
+//! skipped) and its delivery state; it goes with the task when the task is swept.
+//! Delivery is driven from the event log: each update is a `StreamResponse` in
+//! ProtoJSON, POSTed to the config's url with its token (`X-A2A-Notification-Token`)
+//! and authentication (`Authorization`), retried with exponential backoff and
+//! jitter. It is at least once and in order per config, and leased like a turn:
+//! exactly one worker (of this process or of another node sharing the store)
+//! delivers a config at a time, advancing the cursor under its fence, and a
+//! config whose worker died is taken over from its cursor once the lease lapses.
+//! Delivery never follows a redirect and never connects to a non-public address
+//! unless private addresses are allowed (`taskwire_webhook`: the URL is checked at
+//! creation and the address again at every connection).
 
-use std::collections::{BTreeMap, HashSet};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
+use chrono::Utc;
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
-use taskwire_core::{Access, Caller, Task, TaskId, TaskService};
-use taskwire_webhook::Backoff;
+use taskwire_core::record::{PutOutcome, Quota, Record, RecordKind, RecordLease, RecordScope};
+use taskwire_core::{Access, Caller, StoreError, Task, TaskId, TaskService};
+use taskwire_webhook::{Backoff, Lookup, SystemLookup};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::convert::FrameBuilder;
@@ -30,16 +36,39 @@ pub const TOKEN_HEADER: &str = "X-A2A-Notification-Token";
 /// Maximum configs per task.
 const MAX_CONFIGS_PER_TASK: usize = 16;
 
-#[derive(Default, Serialize, Deserialize)]
-struct PushState {
-    tasks: BTreeMap<String, TaskPush>,
+/// Most configs one claim takes.
+const CLAIM_BATCH: usize = 64;
+
+const KIND: RecordKind = RecordKind::PushConfig;
+
+/// What a config's record holds.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PushData {
+    config: pb::TaskPushNotificationConfig,
+    #[serde(default)]
+    delivered: u64,
+    #[serde(default)]
+    failed: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    last_error: Option<String>,
 }
 
-#[derive(Default, Serialize, Deserialize)]
-struct TaskPush {
-    configs: Vec<pb::TaskPushNotificationConfig>,
-    /// Sequence number of the last event delivered (or skipped) for this task.
-    delivered_seq: u64,
+/// How delivery to one config stands (what its record says).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DeliveryState {
+    /// Sequence number of the last event delivered or given up on.
+    pub cursor: u64,
+    /// Notifications the receiver accepted.
+    pub delivered: u64,
+    /// Notifications not accepted (refused, unreachable, or given up after every
+    /// attempt).
+    pub failed: u64,
+    /// Why the last one failed.
+    pub last_error: Option<String>,
+    /// Whether more may be delivered (false once the task ended and all of it was).
+    pub active: bool,
 }
 
 /// Stores push configs and delivers notifications.
@@ -51,39 +80,61 @@ pub struct PushManager {
 struct Inner {
     service: TaskService,
     allow_private: bool,
-    path: Option<PathBuf>,
     max_attempts: u32,
     base_backoff: Duration,
-    state: Mutex<PushState>,
-    running: Mutex<HashSet<String>>,
+    max_per_principal: usize,
+    lease: Duration,
+    /// This manager's name in record leases.
+    worker: String,
     /// None when the guarded client could not be built: nothing is delivered.
     client: Option<reqwest::Client>,
     stop: CancellationToken,
     resumed: AtomicBool,
+    /// Wakes the dispatcher (a config was created).
+    kick: Notify,
+    /// Resolves push hosts (the system's resolver unless a test gives its own).
+    lookup: Arc<dyn Lookup>,
 }
 
 impl std::fmt::Debug for PushManager {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PushManager")
-            .field("path", &self.inner.path)
+            .field("worker", &self.inner.worker)
             .finish()
     }
 }
 
+fn key(task: &TaskId, id: &str) -> String {
+    format!("{}/{}", task.as_str(), id)
+}
+
+fn data_of(rec: &Record) -> Result<PushData> {
+    serde_json::from_value(rec.data.clone())
+        .map_err(|e| A2aError::internal(format!("stored push config {}: {e}", rec.id)))
+}
+
+fn to_data(d: &PushData) -> Result<serde_json::Value> {
+    serde_json::to_value(d).map_err(A2aError::internal)
+}
+
 impl PushManager {
-    /// A manager; loads stored configs and resumes their delivery when a path is
-    /// configured and a tokio runtime is running.
+    /// A manager over the service's store; starts delivering (the stored configs
+    /// that need a worker, and those created later) when a tokio runtime is running,
+    /// else on the first request.
     pub fn new(service: TaskService, config: &A2aConfig) -> Self {
-        let state = config
-            .push_store_path
-            .as_ref()
-            .and_then(|p| std::fs::read(p).ok())
-            .and_then(|b| serde_json::from_slice::<PushState>(&b).ok())
-            .unwrap_or_default();
+        Self::with_lookup(service, config, Arc::new(SystemLookup))
+    }
+
+    /// [`PushManager::new`], resolving push hosts with `lookup` both when a config
+    /// is created and at every connection of delivery.
+    pub fn with_lookup(service: TaskService, config: &A2aConfig, lookup: Arc<dyn Lookup>) -> Self {
         // No fallback to a default client: it would follow redirects and resolve
         // to any address. Without the guarded client, delivery is off.
-        let client =
-            match taskwire_webhook::client(Duration::from_secs(10), config.push_allow_private) {
+        let client = match taskwire_webhook::client_with(
+            Duration::from_secs(10),
+            config.push_allow_private,
+            lookup.clone(),
+        ) {
                 Ok(c) => Some(c),
                 Err(e) => {
                     tracing::error!(error = %e, "push delivery disabled");
@@ -94,14 +145,16 @@ impl PushManager {
             inner: Arc::new(Inner {
                 service,
                 allow_private: config.push_allow_private,
-                path: config.push_store_path.clone(),
                 max_attempts: config.push_max_attempts.max(1),
                 base_backoff: config.push_base_backoff,
-                state: Mutex::new(state),
-                running: Mutex::new(HashSet::new()),
+                max_per_principal: config.push_max_configs_per_principal.max(1),
+                lease: config.push_lease.max(Duration::from_millis(30)),
+                worker: format!("push-{}", &taskwire_core::ids::random_id()[..12]),
                 client,
                 stop: CancellationToken::new(),
                 resumed: AtomicBool::new(false),
+                kick: Notify::new(),
+                lookup,
             }),
         };
         if tokio::runtime::Handle::try_current().is_ok() {
@@ -110,190 +163,282 @@ impl PushManager {
         m
     }
 
-    /// Resumes the delivery of every stored config, once (at construction when a
-    /// runtime is running, else on the first request).
+    /// Starts the dispatcher, once: it claims the configs that need a worker (new
+    /// ones, and those whose worker's lease lapsed) and delivers them.
     pub fn resume_once(&self) {
-        if self.inner.resumed.swap(true, Ordering::AcqRel) {
+        if self.inner.resumed.swap(true, Ordering::AcqRel) || self.inner.client.is_none() {
             return;
         }
-        let ids: Vec<String> = self
-            .lock_state()
-            .map(|s| {
-                s.tasks
-                    .iter()
-                    .filter(|(_, t)| !t.configs.is_empty())
-                    .map(|(k, _)| k.clone())
-                    .collect()
-            })
-            .unwrap_or_default();
-        for id in ids {
-            if let Ok(id) = TaskId::parse(&id) {
-                self.ensure_delivery(&id);
+        let me = self.clone();
+        tokio::spawn(async move { me.dispatch().await });
+    }
+
+    async fn dispatch(self) {
+        let every = (self.inner.lease / 3).max(Duration::from_millis(10));
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = self.inner.stop.cancelled() => return,
+                _ = tick.tick() => {}
+                _ = self.inner.kick.notified() => {}
+            }
+            let store = self.inner.service.store();
+            match store
+                .claim_records(
+                    KIND,
+                    &self.inner.worker,
+                    CLAIM_BATCH,
+                    self.inner.lease,
+                    Utc::now(),
+                )
+                .await
+            {
+                Ok(claimed) => {
+                    for (rec, lease) in claimed {
+                        let me = self.clone();
+                        tokio::spawn(async move { me.run_lease(rec, lease).await });
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "push: claiming configs failed"),
             }
         }
-    }
-
-    fn lock_state(&self) -> Result<std::sync::MutexGuard<'_, PushState>> {
-        self.inner
-            .state
-            .lock()
-            .map_err(|_| A2aError::internal("push state lock poisoned"))
-    }
-
-    fn persist(&self, state: &PushState) -> Result<()> {
-        let Some(path) = &self.inner.path else {
-            return Ok(());
-        };
-        let bytes = serde_json::to_vec(state).map_err(A2aError::internal)?;
-        let tmp = path.with_extension("tmp");
-        std::fs::write(&tmp, bytes)
-            .and_then(|()| std::fs::rename(&tmp, path))
-            .map_err(A2aError::internal)
     }
 
     /// Validates and stores a config for `task` (whose ownership the caller checked).
     pub async fn create(
         &self,
-        _caller: &Caller,
+        caller: &Caller,
         task: &Task,
         mut cfg: pb::TaskPushNotificationConfig,
     ) -> Result<pb::TaskPushNotificationConfig> {
-        check_url(&cfg.url, self.inner.allow_private).await?;
+        taskwire_webhook::check_url_with(&cfg.url, self.inner.allow_private, &*self.inner.lookup)
+            .await
+            .map_err(|e| A2aError::invalid_params("params.url", e.to_string()))?;
         if cfg.id.is_empty() {
             cfg.id = taskwire_core::ids::random_id();
         }
         taskwire_core::ids::validate_external_id("id", &cfg.id)
             .map_err(|e| A2aError::invalid_params("params.id", e))?;
         cfg.task_id = task.id.as_str().to_string();
-        {
-            let mut st = self.lock_state()?;
-            let entry = st
-                .tasks
-                .entry(cfg.task_id.clone())
-                .or_insert_with(|| TaskPush {
-                    configs: Vec::new(),
-                    delivered_seq: task.last_seq,
-                });
-            entry.configs.retain(|c| c.id != cfg.id);
-            if entry.configs.len() >= MAX_CONFIGS_PER_TASK {
+        let store = self.inner.service.store();
+        let existing = store
+            .list_records(KIND, &RecordScope::Task(task.id.clone()))
+            .await?;
+        let id = key(&task.id, &cfg.id);
+        if existing.len() >= MAX_CONFIGS_PER_TASK && !existing.iter().any(|r| r.id == id) {
+            return Err(A2aError::invalid_params(
+                "params",
+                format!("at most {MAX_CONFIGS_PER_TASK} push configs per task"),
+            ));
+        }
+        let data = PushData {
+            config: cfg.clone(),
+            delivered: 0,
+            failed: 0,
+            last_error: None,
+        };
+        let rec = Record::new(KIND, id, &caller.tenant, &caller.principal, to_data(&data)?)
+            .for_task(task.id.clone())
+            .at(task.last_seq)
+            .active(!task.state.is_terminal());
+        let quota = Quota {
+            max: self.inner.max_per_principal,
+            now: Utc::now(),
+        };
+        match store.put_record(rec, Some(quota)).await {
+            Ok(PutOutcome::Stored { .. }) => {}
+            Ok(PutOutcome::OverQuota { max }) => {
+                metrics::counter!("taskwire_quota_refusals_total", "resource" => "a2a_push_config")
+                    .increment(1);
                 return Err(A2aError::invalid_params(
                     "params",
-                    format!("at most {MAX_CONFIGS_PER_TASK} push configs per task"),
+                    format!("at most {max} push configs of live tasks per caller"),
                 ));
             }
-            entry.configs.push(cfg.clone());
-            self.persist(&st)?;
+            Err(StoreError::NotFound) => return Err(taskwire_core::CoreError::NotFound.into()),
+            Err(e) => return Err(e.into()),
         }
-        self.ensure_delivery(&task.id);
+        self.inner.kick.notify_one();
         Ok(cfg)
     }
 
     /// A config by task and id.
-    pub fn get(&self, task: &TaskId, id: &str) -> Option<pb::TaskPushNotificationConfig> {
-        let st = self.lock_state().ok()?;
-        st.tasks
-            .get(task.as_str())?
-            .configs
-            .iter()
-            .find(|c| c.id == id)
-            .cloned()
+    pub async fn get(
+        &self,
+        task: &TaskId,
+        id: &str,
+    ) -> Result<Option<pb::TaskPushNotificationConfig>> {
+        let store = self.inner.service.store();
+        match store.get_record(KIND, &key(task, id)).await? {
+            Some(rec) => Ok(Some(data_of(&rec)?.config)),
+            None => Ok(None),
+        }
     }
 
     /// The configs of a task.
-    pub fn list(&self, task: &TaskId) -> Vec<pb::TaskPushNotificationConfig> {
-        self.lock_state()
-            .ok()
-            .and_then(|st| st.tasks.get(task.as_str()).map(|t| t.configs.clone()))
-            .unwrap_or_default()
+    pub async fn list(&self, task: &TaskId) -> Result<Vec<pb::TaskPushNotificationConfig>> {
+        let store = self.inner.service.store();
+        store
+            .list_records(KIND, &RecordScope::Task(task.clone()))
+            .await?
+            .iter()
+            .map(|r| data_of(r).map(|d| d.config))
+            .collect()
+    }
+
+    /// How delivery to a config stands.
+    pub async fn delivery_state(&self, task: &TaskId, id: &str) -> Result<Option<DeliveryState>> {
+        let store = self.inner.service.store();
+        let Some(rec) = store.get_record(KIND, &key(task, id)).await? else {
+            return Ok(None);
+        };
+        let d = data_of(&rec)?;
+        Ok(Some(DeliveryState {
+            cursor: rec.cursor,
+            delivered: d.delivered,
+            failed: d.failed,
+            last_error: d.last_error,
+            active: rec.active,
+        }))
     }
 
     /// Deletes a config; false if there was none.
     pub async fn delete(&self, task: &TaskId, id: &str) -> Result<bool> {
-        let mut st = self.lock_state()?;
-        let Some(t) = st.tasks.get_mut(task.as_str()) else {
-            return Ok(false);
-        };
-        let before = t.configs.len();
-        t.configs.retain(|c| c.id != id);
-        let removed = t.configs.len() != before;
-        if removed {
-            self.persist(&st)?;
-        }
-        Ok(removed)
+        let store = self.inner.service.store();
+        Ok(store.delete_record(KIND, &key(task, id)).await?)
     }
 
-    /// Stops every delivery (pending notifications stay recorded and resume when
-    /// a manager is created again over the same store path).
+    /// Stops every delivery of this manager; leases it holds lapse (pending
+    /// notifications stay recorded, and this or another manager over the same
+    /// store resumes them from their cursors).
     pub fn shutdown(&self) {
         self.inner.stop.cancel();
     }
 
-    fn ensure_delivery(&self, id: &TaskId) {
-        if self.inner.stop.is_cancelled() {
-            return;
-        }
-        let key = id.as_str().to_string();
-        match self.inner.running.lock() {
-            Ok(mut r) => {
-                if !r.insert(key.clone()) {
-                    return;
+    /// Delivers one claimed config while its lease holds, renewing it.
+    async fn run_lease(self, rec: Record, lease: RecordLease) {
+        let lost = self.inner.stop.child_token();
+        let renewer = {
+            let me = self.clone();
+            let lease = lease.clone();
+            let lost = lost.clone();
+            tokio::spawn(async move {
+                let every = (me.inner.lease / 3).max(Duration::from_millis(10));
+                loop {
+                    tokio::select! {
+                        _ = lost.cancelled() => return,
+                        _ = tokio::time::sleep(every) => {}
+                    }
+                    let store = me.inner.service.store();
+                    match store.renew_record(&lease, me.inner.lease, Utc::now()).await {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            tracing::info!(config = %lease.id, "push: lease lost");
+                            lost.cancel();
+                            return;
+                        }
+                        Err(e) => tracing::warn!(config = %lease.id, error = %e, "push: renew failed"),
+                    }
                 }
-            }
-            Err(_) => return,
+            })
+        };
+        let id = rec.id.clone();
+        if let Err(e) = self.deliver(rec, &lease, &lost).await {
+            tracing::warn!(config = %id, error = %e, "push delivery stopped");
         }
-        let me = self.clone();
-        let id = id.clone();
-        tokio::spawn(async move {
-            if let Err(e) = me.deliver(&id).await {
-                tracing::warn!(task = %id.as_str(), error = %e, "push delivery stopped");
-            }
-            if let Ok(mut r) = me.inner.running.lock() {
-                r.remove(&key);
-            }
-        });
+        let stopped = self.inner.stop.is_cancelled();
+        lost.cancel();
+        renewer.abort();
+        if !stopped {
+            let _ = self.inner.service.store().release_record(&lease).await;
+        }
     }
 
-    async fn deliver(&self, id: &TaskId) -> Result<()> {
+    async fn deliver(&self, mut rec: Record, lease: &RecordLease, lost: &CancellationToken) -> Result<()> {
         let svc = &self.inner.service;
-        let task = svc.get_as(Access::System, id).await?;
-        let after = self
-            .lock_state()?
-            .tasks
-            .get(id.as_str())
-            .map_or(task.last_seq, |t| t.delivered_seq);
+        let Some(task_id) = rec.task_id.clone() else {
+            return Err(A2aError::internal("a push config record without a task"));
+        };
+        let mut data = data_of(&rec)?;
+        let task = match svc.get_as(Access::System, &task_id).await {
+            Ok(t) => t,
+            // Gone with its task.
+            Err(taskwire_core::CoreError::NotFound) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
         let mut builder = FrameBuilder::new(&task);
-        let mut events = svc.subscribe(Access::System, id, after).await?;
+        let mut events = svc.subscribe(Access::System, &task_id, rec.cursor).await?;
         loop {
             let ev = tokio::select! {
-                _ = self.inner.stop.cancelled() => return Ok(()),
+                _ = lost.cancelled() => return Ok(()),
                 ev = events.next() => match ev {
-                    None => return Ok(()),
+                    None => break,
                     Some(ev) => ev?,
                 },
             };
             if let Some(frame) = builder.frame(&ev) {
                 let body = protojson::to_string(&frame)?;
-                for cfg in self.list(id) {
-                    if !self.post(&cfg, &body).await {
-                        // Stopped mid-delivery: the event stays undelivered.
-                        return Ok(());
+                match self.post(&data.config, &body, lost).await {
+                    Posted::Delivered => data.delivered += 1,
+                    Posted::Failed(why) => {
+                        data.failed += 1;
+                        data.last_error = Some(why);
                     }
+                    // Stopped mid-delivery: the event stays undelivered.
+                    Posted::Stopped => return Ok(()),
                 }
             }
-            let mut st = self.lock_state()?;
-            if let Some(t) = st.tasks.get_mut(id.as_str()) {
-                t.delivered_seq = ev.seq;
-                self.persist(&st)?;
+            rec.cursor = ev.seq;
+            rec.data = to_data(&data)?;
+            if !self.save(&mut rec, &mut data, lease).await? {
+                return Ok(());
             }
         }
+        // The task ended and everything up to its end was handled.
+        rec.active = false;
+        self.save(&mut rec, &mut data, lease).await?;
+        Ok(())
     }
 
-    /// Delivers one notification, retrying; false if the manager was stopped.
-    async fn post(&self, cfg: &pb::TaskPushNotificationConfig, body: &str) -> bool {
+    /// Writes the cursor and state under the lease; false when delivery must stop
+    /// (the config was deleted or the lease lost). A config replaced meanwhile (a
+    /// create with the same id) keeps this cursor and delivers to its new target.
+    async fn save(&self, rec: &mut Record, data: &mut PushData, lease: &RecordLease) -> Result<bool> {
+        let store = self.inner.service.store();
+        for _ in 0..3 {
+            match store.update_record(rec, Some(lease)).await {
+                Ok(v) => {
+                    rec.version = v;
+                    return Ok(true);
+                }
+                Err(StoreError::Conflict) => {
+                    let Some(fresh) = store.get_record(KIND, &rec.id).await? else {
+                        return Ok(false);
+                    };
+                    data.config = data_of(&fresh)?.config;
+                    rec.version = fresh.version;
+                    rec.data = to_data(data)?;
+                }
+                Err(StoreError::NotFound) | Err(StoreError::LeaseLost) => return Ok(false),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(false)
+    }
+
+    /// Delivers one notification, retrying.
+    async fn post(
+        &self,
+        cfg: &pb::TaskPushNotificationConfig,
+        body: &str,
+        lost: &CancellationToken,
+    ) -> Posted {
         let Some(client) = &self.inner.client else {
-            return true;
+            return Posted::Failed("no delivery client".into());
         };
         let mut backoff = Backoff::new(self.inner.base_backoff, Duration::from_secs(30));
+        let mut last = String::new();
         for attempt in 1..=self.inner.max_attempts {
             let mut req = client
                 .post(&cfg.url)
@@ -308,30 +453,52 @@ impl PushManager {
                 }
             }
             match req.send().await {
-                Ok(r) if r.status().is_success() => return true,
+                Ok(r) if r.status().is_success() => {
+                    metrics::counter!("taskwire_push_deliveries_total", "protocol" => "a2a", "outcome" => "delivered").increment(1);
+                    return Posted::Delivered;
+                }
                 Ok(r) => {
                     let s = r.status();
+                    last = format!("receiver answered {s}");
+                    if s.is_redirection() {
+                        last = format!("receiver answered {s}; redirects are not followed");
+                    }
                     if s.is_client_error() && s.as_u16() != 408 && s.as_u16() != 429 {
                         tracing::warn!(url = %cfg.url, status = %s, "push refused by receiver; not retried");
-                        return true;
+                        metrics::counter!("taskwire_push_deliveries_total", "protocol" => "a2a", "outcome" => "refused").increment(1);
+                        return Posted::Failed(last);
                     }
                     tracing::debug!(url = %cfg.url, status = %s, attempt, "push failed; retrying");
                 }
                 Err(e) => {
-                    tracing::debug!(url = %cfg.url, error = %e, attempt, "push failed; retrying")
+                    last = taskwire_webhook::describe_error(&e);
+                    if taskwire_webhook::refusal(&e).is_some() {
+                        // Resolving again will not make the address public.
+                        tracing::warn!(url = %cfg.url, error = %last, "push address refused; not retried");
+                        metrics::counter!("taskwire_push_deliveries_total", "protocol" => "a2a", "outcome" => "refused_address").increment(1);
+                        return Posted::Failed(last);
+                    }
+                    tracing::debug!(url = %cfg.url, error = %last, attempt, "push failed; retrying")
                 }
             }
             if attempt == self.inner.max_attempts {
-                tracing::warn!(url = %cfg.url, "push gave up after {attempt} attempts");
-                return true;
+                tracing::warn!(url = %cfg.url, "push gave up after {attempt} attempts: {last}");
+                metrics::counter!("taskwire_push_deliveries_total", "protocol" => "a2a", "outcome" => "failed").increment(1);
+                return Posted::Failed(last);
             }
             tokio::select! {
-                _ = self.inner.stop.cancelled() => return false,
+                _ = lost.cancelled() => return Posted::Stopped,
                 _ = tokio::time::sleep(backoff.next_delay()) => {}
             }
         }
-        true
+        Posted::Failed(last)
     }
+}
+
+enum Posted {
+    Delivered,
+    Failed(String),
+    Stopped,
 }
 
 /// Refuses urls that are not http(s) or that resolve to loopback, private or

@@ -549,7 +549,7 @@ impl A2aService {
         self.check_push()?;
         let id = parse_id(&req.task_id)?;
         self.inner.service.get(caller, &id).await?;
-        self.inner.push.get(&id, &req.id).ok_or_else(|| {
+        self.inner.push.get(&id, &req.id).await?.ok_or_else(|| {
             A2aError::invalid_params("params.id", "no push notification config with this id")
         })
     }
@@ -565,7 +565,7 @@ impl A2aService {
         let id = parse_id(&req.task_id)?;
         self.inner.service.get(caller, &id).await?;
         Ok(pb::ListTaskPushNotificationConfigsResponse {
-            configs: self.inner.push.list(&id),
+            configs: self.inner.push.list(&id).await?,
             next_page_token: String::new(),
         })
     }

@@ -92,7 +92,7 @@ async fn push_delivery_does_not_follow_redirects() {
         .await
         .unwrap();
     let push = PushManager::new(svc.clone(), &cfg);
-    push.create(
+    let created = push.create(
         &caller,
         &task,
         pb::TaskPushNotificationConfig {
@@ -119,6 +119,15 @@ async fn push_delivery_does_not_follow_redirects() {
         0,
         "the push POST followed a redirect to {inner_url}"
     );
+    // The refusal is in the config's delivery state.
+    let state = push
+        .delivery_state(&task.id, &created.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(state.failed > 0 && state.delivered == 0, "{state:?}");
+    let why = state.last_error.unwrap_or_default();
+    assert!(why.contains("redirects are not followed"), "{why}");
     push.shutdown();
     rt.shutdown(Duration::from_millis(100)).await;
 }

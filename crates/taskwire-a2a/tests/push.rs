@@ -240,8 +240,6 @@ async fn private_urls_are_refused_and_disabled_push_is_not_supported() {
 
 #[tokio::test]
 async fn delivery_resumes_after_a_restart() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("push.json");
     let store = Arc::new(MemoryStore::new());
     let svc = TaskService::new(store, "scripted");
     let rt = Runtime::start(
@@ -252,8 +250,8 @@ async fn delivery_resumes_after_a_restart() {
     let caller = Caller::new("default", "alice");
     let cfg = A2aConfig {
         push_allow_private: true,
-        push_store_path: Some(path.clone()),
         push_base_backoff: Duration::from_millis(20),
+        push_lease: Duration::from_millis(300),
         ..A2aConfig::default()
     };
     let task = svc
@@ -269,7 +267,7 @@ async fn delivery_resumes_after_a_restart() {
         .unwrap();
     let (url, posts) = receiver(0).await;
     let first = PushManager::new(svc.clone(), &cfg);
-    first
+    let created = first
         .create(
             &caller,
             &task,
@@ -281,7 +279,8 @@ async fn delivery_resumes_after_a_restart() {
         )
         .await
         .unwrap();
-    // "Crash": delivery stops before the task moves on.
+    // "Crash": delivery stops before the task moves on, and the lease is not
+    // given back.
     first.shutdown();
     tokio::time::sleep(Duration::from_millis(50)).await;
     svc.send_input(&caller, &task.id, Message::user_text("now"))
@@ -291,12 +290,254 @@ async fn delivery_resumes_after_a_restart() {
         .await
         .unwrap();
     assert!(posts.lock().unwrap().is_empty());
-    // "Restart": a new manager over the same file delivers what was missed.
+    // "Restart" (or another node): a new manager over the same store takes the
+    // config over once the dead one's lease lapsed, and delivers what was missed
+    // from the stored cursor.
     let second = PushManager::new(svc.clone(), &cfg);
     let got = wait_for_state(&posts, "TASK_STATE_COMPLETED").await;
     assert!(got
         .iter()
         .any(|(_, b)| b["statusUpdate"]["status"]["state"] == "TASK_STATE_WORKING"));
-    assert_eq!(second.list(&task.id).len(), 1);
+    assert_eq!(second.list(&task.id).await.unwrap().len(), 1);
+    // Everything was delivered; the config needs no worker any more.
+    let mut state = None;
+    for _ in 0..100 {
+        state = second.delivery_state(&task.id, &created.id).await.unwrap();
+        if state.as_ref().is_some_and(|s| !s.active) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let state = state.unwrap();
+    assert!(!state.active, "{state:?}");
+    assert_eq!(state.failed, 0);
+    assert_eq!(state.delivered as usize, posts.lock().unwrap().len());
+    let last = svc.get(&caller, &task.id).await.unwrap().last_seq;
+    assert_eq!(state.cursor, last);
+    second.shutdown();
     rt.shutdown(Duration::from_millis(100)).await;
+}
+
+/// Two managers over one store (two nodes): each config is delivered by one of
+/// them at a time, so no notification arrives twice, and every one arrives once.
+#[tokio::test]
+async fn two_nodes_deliver_each_notification_once() {
+    let store = Arc::new(MemoryStore::new());
+    let svc = TaskService::new(store, "scripted");
+    let rt = Runtime::start(
+        svc.clone(),
+        Arc::new(ScriptedAgent::new()),
+        RuntimeConfig::default(),
+    );
+    let caller = Caller::new("default", "alice");
+    let cfg = A2aConfig {
+        push_allow_private: true,
+        push_lease: Duration::from_millis(300),
+        ..A2aConfig::default()
+    };
+    let a = PushManager::new(svc.clone(), &cfg);
+    let b = PushManager::new(svc.clone(), &cfg);
+    let task = svc
+        .create(&caller, CreateTask::new(Message::user_text("ask go?")))
+        .await
+        .unwrap()
+        .task;
+    let task = svc
+        .wait_until(&caller, &task.id, Duration::from_secs(10), |t| {
+            t.state.is_interrupted()
+        })
+        .await
+        .unwrap();
+    let (url, posts) = receiver(0).await;
+    for (i, m) in [&a, &b, &a].iter().enumerate() {
+        m.create(
+            &caller,
+            &task,
+            pb::TaskPushNotificationConfig {
+                id: format!("c{i}"),
+                url: url.clone(),
+                token: format!("c{i}"),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    }
+    svc.send_input(&caller, &task.id, Message::user_text("stream 4"))
+        .await
+        .unwrap();
+    svc.wait_until(&caller, &task.id, Duration::from_secs(10), |_| false)
+        .await
+        .unwrap();
+    for _ in 0..200 {
+        let done = {
+            let p = posts.lock().unwrap();
+            (0..3).all(|i| {
+                p.iter().any(|(h, b)| {
+                    h["x-a2a-notification-token"] == format!("c{i}").as_str()
+                        && b["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+                })
+            })
+        };
+        if done {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let p = posts.lock().unwrap().clone();
+    let mut per_config: Vec<Vec<String>> = vec![Vec::new(); 3];
+    for (h, body) in &p {
+        let token = h["x-a2a-notification-token"].to_str().unwrap();
+        let i: usize = token[1..].parse().unwrap();
+        per_config[i].push(body.to_string());
+    }
+    for (i, bodies) in per_config.iter().enumerate() {
+        assert!(!bodies.is_empty(), "config c{i} got nothing");
+        let mut unique = bodies.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), bodies.len(), "config c{i} got a duplicate");
+        assert!(bodies.last().unwrap().contains("TASK_STATE_COMPLETED"));
+    }
+    // Every config got the same notifications, in the same order.
+    assert_eq!(per_config[0], per_config[1]);
+    assert_eq!(per_config[0], per_config[2]);
+    a.shutdown();
+    b.shutdown();
+    rt.shutdown(Duration::from_millis(100)).await;
+}
+
+/// A host that resolves to a public address when the config is made and to
+/// loopback at delivery (DNS rebinding) is refused when delivery connects; the
+/// refusal is in the config's delivery state and in the metrics.
+#[tokio::test]
+async fn a_name_rebinding_to_loopback_is_refused_at_delivery() {
+    #[derive(Debug, Default)]
+    struct Rebinding(std::sync::atomic::AtomicUsize);
+    impl taskwire_webhook::Lookup for Rebinding {
+        fn lookup<'a>(
+            &'a self,
+            _host: &'a str,
+            _port: u16,
+        ) -> std::pin::Pin<
+            Box<dyn std::future::Future<Output = std::io::Result<Vec<std::net::IpAddr>>> + Send + 'a>,
+        > {
+            let n = self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Box::pin(async move {
+                Ok(vec![if n == 0 {
+                    "93.184.216.34".parse().unwrap()
+                } else {
+                    "127.0.0.1".parse().unwrap()
+                }])
+            })
+        }
+    }
+    let metrics = common::metrics();
+    let store = Arc::new(MemoryStore::new());
+    let svc = TaskService::new(store, "scripted");
+    let rt = Runtime::start(
+        svc.clone(),
+        Arc::new(ScriptedAgent::new()),
+        RuntimeConfig::default(),
+    );
+    let caller = Caller::new("default", "alice");
+    let (url, posts) = receiver(0).await;
+    let port = url.split(':').nth(2).unwrap().split('/').next().unwrap();
+    let cfg = A2aConfig {
+        push_max_attempts: 3,
+        push_base_backoff: Duration::from_millis(10),
+        ..A2aConfig::default()
+    };
+    let lookup = Arc::new(Rebinding::default());
+    let push = PushManager::with_lookup(svc.clone(), &cfg, lookup.clone());
+    let task = svc
+        .create(&caller, CreateTask::new(Message::user_text("ask go?")))
+        .await
+        .unwrap()
+        .task;
+    let task = svc
+        .wait_until(&caller, &task.id, Duration::from_secs(10), |t| {
+            t.state.is_interrupted()
+        })
+        .await
+        .unwrap();
+    let created = push
+        .create(
+            &caller,
+            &task,
+            pb::TaskPushNotificationConfig {
+                url: format!("http://rebind.example:{port}/hook"),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("public when the config is made");
+    svc.send_input(&caller, &task.id, Message::user_text("now"))
+        .await
+        .unwrap();
+    let mut state = None;
+    for _ in 0..200 {
+        state = push.delivery_state(&task.id, &created.id).await.unwrap();
+        if state.as_ref().is_some_and(|s| s.failed > 0) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let state = state.unwrap();
+    assert!(state.failed > 0, "{state:?}");
+    assert_eq!(state.delivered, 0);
+    let why = state.last_error.unwrap_or_default();
+    assert!(why.contains("refused") && why.contains("loopback"), "{why}");
+    assert!(lookup.0.load(std::sync::atomic::Ordering::SeqCst) >= 2);
+    assert!(posts.lock().unwrap().is_empty(), "loopback was reached");
+    let text = metrics.render();
+    assert!(
+        text.lines().any(|l| l.starts_with("taskwire_push_deliveries_total")
+            && l.contains("outcome=\"refused_address\"")),
+        "{text}"
+    );
+    push.shutdown();
+    rt.shutdown(Duration::from_millis(100)).await;
+}
+
+/// Push configs are bounded per caller: one caller over its quota is refused,
+/// another caller is not affected.
+#[tokio::test]
+async fn push_configs_are_bounded_per_caller() {
+    let store = Arc::new(MemoryStore::new());
+    let svc = TaskService::new(store, "scripted");
+    let cfg = A2aConfig {
+        push_allow_private: true,
+        push_max_configs_per_principal: 2,
+        ..A2aConfig::default()
+    };
+    let push = PushManager::new(svc.clone(), &cfg);
+    let mut tasks = Vec::new();
+    for who in ["alice", "bob"] {
+        let c = Caller::new("default", who);
+        let t = svc
+            .create(&c, CreateTask::new(Message::user_text("ask go?")))
+            .await
+            .unwrap()
+            .task;
+        tasks.push((c, t));
+    }
+    let config = |id: &str| pb::TaskPushNotificationConfig {
+        id: id.into(),
+        url: "http://127.0.0.1:9/hook".into(),
+        ..Default::default()
+    };
+    let (alice, at) = &tasks[0];
+    push.create(alice, at, config("a1")).await.unwrap();
+    push.create(alice, at, config("a2")).await.unwrap();
+    let e = push.create(alice, at, config("a3")).await.unwrap_err();
+    assert!(e.message().contains("at most 2"), "{}", e.message());
+    // Replacing one of one's own configs is not a new one.
+    push.create(alice, at, config("a2")).await.unwrap();
+    let (bob, bt) = &tasks[1];
+    push.create(bob, bt, config("b1")).await.unwrap();
+    push.create(bob, bt, config("b2")).await.unwrap();
+    assert_eq!(push.list(&at.id).await.unwrap().len(), 2);
+    push.shutdown();
 }

@@ -271,6 +271,36 @@ pub fn client_with(
     b.build().map_err(|e| WebhookError::Client(e.to_string()))
 }
 
+/// The address refusal behind a failed delivery, if that is why it failed: the
+/// client's resolver found only non-public addresses for the host (DNS rebinding,
+/// or a name that was never public).
+pub fn refusal(e: &reqwest::Error) -> Option<&WebhookError> {
+    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = src {
+        if let Some(w) = s.downcast_ref::<WebhookError>() {
+            return Some(w);
+        }
+        src = s.source();
+    }
+    None
+}
+
+/// A failed delivery in one line: the refusal when the address was refused, else
+/// the error with its causes.
+pub fn describe_error(e: &reqwest::Error) -> String {
+    if let Some(w) = refusal(e) {
+        return format!("refused: {w}");
+    }
+    let mut out = e.to_string();
+    let mut src = std::error::Error::source(e);
+    while let Some(s) = src {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        src = s.source();
+    }
+    out
+}
+
 /// Exponential backoff with jitter: `base`, doubling per attempt up to `max`,
 /// plus up to half as much again at random (so receivers that failed together do
 /// not get their retries together).

@@ -1,7 +1,6 @@
 //! The protocol adapters compiled into this build, as [`Adapter`]s the server
 //! mounts on its one listener. Each is a cargo feature (on by default).
 
-use std::path::PathBuf;
 #[cfg(feature = "a2a")]
 use std::sync::OnceLock;
 
@@ -19,10 +18,34 @@ pub struct AdapterOptions {
     pub public_url: Option<String>,
     /// Allow A2A push urls on loopback, private or link-local addresses.
     pub push_allow_private: bool,
-    /// Where A2A push configs are kept (next to the SQLite database); memory when unset.
-    pub push_store_path: Option<PathBuf>,
+    /// Per-principal bounds of what a caller can hold.
+    pub quotas: Quotas,
     /// MCP: when `tools/call` becomes a task (`always` or milliseconds).
     pub mcp_task_mode: Option<String>,
+}
+
+/// What one caller (tenant and principal) may hold at once; each bound is its
+/// own, so one caller can neither evict nor starve another. Over a bound, the
+/// caller gets its protocol's error.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Quotas {
+    /// A2A push configs on tasks that are not terminal.
+    pub push_configs: usize,
+    /// MCP 2025-11-25 sessions that have not expired.
+    pub mcp_sessions: usize,
+    /// AG-UI runs of tasks that are not terminal.
+    pub agui_runs: usize,
+}
+
+impl Default for Quotas {
+    fn default() -> Self {
+        Self {
+            push_configs: 1000,
+            mcp_sessions: 100,
+            agui_runs: 1000,
+        }
+    }
 }
 
 impl AdapterOptions {
@@ -98,7 +121,7 @@ impl A2a {
                 public_url: self.opts.public_url(ctx),
                 grpc: cfg!(feature = "grpc"),
                 push_allow_private: self.opts.push_allow_private,
-                push_store_path: self.opts.push_store_path.clone(),
+                push_max_configs_per_principal: self.opts.quotas.push_configs,
                 bearer_auth: ctx.authenticated(),
                 max_body_bytes: ctx.body_limit(),
                 ..taskwire_a2a::A2aConfig::default()

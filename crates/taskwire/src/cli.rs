@@ -338,6 +338,40 @@ pub struct ServeArgs {
     /// Listener limits (docs/operations.md, "Limits").
     #[command(flatten)]
     pub listener: ListenerArgs,
+
+    /// Per-principal quotas (docs/operations.md, "Quotas").
+    #[command(flatten)]
+    pub quotas: QuotaArgs,
+}
+
+/// What one caller (tenant and principal) may hold at once, as flags.
+#[derive(Clone, Debug, Args)]
+pub struct QuotaArgs {
+    /// Most A2A push notification configs one caller may hold on tasks that are
+    /// not terminal; one more is refused (JSON-RPC -32602, gRPC INVALID_ARGUMENT).
+    #[arg(long, env = "TASKWIRE_MAX_PUSH_CONFIGS_PER_PRINCIPAL", value_name = "N", default_value_t = 1000, value_parser = parse_positive_usize)]
+    pub max_push_configs_per_principal: usize,
+
+    /// Most MCP 2025-11-25 sessions one caller may hold open (not yet expired);
+    /// one more `initialize` is refused until one ends or expires.
+    #[arg(long, env = "TASKWIRE_MAX_SESSIONS_PER_PRINCIPAL", value_name = "N", default_value_t = 100, value_parser = parse_positive_usize)]
+    pub max_sessions_per_principal: usize,
+
+    /// Most AG-UI runs one caller may have open (on tasks that are not terminal);
+    /// one more is answered with RUN_ERROR.
+    #[arg(long, env = "TASKWIRE_MAX_RUNS_PER_PRINCIPAL", value_name = "N", default_value_t = 1000, value_parser = parse_positive_usize)]
+    pub max_runs_per_principal: usize,
+}
+
+impl QuotaArgs {
+    /// The quotas these flags set.
+    pub fn quotas(&self) -> crate::adapters::Quotas {
+        let mut q = crate::adapters::Quotas::default();
+        q.push_configs = self.max_push_configs_per_principal;
+        q.mcp_sessions = self.max_sessions_per_principal;
+        q.agui_runs = self.max_runs_per_principal;
+        q
+    }
 }
 
 /// The listener's limits as flags: every resource a client can hold before it is
@@ -614,10 +648,7 @@ pub async fn build_server(args: &ServeArgs) -> Result<Server, Error> {
     let opts = crate::adapters::AdapterOptions {
         public_url: args.public_url.clone(),
         push_allow_private: args.push_allow_private,
-        push_store_path: args
-            .store
-            .strip_prefix("sqlite://")
-            .map(|p| PathBuf::from(format!("{}.push.json", p.split('?').next().unwrap_or(p)))),
+        quotas: args.quotas.quotas(),
         mcp_task_mode: args.mcp_task_mode.clone(),
     };
     for adapter in crate::adapters::all(&opts) {
