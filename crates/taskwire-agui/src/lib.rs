@@ -94,9 +94,11 @@ pub enum AguiError {
 /// Adapter settings.
 #[derive(Clone, Debug)]
 pub struct AguiConfig {
-    /// How many runs are remembered for reconnects, run naming in replays and
-    /// cancellation by run id (oldest forgotten first).
-    pub max_remembered_runs: usize,
+    /// Most open runs (runs of tasks that are not terminal) one caller may hold;
+    /// one more is a lone `RUN_ERROR` (code `quota_exceeded`). Runs are kept in
+    /// the store with their task, for reconnects, run naming in replays and
+    /// cancellation by run id, on this node or another.
+    pub max_runs_per_principal: usize,
     /// Largest `RunAgentInput` body, in bytes: a larger one is refused with a lone
     /// `RUN_ERROR` (code `too_large`) before parsing (a declared length before
     /// reading). The handler reads the body itself within it; the router has no
@@ -107,7 +109,7 @@ pub struct AguiConfig {
 impl Default for AguiConfig {
     fn default() -> Self {
         Self {
-            max_remembered_runs: 10_000,
+            max_runs_per_principal: 1000,
             max_body_bytes: 4 * 1024 * 1024,
         }
     }

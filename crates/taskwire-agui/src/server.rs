@@ -26,7 +26,7 @@ use tokio::sync::mpsc;
 use tracing::debug;
 
 use crate::render::{frames_at, Frame, Pos, Renderer, Resumer, RunSpec};
-use crate::runs::{RunKey, RunRecord, Runs};
+use crate::runs::{RunKey, RunRecord, Runs, RunsError};
 use crate::wire::{Event, EventBody, InputMessage, RunAgentInput};
 use crate::{sse, AguiConfig, AguiError};
 
@@ -55,9 +55,9 @@ pub(crate) struct Inner {
 impl Inner {
     pub(crate) fn new(service: TaskService, agent: Arc<dyn Agent>, config: AguiConfig) -> Self {
         Self {
+            runs: Runs::new(service.clone(), config.max_runs_per_principal),
             service,
             _agent: agent,
-            runs: Runs::new(config.max_remembered_runs),
             max_body_bytes: config.max_body_bytes,
         }
     }
@@ -325,7 +325,7 @@ async fn run(
         );
     }
     let key = run_key(&caller, &input.thread_id, &input.run_id);
-    let plan = match inner.runs.get(&key) {
+    let plan = match inner.runs.get(&key).await {
         // The same run posted again (a retry): its stream again, nothing new applied.
         Some(rec) => match get_task(&inner.service, &caller, &rec.task_id).await {
             Ok(task) => {
@@ -345,14 +345,33 @@ async fn run(
         Ok(p) => p,
         Err(r) => return refusal_response(format, r),
     };
-    inner.runs.insert(
-        key,
-        RunRecord {
-            task_id: plan.task.id.to_string(),
-            after_seq: plan.after_seq,
-            parent_run_id: plan.parent_run_id.clone(),
-        },
-    );
+    let registered = inner
+        .runs
+        .insert(
+            key,
+            RunRecord {
+                task_id: plan.task.id.to_string(),
+                after_seq: plan.after_seq,
+                parent_run_id: plan.parent_run_id.clone(),
+                run_id: String::new(),
+            },
+        )
+        .await;
+    match registered {
+        Ok(()) => {}
+        Err(RunsError::OverQuota(max)) => {
+            metrics::counter!("taskwire_quota_refusals_total", "resource" => "agui_run")
+                .increment(1);
+            return refusal_response(
+                format,
+                Refusal::new(
+                    codes::QUOTA_EXCEEDED,
+                    format!("at most {max} open runs per caller; wait for one to end"),
+                ),
+            );
+        }
+        Err(RunsError::Store(e)) => return refusal_response(format, Refusal::from(CoreError::from(e))),
+    }
     let spec = RunSpec {
         thread_id: input.thread_id.clone(),
         run_id: input.run_id.clone(),
@@ -711,7 +730,7 @@ async fn start_run(inner: &Inner, caller: &Caller, input: &RunAgentInput) -> Res
     let parent_run_id = input
         .parent_run_id
         .clone()
-        .or_else(|| inner.runs.last_of_task(&task.id.to_string()));
+        .or(inner.runs.last_of_task(&task.id.to_string()).await);
     let prior_messages = prior_messages_of(inner, caller, &input.thread_id, &task, &tasks).await;
     Ok(Plan {
         task,
@@ -895,7 +914,7 @@ async fn apply_resume(
             parent_run_id: input
                 .parent_run_id
                 .clone()
-                .or_else(|| inner.runs.last_of_task(&task.id.to_string())),
+                .or(inner.runs.last_of_task(&task.id.to_string()).await),
             prior_messages: Vec::new(),
         });
     }
@@ -948,7 +967,7 @@ async fn apply_resume(
     let parent_run_id = input
         .parent_run_id
         .clone()
-        .or_else(|| inner.runs.last_of_task(&tid));
+        .or(inner.runs.last_of_task(&tid).await);
     let after_seq = task.last_seq;
     let id = task.id.clone();
     // A declined authorisation ends the task; nothing else applies.
@@ -1072,6 +1091,7 @@ async fn replay(
             Err(e) => return core_error_json(&e),
         };
         let tid = t.id.to_string();
+        let known_runs = inner.runs.of_task(&tid).await;
         let mut r = Renderer::new(spec_for(&thread_id, t, String::new()), prior.clone());
         let mut seg_start = 0u64;
         let mut n = 0u32;
@@ -1080,9 +1100,7 @@ async fn replay(
             let ends = matches!(&e.kind, EventKind::Status { to, .. } if to.is_terminal() || to.is_interrupted());
             if ends {
                 n += 1;
-                let run_id = inner
-                    .runs
-                    .run_in(&tid, seg_start, e.seq)
+                let run_id = crate::runs::run_in(&known_runs, seg_start, e.seq)
                     .unwrap_or_else(|| format!("{tid}.{n}"));
                 r.set_run(run_id.clone(), parent.replace(run_id));
                 seg_start = e.seq;
@@ -1117,7 +1135,7 @@ async fn reconnect(
         return not_found("run");
     };
     let headers = req.headers();
-    let Some(rec) = inner.runs.get(&run_key(&caller, &thread_id, &run_id)) else {
+    let Some(rec) = inner.runs.get(&run_key(&caller, &thread_id, &run_id)).await else {
         return not_found("run");
     };
     let last = match headers
@@ -1159,7 +1177,7 @@ async fn cancel(
     let Some((thread_id, run_id)) = path(ids) else {
         return not_found("run");
     };
-    let Some(rec) = inner.runs.get(&run_key(&caller, &thread_id, &run_id)) else {
+    let Some(rec) = inner.runs.get(&run_key(&caller, &thread_id, &run_id)).await else {
         return not_found("run");
     };
     let Ok(id) = TaskId::parse(&rec.task_id) else {

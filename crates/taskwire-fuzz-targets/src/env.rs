@@ -110,7 +110,7 @@ impl Env {
                 service.clone(),
                 agent.clone(),
                 AguiConfig {
-                    max_remembered_runs: 64,
+                    max_runs_per_principal: 64,
                     ..AguiConfig::default()
                 },
             )

@@ -63,6 +63,8 @@ pub mod codes {
     pub const NOT_FOUND: &str = "not_found";
     /// Something is over a configured limit.
     pub const TOO_LARGE: &str = "too_large";
+    /// The caller holds as many open runs as its quota allows.
+    pub const QUOTA_EXCEEDED: &str = "quota_exceeded";
     /// An input guardrail refused the input.
     pub const DENIED: &str = "denied";
     /// The server is busy or shutting down; retry.

@@ -98,7 +98,9 @@ pub fn all(opts: &AdapterOptions) -> Vec<Box<dyn Adapter>> {
     #[cfg(feature = "mcp")]
     v.push(Box::new(Mcp { opts: opts.clone() }));
     #[cfg(feature = "agui")]
-    v.push(Box::new(Agui));
+    v.push(Box::new(Agui {
+        max_runs_per_principal: opts.quotas.agui_runs,
+    }));
     #[cfg(feature = "cas")]
     v.push(Box::new(Cas));
     let _ = opts;
@@ -212,7 +214,9 @@ impl Adapter for Mcp {
 
 /// AG-UI at `/agui`.
 #[cfg(feature = "agui")]
-struct Agui;
+struct Agui {
+    max_runs_per_principal: usize,
+}
 
 #[cfg(feature = "agui")]
 impl Adapter for Agui {
@@ -226,6 +230,7 @@ impl Adapter for Agui {
             ctx.agent().clone(),
             taskwire_agui::AguiConfig {
                 max_body_bytes: ctx.body_limit(),
+                max_runs_per_principal: self.max_runs_per_principal,
                 ..taskwire_agui::AguiConfig::default()
             },
         )

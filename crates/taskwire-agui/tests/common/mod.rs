@@ -87,6 +87,31 @@ impl Env {
         }
     }
 
+    /// Another adapter over this one's store (as a restarted process, or another
+    /// node sharing the store, would be), on a port of its own, without a runtime.
+    pub(crate) async fn another_node(&self, config: AguiConfig) -> Env {
+        let adapter = AguiAdapter::new(
+            self.service.clone(),
+            Arc::new(ScriptedAgent::new()),
+            config,
+        );
+        let app = adapter
+            .routes()
+            .layer(middleware::from_fn(caller_from_header));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Env {
+            addr,
+            service: self.service.clone(),
+            http: reqwest::Client::new(),
+            rt: None,
+            server,
+        }
+    }
+
     pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{}", self.addr, path)
     }
