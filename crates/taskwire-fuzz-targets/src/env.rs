@@ -101,7 +101,7 @@ impl Env {
                 McpConfig {
                     call_timeout: Duration::ZERO,
                     result_timeout: Duration::ZERO,
-                    max_sessions: 64,
+                    max_sessions_per_principal: 64,
                     ..McpConfig::default()
                 },
             )

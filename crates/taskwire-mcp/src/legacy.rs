@@ -10,9 +10,12 @@ use std::time::Duration;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
+use chrono::Utc;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
+use taskwire_core::record::{PutOutcome, Quota, Record, RecordKind};
 use taskwire_core::store::ListQuery;
-use taskwire_core::{Caller, Task};
+use taskwire_core::{Caller, StoreError, Task, TaskService, Timestamp};
 use taskwire_vocab::mcp::{self as vocab, Answering, Generation, McpStatus};
 use tokio::sync::{mpsc, oneshot};
 
@@ -28,11 +31,12 @@ pub(crate) struct Session {
     /// The client capabilities it can be asked through (`elicitation`,
     /// `sampling`, `roots`), as declared at initialize.
     asks: BTreeSet<&'static str>,
-    /// Server-to-client requests waiting for the client's response, by id.
+    /// Server-to-client requests waiting for the client's response, by id (held
+    /// by this process: the stream that sent them is here).
     pending: Mutex<HashMap<String, oneshot::Sender<Result<Value, Value>>>>,
     next_id: AtomicU64,
-    /// When the session was last used (milliseconds since the sessions' epoch).
-    last_used: AtomicU64,
+    /// When the stored session expires unless used (as this process last wrote it).
+    expires: Mutex<Timestamp>,
 }
 
 impl Session {
@@ -41,69 +45,162 @@ impl Session {
     }
 }
 
-/// The open sessions. When full, sessions idle for longer than `idle` are
-/// dropped first, then the least recently used one.
+/// What a session's record holds.
+#[derive(Serialize, Deserialize)]
+struct SessionData {
+    version: String,
+    asks: Vec<String>,
+}
+
+const KIND: RecordKind = RecordKind::McpSession;
+
+/// Why a session could not be opened.
+pub(crate) enum OpenError {
+    /// The caller holds `max` sessions already.
+    OverQuota(usize),
+    Store(StoreError),
+}
+
+/// The sessions: each is a record of the store ([`taskwire_core::record`], kind
+/// `McpSession`), so a client keeps its session across a restart and on another
+/// node sharing the store; it expires `idle` after its last use (the sweeper
+/// deletes it) and each caller may hold `max_per_principal` at once. This process
+/// caches the sessions it served, with their pending server-to-client requests.
 pub(crate) struct Sessions {
-    max: usize,
+    service: TaskService,
+    max_per_principal: usize,
     idle: Duration,
-    epoch: std::time::Instant,
-    map: Mutex<HashMap<String, Arc<Session>>>,
+    cache: Mutex<HashMap<String, Arc<Session>>>,
+}
+
+fn chrono_of(d: Duration) -> chrono::Duration {
+    chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX)
 }
 
 impl Sessions {
-    pub(crate) fn new(max: usize, idle: Duration) -> Self {
+    pub(crate) fn new(service: TaskService, max_per_principal: usize, idle: Duration) -> Self {
         Self {
-            max: max.max(1),
-            idle,
-            epoch: std::time::Instant::now(),
-            map: Mutex::new(HashMap::new()),
+            service,
+            max_per_principal: max_per_principal.max(1),
+            idle: idle.max(Duration::from_secs(1)),
+            cache: Mutex::new(HashMap::new()),
         }
     }
 
-    fn now(&self) -> u64 {
-        self.epoch.elapsed().as_millis() as u64
+    fn expiry(&self, now: Timestamp) -> Timestamp {
+        now.checked_add_signed(chrono_of(self.idle))
+            .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC)
     }
 
-    fn insert(&self, s: Session) -> Option<String> {
-        let now = self.now();
-        s.last_used.store(now, Ordering::Relaxed);
-        let mut m = self.map.lock().ok()?;
-        if m.len() >= self.max {
-            let idle = self.idle.as_millis() as u64;
-            m.retain(|_, v| now.saturating_sub(v.last_used.load(Ordering::Relaxed)) < idle);
+    fn cache(&self) -> Option<std::sync::MutexGuard<'_, HashMap<String, Arc<Session>>>> {
+        self.cache.lock().ok()
+    }
+
+    async fn insert(&self, s: Session) -> Result<String, OpenError> {
+        let id = taskwire_core::ids::random_id();
+        let now = Utc::now();
+        let data = SessionData {
+            version: s.version.clone(),
+            asks: s.asks.iter().map(|a| a.to_string()).collect(),
+        };
+        let data = serde_json::to_value(&data)
+            .map_err(|e| OpenError::Store(StoreError::Backend(e.to_string())))?;
+        let rec = Record::new(KIND, &id, &s.caller.tenant, &s.caller.principal, data)
+            .expiring(Some(self.expiry(now)));
+        let quota = Quota {
+            max: self.max_per_principal,
+            now,
+        };
+        match self.service.store().put_record(rec, Some(quota)).await {
+            Ok(PutOutcome::Stored { .. }) => {}
+            Ok(PutOutcome::OverQuota { max }) => return Err(OpenError::OverQuota(max)),
+            Err(e) => return Err(OpenError::Store(e)),
         }
-        if m.len() >= self.max {
-            let oldest = m
-                .iter()
-                .min_by_key(|(_, v)| v.last_used.load(Ordering::Relaxed))
-                .map(|(k, _)| k.clone());
-            if let Some(k) = oldest {
-                m.remove(&k);
+        if let Ok(mut e) = s.expires.lock() {
+            *e = self.expiry(now);
+        }
+        if let Some(mut c) = self.cache() {
+            // Forget the sessions that expired (a bound on what is cached: live
+            // sessions are bounded per caller by the store).
+            c.retain(|_, v| v.expires.lock().map(|e| *e > now).unwrap_or(false));
+            c.insert(id.clone(), Arc::new(s));
+        }
+        Ok(id)
+    }
+
+    /// The caller's session `id`, if it is stored and not expired; extends its
+    /// life (writing the store at most once per half of the idle time).
+    async fn get(&self, id: &str, caller: &Caller) -> Option<Arc<Session>> {
+        let now = Utc::now();
+        let store = self.service.store();
+        let rec = match store.get_record(KIND, id).await {
+            Ok(Some(r)) => r,
+            Ok(None) => {
+                if let Some(mut c) = self.cache() {
+                    c.remove(id);
+                }
+                return None;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "mcp: reading a session failed");
+                return None;
+            }
+        };
+        if rec.tenant != caller.tenant || rec.owner != caller.principal || rec.expired(now) {
+            return None;
+        }
+        let cached = self.cache().and_then(|c| c.get(id).cloned());
+        let session = match cached {
+            Some(s) => s,
+            None => {
+                // Opened by another node or before a restart.
+                let data: SessionData = serde_json::from_value(rec.data.clone()).ok()?;
+                let asks = ["elicitation", "sampling", "roots"]
+                    .into_iter()
+                    .filter(|a| data.asks.iter().any(|d| d == a))
+                    .collect();
+                let s = Arc::new(Session {
+                    caller: caller.clone(),
+                    version: data.version,
+                    asks,
+                    pending: Mutex::new(HashMap::new()),
+                    next_id: AtomicU64::new(1),
+                    expires: Mutex::new(rec.expires_at.unwrap_or(now)),
+                });
+                if let Some(mut c) = self.cache() {
+                    c.insert(id.to_string(), s.clone());
+                }
+                s
+            }
+        };
+        let half = chrono_of(self.idle / 2);
+        let stale = rec.expires_at.is_none_or(|e| e - now < half);
+        if stale {
+            let mut next = rec.clone();
+            next.expires_at = Some(self.expiry(now));
+            if store.update_record(&next, None).await.is_ok() {
+                if let Ok(mut e) = session.expires.lock() {
+                    *e = self.expiry(now);
+                }
             }
         }
-        let id = taskwire_core::ids::random_id();
-        m.insert(id.clone(), Arc::new(s));
-        Some(id)
-    }
-
-    fn get(&self, id: &str, caller: &Caller) -> Option<Arc<Session>> {
-        let m = self.map.lock().ok()?;
-        let s = m.get(id).filter(|s| &s.caller == caller).cloned()?;
-        s.last_used.store(self.now(), Ordering::Relaxed);
-        Some(s)
+        Some(session)
     }
 
     /// Ends the caller's session; false if there is none.
-    pub(crate) fn remove(&self, id: &str, caller: &Caller) -> bool {
-        let Ok(mut m) = self.map.lock() else {
+    pub(crate) async fn remove(&self, id: &str, caller: &Caller) -> bool {
+        let store = self.service.store();
+        let mine = matches!(
+            store.get_record(KIND, id).await,
+            Ok(Some(r)) if r.tenant == caller.tenant && r.owner == caller.principal
+        );
+        if !mine {
             return false;
-        };
-        if m.get(id).is_some_and(|s| &s.caller == caller) {
-            m.remove(id);
-            true
-        } else {
-            false
         }
+        if let Some(mut c) = self.cache() {
+            c.remove(id);
+        }
+        store.delete_record(KIND, id).await.unwrap_or(false)
     }
 }
 
@@ -138,15 +235,33 @@ pub(crate) async fn initialize(inner: Arc<Inner>, caller: Caller, msg: Incoming)
         asks,
         pending: Mutex::new(HashMap::new()),
         next_id: AtomicU64::new(1),
-        last_used: AtomicU64::new(0),
+        expires: Mutex::new(Utc::now()),
     };
     let tasks = session.tasks();
-    let Some(sid) = inner.sessions.insert(session) else {
-        return error_response(
-            &id,
-            &RpcError::internal("the session table is unavailable; retry later")
-                .with_status(StatusCode::SERVICE_UNAVAILABLE),
-        );
+    let sid = match inner.sessions.insert(session).await {
+        Ok(sid) => sid,
+        Err(OpenError::OverQuota(max)) => {
+            metrics::counter!("taskwire_quota_refusals_total", "resource" => "mcp_session")
+                .increment(1);
+            return error_response(
+                &id,
+                &RpcError::new(
+                    code::INVALID_REQUEST,
+                    format!(
+                        "at most {max} open sessions per caller: end one (DELETE) or wait for one to expire"
+                    ),
+                )
+                .with_status(StatusCode::TOO_MANY_REQUESTS),
+            );
+        }
+        Err(OpenError::Store(e)) => {
+            tracing::warn!(error = %e, "mcp: storing a session failed");
+            return error_response(
+                &id,
+                &RpcError::internal("the session could not be stored; retry later")
+                    .with_status(StatusCode::SERVICE_UNAVAILABLE),
+            );
+        }
     };
     let result = initialize_result(&inner, &version, tasks);
     let mut r = json_response(StatusCode::OK, &wire::result(&id, result));
@@ -186,7 +301,7 @@ pub(crate) async fn handle(
         Incoming::Request { id, .. } => id.clone(),
         _ => Value::Null,
     };
-    let Some(session) = inner.sessions.get(&sid, &caller) else {
+    let Some(session) = inner.sessions.get(&sid, &caller).await else {
         return error_response(
             &id_of(&msg),
             &RpcError::new(
@@ -687,36 +802,59 @@ fn unsent(t: &Task, session: &Session, sent: &BTreeSet<String>, auth: &str) -> b
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
+    use taskwire_core::MemoryStore;
 
     fn session(who: &str) -> Session {
         Session {
             caller: Caller::new("t", who),
             version: wire::V_LEGACY.into(),
-            asks: BTreeSet::new(),
+            asks: ["elicitation"].into_iter().collect(),
             pending: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
-            last_used: AtomicU64::new(0),
+            expires: Mutex::new(Utc::now()),
         }
     }
 
-    #[test]
-    fn a_full_session_table_evicts_the_least_recently_used() {
-        let s = Sessions::new(2, Duration::from_secs(3600));
-        let a = s.insert(session("a")).unwrap();
-        std::thread::sleep(Duration::from_millis(3));
-        let b = s.insert(session("b")).unwrap();
-        std::thread::sleep(Duration::from_millis(3));
-        // Using a makes b the least recently used.
-        assert!(s.get(&a, &Caller::new("t", "a")).is_some());
-        std::thread::sleep(Duration::from_millis(3));
-        let c = s.insert(session("c")).unwrap();
-        assert!(s.get(&b, &Caller::new("t", "b")).is_none());
-        assert!(s.get(&a, &Caller::new("t", "a")).is_some());
-        assert!(s.get(&c, &Caller::new("t", "c")).is_some());
+    #[tokio::test]
+    async fn sessions_are_stored_bounded_per_caller_and_private() {
+        let svc = TaskService::new(Arc::new(MemoryStore::new()), "t");
+        let s = Sessions::new(svc.clone(), 2, Duration::from_secs(3600));
+        let a1 = s.insert(session("a")).await.ok().unwrap();
+        let _a2 = s.insert(session("a")).await.ok().unwrap();
+        // A third of a's is refused, and evicts nobody; b has a quota of its own.
+        assert!(matches!(
+            s.insert(session("a")).await,
+            Err(OpenError::OverQuota(2))
+        ));
+        let b = s.insert(session("b")).await.ok().unwrap();
+        assert!(s.get(&a1, &Caller::new("t", "a")).await.is_some());
+        assert!(s.get(&b, &Caller::new("t", "b")).await.is_some());
         // Another principal cannot use or end someone's session.
-        assert!(s.get(&a, &Caller::new("t", "c")).is_none());
-        assert!(!s.remove(&a, &Caller::new("t", "c")));
-        assert!(s.remove(&a, &Caller::new("t", "a")));
+        assert!(s.get(&a1, &Caller::new("t", "b")).await.is_none());
+        assert!(!s.remove(&a1, &Caller::new("t", "b")).await);
+        // Another process over the same store (a restart, another node) finds it,
+        // with what was declared at initialize.
+        let other = Sessions::new(svc.clone(), 2, Duration::from_secs(3600));
+        let got = other.get(&a1, &Caller::new("t", "a")).await.unwrap();
+        assert_eq!(got.version, wire::V_LEGACY);
+        assert!(got.asks.contains("elicitation"));
+        assert!(other.remove(&a1, &Caller::new("t", "a")).await);
+        assert!(s.get(&a1, &Caller::new("t", "a")).await.is_none());
+        // With one ended, a may open another.
+        assert!(s.insert(session("a")).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn an_expired_session_is_gone_and_frees_its_quota() {
+        let svc = TaskService::new(Arc::new(MemoryStore::new()), "t");
+        let s = Sessions::new(svc.clone(), 1, Duration::from_secs(1));
+        let a = s.insert(session("a")).await.ok().unwrap();
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        assert!(s.get(&a, &Caller::new("t", "a")).await.is_none());
+        assert!(s.insert(session("a")).await.is_ok());
+        let swept = svc.store().sweep_records(Utc::now(), 10).await.unwrap();
+        assert_eq!(swept, 1);
     }
 }

@@ -129,10 +129,12 @@ pub struct McpConfig {
     /// (HTTP 413, JSON-RPC Invalid Request -32600). The handler reads the body
     /// itself within this limit; the router has no layers of its own.
     pub max_body_bytes: usize,
-    /// Most open 2025-11-25 sessions; when full, idle ones are dropped first,
-    /// then the least recently used.
-    pub max_sessions: usize,
-    /// How long an unused 2025-11-25 session counts as live when room is needed.
+    /// Most open 2025-11-25 sessions one caller (tenant and principal) may hold;
+    /// one more `initialize` is refused (HTTP 429, -32600) until one ends or
+    /// expires. Sessions are store records: they outlive a restart and are seen
+    /// by every node sharing the store.
+    pub max_sessions_per_principal: usize,
+    /// How long an unused 2025-11-25 session lives (the sweeper then deletes it).
     pub session_idle: Duration,
     /// Prefix of the URL of a provider authorisation the agent gave no URL for
     /// (the provider name is appended).
@@ -164,7 +166,7 @@ impl Default for McpConfig {
             result_timeout: Duration::from_secs(300),
             poll_interval_ms: 500,
             max_body_bytes: 4 * 1024 * 1024,
-            max_sessions: 10_000,
+            max_sessions_per_principal: 100,
             session_idle: Duration::from_secs(30 * 60),
             auth_url_base: "urn:taskwire:authorize:".into(),
             server_name: "taskwire".into(),
@@ -202,9 +204,13 @@ impl McpAdapter {
         let info = agent.info().with_default_skill();
         Self {
             inner: Arc::new(Inner {
+                sessions: legacy::Sessions::new(
+                    service.clone(),
+                    config.max_sessions_per_principal,
+                    config.session_idle,
+                ),
                 service,
                 info,
-                sessions: legacy::Sessions::new(config.max_sessions, config.session_idle),
                 state_key: config
                     .request_state_key
                     .clone()
@@ -414,7 +420,9 @@ async fn handle_delete(
         .get(wire::header::SESSION_ID)
         .and_then(|v| v.to_str().ok())
     {
-        Some(sid) if inner.sessions.remove(sid, &caller) => StatusCode::NO_CONTENT.into_response(),
+        Some(sid) if inner.sessions.remove(sid, &caller).await => {
+            StatusCode::NO_CONTENT.into_response()
+        }
         Some(_) => error_response(
             &Value::Null,
             &RpcError::new(wire::code::SESSION_NOT_FOUND, "session not found")

@@ -179,6 +179,7 @@ impl Adapter for Mcp {
     fn routes(&self, ctx: &AdapterContext) -> Router {
         let mut config = taskwire_mcp::McpConfig {
             max_body_bytes: ctx.body_limit(),
+            max_sessions_per_principal: self.opts.quotas.mcp_sessions,
             ..taskwire_mcp::McpConfig::default()
         };
         // On loopback, DNS rebinding protection: only the loopback names (and
