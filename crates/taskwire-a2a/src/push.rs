@@ -20,10 +20,11 @@ use std::time::Duration;
 use chrono::Utc;
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
-use taskwire_core::record::{PutOutcome, Quota, Record, RecordKind, RecordLease, RecordScope};
+use taskwire_core::record::{
+    PutOutcome, Quota, Record, RecordKind, RecordLease, RecordScope, RecordWorkers,
+};
 use taskwire_core::{Access, Caller, StoreError, Task, TaskId, TaskService};
 use taskwire_webhook::{Backoff, Lookup, SystemLookup};
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::convert::FrameBuilder;
@@ -35,9 +36,6 @@ pub const TOKEN_HEADER: &str = "X-A2A-Notification-Token";
 
 /// Maximum configs per task.
 const MAX_CONFIGS_PER_TASK: usize = 16;
-
-/// Most configs one claim takes.
-const CLAIM_BATCH: usize = 64;
 
 const KIND: RecordKind = RecordKind::PushConfig;
 
@@ -83,15 +81,11 @@ struct Inner {
     max_attempts: u32,
     base_backoff: Duration,
     max_per_principal: usize,
-    lease: Duration,
-    /// This manager's name in record leases.
-    worker: String,
+    /// Claim, lease and hand out the configs to deliver.
+    workers: RecordWorkers,
     /// None when the guarded client could not be built: nothing is delivered.
     client: Option<reqwest::Client>,
-    stop: CancellationToken,
     resumed: AtomicBool,
-    /// Wakes the dispatcher (a config was created).
-    kick: Notify,
     /// Resolves push hosts (the system's resolver unless a test gives its own).
     lookup: Arc<dyn Lookup>,
 }
@@ -99,7 +93,7 @@ struct Inner {
 impl std::fmt::Debug for PushManager {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PushManager")
-            .field("worker", &self.inner.worker)
+            .field("workers", &self.inner.workers)
             .finish()
     }
 }
@@ -143,17 +137,19 @@ impl PushManager {
             };
         let m = Self {
             inner: Arc::new(Inner {
-                service,
+                service: service.clone(),
                 allow_private: config.push_allow_private,
                 max_attempts: config.push_max_attempts.max(1),
                 base_backoff: config.push_base_backoff,
                 max_per_principal: config.push_max_configs_per_principal.max(1),
-                lease: config.push_lease.max(Duration::from_millis(30)),
-                worker: format!("push-{}", &taskwire_core::ids::random_id()[..12]),
+                workers: RecordWorkers::new(
+                    service.store().clone(),
+                    KIND,
+                    format!("push-{}", &taskwire_core::ids::random_id()[..12]),
+                    config.push_lease,
+                ),
                 client,
-                stop: CancellationToken::new(),
                 resumed: AtomicBool::new(false),
-                kick: Notify::new(),
                 lookup,
             }),
         };
@@ -170,39 +166,15 @@ impl PushManager {
             return;
         }
         let me = self.clone();
-        tokio::spawn(async move { me.dispatch().await });
-    }
-
-    async fn dispatch(self) {
-        let every = (self.inner.lease / 3).max(Duration::from_millis(10));
-        let mut tick = tokio::time::interval(every);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                _ = self.inner.stop.cancelled() => return,
-                _ = tick.tick() => {}
-                _ = self.inner.kick.notified() => {}
-            }
-            let store = self.inner.service.store();
-            match store
-                .claim_records(
-                    KIND,
-                    &self.inner.worker,
-                    CLAIM_BATCH,
-                    self.inner.lease,
-                    Utc::now(),
-                )
-                .await
-            {
-                Ok(claimed) => {
-                    for (rec, lease) in claimed {
-                        let me = self.clone();
-                        tokio::spawn(async move { me.run_lease(rec, lease).await });
-                    }
+        self.inner.workers.start(move |rec, lease, lost| {
+            let me = me.clone();
+            async move {
+                let id = rec.id.clone();
+                if let Err(e) = me.deliver(rec, &lease, &lost).await {
+                    tracing::warn!(config = %id, error = %e, "push delivery stopped");
                 }
-                Err(e) => tracing::warn!(error = %e, "push: claiming configs failed"),
             }
-        }
+        });
     }
 
     /// Validates and stores a config for `task` (whose ownership the caller checked).
@@ -259,7 +231,7 @@ impl PushManager {
             Err(StoreError::NotFound) => return Err(taskwire_core::CoreError::NotFound.into()),
             Err(e) => return Err(e.into()),
         }
-        self.inner.kick.notify_one();
+        self.inner.workers.kick();
         Ok(cfg)
     }
 
@@ -313,46 +285,7 @@ impl PushManager {
     /// notifications stay recorded, and this or another manager over the same
     /// store resumes them from their cursors).
     pub fn shutdown(&self) {
-        self.inner.stop.cancel();
-    }
-
-    /// Delivers one claimed config while its lease holds, renewing it.
-    async fn run_lease(self, rec: Record, lease: RecordLease) {
-        let lost = self.inner.stop.child_token();
-        let renewer = {
-            let me = self.clone();
-            let lease = lease.clone();
-            let lost = lost.clone();
-            tokio::spawn(async move {
-                let every = (me.inner.lease / 3).max(Duration::from_millis(10));
-                loop {
-                    tokio::select! {
-                        _ = lost.cancelled() => return,
-                        _ = tokio::time::sleep(every) => {}
-                    }
-                    let store = me.inner.service.store();
-                    match store.renew_record(&lease, me.inner.lease, Utc::now()).await {
-                        Ok(true) => {}
-                        Ok(false) => {
-                            tracing::info!(config = %lease.id, "push: lease lost");
-                            lost.cancel();
-                            return;
-                        }
-                        Err(e) => tracing::warn!(config = %lease.id, error = %e, "push: renew failed"),
-                    }
-                }
-            })
-        };
-        let id = rec.id.clone();
-        if let Err(e) = self.deliver(rec, &lease, &lost).await {
-            tracing::warn!(config = %id, error = %e, "push delivery stopped");
-        }
-        let stopped = self.inner.stop.is_cancelled();
-        lost.cancel();
-        renewer.abort();
-        if !stopped {
-            let _ = self.inner.service.store().release_record(&lease).await;
-        }
+        self.inner.workers.stop();
     }
 
     async fn deliver(&self, mut rec: Record, lease: &RecordLease, lost: &CancellationToken) -> Result<()> {
