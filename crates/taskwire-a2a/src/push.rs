@@ -129,12 +129,12 @@ impl PushManager {
             config.push_allow_private,
             lookup.clone(),
         ) {
-                Ok(c) => Some(c),
-                Err(e) => {
-                    tracing::error!(error = %e, "push delivery disabled");
-                    None
-                }
-            };
+            Ok(c) => Some(c),
+            Err(e) => {
+                tracing::error!(error = %e, "push delivery disabled");
+                None
+            }
+        };
         let m = Self {
             inner: Arc::new(Inner {
                 service: service.clone(),
@@ -288,7 +288,12 @@ impl PushManager {
         self.inner.workers.stop();
     }
 
-    async fn deliver(&self, mut rec: Record, lease: &RecordLease, lost: &CancellationToken) -> Result<()> {
+    async fn deliver(
+        &self,
+        mut rec: Record,
+        lease: &RecordLease,
+        lost: &CancellationToken,
+    ) -> Result<()> {
         let svc = &self.inner.service;
         let Some(task_id) = rec.task_id.clone() else {
             return Err(A2aError::internal("a push config record without a task"));
@@ -337,7 +342,12 @@ impl PushManager {
     /// Writes the cursor and state under the lease; false when delivery must stop
     /// (the config was deleted or the lease lost). A config replaced meanwhile (a
     /// create with the same id) keeps this cursor and delivers to its new target.
-    async fn save(&self, rec: &mut Record, data: &mut PushData, lease: &RecordLease) -> Result<bool> {
+    async fn save(
+        &self,
+        rec: &mut Record,
+        data: &mut PushData,
+        lease: &RecordLease,
+    ) -> Result<bool> {
         let store = self.inner.service.store();
         for _ in 0..3 {
             match store.update_record(rec, Some(lease)).await {

@@ -92,16 +92,17 @@ async fn push_delivery_does_not_follow_redirects() {
         .await
         .unwrap();
     let push = PushManager::new(svc.clone(), &cfg);
-    let created = push.create(
-        &caller,
-        &task,
-        pb::TaskPushNotificationConfig {
-            url: outer_url,
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
+    let created = push
+        .create(
+            &caller,
+            &task,
+            pb::TaskPushNotificationConfig {
+                url: outer_url,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
     svc.send_input(&caller, &task.id, Message::user_text("now"))
         .await
         .unwrap();

@@ -421,7 +421,11 @@ async fn a_name_rebinding_to_loopback_is_refused_at_delivery() {
             _host: &'a str,
             _port: u16,
         ) -> std::pin::Pin<
-            Box<dyn std::future::Future<Output = std::io::Result<Vec<std::net::IpAddr>>> + Send + 'a>,
+            Box<
+                dyn std::future::Future<Output = std::io::Result<Vec<std::net::IpAddr>>>
+                    + Send
+                    + 'a,
+            >,
         > {
             let n = self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             Box::pin(async move {
@@ -493,8 +497,9 @@ async fn a_name_rebinding_to_loopback_is_refused_at_delivery() {
     assert!(posts.lock().unwrap().is_empty(), "loopback was reached");
     let text = metrics.render();
     assert!(
-        text.lines().any(|l| l.starts_with("taskwire_push_deliveries_total")
-            && l.contains("outcome=\"refused_address\"")),
+        text.lines()
+            .any(|l| l.starts_with("taskwire_push_deliveries_total")
+                && l.contains("outcome=\"refused_address\"")),
         "{text}"
     );
     push.shutdown();

@@ -64,8 +64,8 @@ impl Runs {
 
     /// Registers a run (again, for a retry: the same record is replaced).
     pub(crate) async fn insert(&self, key: RunKey, mut rec: RunRecord) -> Result<(), RunsError> {
-        let task = TaskId::parse(&rec.task_id)
-            .map_err(|_| RunsError::Store(StoreError::NotFound))?;
+        let task =
+            TaskId::parse(&rec.task_id).map_err(|_| RunsError::Store(StoreError::NotFound))?;
         rec.run_id = key.run_id.clone();
         let data = serde_json::to_value(&rec)
             .map_err(|e| RunsError::Store(StoreError::Backend(e.to_string())))?;
@@ -85,7 +85,12 @@ impl Runs {
 
     /// A run by key; None if unknown (or unreadable: logged).
     pub(crate) async fn get(&self, key: &RunKey) -> Option<RunRecord> {
-        match self.service.store().get_record(KIND, &key.record_id()).await {
+        match self
+            .service
+            .store()
+            .get_record(KIND, &key.record_id())
+            .await
+        {
             Ok(Some(r)) => serde_json::from_value(r.data).ok(),
             Ok(None) => None,
             Err(e) => {
@@ -161,7 +166,10 @@ mod tests {
     async fn runs_are_indexed_by_task_and_bounded_per_caller() {
         let svc = TaskService::new(Arc::new(MemoryStore::new()), "t");
         let task = svc
-            .create(&Caller::new("t", "o"), CreateTask::new(Message::user_text("x")))
+            .create(
+                &Caller::new("t", "o"),
+                CreateTask::new(Message::user_text("x")),
+            )
             .await
             .unwrap()
             .task;

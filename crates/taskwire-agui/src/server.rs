@@ -370,7 +370,9 @@ async fn run(
                 ),
             );
         }
-        Err(RunsError::Store(e)) => return refusal_response(format, Refusal::from(CoreError::from(e))),
+        Err(RunsError::Store(e)) => {
+            return refusal_response(format, Refusal::from(CoreError::from(e)))
+        }
     }
     let spec = RunSpec {
         thread_id: input.thread_id.clone(),

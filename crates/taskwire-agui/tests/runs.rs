@@ -5,14 +5,17 @@
 mod common;
 
 use common::{input, user, Env};
-use taskwire_agui::AguiConfig;
 use serde_json::json;
+use taskwire_agui::AguiConfig;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_node_finds_the_run() {
     let env = Env::start().await;
     let s = env
-        .run("alice", &input("th-n", "run-1", json!([user("m1", "ask go?")])))
+        .run(
+            "alice",
+            &input("th-n", "run-1", json!([user("m1", "ask go?")])),
+        )
         .await
         .verified();
     assert_eq!(s.last()["type"], "RUN_FINISHED");
@@ -52,20 +55,29 @@ async fn open_runs_are_bounded_per_caller() {
     })
     .await;
     let s = env
-        .run("alice", &input("th-a", "run-1", json!([user("m1", "ask go?")])))
+        .run(
+            "alice",
+            &input("th-a", "run-1", json!([user("m1", "ask go?")])),
+        )
         .await
         .verified();
     assert_eq!(s.last()["outcome"]["type"], "interrupt");
     // A second open run of alice's is refused in AG-UI's own shape.
     let s = env
-        .run("alice", &input("th-b", "run-1", json!([user("m2", "ask again?")])))
+        .run(
+            "alice",
+            &input("th-b", "run-1", json!([user("m2", "ask again?")])),
+        )
         .await;
     assert_eq!(s.events().len(), 1, "{:?}", s.events());
     assert_eq!(s.last()["type"], "RUN_ERROR");
     assert_eq!(s.last()["code"], "quota_exceeded");
     // The same run posted again is not a new one.
     let s = env
-        .run("alice", &input("th-a", "run-1", json!([user("m1", "ask go?")])))
+        .run(
+            "alice",
+            &input("th-a", "run-1", json!([user("m1", "ask go?")])),
+        )
         .await;
     assert_ne!(s.last()["type"], "RUN_ERROR", "{:?}", s.last());
     // Bob is not affected.
@@ -84,7 +96,10 @@ async fn open_runs_are_bounded_per_caller() {
         .unwrap();
     assert_eq!(r.status(), 200);
     let s = env
-        .run("alice", &input("th-d", "run-1", json!([user("m4", "hello")])))
+        .run(
+            "alice",
+            &input("th-d", "run-1", json!([user("m4", "hello")])),
+        )
         .await
         .verified();
     assert_eq!(s.last()["type"], "RUN_FINISHED");

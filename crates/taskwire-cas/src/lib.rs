@@ -138,6 +138,15 @@ struct Inner {
     info: AgentInfo,
     params: Option<jsonschema::Validator>,
     config: CasConfig,
+    /// Deliver push subscriptions under leases.
+    workers: taskwire_core::record::RecordWorkers,
+    push_started: std::sync::atomic::AtomicBool,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.workers.stop();
+    }
 }
 
 /// The CAS adapter: build it once, mount [`CasAdapter::routes`] behind the auth layer.
@@ -166,14 +175,23 @@ impl CasAdapter {
                 .map_err(|e| tracing::warn!(error = %e, "invalid agent parameters schema"))
                 .ok()
         });
-        Self {
-            inner: Arc::new(Inner {
-                service,
-                info,
-                params,
-                config,
-            }),
-        }
+        let workers = taskwire_core::record::RecordWorkers::new(
+            service.store().clone(),
+            taskwire_core::RecordKind::CasSubscription,
+            format!("cas-push-{}", &taskwire_core::ids::random_id()[..12]),
+            config.push.lease,
+        );
+        let inner = Arc::new(Inner {
+            service,
+            info,
+            params,
+            config,
+            workers,
+            push_started: std::sync::atomic::AtomicBool::new(false),
+        });
+        // Resume the subscriptions stored before a restart (or on another node).
+        push::start(&inner);
+        Self { inner }
     }
 
     /// The routes; every handler reads `axum::Extension<Caller>`.
@@ -407,7 +425,7 @@ async fn create(
     req.parent = parent;
     let created = s.service.create(&caller, req).await?;
     if let (Some(t), true) = (push_target, created.created) {
-        push::spawn(s.clone(), caller.clone(), created.task.id.clone(), t);
+        push::subscribe(&s, &caller, &created.task.id, t).await?;
     }
     let view = s.view(&created.task).await?;
     let code = if created.created {

@@ -1334,3 +1334,101 @@ async fn push_posts_the_same_status_object() {
     h.stop().await;
     receiver.abort();
 }
+
+/// A push subscription is a record of the store: one left behind by a node that
+/// died (its lease still held, then lapsing) is taken over by this adapter, which
+/// delivers from the last revision delivered, and records what it delivered.
+#[tokio::test]
+async fn a_dead_nodes_push_subscription_is_taken_over() {
+    use axum::routing::post;
+    use taskwire_core::{Record, RecordKind};
+    type Seen = Arc<std::sync::Mutex<Vec<Value>>>;
+    let seen: Seen = Arc::default();
+    let seen2 = seen.clone();
+    let app = axum::Router::new().route(
+        "/hook",
+        post(move |axum::Json(v): axum::Json<Value>| {
+            let seen = seen2.clone();
+            async move {
+                seen.lock().unwrap().push(v);
+                StatusCode::NO_CONTENT
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let hook = format!("http://{}/hook", listener.local_addr().unwrap());
+    let receiver = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    let mut config = taskwire_cas::CasConfig::default();
+    config.push.enabled = true;
+    config.push.allow_private = true;
+    config.push.lease = Duration::from_millis(300);
+    let h = Harness::start_full(scripted(), |s| s, RuntimeConfig::default(), config).await;
+    let r = h.post("/cas/tasks", "alice", input("ask name?")).await;
+    assert_eq!(r.status, StatusCode::CREATED);
+    let id = id_of(&r.body);
+    let idle = h.wait_phase(&id, "idle").await;
+    let task_id = TaskId::parse(&id).unwrap();
+    // What the dead node left: the subscription, under a lease it no longer renews.
+    let store = h.service.store().clone();
+    let rec = Record::new(
+        RecordKind::CasSubscription,
+        format!("{id}/push"),
+        common::TENANT,
+        "alice",
+        json!({"url": hook}),
+    )
+    .for_task(task_id.clone())
+    .active(true);
+    store.put_record(rec, None).await.unwrap();
+    let held = store
+        .claim_records(
+            RecordKind::CasSubscription,
+            "dead-node",
+            10,
+            Duration::from_millis(300),
+            chrono::Utc::now(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(held.len(), 1, "claimed by the dead node first");
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "taken over while still leased"
+    );
+    // After the lapse this adapter delivers the current object, then the rest.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while seen.lock().unwrap().is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "never taken over");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(seen.lock().unwrap()[0], idle);
+    let r = h
+        .post(&format!("/cas/tasks/{id}/input"), "alice", input("Ada"))
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED);
+    let done = h.wait_phase(&id, "terminal").await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let rec = store
+            .get_record(RecordKind::CasSubscription, &format!("{id}/push"))
+            .await
+            .unwrap()
+            .unwrap();
+        if !rec.active {
+            assert_eq!(rec.data["lastRevision"], done["status"]["revision"]);
+            assert_eq!(
+                rec.data["delivered"].as_u64().unwrap() as usize,
+                seen.lock().unwrap().len()
+            );
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{:?}", rec.data);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(seen.lock().unwrap().last(), Some(&done));
+    h.stop().await;
+    receiver.abort();
+}

@@ -58,12 +58,12 @@ type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState
 use crate::error::StoreError;
 use crate::event::Event;
 use crate::ids::TaskId;
+use crate::record::{PutOutcome, Quota, Record, RecordKind, RecordLease, RecordScope};
+use crate::record_memory::{MemRecords, TaskLook};
 use crate::store::{
     decode_cursor, encode_cursor, Claim, Commit, CreateOutcome, IdempotencyKey, ListOrder,
     ListPage, ListQuery, QueueOp, TaskStore, TaskWake, WakeHub,
 };
-use crate::record::{PutOutcome, Quota, Record, RecordKind, RecordLease, RecordScope};
-use crate::record_memory::{MemRecords, TaskLook};
 use crate::types::{Task, TaskState, Timestamp};
 
 /// log2 of the number of shards.

@@ -339,14 +339,21 @@ impl RecordWorkers {
                         _ = tokio::time::sleep(every) => {}
                     }
                     let now = chrono::Utc::now();
-                    match me.inner.store.renew_record(&lease, me.inner.lease, now).await {
+                    match me
+                        .inner
+                        .store
+                        .renew_record(&lease, me.inner.lease, now)
+                        .await
+                    {
                         Ok(true) => {}
                         Ok(false) => {
                             tracing::info!(record = %lease.id, "record lease lost");
                             lost.cancel();
                             return;
                         }
-                        Err(e) => tracing::warn!(record = %lease.id, error = %e, "renewing a record lease failed"),
+                        Err(e) => {
+                            tracing::warn!(record = %lease.id, error = %e, "renewing a record lease failed")
+                        }
                     }
                 }
             })

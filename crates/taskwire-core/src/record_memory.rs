@@ -64,7 +64,10 @@ impl MemRecords {
 
     fn index(&mut self, key: &Key, rec: &Record) {
         if let Some(t) = &rec.task_id {
-            self.by_task.entry(t.clone()).or_default().insert(key.clone());
+            self.by_task
+                .entry(t.clone())
+                .or_default()
+                .insert(key.clone());
         }
         self.by_owner
             .entry((rec.kind, rec.tenant.clone(), rec.owner.clone()))
@@ -100,13 +103,7 @@ impl MemRecords {
             record.version = old.version + 1;
             let version = record.version;
             self.index(&key, &record);
-            self.rows.insert(
-                key,
-                Row {
-                    rec: record,
-                    ..row
-                },
-            );
+            self.rows.insert(key, Row { rec: record, ..row });
             return Ok(PutOutcome::Stored { version });
         }
         if let Some(q) = quota {
@@ -160,7 +157,9 @@ impl MemRecords {
     }
 
     pub(crate) fn get(&self, kind: RecordKind, id: &str) -> Option<Record> {
-        self.rows.get(&(kind, id.to_string())).map(|r| r.rec.clone())
+        self.rows
+            .get(&(kind, id.to_string()))
+            .map(|r| r.rec.clone())
     }
 
     pub(crate) fn list(&self, kind: RecordKind, scope: &RecordScope) -> Vec<Record> {
@@ -283,7 +282,12 @@ impl MemRecords {
         out
     }
 
-    pub(crate) fn renew(&mut self, lease: &RecordLease, duration: Duration, now: Timestamp) -> bool {
+    pub(crate) fn renew(
+        &mut self,
+        lease: &RecordLease,
+        duration: Duration,
+        now: Timestamp,
+    ) -> bool {
         match self.rows.get_mut(&(lease.kind, lease.id.clone())) {
             Some(row) if holds(row, lease) => {
                 row.lease = Some((lease.worker.clone(), lease_until(now, duration)));

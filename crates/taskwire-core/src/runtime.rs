@@ -591,8 +591,14 @@ mod tests {
             .task;
         let past = Some(Utc::now() - chrono::Duration::seconds(1));
         for i in 0..23 {
-            let r = Record::new(RecordKind::McpSession, format!("s{i}"), "t", "o", "{}".into())
-                .expiring(past);
+            let r = Record::new(
+                RecordKind::McpSession,
+                format!("s{i}"),
+                "t",
+                "o",
+                "{}".into(),
+            )
+            .expiring(past);
             store.put_record(r, None).await.unwrap();
         }
         let kept = Record::new(RecordKind::McpSession, "kept", "t", "o", "{}".into());

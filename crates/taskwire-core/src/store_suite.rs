@@ -16,10 +16,10 @@ use serde_json::json;
 
 use crate::error::{CoreError, StoreError};
 use crate::event::EventKind;
+use crate::record::{PutOutcome, Quota, Record, RecordKind, RecordScope};
 use crate::runtime::{Runtime, RuntimeConfig};
 use crate::scripted::{ask_key, ScriptedAgent};
 use crate::service::{Access, CreateTask, TaskDefaults, TaskService};
-use crate::record::{PutOutcome, Quota, Record, RecordKind, RecordScope};
 use crate::store::{Commit, ListOrder, ListQuery, QueueOp, TaskStore};
 use crate::types::{Caller, InputResponse, Message, TaskState};
 
@@ -781,7 +781,10 @@ pub async fn records_are_keyed_versioned_and_swept(store: Arc<dyn TaskStore>) {
         .is_none());
     stored(
         store
-            .put_record(rec(kind, "a-config", "alice", 3).for_task(task.id.clone()), None)
+            .put_record(
+                rec(kind, "a-config", "alice", 3).for_task(task.id.clone()),
+                None,
+            )
             .await
             .unwrap(),
     );

@@ -56,10 +56,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use taskwire_core::event::Event;
+use taskwire_core::record::{PutOutcome, Quota, Record, RecordKind, RecordLease, RecordScope};
 use taskwire_core::store::{
     Claim, Commit, CreateOutcome, IdempotencyKey, ListPage, ListQuery, TaskStore,
 };
-use taskwire_core::record::{PutOutcome, Quota, Record, RecordKind, RecordLease, RecordScope};
 use taskwire_core::{StoreError, Task, TaskId, TaskState, Timestamp, WakeHub};
 use tokio::sync::oneshot;
 
@@ -84,8 +84,8 @@ use cache::SnapshotCache;
 use ids::TaskIds;
 use listing::Listings;
 use read::Readers;
-use row::{dur_ns, event_rows, limit, ns, TaskRow};
 use records::{RecordDone, RecordOp};
+use row::{dur_ns, event_rows, limit, ns, TaskRow};
 use writer::{Op, Reply, Writer};
 
 fn mismatch(done: RecordDone) -> StoreError {
@@ -385,9 +385,7 @@ impl TaskStore for SqliteStore {
 
     async fn get_record(&self, kind: RecordKind, id: &str) -> Result<Option<Record>, StoreError> {
         let id = id.to_string();
-        self.readers
-            .run(move |c| records::get(c, kind, &id))
-            .await
+        self.readers.run(move |c| records::get(c, kind, &id)).await
     }
 
     async fn list_records(
@@ -475,7 +473,9 @@ impl TaskStore for SqliteStore {
         let op = RecordOp::Release {
             lease: lease.clone(),
         };
-        self.write(|reply| Op::Record { op, reply }).await.map(|_| ())
+        self.write(|reply| Op::Record { op, reply })
+            .await
+            .map(|_| ())
     }
 
     async fn sweep_records(&self, now: Timestamp, max: usize) -> Result<usize, StoreError> {

@@ -57,10 +57,8 @@ pub(crate) enum RecordDone {
     Count(usize),
 }
 
-const COLUMNS: &str =
-    "kind, id, task_id, tenant, owner, data, cursor, active, expires_ns, version";
-const HEAD: &str =
-    "SELECT version, lease_owner, epoch FROM records WHERE kind = ?1 AND id = ?2";
+const COLUMNS: &str = "kind, id, task_id, tenant, owner, data, cursor, active, expires_ns, version";
+const HEAD: &str = "SELECT version, lease_owner, epoch FROM records WHERE kind = ?1 AND id = ?2";
 const INSERT: &str = "INSERT INTO records (kind, id, tid, task_id, tenant, owner, data, \
      cursor, active, expires_ns, version, lease_owner, lease_until, epoch) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 1, NULL, NULL, 0)";
@@ -154,10 +152,11 @@ pub(crate) fn apply(
                 })));
             }
             if let Some(q) = quota {
-                let live: i64 = conn.prepare_cached(LIVE)?.query_row(
-                    params![kind, record.tenant, record.owner, ns(q.now)],
-                    |r| r.get(0),
-                )?;
+                let live: i64 = conn
+                    .prepare_cached(LIVE)?
+                    .query_row(params![kind, record.tenant, record.owner, ns(q.now)], |r| {
+                        r.get(0)
+                    })?;
                 if uint(live) as usize >= q.max {
                     return Ok(Ok(RecordDone::Put(PutOutcome::OverQuota { max: q.max })));
                 }
@@ -225,10 +224,9 @@ pub(crate) fn apply(
         } => {
             let rows: Vec<(Result<Record, StoreError>, i64)> = conn
                 .prepare_cached(CLAIMABLE)?
-                .query_map(
-                    params![kind.as_str(), now, crate::row::limit(*max)],
-                    |r| Ok((from_row(r)?, r.get(10)?)),
-                )?
+                .query_map(params![kind.as_str(), now, crate::row::limit(*max)], |r| {
+                    Ok((from_row(r)?, r.get(10)?))
+                })?
                 .collect::<Result<_, _>>()?;
             let mut out = Vec::with_capacity(rows.len());
             for (rec, epoch) in rows {
@@ -272,7 +270,12 @@ pub(crate) fn apply(
             conn.execute(
                 "UPDATE records SET lease_owner = NULL, lease_until = NULL WHERE kind = ?1 \
                  AND id = ?2 AND lease_owner = ?3 AND epoch = ?4",
-                params![lease.kind.as_str(), lease.id, lease.worker, int(lease.epoch)],
+                params![
+                    lease.kind.as_str(),
+                    lease.id,
+                    lease.worker,
+                    int(lease.epoch)
+                ],
             )?;
             Ok(Ok(RecordDone::Bool(true)))
         }
@@ -299,7 +302,11 @@ fn collect(
 }
 
 /// A record by key.
-pub(crate) fn get(conn: &Connection, kind: RecordKind, id: &str) -> Result<Option<Record>, StoreError> {
+pub(crate) fn get(
+    conn: &Connection,
+    kind: RecordKind,
+    id: &str,
+) -> Result<Option<Record>, StoreError> {
     let sql = format!("SELECT {COLUMNS} FROM records WHERE kind = ?1 AND id = ?2");
     let mut st = conn.prepare_cached(&sql).map_err(crate::error::backend)?;
     let rows = st
@@ -320,9 +327,8 @@ pub(crate) fn list(
             let Some(tid) = tid else {
                 return Ok(Vec::new());
             };
-            let sql = format!(
-                "SELECT {COLUMNS} FROM records WHERE tid = ?1 AND kind = ?2 ORDER BY id"
-            );
+            let sql =
+                format!("SELECT {COLUMNS} FROM records WHERE tid = ?1 AND kind = ?2 ORDER BY id");
             let mut st = conn.prepare_cached(&sql).map_err(crate::error::backend)?;
             let rows = st
                 .query_map(params![tid, kind.as_str()], from_row)

@@ -628,11 +628,20 @@ async fn records_and_their_leases_survive_a_reopen() {
             .task
             .id
             .clone();
-        let r = Record::new(kind, "cfg", "local", "local", serde_json::json!({"url": "u"}))
-            .for_task(t.clone())
-            .active(true);
+        let r = Record::new(
+            kind,
+            "cfg",
+            "local",
+            "local",
+            serde_json::json!({"url": "u"}),
+        )
+        .for_task(t.clone())
+        .active(true);
         store.put_record(r, None).await.unwrap();
-        let claimed = store.claim_records(kind, "w1", 10, lease, now).await.unwrap();
+        let claimed = store
+            .claim_records(kind, "w1", 10, lease, now)
+            .await
+            .unwrap();
         let (mut rec, l) = claimed.into_iter().next().unwrap();
         rec.cursor = 7;
         store.update_record(&rec, Some(&l)).await.unwrap();

@@ -90,11 +90,8 @@ impl Env {
     /// Another adapter over this one's store (as a restarted process, or another
     /// node sharing the store, would be), on a port of its own, without a runtime.
     pub(crate) async fn another_node(&self, config: AguiConfig) -> Env {
-        let adapter = AguiAdapter::new(
-            self.service.clone(),
-            Arc::new(ScriptedAgent::new()),
-            config,
-        );
+        let adapter =
+            AguiAdapter::new(self.service.clone(), Arc::new(ScriptedAgent::new()), config);
         let app = adapter
             .routes()
             .layer(middleware::from_fn(caller_from_header));
