@@ -141,6 +141,8 @@ struct Inner {
     /// Deliver push subscriptions under leases.
     workers: taskwire_core::record::RecordWorkers,
     push_started: std::sync::atomic::AtomicBool,
+    /// Folded message lists of recently polled tasks.
+    folds: view::FoldCache,
 }
 
 impl Drop for Inner {
@@ -188,6 +190,7 @@ impl CasAdapter {
             config,
             workers,
             push_started: std::sync::atomic::AtomicBool::new(false),
+            folds: view::FoldCache::new(1024),
         });
         // Resume the subscriptions stored before a restart (or on another node).
         push::start(&inner);
@@ -253,28 +256,25 @@ fn parse_id(id: &str) -> Result<TaskId, CasError> {
 }
 
 impl Inner {
-    /// Reads a task the caller may see: same tenant, and the caller is its owner or
-    /// its responsible user. Anything else is "not found".
+    /// Reads a task the caller may see ([`Access::Participant`]: same tenant, and
+    /// the caller is its owner or its responsible user). Anything else is "not found".
     async fn load(&self, caller: &Caller, id: &TaskId) -> Result<Task, CasError> {
-        let t = self.service.get_as(Access::System, id).await?;
-        if t.tenant == caller.tenant
-            && (t.owner == caller.principal || t.responsible_user == caller.principal)
-        {
-            Ok(t)
-        } else {
-            Err(taskwire_core::CoreError::NotFound.into())
-        }
+        Ok(self.service.get_as(Access::Participant(caller), id).await?)
     }
 
-    /// Advances the fold to the snapshot's last event.
-    async fn advance(&self, task: &Task, fold: &mut MessagesFold) -> Result<(), CasError> {
+    /// Advances the fold to the snapshot's last event, reading only the events it
+    /// has not applied yet.
+    async fn advance(
+        &self,
+        caller: &Caller,
+        task: &Task,
+        fold: &mut MessagesFold,
+    ) -> Result<(), CasError> {
         while fold.last_seq < task.last_seq {
             let evs = self
                 .service
-                .store()
-                .events(&task.id, fold.last_seq, 1000)
-                .await
-                .map_err(taskwire_core::CoreError::from)?;
+                .events_as(Access::Participant(caller), &task.id, fold.last_seq, 1000)
+                .await?;
             if evs.is_empty() {
                 break;
             }
@@ -288,10 +288,15 @@ impl Inner {
         Ok(())
     }
 
-    async fn view(&self, task: &Task) -> Result<View, CasError> {
-        let mut fold = MessagesFold::default();
-        self.advance(task, &mut fold).await?;
-        Ok(View::build(task, &fold))
+    /// The view of a snapshot, from the cached fold of its task when there is one
+    /// (a poll reads only the events since the last poll of any caller, not the
+    /// whole log).
+    async fn view(&self, caller: &Caller, task: &Task) -> Result<View, CasError> {
+        let mut fold = self.folds.take(&task.id, task.last_seq);
+        self.advance(caller, task, &mut fold).await?;
+        let view = View::build(task, &fold);
+        self.folds.put(task.id.clone(), fold);
+        Ok(view)
     }
 
     /// Splits an input object into core parts and parameters, validated.
@@ -427,7 +432,7 @@ async fn create(
     if let (Some(t), true) = (push_target, created.created) {
         push::subscribe(&s, &caller, &created.task.id, t).await?;
     }
-    let view = s.view(&created.task).await?;
+    let view = s.view(&caller, &created.task).await?;
     let code = if created.created {
         StatusCode::CREATED
     } else {
@@ -480,7 +485,7 @@ async fn status(
         }
         _ => {
             let t = s.load(&caller, &id).await?;
-            s.view(&t).await?
+            s.view(&caller, &t).await?
         }
     };
     if matches_if_none_match(headers, view.revision()) {
@@ -489,33 +494,31 @@ async fn status(
     Ok(with_etag(StatusCode::OK, view.revision(), &view.status))
 }
 
-/// Waits until the revision differs from `rev`, the task is terminal, or `wait` passes.
+/// Waits until the revision differs from `rev`, the task is terminal, or `wait`
+/// passes: the first object of [`revisions`] after `rev`, else the current one.
 async fn long_poll(
-    s: &Inner,
+    s: &Arc<Inner>,
     caller: &Caller,
     id: &TaskId,
     rev: &str,
     wait: Duration,
 ) -> Result<View, CasError> {
-    let deadline = tokio::time::Instant::now() + wait;
-    let mut rx = s.service.store().hub().watch(id);
-    let mut fold = MessagesFold::default();
-    loop {
-        let t = s.load(caller, id).await?;
-        s.advance(&t, &mut fold).await?;
-        let v = View::build(&t, &fold);
-        if v.revision() != rev || t.state.is_terminal() {
-            return Ok(v);
-        }
-        let step = deadline.min(tokio::time::Instant::now() + s.config.recheck);
-        match tokio::time::timeout_at(step, rx.changed()).await {
-            Ok(Ok(())) => {}
-            Ok(Err(_)) => {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                rx = s.service.store().hub().watch(id);
-            }
-            Err(_) if tokio::time::Instant::now() >= deadline => return Ok(v),
-            Err(_) => {}
+    use futures::StreamExt;
+    let t = s.load(caller, id).await?;
+    let now = s.view(caller, &t).await?;
+    if now.revision() != rev || t.state.is_terminal() {
+        return Ok(now);
+    }
+    let mut next = std::pin::pin!(revisions(
+        s.clone(),
+        caller.clone(),
+        id.clone(),
+        Some(rev.to_string())
+    ));
+    match tokio::time::timeout(wait, next.next()).await {
+        Ok(Some(_)) | Ok(None) | Err(_) => {
+            let t = s.load(caller, id).await?;
+            s.view(caller, &t).await
         }
     }
 }
@@ -528,7 +531,7 @@ async fn messages(
 ) -> Result<Response, CasError> {
     let id = parse_id(&path(id)?)?;
     let t = s.load(&caller, &id).await?;
-    let view = s.view(&t).await?;
+    let view = s.view(&caller, &t).await?;
     if matches_if_none_match(req.headers(), view.revision()) {
         return Ok(not_modified(view.revision()));
     }
@@ -561,7 +564,7 @@ async fn input(
     // the responsible user sends input in its place.
     let as_owner = Caller::new(t.tenant.clone(), t.owner.clone());
     let task = s.service.send_input(&as_owner, &id, message).await?;
-    let view = s.view(&task).await?;
+    let view = s.view(&caller, &task).await?;
     Ok(with_etag(
         StatusCode::ACCEPTED,
         view.revision(),
@@ -581,7 +584,7 @@ async fn authorize(
         return Err(taskwire_core::CoreError::NotFound.into());
     }
     let task = s.service.grant_auth(Access::System, &id, &provider).await?;
-    let view = s.view(&task).await?;
+    let view = s.view(&caller, &task).await?;
     Ok(with_etag(StatusCode::OK, view.revision(), &view.status))
 }
 
@@ -694,8 +697,6 @@ async fn events(
     let id = parse_id(&path(id)?)?;
     let q = query(q)?;
     let headers = req.headers();
-    // Watch before the first read so that nothing committed in between is missed.
-    let rx = s.service.store().hub().watch(&id);
     s.load(&caller, &id).await?;
     let last = q.revision.or_else(|| {
         headers
@@ -704,7 +705,7 @@ async fn events(
             .map(str::to_string)
     });
     let keep_alive = s.config.keep_alive;
-    let stream = status_stream(s, caller, id, rx, last);
+    let stream = status_stream(s, caller, id, last);
     Ok(Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(keep_alive))
         .into_response())
@@ -714,7 +715,7 @@ struct StreamState {
     s: Arc<Inner>,
     caller: Caller,
     id: TaskId,
-    rx: tokio::sync::watch::Receiver<taskwire_core::store::TaskWake>,
+    events: Option<taskwire_core::service::EventStream>,
     fold: MessagesFold,
     last: Option<String>,
     done: bool,
@@ -722,19 +723,22 @@ struct StreamState {
 
 /// The status object each time the revision changes, starting with the current
 /// one (unless its revision is `last`), ending after the terminal object (or when
-/// the task can no longer be read). Shared by the SSE stream and outbound push.
+/// the task can no longer be read). Driven by a subscription to the task's log
+/// ([`TaskService::subscribe`]): each event is read once and folded, and the
+/// snapshot is read again only when events arrived. Shared by the SSE stream, long
+/// polls and outbound push.
 pub(crate) fn revisions(
     s: Arc<Inner>,
     caller: Caller,
     id: TaskId,
-    rx: tokio::sync::watch::Receiver<taskwire_core::store::TaskWake>,
     last: Option<String>,
 ) -> impl Stream<Item = wire::StatusObject> {
+    use futures::StreamExt;
     let st = StreamState {
         s,
         caller,
         id,
-        rx,
+        events: None,
         fold: MessagesFold::default(),
         last,
         done: false,
@@ -743,13 +747,24 @@ pub(crate) fn revisions(
         if st.done {
             return None;
         }
+        if st.events.is_none() {
+            let sub =
+                st.s.service
+                    .subscribe(Access::Participant(&st.caller), &st.id, 0)
+                    .await
+                    .ok()?;
+            st.events = Some(sub);
+        }
         loop {
-            let task = match st.s.load(&st.caller, &st.id).await {
-                Ok(t) => t,
-                Err(_) => return None,
-            };
-            if st.s.advance(&task, &mut st.fold).await.is_err() {
-                return None;
+            let task = st.s.load(&st.caller, &st.id).await.ok()?;
+            // Fold the subscription's events up to the snapshot.
+            while st.fold.last_seq < task.last_seq {
+                let events = st.events.as_mut()?;
+                match events.next().await {
+                    Some(Ok(e)) => st.fold.apply(&e),
+                    Some(Err(_)) => return None,
+                    None => break,
+                }
             }
             let view = View::build(&task, &st.fold);
             let terminal = task.state.is_terminal();
@@ -761,12 +776,13 @@ pub(crate) fn revisions(
             if terminal {
                 return None;
             }
-            match tokio::time::timeout(st.s.config.recheck, st.rx.changed()).await {
-                Ok(Ok(())) | Err(_) => {}
-                Ok(Err(_)) => {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    st.rx = st.s.service.store().hub().watch(&st.id);
-                }
+            // Wait for the next event (or the periodic re-check).
+            let events = st.events.as_mut()?;
+            match tokio::time::timeout(st.s.config.recheck, events.next()).await {
+                Ok(Some(Ok(e))) => st.fold.apply(&e),
+                Ok(Some(Err(_))) => return None,
+                Ok(None) => {}
+                Err(_) => {}
             }
         }
     })
@@ -777,11 +793,10 @@ fn status_stream(
     s: Arc<Inner>,
     caller: Caller,
     id: TaskId,
-    rx: tokio::sync::watch::Receiver<taskwire_core::store::TaskWake>,
     last: Option<String>,
 ) -> impl Stream<Item = Result<SseEvent, Infallible>> {
     use futures::StreamExt;
-    revisions(s, caller, id, rx, last).map(|status| {
+    revisions(s, caller, id, last).map(|status| {
         let data = serde_json::to_string(&status).unwrap_or_default();
         Ok(SseEvent::default()
             .event(SSE_EVENT_STATUS)

@@ -203,12 +203,10 @@ async fn deliver(
     })?;
     let caller = Caller::new(rec.tenant.clone(), rec.owner.clone());
     let cfg = inner.config.push.clone();
-    let rx = inner.service.store().hub().watch(&id);
     let mut objects = std::pin::pin!(crate::revisions(
         inner.clone(),
         caller,
         id.clone(),
-        rx,
         data.last_revision.clone(),
     ));
     let store = inner.service.store().clone();

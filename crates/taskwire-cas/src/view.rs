@@ -342,3 +342,87 @@ mod tests {
         assert_eq!(r0, revision(&dummy(), &f.entries()));
     }
 }
+
+/// The folds of recently viewed tasks, so that a poll applies only the events
+/// since the last view of the task instead of its whole log. Bounded: the least
+/// recently stored fold goes first. A fold is taken out while it is advanced and
+/// put back after (two concurrent views of one task each fold on their own).
+pub(crate) struct FoldCache {
+    max: usize,
+    inner: std::sync::Mutex<FoldCacheInner>,
+}
+
+#[derive(Default)]
+struct FoldCacheInner {
+    folds: HashMap<taskwire_core::TaskId, (u64, MessagesFold)>,
+    order: std::collections::VecDeque<(u64, taskwire_core::TaskId)>,
+    tick: u64,
+}
+
+impl FoldCache {
+    pub(crate) fn new(max: usize) -> Self {
+        Self {
+            max: max.max(1),
+            inner: std::sync::Mutex::default(),
+        }
+    }
+
+    /// The cached fold of a task (empty if none, or if it is ahead of the snapshot,
+    /// which a fold from a newer read can be).
+    pub(crate) fn take(&self, id: &taskwire_core::TaskId, upto: u64) -> MessagesFold {
+        let Ok(mut g) = self.inner.lock() else {
+            return MessagesFold::default();
+        };
+        match g.folds.remove(id) {
+            Some((_, f)) if f.last_seq <= upto => f,
+            _ => MessagesFold::default(),
+        }
+    }
+
+    pub(crate) fn put(&self, id: taskwire_core::TaskId, fold: MessagesFold) {
+        let Ok(mut g) = self.inner.lock() else {
+            return;
+        };
+        g.tick += 1;
+        let tick = g.tick;
+        g.order.push_back((tick, id.clone()));
+        g.folds.insert(id, (tick, fold));
+        while g.folds.len() > self.max {
+            let Some((t, old)) = g.order.pop_front() else {
+                break;
+            };
+            if g.folds.get(&old).is_some_and(|(at, _)| *at == t) {
+                g.folds.remove(&old);
+            }
+        }
+        // Stale order entries (of folds stored again since) do not pile up.
+        if g.order.len() > 4 * self.max {
+            let FoldCacheInner { folds, order, .. } = &mut *g;
+            order.retain(|(t, id)| folds.get(id).is_some_and(|(at, _)| at == t));
+        }
+    }
+}
+
+#[cfg(test)]
+mod fold_cache_tests {
+    use super::*;
+
+    #[test]
+    fn bounded_and_never_ahead_of_the_snapshot() {
+        let c = FoldCache::new(2);
+        let ids: Vec<taskwire_core::TaskId> =
+            (0..3).map(|_| taskwire_core::TaskId::new()).collect();
+        for (i, id) in ids.iter().enumerate() {
+            let f = MessagesFold {
+                last_seq: 10 + i as u64,
+                ..MessagesFold::default()
+            };
+            c.put(id.clone(), f);
+        }
+        // The first went when the third came.
+        assert_eq!(c.take(&ids[0], 100).last_seq, 0);
+        assert_eq!(c.take(&ids[1], 100).last_seq, 11);
+        // A fold past the snapshot is not used.
+        assert_eq!(c.take(&ids[2], 5).last_seq, 0);
+    }
+}

@@ -54,18 +54,46 @@ async fn rule2_4_agent_name_and_created_at() {
 
 /// Status object rule 3: the responsible user is the creator, or for a task created
 /// on behalf of another task, that task's responsible user; input belongs to them.
+/// Only a task the caller may read can be a parent: another principal's task is
+/// "not found", exactly as an id that names no task (no existence oracle), and the
+/// refused child appears nowhere.
 #[tokio::test]
 async fn rule3_responsible_user() {
     let h = Harness::start(scripted()).await;
     let parent = h.create_text("ask what?").await;
     assert_eq!(parent["responsible_user"], "alice");
     let pid = id_of(&parent);
-    // An agent principal creates a task on behalf of alice's task.
+    let as_helper = |parent: String| {
+        let h = &h;
+        async move {
+            h.send(
+                reqwest::Method::POST,
+                "/cas/tasks",
+                "helper-agent",
+                Some(input("review")),
+                &[("cas-parent-task", &parent)],
+            )
+            .await
+        }
+    };
+    // Another principal cannot hang a task under alice's...
+    let foreign = as_helper(pid.clone()).await;
+    assert_eq!(foreign.status, StatusCode::NOT_FOUND, "{}", foreign.body);
+    // ...and cannot tell it from a task that does not exist.
+    let random = as_helper(taskwire_core::TaskId::new().to_string()).await;
+    assert_eq!(random.status, StatusCode::NOT_FOUND);
+    assert_eq!(foreign.body, random.body);
+    // Nothing was created on either side (no review reached alice).
+    let r = h
+        .send(reqwest::Method::GET, "/cas/reviews", "alice", None, &[])
+        .await;
+    assert_eq!(r.body["reviews"], json!([]), "{}", r.body);
+    // Alice creates a task on behalf of her own: the responsible user carries over.
     let r = h
         .send(
             reqwest::Method::POST,
             "/cas/tasks",
-            "helper-agent",
+            "alice",
             Some(input("ask and you?")),
             &[("cas-parent-task", &pid)],
         )
@@ -74,7 +102,17 @@ async fn rule3_responsible_user() {
     assert_eq!(r.body["responsible_user"], "alice");
     let child = id_of(&r.body);
     h.wait_phase(&child, "idle").await;
-    // The creating agent may read it but not send input: input is alice's.
+    // Another principal can neither read it nor send it input.
+    let r = h
+        .send(
+            reqwest::Method::GET,
+            &format!("/cas/tasks/{child}"),
+            "helper-agent",
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
     let r = h
         .post(
             &format!("/cas/tasks/{child}/input"),

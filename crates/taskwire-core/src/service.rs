@@ -31,11 +31,15 @@ const MAX_CAS_RETRIES: usize = 64;
 
 /// Who performs a command.
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub enum Access<'a> {
     /// A caller: the task must be theirs (same tenant and owner), or it is "not found".
     Owner(&'a Caller),
     /// A reviewer: the caller must be the owner or the reviewer of a pending review.
     Reviewer(&'a Caller),
+    /// A participant (CAS): the caller must be the owner or the task's responsible
+    /// user, in the task's tenant.
+    Participant(&'a Caller),
     /// The runtime itself (workers, reaper, sweeper, trusted callbacks).
     System,
 }
@@ -48,6 +52,10 @@ impl Access<'_> {
                 t.tenant == c.tenant
                     && (t.owner == c.principal
                         || t.pending_reviews.iter().any(|r| r.reviewer == c.principal))
+            }
+            Access::Participant(c) => {
+                t.tenant == c.tenant
+                    && (t.owner == c.principal || t.responsible_user == c.principal)
             }
             Access::System => true,
         }
@@ -454,11 +462,18 @@ impl TaskService {
         }
         let responsible_user = match &req.parent {
             Some(pid) => {
-                let parent = self.store.get(pid).await?.ok_or(CoreError::NotFound)?;
-                if parent.tenant != caller.tenant {
+                // Only a task the caller may read can be a parent: another
+                // principal's task is "not found", exactly as a random id is (no
+                // existence oracle), and lends nobody its responsible user.
+                let parent = self
+                    .store
+                    .get_shared(pid)
+                    .await?
+                    .ok_or(CoreError::NotFound)?;
+                if !Access::Participant(caller).allows(&parent) {
                     return Err(CoreError::NotFound);
                 }
-                parent.responsible_user
+                parent.responsible_user.clone()
             }
             None => caller.principal.clone(),
         };
@@ -897,6 +912,25 @@ impl TaskService {
         limit: usize,
     ) -> Result<Vec<Event>> {
         self.get(caller, id).await?;
+        Ok(self.store.events(id, after_seq, limit).await?)
+    }
+
+    /// Reads the event log after `after_seq` with the given access.
+    pub async fn events_as(
+        &self,
+        access: Access<'_>,
+        id: &TaskId,
+        after_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>> {
+        let t = self
+            .store
+            .get_shared(id)
+            .await?
+            .ok_or(CoreError::NotFound)?;
+        if !access.allows(&t) {
+            return Err(CoreError::NotFound);
+        }
         Ok(self.store.events(id, after_seq, limit).await?)
     }
 
