@@ -437,7 +437,7 @@ async fn a_name_rebinding_to_loopback_is_refused_at_delivery() {
             })
         }
     }
-    let metrics = common::metrics();
+    let metrics = metrics();
     let store = Arc::new(MemoryStore::new());
     let svc = TaskService::new(store, "scripted");
     let rt = Runtime::start(
@@ -545,4 +545,16 @@ async fn push_configs_are_bounded_per_caller() {
     push.create(bob, bt, config("b2")).await.unwrap();
     assert_eq!(push.list(&at.id).await.unwrap().len(), 2);
     push.shutdown();
+}
+
+/// The process's metrics, recorded from the first call on (one recorder per test
+/// binary: metric names are global).
+pub fn metrics() -> &'static metrics_exporter_prometheus::PrometheusHandle {
+    static HANDLE: std::sync::OnceLock<metrics_exporter_prometheus::PrometheusHandle> =
+        std::sync::OnceLock::new();
+    HANDLE.get_or_init(|| {
+        metrics_exporter_prometheus::PrometheusBuilder::new()
+            .install_recorder()
+            .unwrap()
+    })
 }

@@ -266,14 +266,3 @@ pub fn check_fixture(name: &str, v: &Value) {
     );
 }
 
-/// The process's metrics, recorded from the first call on (one recorder per test
-/// binary: metric names are global).
-pub fn metrics() -> &'static metrics_exporter_prometheus::PrometheusHandle {
-    static HANDLE: std::sync::OnceLock<metrics_exporter_prometheus::PrometheusHandle> =
-        std::sync::OnceLock::new();
-    HANDLE.get_or_init(|| {
-        metrics_exporter_prometheus::PrometheusBuilder::new()
-            .install_recorder()
-            .unwrap()
-    })
-}
