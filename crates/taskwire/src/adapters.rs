@@ -232,7 +232,6 @@ impl Adapter for Agui {
             taskwire_agui::AguiConfig {
                 max_body_bytes: ctx.body_limit(),
                 max_runs_per_principal: self.max_runs_per_principal,
-                ..taskwire_agui::AguiConfig::default()
             },
         )
         .routes()

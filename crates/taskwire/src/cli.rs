@@ -366,11 +366,11 @@ pub struct QuotaArgs {
 impl QuotaArgs {
     /// The quotas these flags set.
     pub fn quotas(&self) -> crate::adapters::Quotas {
-        let mut q = crate::adapters::Quotas::default();
-        q.push_configs = self.max_push_configs_per_principal;
-        q.mcp_sessions = self.max_sessions_per_principal;
-        q.agui_runs = self.max_runs_per_principal;
-        q
+        crate::adapters::Quotas {
+            push_configs: self.max_push_configs_per_principal,
+            mcp_sessions: self.max_sessions_per_principal,
+            agui_runs: self.max_runs_per_principal,
+        }
     }
 }
 
