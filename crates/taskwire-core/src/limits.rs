@@ -17,6 +17,15 @@ pub struct Limits {
     pub max_metadata_bytes: usize,
     /// Most messages a task's history may hold (default 10,000).
     pub max_history: usize,
+    /// Most event streams (subscriptions: SSE and gRPC streams of every adapter)
+    /// one caller (tenant and principal) may hold open at once in this process
+    /// (default 100); one more is `TooLarge` ("open streams").
+    #[serde(default = "default_streams")]
+    pub max_streams_per_principal: usize,
+}
+
+fn default_streams() -> usize {
+    100
 }
 
 impl Default for Limits {
@@ -26,6 +35,7 @@ impl Default for Limits {
             max_parts: 64,
             max_metadata_bytes: 16 * 1024,
             max_history: 10_000,
+            max_streams_per_principal: default_streams(),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! read the snapshot, check access, build the change on a [`Draft`] (which checks the
 //! transition table), then commit it with a compare-and-set on the version.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -321,6 +321,59 @@ pub struct TaskService {
     limits: Arc<Limits>,
     defaults: Arc<TaskDefaults>,
     guardrails: Arc<Vec<Arc<dyn InputGuardrail>>>,
+    streams: Arc<OpenStreams>,
+}
+
+/// The event streams open per caller in this process.
+#[derive(Debug, Default)]
+struct OpenStreams {
+    open: std::sync::Mutex<HashMap<(String, String), usize>>,
+}
+
+/// One open stream of a caller; dropping it closes the count.
+struct StreamPermit {
+    streams: Arc<OpenStreams>,
+    key: (String, String),
+}
+
+impl OpenStreams {
+    fn open(self: &Arc<Self>, caller: &Caller, max: usize) -> Result<StreamPermit> {
+        let key = (caller.tenant.clone(), caller.principal.clone());
+        let mut open = self
+            .open
+            .lock()
+            .map_err(|_| CoreError::Store(StoreError::Backend("stream count poisoned".into())))?;
+        let n = open.entry(key.clone()).or_insert(0);
+        if *n >= max {
+            let size = *n + 1;
+            if *n == 0 {
+                open.remove(&key);
+            }
+            return Err(CoreError::TooLarge {
+                what: "open streams of this caller".into(),
+                size,
+                limit: max,
+            });
+        }
+        *n += 1;
+        Ok(StreamPermit {
+            streams: self.clone(),
+            key,
+        })
+    }
+}
+
+impl Drop for StreamPermit {
+    fn drop(&mut self) {
+        if let Ok(mut open) = self.streams.open.lock() {
+            if let Some(n) = open.get_mut(&self.key) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    open.remove(&self.key);
+                }
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for TaskService {
@@ -341,6 +394,7 @@ impl TaskService {
             limits: Arc::new(Limits::default()),
             defaults: Arc::new(TaskDefaults::default()),
             guardrails: Arc::new(Vec::new()),
+            streams: Arc::default(),
         }
     }
 
@@ -944,16 +998,31 @@ impl TaskService {
     ) -> Result<EventStream> {
         // Watch before reading so that nothing committed in between is missed.
         let rx = self.store.hub().watch(id);
-        let task = self.store.get(id).await?.ok_or(CoreError::NotFound)?;
+        let task = self
+            .store
+            .get_shared(id)
+            .await?
+            .ok_or(CoreError::NotFound)?;
         if !access.allows(&task) {
             return Err(CoreError::NotFound);
         }
-        Ok(crate::subscribe::stream(
-            self.store.clone(),
-            id.clone(),
-            after_seq,
-            rx,
-        ))
+        let caller = match access {
+            Access::Owner(c) | Access::Reviewer(c) | Access::Participant(c) => Some(c),
+            Access::System => None,
+        };
+        let stream = crate::subscribe::stream(self.store.clone(), id.clone(), after_seq, rx);
+        match caller {
+            None => Ok(stream),
+            Some(c) => {
+                let permit = self
+                    .streams
+                    .open(c, self.limits.max_streams_per_principal.max(1))?;
+                Ok(Box::pin(futures::StreamExt::map(stream, move |e| {
+                    let _open = &permit;
+                    e
+                })))
+            }
+        }
     }
 
     /// Waits until `pred` holds for the task (checked after every change), or the

@@ -683,3 +683,42 @@ async fn interrupt_stops_the_turn_and_the_task_waits_for_input() {
     assert_eq!(echoed, vec!["hello"]);
     env.stop().await;
 }
+
+/// Event streams are bounded per caller: one over the bound is TooLarge, another
+/// caller is not affected, and a closed stream frees its place; the runtime's
+/// own subscriptions (push delivery) do not count.
+#[tokio::test]
+async fn open_streams_are_bounded_per_caller() {
+    use taskwire_core::{Access, CoreError, Limits};
+    let limits = Limits {
+        max_streams_per_principal: 2,
+        ..Limits::default()
+    };
+    let svc = TaskService::new(std::sync::Arc::new(MemoryStore::new()), "t").with_limits(limits);
+    let alice = Caller::new("t", "alice");
+    let bob = Caller::new("t", "bob");
+    let a = svc
+        .create(&alice, CreateTask::new(Message::user_text("x")))
+        .await
+        .unwrap()
+        .task;
+    let b = svc
+        .create(&bob, CreateTask::new(Message::user_text("y")))
+        .await
+        .unwrap()
+        .task;
+    let s1 = svc
+        .subscribe(Access::Owner(&alice), &a.id, 0)
+        .await
+        .unwrap();
+    let _s2 = svc
+        .subscribe(Access::Owner(&alice), &a.id, 0)
+        .await
+        .unwrap();
+    let third = svc.subscribe(Access::Owner(&alice), &a.id, 0).await;
+    assert!(matches!(third, Err(CoreError::TooLarge { limit: 2, .. })));
+    assert!(svc.subscribe(Access::Owner(&bob), &b.id, 0).await.is_ok());
+    assert!(svc.subscribe(Access::System, &a.id, 0).await.is_ok());
+    drop(s1);
+    assert!(svc.subscribe(Access::Owner(&alice), &a.id, 0).await.is_ok());
+}

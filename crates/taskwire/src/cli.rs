@@ -361,6 +361,13 @@ pub struct QuotaArgs {
     /// one more is answered with RUN_ERROR.
     #[arg(long, env = "TASKWIRE_MAX_RUNS_PER_PRINCIPAL", value_name = "N", default_value_t = 1000, value_parser = parse_positive_usize)]
     pub max_runs_per_principal: usize,
+
+    /// Most event streams one caller may hold open at once in this process: A2A
+    /// streams and subscriptions (every binding), MCP SSE answers and
+    /// subscriptions, AG-UI runs, CAS SSE streams and long polls; one more is
+    /// refused as over a limit in the protocol's own shape.
+    #[arg(long, env = "TASKWIRE_MAX_STREAMS_PER_PRINCIPAL", value_name = "N", default_value_t = 100, value_parser = parse_positive_usize)]
+    pub max_streams_per_principal: usize,
 }
 
 impl QuotaArgs {
@@ -621,6 +628,7 @@ pub async fn build_server(args: &ServeArgs) -> Result<Server, Error> {
     };
     let limits = Limits {
         max_message_bytes: args.max_message_bytes,
+        max_streams_per_principal: args.quotas.max_streams_per_principal,
         ..Limits::default()
     };
     let mut builder = Server::builder()

@@ -265,4 +265,3 @@ pub fn check_fixture(name: &str, v: &Value) {
         serde_json::to_string_pretty(&got).unwrap()
     );
 }
-
