@@ -355,3 +355,34 @@ async fn blocking_call_delivers_the_elicitation_over_its_stream() {
     assert!(sse.next().await.is_none());
     s.shutdown().await;
 }
+
+/// Sessions are bounded per caller: over the bound, `initialize` is HTTP 429 with
+/// a JSON-RPC error and no session; another caller's sessions, and the first
+/// caller's open ones, are untouched.
+#[tokio::test]
+async fn sessions_are_bounded_per_caller() {
+    let s = Server::with_config(taskwire_mcp::McpConfig {
+        max_sessions_per_principal: 2,
+        ..taskwire_mcp::McpConfig::default()
+    })
+    .await;
+    let (a1, _) = Session::open(&s, "alice", false).await;
+    let (_a2, _) = Session::open(&s, "alice", false).await;
+    let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": V, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let (st, r) = s
+        .raw(
+            &body.to_string(),
+            &[("x-test-principal".into(), "alice".into())],
+        )
+        .await;
+    assert_eq!(st, 429, "{r}");
+    assert_eq!(r["error"]["code"], -32600);
+    assert!(r["error"]["message"].as_str().unwrap().contains("at most 2"));
+    let (b, _) = Session::open(&s, "bob", false).await;
+    let (st, _) = b.call("tools/list", json!({})).await;
+    assert_eq!(st, 200);
+    let (st, _) = a1.call("tools/list", json!({})).await;
+    assert_eq!(st, 200, "alice's open session survived the refusal");
+    s.shutdown().await;
+}
