@@ -247,3 +247,62 @@ impl Listener {
         Ok(Self { task })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wake(last_seq: u64, state: TaskState) -> TaskWake {
+        TaskWake { last_seq, state }
+    }
+
+    /// Lines of another node reach the hub; a node's own lines, lines of an
+    /// unknown format and malformed lines are ignored; work lines wake claimers.
+    #[tokio::test]
+    async fn payloads_are_applied_to_the_hub() {
+        let hub = WakeHub::new();
+        let (t1, t2) = (TaskId::new(), TaskId::new());
+        let mut rx1 = hub.watch(&t1);
+        let mut rx2 = hub.watch(&t2);
+        let payload = format!(
+            "v1 other\n{}\nnonsense line\n{} 7 bogus 0\n{}",
+            task_line(&t1, wake(3, TaskState::Working), false),
+            t2.as_str(),
+            task_line(&t2, wake(5, TaskState::Completed), false),
+        );
+        assert!(apply(&hub, "me", &payload));
+        assert!(rx1.has_changed().unwrap());
+        assert_eq!(*rx1.borrow_and_update(), wake(3, TaskState::Working));
+        assert_eq!(*rx2.borrow_and_update(), wake(5, TaskState::Completed));
+
+        // Our own notifications were published when we committed.
+        let mine = format!(
+            "v1 me\n{}",
+            task_line(&t1, wake(9, TaskState::Working), true)
+        );
+        assert!(!apply(&hub, "me", &mine));
+        assert!(!rx1.has_changed().unwrap());
+        assert!(!apply(
+            &hub,
+            "me",
+            &format!(
+                "v2 other\n{}",
+                task_line(&t1, wake(9, TaskState::Working), false)
+            )
+        ));
+        assert!(!rx1.has_changed().unwrap());
+
+        for line in [
+            WORK_LINE.to_string(),
+            task_line(&t1, wake(10, TaskState::Working), true),
+        ] {
+            let notified = hub.work_notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            assert!(apply(&hub, "me", &format!("v1 other\n{line}")));
+            tokio::time::timeout(Duration::from_millis(100), notified)
+                .await
+                .expect("work queued is signalled");
+        }
+    }
+}
