@@ -12,7 +12,7 @@ pub enum PostgresError {
     #[error("invalid PostgreSQL store options: {0}")]
     InvalidOptions(String),
     /// PostgreSQL (or the connection to it) reported an error.
-    #[error("postgres: {0}")]
+    #[error("postgres: {}", describe(.0))]
     Postgres(#[from] tokio_postgres::Error),
     /// No pooled connection could be had (the database is unreachable, or every
     /// connection stayed busy past the wait timeout).
@@ -30,7 +30,18 @@ pub enum PostgresError {
 
 impl From<deadpool_postgres::PoolError> for PostgresError {
     fn from(e: deadpool_postgres::PoolError) -> Self {
-        PostgresError::Pool(e.to_string())
+        match e {
+            deadpool_postgres::PoolError::Backend(e) => PostgresError::Postgres(e),
+            other => PostgresError::Pool(other.to_string()),
+        }
+    }
+}
+
+/// A pool error, with the server's message when connecting failed.
+fn describe_pool(e: &deadpool_postgres::PoolError) -> String {
+    match e {
+        deadpool_postgres::PoolError::Backend(e) => describe(e),
+        other => other.to_string(),
     }
 }
 
@@ -40,12 +51,29 @@ impl From<PostgresError> for StoreError {
     }
 }
 
+/// What went wrong, with the server's message (tokio-postgres' own `Display` says
+/// only "db error") or the underlying cause.
+pub(crate) fn describe(e: &tokio_postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        return format!(
+            "{}: {} (SQLSTATE {})",
+            db.severity(),
+            db.message(),
+            db.code().code()
+        );
+    }
+    match std::error::Error::source(e) {
+        Some(cause) => format!("{e}: {cause}"),
+        None => e.to_string(),
+    }
+}
+
 /// Maps a PostgreSQL error met while serving a request to the core's store error.
 pub(crate) fn backend(e: tokio_postgres::Error) -> StoreError {
-    StoreError::Backend(format!("postgres: {e}"))
+    StoreError::Backend(format!("postgres: {}", describe(&e)))
 }
 
 /// Maps a pool error met while serving a request to the core's store error.
 pub(crate) fn pool(e: deadpool_postgres::PoolError) -> StoreError {
-    StoreError::Backend(format!("postgres connection pool: {e}"))
+    StoreError::Backend(format!("postgres connection pool: {}", describe_pool(&e)))
 }

@@ -212,9 +212,20 @@ impl PostgresStore {
         sql: &str,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
+        self.query_pg(sql, params).await?.map_err(backend)
+    }
+
+    /// [`PostgresStore::query`], with the server's error left to the caller.
+    async fn query_pg(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Result<Vec<tokio_postgres::Row>, tokio_postgres::Error>, StoreError> {
         let conn = self.conn().await?;
-        let stmt = conn.prepare_cached(sql).await.map_err(backend)?;
-        conn.query(&stmt, params).await.map_err(backend)
+        Ok(match conn.prepare_cached(sql).await {
+            Ok(stmt) => conn.query(&stmt, params).await,
+            Err(e) => Err(e),
+        })
     }
 
     /// Runs one statement and returns the number of rows it changed.
@@ -342,7 +353,7 @@ impl TaskStore for PostgresStore {
         let id = task.id.as_str();
         let body = Json(&task);
         let rows = self
-            .query(
+            .query_pg(
                 CREATE,
                 &[
                     &id,
@@ -368,12 +379,16 @@ impl TaskStore for PostgresStore {
                     &enqueue,
                 ],
             )
-            .await
-            .map_err(|e| match e {
-                StoreError::Backend(m) if m.contains("tasks_pkey") => {
+            .await?
+            .map_err(|e| {
+                let duplicate_id = e
+                    .as_db_error()
+                    .is_some_and(|db| db.constraint() == Some("tasks_pkey"));
+                if duplicate_id {
                     StoreError::Backend("duplicate task id".into())
+                } else {
+                    backend(e)
                 }
-                other => other,
             })?;
         let existing: Option<Json<Task>> = one(rows)?;
         match existing {
@@ -537,8 +552,9 @@ impl TaskStore for PostgresStore {
             .iter()
             .map(|a| a.as_ref() as &(dyn ToSql + Sync))
             .collect();
-        let conn = self.conn().await?;
-        let rows = conn.query(&sql, &params).await.map_err(backend)?;
+        // The filters make a bounded set of statements, each prepared once per
+        // connection.
+        let rows = self.query(&sql, &params).await?;
         let mut total = 0u64;
         let mut tasks = Vec::with_capacity(rows.len().min(size));
         let mut more = false;

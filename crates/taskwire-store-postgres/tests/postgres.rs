@@ -400,3 +400,102 @@ async fn record_quotas_hold_under_concurrent_puts() {
         .map(|(_, n)| *n);
     assert_eq!(sessions, Some(max as u64));
 }
+
+/// A second task under an id that exists is refused as a duplicate (not as an
+/// idempotent hit), and server errors carry the server's message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duplicate_ids_and_server_errors_are_reported() {
+    let Some(url) = common::url() else {
+        return;
+    };
+    let schemas = common::Schemas::new(&url);
+    let store = schemas.open(&schemas.fresh()).await;
+    let svc = TaskService::new(Arc::new(store), "scripted");
+    let t = svc
+        .create(&alice(), CreateTask::new(msg("m1", "hi")))
+        .await
+        .unwrap()
+        .task;
+    let err = svc
+        .store()
+        .create((*t).clone(), Vec::new(), None, false)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, taskwire_core::StoreError::Backend(m) if m == "duplicate task id"),
+        "{err:?}"
+    );
+    let missing = match url.rsplit_once('/') {
+        Some((base, _)) => format!("{base}/taskwire_no_such_database"),
+        None => panic!("a database in {url}"),
+    };
+    let err = PostgresStore::open(&missing, PostgresOptions::default())
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("taskwire_no_such_database"),
+        "the server's message is kept: {err}"
+    );
+}
+
+/// When a node's LISTEN connection is killed, it reconnects and hears the other
+/// node's commits again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_listen_connection_reconnects() {
+    let Some(url) = common::url() else {
+        return;
+    };
+    let schemas = common::Schemas::new(&url);
+    let schema = schemas.fresh();
+    let a = Arc::new(schemas.open(&schema).await);
+    let b = Arc::new(schemas.open(&schema).await);
+    let svc_a = TaskService::new(a.clone(), "scripted");
+    let t = svc_a
+        .create(&alice(), CreateTask::new(msg("m1", "hi")))
+        .await
+        .unwrap()
+        .task;
+    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let killed = client
+        .query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = $1",
+            &[&format!("LISTEN \"taskwire:{schema}\"")],
+        )
+        .await
+        .unwrap()
+        .len();
+    assert_eq!(killed, 2, "both nodes' LISTEN connections were found");
+    let mut rx = b.hub().watch(&t.id);
+    let heard = tokio::time::timeout(Duration::from_secs(15), async {
+        loop {
+            // Commits go on until node B hears one (what is sent while it is
+            // reconnecting is not heard).
+            let (now, ()) = svc_a
+                .mutate(&t.id, Access::System, None, |d| {
+                    d.record(taskwire_core::EventKind::Step {
+                        name: "s".into(),
+                        phase: StepPhase::Started,
+                    });
+                    Ok(())
+                })
+                .await
+                .unwrap();
+            let wait = tokio::time::timeout(Duration::from_millis(300), async {
+                loop {
+                    if rx.borrow_and_update().last_seq >= now.last_seq {
+                        return;
+                    }
+                    rx.changed().await.unwrap();
+                }
+            });
+            if wait.await.is_ok() {
+                return;
+            }
+        }
+    })
+    .await;
+    assert!(heard.is_ok(), "node B never heard node A again");
+}
