@@ -499,3 +499,47 @@ async fn the_listen_connection_reconnects() {
     .await;
     assert!(heard.is_ok(), "node B never heard node A again");
 }
+
+/// A task created through node A runs on node B (whose claim loop polls only
+/// every 30 s, so only A's notification can wake it in time), and A sees it
+/// finish through B's notification.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_created_on_one_node_runs_on_another() {
+    let Some(url) = common::url() else {
+        return;
+    };
+    let schemas = common::Schemas::new(&url);
+    let (a, b) = two_nodes(&schemas).await;
+    let svc_a = TaskService::new(a.clone(), "scripted");
+    let svc_b = TaskService::new(b.clone(), "scripted");
+    let rt = taskwire_core::Runtime::start(
+        svc_b,
+        Arc::new(taskwire_core::ScriptedAgent::new()),
+        taskwire_core::RuntimeConfig {
+            poll_interval: Duration::from_secs(30),
+            ..taskwire_core::RuntimeConfig::default()
+        },
+    );
+    // Let B's claim loop find the queue empty and go to sleep first.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = std::time::Instant::now();
+    let t = svc_a
+        .create(&alice(), CreateTask::new(msg("e1", "hello")))
+        .await
+        .unwrap()
+        .task;
+    let done = svc_a
+        .wait_until(&alice(), &t.id, Duration::from_secs(10), |t| {
+            t.state.is_terminal()
+        })
+        .await
+        .unwrap();
+    assert_eq!(done.state, TaskState::Completed);
+    assert_eq!(done.artifacts[0].text(), "hello");
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "woken by notifications ({:?})",
+        started.elapsed()
+    );
+    rt.shutdown(Duration::from_secs(5)).await;
+}
