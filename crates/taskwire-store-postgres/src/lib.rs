@@ -147,7 +147,9 @@ impl PostgresStore {
             server_options.push_str(&format!(" -c search_path={s}"));
         }
         config.options(server_options.trim());
-        config.connect_timeout(options.connect_timeout);
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(options.connect_timeout);
+        }
         if config.get_application_name().is_none() {
             config.application_name("taskwire");
         }

@@ -10,7 +10,8 @@ pub struct PostgresOptions {
     /// Server-side `statement_timeout` of every pooled connection; `None` keeps
     /// the server's setting.
     pub statement_timeout: Option<Duration>,
-    /// How long opening a connection may take.
+    /// How long opening a connection may take, unless the URL says
+    /// (`connect_timeout=SECONDS`).
     pub connect_timeout: Duration,
     /// How long a request waits for a free pooled connection before it fails.
     pub wait_timeout: Duration,
