@@ -543,3 +543,169 @@ async fn a_task_created_on_one_node_runs_on_another() {
     );
     rt.shutdown(Duration::from_secs(5)).await;
 }
+
+/// A TCP proxy to the test database that can be cut (every connection through it
+/// dropped, nothing accepted) and restored on the same port: the database as a
+/// node sees it when the network or the server fails.
+struct Proxy {
+    addr: std::net::SocketAddr,
+    target: String,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Proxy {
+    async fn start(target: &str) -> Proxy {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a free port");
+        let addr = listener.local_addr().expect("bound address");
+        let mut p = Proxy {
+            addr,
+            target: target.to_string(),
+            task: None,
+        };
+        p.serve(listener);
+        p
+    }
+
+    fn serve(&mut self, listener: tokio::net::TcpListener) {
+        let target = self.target.clone();
+        self.task = Some(tokio::spawn(async move {
+            let mut conns = tokio::task::JoinSet::new();
+            loop {
+                let Ok((mut inbound, _)) = listener.accept().await else {
+                    return;
+                };
+                let target = target.clone();
+                conns.spawn(async move {
+                    if let Ok(mut outbound) = tokio::net::TcpStream::connect(&target).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                });
+            }
+            // Dropping the JoinSet (when this task is aborted) aborts every
+            // forwarded connection.
+        }));
+    }
+
+    /// Drops every connection and stops accepting.
+    async fn cut(&mut self) {
+        if let Some(t) = self.task.take() {
+            t.abort();
+            let _ = t.await;
+        }
+    }
+
+    /// Accepts again on the same port.
+    async fn restore(&mut self) {
+        let listener = tokio::net::TcpListener::bind(self.addr)
+            .await
+            .expect("the proxy's port again");
+        self.serve(listener);
+    }
+}
+
+/// While the database cannot be reached, requests fail with a store error (not a
+/// hang); once it is back, the pool reconnects, acknowledged work is there, and
+/// the LISTEN connection hears the other node again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_recover_when_the_database_returns() {
+    let Some(url) = common::url() else {
+        return;
+    };
+    let config: tokio_postgres::Config = url.parse().unwrap();
+    let target = match (config.get_hosts().first(), config.get_ports().first()) {
+        (Some(tokio_postgres::config::Host::Tcp(h)), port) => {
+            format!("{h}:{}", port.copied().unwrap_or(5432))
+        }
+        _ => {
+            println!("skipped: {} is not a TCP address", common::URL_VAR);
+            return;
+        }
+    };
+    let mut proxy = Proxy::start(&target).await;
+    let user = config.get_user().unwrap_or("postgres");
+    let db = config.get_dbname().unwrap_or("postgres");
+    let via_proxy = format!("postgres://{user}@{}/{db}?connect_timeout=2", proxy.addr);
+    let schemas = common::Schemas::new(&url);
+    let schema = schemas.fresh();
+    let options = || PostgresOptions {
+        pool_size: 2,
+        schema: Some(schema.clone()),
+        wait_timeout: Duration::from_secs(3),
+        ..PostgresOptions::default()
+    };
+    // Node A goes through the proxy; node B reaches the database directly.
+    let a = Arc::new(PostgresStore::open(&via_proxy, options()).await.unwrap());
+    let b = Arc::new(PostgresStore::open(&url, options()).await.unwrap());
+    let svc_a = TaskService::new(a.clone(), "scripted");
+    let t = svc_a
+        .create(&alice(), CreateTask::new(msg("m1", "hi")))
+        .await
+        .unwrap()
+        .task;
+
+    proxy.cut().await;
+    let started = std::time::Instant::now();
+    let err = svc_a
+        .create(&alice(), CreateTask::new(msg("m2", "hi")))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, taskwire_core::CoreError::Store(_)), "{err:?}");
+    assert!(a.queue_depth().await.is_err());
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "failing took {:?}",
+        started.elapsed()
+    );
+
+    proxy.restore().await;
+    let back = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            if let Ok(Some(got)) = a.get(&t.id).await {
+                return got;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await
+    .expect("node A reaches the database again");
+    assert_eq!(back.id, t.id);
+    // The create refused while the database was away can be retried.
+    let again = svc_a
+        .create(&alice(), CreateTask::new(msg("m2", "hi")))
+        .await
+        .unwrap();
+    assert!(again.created);
+
+    // A's LISTEN connection is back too: it hears B's commits again.
+    let svc_b = TaskService::new(b.clone(), "scripted");
+    let mut rx = a.hub().watch(&t.id);
+    let heard = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            let (now, ()) = svc_b
+                .mutate(&t.id, Access::System, None, |d| {
+                    d.record(taskwire_core::EventKind::Step {
+                        name: "s".into(),
+                        phase: StepPhase::Started,
+                    });
+                    Ok(())
+                })
+                .await
+                .unwrap();
+            let wait = tokio::time::timeout(Duration::from_millis(500), async {
+                loop {
+                    if rx.borrow_and_update().last_seq >= now.last_seq {
+                        return;
+                    }
+                    rx.changed().await.unwrap();
+                }
+            });
+            if wait.await.is_ok() {
+                return;
+            }
+        }
+    })
+    .await;
+    assert!(heard.is_ok(), "node A never heard node B again");
+}
