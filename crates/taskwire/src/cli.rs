@@ -249,7 +249,7 @@ pub struct ServeArgs {
     pub listen: SocketAddr,
 
     /// Where tasks are stored: sqlite://PATH (optionally ?synchronous=full|normal);
-    /// postgres://USER@HOST[:PORT]/DATABASE (or postgresql://…), a PostgreSQL
+    /// postgres://USER@HOST:PORT/DATABASE (or postgresql://…), a PostgreSQL
     /// database that several taskwire nodes may share (see --pg-pool-size,
     /// --pg-statement-timeout); or memory:// (nothing survives a restart).
     #[arg(
