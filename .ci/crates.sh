@@ -22,7 +22,7 @@ for manifest in crates/*/Cargo.toml; do
   crate=$(basename "$(dirname "$manifest")")
   check -p "$crate" --no-default-features
 done
-for feature in sqlite a2a grpc mcp agui cas conformance; do
+for feature in sqlite postgres a2a grpc mcp agui cas conformance; do
   check -p taskwire --no-default-features --features "$feature"
 done
 echo "every crate builds alone, and taskwire with each feature alone"

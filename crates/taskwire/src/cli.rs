@@ -38,10 +38,17 @@ pub const AGENTS: &str = "scripted, mcp-conformance";
 #[cfg(not(any(feature = "a2a", feature = "mcp")))]
 pub const AGENTS: &str = "scripted";
 
-#[cfg(feature = "sqlite")]
-const STORE_SCHEMES: &str = "sqlite://PATH[?synchronous=full|normal] or memory://";
-#[cfg(not(feature = "sqlite"))]
-const STORE_SCHEMES: &str = "memory:// (this build has no SQLite support)";
+#[cfg(all(feature = "sqlite", feature = "postgres"))]
+const STORE_SCHEMES: &str =
+    "sqlite://PATH[?synchronous=full|normal], postgres://USER@HOST[:PORT]/DATABASE or memory://";
+#[cfg(all(feature = "sqlite", not(feature = "postgres")))]
+const STORE_SCHEMES: &str =
+    "sqlite://PATH[?synchronous=full|normal] or memory:// (this build has no PostgreSQL support)";
+#[cfg(all(not(feature = "sqlite"), feature = "postgres"))]
+const STORE_SCHEMES: &str =
+    "postgres://USER@HOST[:PORT]/DATABASE or memory:// (this build has no SQLite support)";
+#[cfg(not(any(feature = "sqlite", feature = "postgres")))]
+const STORE_SCHEMES: &str = "memory:// (this build has no SQLite or PostgreSQL support)";
 
 /// taskwire: one agent task, every agent protocol. Serves an agent's tasks and
 /// (as adapters are compiled in) exposes them over each protocol on one listener.
@@ -241,8 +248,10 @@ pub struct ServeArgs {
     )]
     pub listen: SocketAddr,
 
-    /// Where tasks are stored: sqlite://PATH (optionally ?synchronous=full|normal),
-    /// or memory:// (nothing survives a restart).
+    /// Where tasks are stored: sqlite://PATH (optionally ?synchronous=full|normal);
+    /// postgres://USER@HOST:PORT/DATABASE (or postgresql://…), a PostgreSQL
+    /// database that several taskwire nodes may share (see --pg-pool-size,
+    /// --pg-statement-timeout); or memory:// (nothing survives a restart).
     #[arg(
         long,
         env = "TASKWIRE_STORE",
@@ -342,6 +351,35 @@ pub struct ServeArgs {
     /// Per-principal quotas (docs/operations.md, "Quotas").
     #[command(flatten)]
     pub quotas: QuotaArgs,
+
+    /// The PostgreSQL store's connections (with --store postgres://…); boxed,
+    /// so that `Command`'s variants stay close in size.
+    #[command(flatten)]
+    pub pg: Box<PgArgs>,
+}
+
+/// How the PostgreSQL store connects, as flags; ignored by the other stores.
+#[derive(Clone, Debug, Args)]
+pub struct PgArgs {
+    /// Connections in this node's pool to the PostgreSQL store (one more is kept
+    /// for LISTEN). Every request holds one for the length of one statement.
+    #[arg(long, env = "TASKWIRE_PG_POOL_SIZE", value_name = "N", default_value_t = 16, value_parser = parse_positive_usize)]
+    pub pg_pool_size: usize,
+
+    /// `statement_timeout` of the PostgreSQL store's connections: a statement
+    /// running longer is cancelled by the server and the request fails. 0 keeps
+    /// the server's setting.
+    #[arg(long, env = "TASKWIRE_PG_STATEMENT_TIMEOUT", value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub pg_statement_timeout: Duration,
+}
+
+impl Default for PgArgs {
+    fn default() -> Self {
+        Self {
+            pg_pool_size: 16,
+            pg_statement_timeout: Duration::from_secs(30),
+        }
+    }
 }
 
 /// What one caller (tenant and principal) may hold at once, as flags.
@@ -574,10 +612,28 @@ pub fn agent_by_name(name: &str) -> Result<Arc<dyn Agent>, Error> {
     }
 }
 
-/// Opens the store named by `--store`.
-pub fn open_store(url: &str) -> Result<Arc<dyn TaskStore>, Error> {
+/// Opens the store named by `--store` (`pg` applies to a PostgreSQL store only).
+pub async fn open_store(url: &str, pg: &PgArgs) -> Result<Arc<dyn TaskStore>, Error> {
     let scheme = url.split_once("://").map(|(s, _)| s);
+    #[cfg(not(feature = "postgres"))]
+    let _ = pg;
     match scheme {
+        #[cfg(feature = "postgres")]
+        Some("postgres" | "postgresql") => {
+            let options = taskwire_store_postgres::PostgresOptions {
+                pool_size: pg.pg_pool_size,
+                statement_timeout: (!pg.pg_statement_timeout.is_zero())
+                    .then_some(pg.pg_statement_timeout),
+                ..taskwire_store_postgres::PostgresOptions::default()
+            };
+            taskwire_store_postgres::PostgresStore::open(url, options)
+                .await
+                .map(|s| Arc::new(s) as Arc<dyn TaskStore>)
+                .map_err(|e| Error::StoreOpen {
+                    url: url.to_string(),
+                    reason: e.to_string(),
+                })
+        }
         Some("memory") if url == "memory://" => Ok(Arc::new(MemoryStore::new())),
         #[cfg(feature = "sqlite")]
         Some("sqlite") => taskwire_store_sqlite::SqliteStore::open(url)
@@ -619,7 +675,7 @@ pub async fn build_server(args: &ServeArgs) -> Result<Server, Error> {
     // Refuse before touching the store.
     check_listen_policy(args.listen, &auth, args.insecure_no_auth)?;
     let agent = agent_by_name(&args.agent)?;
-    let store = open_store(&args.store)?;
+    let store = open_store(&args.store, &args.pg).await?;
     let runtime_config = RuntimeConfig {
         max_concurrent_turns: args.max_concurrent_turns,
         lease: args.lease,

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use clap::{CommandFactory, Parser};
 use taskwire::cli::{
-    agent_by_name, open_store, parse_duration, Cli, Command, LogFormat, ServeArgs, Ttl,
+    agent_by_name, open_store, parse_duration, Cli, Command, LogFormat, PgArgs, ServeArgs, Ttl,
 };
 use taskwire::Error;
 
@@ -33,6 +33,8 @@ fn serve_defaults() {
     assert_eq!(a.task_ttl, Ttl(Some(Duration::from_secs(7 * 24 * 3600))));
     assert_eq!(a.idle_lifespan, None);
     assert_eq!(a.max_message_bytes, 1024 * 1024);
+    assert_eq!(a.pg.pg_pool_size, 16);
+    assert_eq!(a.pg.pg_statement_timeout, Duration::from_secs(30));
     assert!(a.deny_phrases.is_empty());
 }
 
@@ -64,6 +66,10 @@ fn serve_overrides() {
         "drop table",
         "--deny-phrase",
         "rm -rf",
+        "--pg-pool-size",
+        "4",
+        "--pg-statement-timeout",
+        "2s",
     ])
     .expect("parse");
     assert_eq!(a.listen, "[::1]:0".parse().expect("addr"));
@@ -81,6 +87,8 @@ fn serve_overrides() {
     assert_eq!(a.idle_lifespan, Some(Duration::from_secs(7200)));
     assert_eq!(a.max_message_bytes, 4096);
     assert_eq!(a.deny_phrases, vec!["drop table", "rm -rf"]);
+    assert_eq!(a.pg.pg_pool_size, 4);
+    assert_eq!(a.pg.pg_statement_timeout, Duration::from_secs(2));
 }
 
 #[test]
@@ -145,38 +153,92 @@ fn every_flag_has_an_env_var_and_help() {
     }
 }
 
-#[test]
-fn unknown_agents_and_stores_are_clear_errors() {
+#[tokio::test]
+async fn unknown_agents_and_stores_are_clear_errors() {
     let err = agent_by_name("gpt").err().expect("unknown agent");
     assert!(matches!(err, Error::UnknownAgent { .. }));
     assert!(err.to_string().contains("scripted"), "{err}");
     assert!(agent_by_name("scripted").is_ok());
 
-    for url in [
-        "postgres://db/x",
+    let pg = PgArgs::default();
+    let mut unknown = vec![
         "taskwire.db",
         "memory://x",
         "sqlite:taskwire.db",
         "",
-    ] {
-        let err = open_store(url).err().expect("unknown store");
+        "mysql://db/x",
+    ];
+    if cfg!(not(feature = "postgres")) {
+        unknown.push("postgres://db/x");
+    }
+    for url in unknown {
+        let err = open_store(url, &pg).await.err().expect("unknown store");
         assert!(matches!(err, Error::UnknownStore { .. }), "{url}: {err}");
         assert!(err.to_string().contains("memory://"), "{err}");
     }
-    assert_eq!(open_store("memory://").expect("memory").kind(), "memory");
+    assert_eq!(
+        open_store("memory://", &pg).await.expect("memory").kind(),
+        "memory"
+    );
+}
+
+/// A postgres:// address opens the PostgreSQL store (on the database named by
+/// TASKWIRE_TEST_POSTGRES_URL), with the pool and timeout flags; an address
+/// nothing listens on fails to open, naming the address.
+#[cfg(feature = "postgres")]
+#[tokio::test]
+async fn postgres_urls_open_the_postgres_store() {
+    let pg = PgArgs {
+        pg_pool_size: 2,
+        pg_statement_timeout: Duration::from_secs(5),
+    };
+    let err = open_store("postgres://nobody@127.0.0.1:1/none?connect_timeout=2", &pg)
+        .await
+        .err()
+        .expect("nothing listens on port 1");
+    assert!(matches!(err, Error::StoreOpen { .. }), "{err}");
+    assert!(err.to_string().contains("127.0.0.1:1"), "{err}");
+    let Some(url) = std::env::var("TASKWIRE_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+    else {
+        println!("skipped: TASKWIRE_TEST_POSTGRES_URL is not set");
+        return;
+    };
+    // A schema of its own (through the connection's search_path), dropped after.
+    let schema = format!("tw_test_cli_{}", taskwire_core::TaskId::new().as_str());
+    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(conn);
+    client
+        .batch_execute(&format!("CREATE SCHEMA {schema}"))
+        .await
+        .expect("create schema");
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let scoped = format!("{url}{sep}options=-csearch_path%3D{schema}");
+    let opened = open_store(&scoped, &pg).await.map(|store| store.kind());
+    client
+        .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
+        .await
+        .expect("drop schema");
+    assert_eq!(opened.expect("postgres store"), "postgres");
 }
 
 #[cfg(feature = "sqlite")]
-#[test]
-fn sqlite_urls_open_the_sqlite_store() {
+#[tokio::test]
+async fn sqlite_urls_open_the_sqlite_store() {
     let dir = tempfile::tempdir().expect("tempdir");
     let url = format!(
         "sqlite://{}?synchronous=normal",
         dir.path().join("t.db").display()
     );
-    let store = open_store(&url).expect("sqlite store");
+    let store = open_store(&url, &PgArgs::default())
+        .await
+        .expect("sqlite store");
     assert_eq!(store.kind(), "sqlite");
-    let err = open_store("sqlite://x.db?synchronous=sometimes")
+    let err = open_store("sqlite://x.db?synchronous=sometimes", &PgArgs::default())
+        .await
         .err()
         .expect("bad option");
     assert!(matches!(err, Error::StoreOpen { .. }), "{err}");

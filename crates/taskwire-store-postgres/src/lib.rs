@@ -1,0 +1,924 @@
+//! The distributed store of taskwire: a [`TaskStore`] on a PostgreSQL database
+//! that several taskwire nodes share.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use taskwire_core::{Caller, CreateTask, Message, TaskService};
+//! use taskwire_store_postgres::{PostgresOptions, PostgresStore};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let store = PostgresStore::open(
+//!     "postgres://postgres@127.0.0.1:5432/test",
+//!     PostgresOptions::default(),
+//! )
+//! .await?;
+//! let service = TaskService::new(Arc::new(store), "scripted");
+//! let created = service
+//!     .create(&Caller::local(), CreateTask::new(Message::user_text("hi")))
+//!     .await?;
+//! # let _ = created;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! - **Schema**: versioned migrations (the `schema_migrations` table) applied at
+//!   open under an advisory lock, so nodes starting together migrate once. Task
+//!   snapshots and events are stored as JSON (serde_json of `Task` and `Event`),
+//!   beside indexed columns for what queries filter on.
+//! - **Compare-and-set**: a commit is one call of the `taskwire_commit` function,
+//!   which locks the task row, checks the version (`Conflict`) and the fence (the
+//!   queue entry still leased to the same worker at the same epoch, else
+//!   `LeaseLost`), applies the queue operation, replaces the snapshot and appends
+//!   the events, all in one transaction and one round trip.
+//! - **Idempotent create**: the task row carries its idempotency key under a
+//!   UNIQUE constraint; the insert is `ON CONFLICT DO NOTHING`, and a create that
+//!   conflicts reads the task that won, so concurrent retries on any node create
+//!   once.
+//! - **Claims**: `FOR UPDATE SKIP LOCKED` over the claimable entries in FIFO order;
+//!   each claim increments the entry's epoch (the fencing token). Reaping and
+//!   sweeping lock what they change with `SKIP LOCKED` as well, so they are safe
+//!   on every node at once; a sweep deletes a batch of tasks with their events,
+//!   keys, queue entries and records in one statement.
+//! - **Record quotas**: the count of live records and the insert run under a
+//!   transaction-scoped advisory lock of (kind, tenant, owner).
+//! - **Wake-ups**: each commit is published to this node's [`WakeHub`] at once and
+//!   sent to the other nodes with `pg_notify` after it committed (see the
+//!   `notify` module); each node LISTENs on a connection of its own.
+//!
+//! The semantics are exactly those of [`taskwire_core::MemoryStore`], and the
+//! shared store suite checks them.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use taskwire_core::event::Event;
+use taskwire_core::record::{
+    lease_until, PutOutcome, Quota, Record, RecordKind, RecordLease, RecordScope,
+};
+use taskwire_core::store::{
+    decode_cursor, encode_cursor, Claim, Commit, CreateOutcome, IdempotencyKey, ListOrder,
+    ListPage, ListQuery, QueueOp, TaskStore, TaskWake,
+};
+use taskwire_core::{StoreError, Task, TaskId, TaskState, Timestamp, WakeHub};
+use tokio_postgres::types::{Json, ToSql};
+use tokio_postgres::NoTls;
+
+mod error;
+mod notify;
+mod options;
+mod row;
+mod schema;
+
+pub use error::PostgresError;
+pub use options::PostgresOptions;
+
+use error::{backend, pool};
+use row::{dur_ns, int, limit, ns, record, task_id, uint, TaskRow, RECORD_COLUMNS};
+
+/// The PostgreSQL store. Cheap to share behind an `Arc`; dropping it stops its
+/// LISTEN connection and its notifier and closes the pool.
+pub struct PostgresStore {
+    pool: Pool,
+    hub: Arc<WakeHub>,
+    node: String,
+    channel: String,
+    notifier: notify::Notifier,
+    _listener: notify::Listener,
+}
+
+impl fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PostgresStore")
+            .field("node", &self.node)
+            .field("channel", &self.channel)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether `s` may name a schema here: lowercase ASCII letters, digits and
+/// underscores, not starting with a digit, at most 48 bytes.
+fn valid_schema(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 48
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        && !s.as_bytes()[0].is_ascii_digit()
+}
+
+fn wake_of(task: &Task) -> TaskWake {
+    TaskWake {
+        last_seq: task.last_seq,
+        state: task.state,
+    }
+}
+
+impl PostgresStore {
+    /// Opens the store at `url` (`postgres://user@host:port/database`, with any
+    /// connection parameter tokio-postgres accepts), applies pending migrations
+    /// and starts listening for other nodes' commits.
+    pub async fn open(url: &str, options: PostgresOptions) -> Result<PostgresStore, PostgresError> {
+        if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+            return Err(PostgresError::InvalidUrl(
+                "the address must start with postgres:// or postgresql://".into(),
+            ));
+        }
+        if options.pool_size == 0 {
+            return Err(PostgresError::InvalidOptions(
+                "the pool needs at least one connection".into(),
+            ));
+        }
+        let mut config: tokio_postgres::Config = url
+            .parse()
+            .map_err(|e: tokio_postgres::Error| PostgresError::InvalidUrl(e.to_string()))?;
+        let mut server_options = config.get_options().unwrap_or_default().to_string();
+        if let Some(t) = options.statement_timeout {
+            server_options.push_str(&format!(" -c statement_timeout={}", t.as_millis()));
+        }
+        if let Some(s) = &options.schema {
+            if !valid_schema(s) {
+                return Err(PostgresError::InvalidOptions(format!(
+                    "schema {s:?}: use lowercase letters, digits and underscores"
+                )));
+            }
+            server_options.push_str(&format!(" -c search_path={s}"));
+        }
+        config.options(server_options.trim());
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(options.connect_timeout);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("taskwire");
+        }
+        let manager = Manager::from_config(
+            config.clone(),
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(options.pool_size)
+            .runtime(Runtime::Tokio1)
+            .create_timeout(Some(options.connect_timeout))
+            .wait_timeout(Some(options.wait_timeout))
+            .build()
+            .map_err(|e| PostgresError::Pool(e.to_string()))?;
+        let mut conn = pool.get().await?;
+        schema::migrate(&mut conn, options.schema.as_deref()).await?;
+        let current: String = conn
+            .query_one("SELECT current_schema()", &[])
+            .await?
+            .try_get(0)?;
+        drop(conn);
+        // Stores on one database and schema are nodes of one deployment.
+        let channel = format!("taskwire:{current}");
+        let node = TaskId::new().as_str().to_string();
+        let hub = Arc::new(WakeHub::new());
+        let listener =
+            notify::Listener::start(config, channel.clone(), node.clone(), hub.clone()).await?;
+        let notifier = notify::Notifier::start(pool.clone(), channel.clone(), node.clone());
+        tracing::debug!(schema = %current, node = %node, "postgres store open");
+        Ok(PostgresStore {
+            pool,
+            hub,
+            node,
+            channel,
+            notifier,
+            _listener: listener,
+        })
+    }
+
+    /// This node's name in its notifications (random per store).
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// Whether the database answers (for readiness probes).
+    pub async fn ping(&self) -> Result<(), PostgresError> {
+        let conn = self.pool.get().await?;
+        conn.simple_query("SELECT 1").await?;
+        Ok(())
+    }
+
+    async fn conn(&self) -> Result<deadpool_postgres::Object, StoreError> {
+        self.pool.get().await.map_err(pool)
+    }
+
+    /// Runs one statement (prepared once per connection) and returns its rows.
+    async fn query(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
+        self.query_pg(sql, params).await?.map_err(backend)
+    }
+
+    /// [`PostgresStore::query`], with the server's error left to the caller.
+    async fn query_pg(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Result<Vec<tokio_postgres::Row>, tokio_postgres::Error>, StoreError> {
+        let conn = self.conn().await?;
+        Ok(match conn.prepare_cached(sql).await {
+            Ok(stmt) => conn.query(&stmt, params).await,
+            Err(e) => Err(e),
+        })
+    }
+
+    /// Runs one statement and returns the number of rows it changed.
+    async fn execute(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64, StoreError> {
+        let conn = self.conn().await?;
+        let stmt = conn.prepare_cached(sql).await.map_err(backend)?;
+        conn.execute(&stmt, params).await.map_err(backend)
+    }
+
+    /// Publishes a committed change of a task here and to the other nodes.
+    fn published(&self, task: &Task, queued: bool) {
+        let wake = wake_of(task);
+        self.hub.publish(&task.id, wake);
+        if queued {
+            self.hub.work_queued();
+        }
+        self.notifier
+            .send(notify::task_line(&task.id, wake, queued));
+    }
+
+    /// Publishes that work became claimable, here and to the other nodes.
+    fn work_published(&self) {
+        self.hub.work_queued();
+        self.notifier.send(notify::WORK_LINE.to_string());
+    }
+}
+
+const CREATE: &str = "SELECT taskwire_create($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
+     $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)";
+const COMMIT: &str = "SELECT taskwire_commit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
+     $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)";
+const GET: &str = "SELECT body FROM tasks WHERE id = $1";
+const EVENTS: &str = "SELECT body FROM events WHERE task_id = $1 AND last_seq > $2 \
+     ORDER BY last_seq LIMIT $3";
+const CLAIM: &str = "WITH picked AS (SELECT task_id FROM queue WHERE available \
+     ORDER BY ready_seq LIMIT $3 FOR UPDATE SKIP LOCKED) \
+     UPDATE queue q SET available = false, lease_owner = $1, lease_until = $2, \
+     epoch = q.epoch + 1, attempts = q.attempts + 1 \
+     FROM picked WHERE q.task_id = picked.task_id \
+     RETURNING q.task_id, q.epoch, q.attempts, q.ready_seq";
+const RENEW: &str = "UPDATE queue SET lease_until = $4 WHERE task_id = $1 AND NOT available \
+     AND lease_owner = $2 AND epoch = $3";
+const RELEASE: &str = "UPDATE queue SET available = true, lease_owner = NULL, \
+     lease_until = NULL, ready_seq = nextval('queue_ready_seq') \
+     WHERE task_id = $1 AND NOT available AND lease_owner = $2 AND epoch = $3";
+const DROP_CLAIM: &str = "DELETE FROM queue WHERE task_id = $1 AND NOT available \
+     AND lease_owner = $2 AND epoch = $3";
+const REAP: &str = "WITH lapsed AS (SELECT task_id FROM queue \
+     WHERE NOT available AND lease_until < $1 ORDER BY lease_until FOR UPDATE SKIP LOCKED) \
+     UPDATE queue q SET available = true, lease_owner = NULL, lease_until = NULL, \
+     ready_seq = nextval('queue_ready_seq') FROM lapsed WHERE q.task_id = lapsed.task_id \
+     RETURNING q.task_id";
+const SWEEP: &str = "WITH doomed AS (SELECT id FROM tasks \
+     WHERE terminal AND expires_ns IS NOT NULL AND expires_ns < $1 \
+     ORDER BY expires_ns LIMIT $2 FOR UPDATE SKIP LOCKED), \
+     gone AS (DELETE FROM tasks t USING doomed WHERE t.id = doomed.id RETURNING t.id), \
+     ev AS (DELETE FROM events e USING gone WHERE e.task_id = gone.id), \
+     qu AS (DELETE FROM queue q USING gone WHERE q.task_id = gone.id), \
+     re AS (DELETE FROM records r USING gone WHERE r.task_id = gone.id) \
+     SELECT count(*) FROM gone";
+const IDLE: &str = "SELECT id FROM tasks WHERE NOT terminal AND idle_ns IS NOT NULL \
+     AND idle_ns < $1 ORDER BY idle_ns LIMIT $2";
+const PUT_RECORD: &str = "SELECT taskwire_put_record($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
+const UPDATE_RECORD: &str = "SELECT taskwire_update_record($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+const CLAIM_RECORDS: &str = "WITH picked AS (SELECT kind, id FROM records \
+     WHERE kind = $1 AND active AND (lease_until IS NULL OR lease_until < $2) \
+     ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED) \
+     UPDATE records r SET lease_owner = $4, lease_until = $5, epoch = r.epoch + 1 \
+     FROM picked WHERE r.kind = picked.kind AND r.id = picked.id \
+     RETURNING r.epoch, r.kind, r.id, r.task_id, r.tenant, r.owner, r.data, r.cursor, \
+     r.active, r.expires_ns, r.version";
+const SWEEP_RECORDS: &str = "WITH doomed AS (SELECT kind, id FROM records \
+     WHERE expires_ns IS NOT NULL AND expires_ns <= $1 ORDER BY expires_ns LIMIT $2 \
+     FOR UPDATE SKIP LOCKED) \
+     DELETE FROM records r USING doomed WHERE r.kind = doomed.kind AND r.id = doomed.id";
+
+fn queue_code(op: QueueOp) -> i16 {
+    match op {
+        QueueOp::Keep => 0,
+        QueueOp::Enqueue => 1,
+        QueueOp::Requeue => 2,
+        QueueOp::Remove => 3,
+    }
+}
+
+/// The events of one commit as one event-log row: the last one's sequence number
+/// and the events; none when there are no events.
+fn event_row(events: &[Event]) -> (Option<i64>, Option<Json<&[Event]>>) {
+    match events.last() {
+        Some(last) => (Some(int(last.seq)), Some(Json(events))),
+        None => (None, None),
+    }
+}
+
+fn one<T>(rows: Vec<tokio_postgres::Row>) -> Result<T, StoreError>
+where
+    T: for<'a> tokio_postgres::types::FromSql<'a>,
+{
+    let row = rows
+        .into_iter()
+        .next()
+        .ok_or_else(|| StoreError::Backend("postgres: no row returned".into()))?;
+    row.try_get(0).map_err(backend)
+}
+
+#[async_trait]
+impl TaskStore for PostgresStore {
+    fn kind(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn hub(&self) -> &WakeHub {
+        &self.hub
+    }
+
+    async fn create(
+        &self,
+        task: Task,
+        events: Vec<Event>,
+        key: Option<IdempotencyKey>,
+        enqueue: bool,
+    ) -> Result<CreateOutcome, StoreError> {
+        let row = TaskRow::new(&task);
+        let (events_seq, events_body) = event_row(&events);
+        let id = task.id.as_str();
+        let body = Json(&task);
+        let rows = self
+            .query_pg(
+                CREATE,
+                &[
+                    &id,
+                    &row.tenant,
+                    &row.owner,
+                    &row.context_id,
+                    &row.state,
+                    &row.terminal,
+                    &row.version,
+                    &row.last_seq,
+                    &row.created_us,
+                    &row.changed_us,
+                    &row.updated_ns,
+                    &row.expires_ns,
+                    &row.idle_ns,
+                    &row.reviewers,
+                    &key.as_ref().map(|k| k.tenant.as_str()),
+                    &key.as_ref().map(|k| k.owner.as_str()),
+                    &key.as_ref().map(|k| k.message_id.as_str()),
+                    &body,
+                    &events_seq,
+                    &events_body,
+                    &enqueue,
+                ],
+            )
+            .await?
+            .map_err(|e| {
+                let duplicate_id = e
+                    .as_db_error()
+                    .is_some_and(|db| db.constraint() == Some("tasks_pkey"));
+                if duplicate_id {
+                    StoreError::Backend("duplicate task id".into())
+                } else {
+                    backend(e)
+                }
+            })?;
+        let existing: Option<Json<Task>> = one(rows)?;
+        match existing {
+            Some(Json(t)) => Ok(CreateOutcome::Existing(Arc::new(t))),
+            None => {
+                self.published(&task, enqueue);
+                Ok(CreateOutcome::Created(Arc::new(task)))
+            }
+        }
+    }
+
+    async fn get_shared(&self, id: &TaskId) -> Result<Option<Arc<Task>>, StoreError> {
+        let rows = self.query(GET, &[&id.as_str()]).await?;
+        match rows.into_iter().next() {
+            None => Ok(None),
+            Some(r) => {
+                let Json(t): Json<Task> = r
+                    .try_get(0)
+                    .map_err(|e| StoreError::Corrupt(format!("task: {e}")))?;
+                Ok(Some(Arc::new(t)))
+            }
+        }
+    }
+
+    async fn commit(&self, c: Commit) -> Result<(), StoreError> {
+        let row = TaskRow::new(&c.task);
+        let (events_seq, events_body) = event_row(&c.events);
+        let body = Json(&*c.task);
+        let fence_worker = c.fence.as_ref().map(|f| f.worker.as_str());
+        let fence_epoch = c.fence.as_ref().map(|f| int(f.epoch));
+        let code: i16 = one(self
+            .query(
+                COMMIT,
+                &[
+                    &c.task.id.as_str(),
+                    &int(c.expected_version),
+                    &fence_worker,
+                    &fence_epoch,
+                    &queue_code(c.queue),
+                    &row.tenant,
+                    &row.owner,
+                    &row.context_id,
+                    &row.state,
+                    &row.terminal,
+                    &row.version,
+                    &row.last_seq,
+                    &row.created_us,
+                    &row.changed_us,
+                    &row.updated_ns,
+                    &row.expires_ns,
+                    &row.idle_ns,
+                    &row.reviewers,
+                    &body,
+                    &events_seq,
+                    &events_body,
+                ],
+            )
+            .await?)?;
+        match code {
+            0 | 1 => {
+                self.published(&c.task, code == 1);
+                Ok(())
+            }
+            2 => Err(StoreError::NotFound),
+            3 => Err(StoreError::Conflict),
+            4 => Err(StoreError::LeaseLost),
+            other => Err(StoreError::Backend(format!(
+                "postgres: unexpected commit answer {other}"
+            ))),
+        }
+    }
+
+    async fn events(
+        &self,
+        id: &TaskId,
+        after_seq: u64,
+        max: usize,
+    ) -> Result<Vec<Event>, StoreError> {
+        let rows = self
+            .query(EVENTS, &[&id.as_str(), &int(after_seq), &limit(max)])
+            .await?;
+        // Each row holds at least one event past the cursor, so `max` rows are enough.
+        let mut out = Vec::new();
+        'rows: for r in rows {
+            let Json(events): Json<Vec<Event>> = r
+                .try_get(0)
+                .map_err(|e| StoreError::Corrupt(format!("events: {e}")))?;
+            for e in events {
+                if e.seq <= after_seq {
+                    continue;
+                }
+                if out.len() >= max {
+                    break 'rows;
+                }
+                out.push(e);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn list(&self, q: &ListQuery) -> Result<ListPage, StoreError> {
+        let after = match &q.cursor {
+            // The service maps this to an invalid-input error before it gets here.
+            Some(c) => {
+                Some(decode_cursor(c).ok_or_else(|| StoreError::Backend("invalid cursor".into()))?)
+            }
+            None => None,
+        };
+        let mut args: Vec<Box<dyn ToSql + Sync + Send>> = vec![Box::new(q.tenant.clone())];
+        let mut filter = String::from("tenant = $1");
+        let arg = |args: &mut Vec<Box<dyn ToSql + Sync + Send>>,
+                   v: Box<dyn ToSql + Sync + Send>| {
+            args.push(v);
+            format!("${}", args.len())
+        };
+        if let Some(owner) = &q.owner {
+            let p = arg(&mut args, Box::new(owner.clone()));
+            filter.push_str(&format!(" AND owner = {p}"));
+        }
+        if let Some(reviewer) = &q.reviewer {
+            let p = arg(&mut args, Box::new(reviewer.clone()));
+            filter.push_str(&format!(
+                " AND reviewers IS NOT NULL AND reviewers @> ARRAY[{p}::text]"
+            ));
+        }
+        if let Some(context) = &q.context_id {
+            let p = arg(&mut args, Box::new(context.clone()));
+            filter.push_str(&format!(" AND context_id = {p}"));
+        }
+        if let Some(state) = q.state {
+            let p = arg(&mut args, Box::new(state.as_str().to_string()));
+            filter.push_str(&format!(" AND state = {p}"));
+        }
+        if let Some(t) = q.updated_after {
+            let p = arg(&mut args, Box::new(ns(t)));
+            filter.push_str(&format!(" AND updated_ns > {p}"));
+        }
+        if let Some(t) = q.changed_since {
+            let p = arg(&mut args, Box::new(t.timestamp_micros()));
+            filter.push_str(&format!(" AND changed_us >= {p}"));
+        }
+        let key = match q.order {
+            ListOrder::Created => "created_us",
+            ListOrder::StateChanged => "changed_us",
+        };
+        let mut page_filter = filter.clone();
+        if let Some((micros, id)) = after {
+            let a = arg(&mut args, Box::new(micros));
+            let b = arg(&mut args, Box::new(id));
+            page_filter.push_str(&format!(" AND ({key}, id) < ({a}, {b})"));
+        }
+        let size = q.page_size.clamp(1, 1000);
+        let lim = arg(&mut args, Box::new(limit(size + 1)));
+        // One statement, so the total and the page see one snapshot.
+        let sql = format!(
+            "SELECT c.total, p.body FROM (SELECT count(*) AS total FROM tasks WHERE {filter}) c \
+             LEFT JOIN LATERAL (SELECT body, {key} AS k, id FROM tasks WHERE {page_filter} \
+             ORDER BY {key} DESC, id DESC LIMIT {lim}) p ON true ORDER BY p.k DESC, p.id DESC"
+        );
+        let params: Vec<&(dyn ToSql + Sync)> = args
+            .iter()
+            .map(|a| a.as_ref() as &(dyn ToSql + Sync))
+            .collect();
+        // The filters make a bounded set of statements, each prepared once per
+        // connection.
+        let rows = self.query(&sql, &params).await?;
+        let mut total = 0u64;
+        let mut tasks = Vec::with_capacity(rows.len().min(size));
+        let mut more = false;
+        for r in rows {
+            let n: i64 = r.try_get(0).map_err(backend)?;
+            total = uint(n);
+            let body: Option<Json<Task>> = r
+                .try_get(1)
+                .map_err(|e| StoreError::Corrupt(format!("task: {e}")))?;
+            if let Some(Json(t)) = body {
+                if tasks.len() == size {
+                    more = true;
+                } else {
+                    tasks.push(t);
+                }
+            }
+        }
+        let next_cursor = if more {
+            tasks
+                .last()
+                .map(|t: &Task| encode_cursor(q.order.key(t), &t.id))
+        } else {
+            None
+        };
+        Ok(ListPage {
+            tasks,
+            next_cursor,
+            total,
+        })
+    }
+
+    async fn claim(
+        &self,
+        worker: &str,
+        max: usize,
+        lease: Duration,
+        now: Timestamp,
+    ) -> Result<Vec<Claim>, StoreError> {
+        if max == 0 {
+            return Ok(Vec::new());
+        }
+        let until = ns(now).saturating_add(dur_ns(lease));
+        let rows = self.query(CLAIM, &[&worker, &until, &limit(max)]).await?;
+        let mut claimed = Vec::with_capacity(rows.len());
+        for r in rows {
+            let id: &str = r.try_get(0).map_err(backend)?;
+            let epoch: i64 = r.try_get(1).map_err(backend)?;
+            let attempts: i32 = r.try_get(2).map_err(backend)?;
+            let ready: i64 = r.try_get(3).map_err(backend)?;
+            claimed.push((
+                ready,
+                Claim {
+                    task_id: task_id(id)?,
+                    worker: worker.to_string(),
+                    epoch: uint(epoch),
+                    attempts: u32::try_from(attempts).unwrap_or(0),
+                },
+            ));
+        }
+        // In queue order (RETURNING gives no order).
+        claimed.sort_by_key(|(ready, _)| *ready);
+        Ok(claimed.into_iter().map(|(_, c)| c).collect())
+    }
+
+    async fn renew(
+        &self,
+        claim: &Claim,
+        lease: Duration,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let until = ns(now).saturating_add(dur_ns(lease));
+        let n = self
+            .execute(
+                RENEW,
+                &[
+                    &claim.task_id.as_str(),
+                    &claim.worker,
+                    &int(claim.epoch),
+                    &until,
+                ],
+            )
+            .await?;
+        Ok(n > 0)
+    }
+
+    async fn release(&self, claim: &Claim) -> Result<(), StoreError> {
+        let n = self
+            .execute(
+                RELEASE,
+                &[&claim.task_id.as_str(), &claim.worker, &int(claim.epoch)],
+            )
+            .await?;
+        if n > 0 {
+            self.work_published();
+        }
+        Ok(())
+    }
+
+    async fn drop_claim(&self, claim: &Claim) -> Result<(), StoreError> {
+        self.execute(
+            DROP_CLAIM,
+            &[&claim.task_id.as_str(), &claim.worker, &int(claim.epoch)],
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn reap(&self, now: Timestamp) -> Result<Vec<TaskId>, StoreError> {
+        let rows = self.query(REAP, &[&ns(now)]).await?;
+        let mut ids = Vec::with_capacity(rows.len());
+        for r in rows {
+            let id: &str = r.try_get(0).map_err(backend)?;
+            ids.push(task_id(id)?);
+        }
+        if !ids.is_empty() {
+            self.work_published();
+        }
+        Ok(ids)
+    }
+
+    async fn sweep(&self, now: Timestamp, max: usize) -> Result<usize, StoreError> {
+        if max == 0 {
+            return Ok(0);
+        }
+        let n: i64 = one(self.query(SWEEP, &[&ns(now), &limit(max)]).await?)?;
+        Ok(usize::try_from(n).unwrap_or(0))
+    }
+
+    async fn put_record(
+        &self,
+        record: Record,
+        quota: Option<Quota>,
+    ) -> Result<PutOutcome, StoreError> {
+        let data = Json(&record.data);
+        let v: i64 = one(self
+            .query(
+                PUT_RECORD,
+                &[
+                    &record.kind.as_str(),
+                    &record.id,
+                    &record.task_id.as_ref().map(|t| t.as_str()),
+                    &record.tenant,
+                    &record.owner,
+                    &data,
+                    &int(record.cursor),
+                    &record.active,
+                    &record.expires_at.map(ns),
+                    &quota.map(|q| limit(q.max)),
+                    &quota.map(|q| ns(q.now)),
+                ],
+            )
+            .await?)?;
+        match v {
+            -1 => Ok(PutOutcome::OverQuota {
+                max: quota.map_or(0, |q| q.max),
+            }),
+            -2 => Err(StoreError::NotFound),
+            v if v > 0 => Ok(PutOutcome::Stored { version: uint(v) }),
+            other => Err(StoreError::Backend(format!(
+                "postgres: unexpected put answer {other}"
+            ))),
+        }
+    }
+
+    async fn get_record(&self, kind: RecordKind, id: &str) -> Result<Option<Record>, StoreError> {
+        let sql = format!("SELECT {RECORD_COLUMNS} FROM records WHERE kind = $1 AND id = $2");
+        let rows = self.query(&sql, &[&kind.as_str(), &id]).await?;
+        rows.first().map(|r| record(r, 0)).transpose()
+    }
+
+    async fn list_records(
+        &self,
+        kind: RecordKind,
+        scope: &RecordScope,
+    ) -> Result<Vec<Record>, StoreError> {
+        let rows = match scope {
+            RecordScope::Task(t) => {
+                let sql = format!(
+                    "SELECT {RECORD_COLUMNS} FROM records WHERE task_id = $1 AND kind = $2 \
+                     ORDER BY id"
+                );
+                self.query(&sql, &[&t.as_str(), &kind.as_str()]).await?
+            }
+            RecordScope::Owner { tenant, owner } => {
+                let sql = format!(
+                    "SELECT {RECORD_COLUMNS} FROM records WHERE kind = $1 AND tenant = $2 \
+                     AND owner = $3 ORDER BY id"
+                );
+                self.query(&sql, &[&kind.as_str(), tenant, owner]).await?
+            }
+        };
+        rows.iter().map(|r| record(r, 0)).collect()
+    }
+
+    async fn update_record(
+        &self,
+        record: &Record,
+        fence: Option<&RecordLease>,
+    ) -> Result<u64, StoreError> {
+        let data = Json(&record.data);
+        let v: i64 = one(self
+            .query(
+                UPDATE_RECORD,
+                &[
+                    &record.kind.as_str(),
+                    &record.id,
+                    &int(record.version),
+                    &fence.map(|f| f.worker.as_str()),
+                    &fence.map(|f| int(f.epoch)),
+                    &data,
+                    &int(record.cursor),
+                    &record.active,
+                    &record.expires_at.map(ns),
+                ],
+            )
+            .await?)?;
+        match v {
+            -1 => Err(StoreError::NotFound),
+            -2 => Err(StoreError::Conflict),
+            -3 => Err(StoreError::LeaseLost),
+            v if v > 0 => Ok(uint(v)),
+            other => Err(StoreError::Backend(format!(
+                "postgres: unexpected update answer {other}"
+            ))),
+        }
+    }
+
+    async fn delete_record(&self, kind: RecordKind, id: &str) -> Result<bool, StoreError> {
+        let n = self
+            .execute(
+                "DELETE FROM records WHERE kind = $1 AND id = $2",
+                &[&kind.as_str(), &id],
+            )
+            .await?;
+        Ok(n > 0)
+    }
+
+    async fn claim_records(
+        &self,
+        kind: RecordKind,
+        worker: &str,
+        max: usize,
+        lease: Duration,
+        now: Timestamp,
+    ) -> Result<Vec<(Record, RecordLease)>, StoreError> {
+        if max == 0 {
+            return Ok(Vec::new());
+        }
+        let until = ns(lease_until(now, lease));
+        let rows = self
+            .query(
+                CLAIM_RECORDS,
+                &[&kind.as_str(), &ns(now), &limit(max), &worker, &until],
+            )
+            .await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let epoch: i64 = r.try_get(0).map_err(backend)?;
+            let rec = record(r, 1)?;
+            let lease = RecordLease {
+                kind,
+                id: rec.id.clone(),
+                worker: worker.to_string(),
+                epoch: uint(epoch),
+            };
+            out.push((rec, lease));
+        }
+        out.sort_by(|a, b| a.0.id.cmp(&b.0.id));
+        Ok(out)
+    }
+
+    async fn renew_record(
+        &self,
+        lease: &RecordLease,
+        duration: Duration,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let n = self
+            .execute(
+                "UPDATE records SET lease_until = $5 WHERE kind = $1 AND id = $2 \
+                 AND lease_owner = $3 AND epoch = $4",
+                &[
+                    &lease.kind.as_str(),
+                    &lease.id,
+                    &lease.worker,
+                    &int(lease.epoch),
+                    &ns(lease_until(now, duration)),
+                ],
+            )
+            .await?;
+        Ok(n > 0)
+    }
+
+    async fn release_record(&self, lease: &RecordLease) -> Result<(), StoreError> {
+        self.execute(
+            "UPDATE records SET lease_owner = NULL, lease_until = NULL WHERE kind = $1 \
+             AND id = $2 AND lease_owner = $3 AND epoch = $4",
+            &[
+                &lease.kind.as_str(),
+                &lease.id,
+                &lease.worker,
+                &int(lease.epoch),
+            ],
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn sweep_records(&self, now: Timestamp, max: usize) -> Result<usize, StoreError> {
+        if max == 0 {
+            return Ok(0);
+        }
+        let n = self
+            .execute(SWEEP_RECORDS, &[&ns(now), &limit(max)])
+            .await?;
+        Ok(usize::try_from(n).unwrap_or(usize::MAX))
+    }
+
+    async fn count_records(&self) -> Result<Vec<(RecordKind, u64)>, StoreError> {
+        let rows = self
+            .query("SELECT kind, count(*) FROM records GROUP BY kind", &[])
+            .await?;
+        let mut counts: Vec<(RecordKind, u64)> = RecordKind::ALL.iter().map(|k| (*k, 0)).collect();
+        for r in rows {
+            let kind: &str = r.try_get(0).map_err(backend)?;
+            let n: i64 = r.try_get(1).map_err(backend)?;
+            if let Some(slot) = counts.iter_mut().find(|(k, _)| k.as_str() == kind) {
+                slot.1 = uint(n);
+            }
+        }
+        Ok(counts)
+    }
+
+    async fn idle_expired(&self, now: Timestamp, max: usize) -> Result<Vec<TaskId>, StoreError> {
+        let rows = self.query(IDLE, &[&ns(now), &limit(max)]).await?;
+        rows.iter()
+            .map(|r| {
+                let id: &str = r.try_get(0).map_err(backend)?;
+                task_id(id)
+            })
+            .collect()
+    }
+
+    async fn queue_depth(&self) -> Result<u64, StoreError> {
+        let n: i64 = one(self.query("SELECT count(*) FROM queue", &[]).await?)?;
+        Ok(uint(n))
+    }
+
+    async fn count_by_state(&self) -> Result<Vec<(TaskState, u64)>, StoreError> {
+        let rows = self
+            .query("SELECT state, count(*) FROM tasks GROUP BY state", &[])
+            .await?;
+        let mut counts = TaskState::ALL.map(|s| (s, 0u64));
+        for r in rows {
+            let state: &str = r.try_get(0).map_err(backend)?;
+            let n: i64 = r.try_get(1).map_err(backend)?;
+            let state = TaskState::parse(state)
+                .ok_or_else(|| StoreError::Corrupt(format!("stored task state {state:?}")))?;
+            if let Some(slot) = counts.iter_mut().find(|(s, _)| *s == state) {
+                slot.1 = uint(n);
+            }
+        }
+        Ok(counts.to_vec())
+    }
+}

@@ -1,0 +1,348 @@
+//! The versioned schema migrations, applied when a store opens.
+//!
+//! Times are integers, as in the SQLite store: `created_us` and `changed_us` in
+//! microseconds (the list orders and the cursor use microseconds), every other
+//! time in nanoseconds, so that comparisons are as exact as the in-memory store's.
+//! Ids that are ordered (task ids, record ids) use the `C` collation, so that they
+//! sort by bytes as the in-memory store sorts them.
+//!
+//! The writes that must check and change several rows atomically in one round
+//! trip (create, commit, put and update of a record) are PL/pgSQL functions; each
+//! call is one statement, so it runs in one transaction of its own.
+
+use deadpool_postgres::Object;
+
+use crate::error::PostgresError;
+
+/// The migrations, applied in order; the `schema_migrations` table records those
+/// applied. Never edit a released migration: append a new one.
+pub(crate) const MIGRATIONS: &[&str] = &[
+    // 1: tasks, event log, queue, records, and the functions of the atomic writes.
+    r#"
+CREATE TABLE tasks (
+    id              text COLLATE "C" PRIMARY KEY,
+    tenant          text NOT NULL,
+    owner           text NOT NULL,
+    context_id      text NOT NULL,
+    state           text NOT NULL,
+    terminal        boolean NOT NULL,
+    version         bigint NOT NULL,
+    last_seq        bigint NOT NULL,
+    created_us      bigint NOT NULL,
+    changed_us      bigint NOT NULL,
+    updated_ns      bigint NOT NULL,
+    expires_ns      bigint,
+    idle_ns         bigint,
+    -- The reviewers of pending reviews; NULL when there are none.
+    reviewers       text[],
+    -- The idempotency key the task was created under, if any. The UNIQUE
+    -- constraint makes concurrent creates with one key (on any node) insert once.
+    idem_tenant     text,
+    idem_owner      text,
+    idem_message_id text,
+    -- The task snapshot as JSON (serde_json of taskwire_core::Task).
+    body            json NOT NULL,
+    CONSTRAINT tasks_idem UNIQUE (idem_tenant, idem_owner, idem_message_id)
+);
+CREATE INDEX tasks_by_owner ON tasks (tenant, owner, created_us, id);
+CREATE INDEX tasks_by_owner_changed ON tasks (tenant, owner, changed_us, id);
+CREATE INDEX tasks_by_tenant ON tasks (tenant, created_us, id);
+CREATE INDEX tasks_reviewers ON tasks USING gin (reviewers) WHERE reviewers IS NOT NULL;
+CREATE INDEX tasks_expiring ON tasks (expires_ns) WHERE terminal AND expires_ns IS NOT NULL;
+CREATE INDEX tasks_idle ON tasks (idle_ns) WHERE NOT terminal AND idle_ns IS NOT NULL;
+
+-- One row per commit: the commit's events as a JSON array, keyed by the sequence
+-- number of the last one.
+CREATE TABLE events (
+    task_id   text COLLATE "C" NOT NULL,
+    last_seq  bigint NOT NULL,
+    body      json NOT NULL,
+    PRIMARY KEY (task_id, last_seq)
+);
+
+CREATE SEQUENCE queue_ready_seq;
+CREATE TABLE queue (
+    task_id      text COLLATE "C" PRIMARY KEY,
+    -- true while claimable, false while leased.
+    available    boolean NOT NULL,
+    lease_owner  text,
+    lease_until  bigint,
+    epoch        bigint NOT NULL,
+    attempts     integer NOT NULL,
+    -- FIFO position among claimable entries.
+    ready_seq    bigint NOT NULL
+);
+CREATE INDEX queue_ready ON queue (ready_seq) WHERE available;
+CREATE INDEX queue_leases ON queue (lease_until) WHERE NOT available;
+
+CREATE TABLE records (
+    kind         text COLLATE "C" NOT NULL,
+    id           text COLLATE "C" NOT NULL,
+    task_id      text COLLATE "C",
+    tenant       text NOT NULL,
+    owner        text NOT NULL,
+    -- The adapter's value as JSON.
+    data         json NOT NULL,
+    cursor       bigint NOT NULL,
+    active       boolean NOT NULL,
+    expires_ns   bigint,
+    version      bigint NOT NULL,
+    lease_owner  text,
+    lease_until  bigint,
+    epoch        bigint NOT NULL,
+    PRIMARY KEY (kind, id)
+);
+CREATE INDEX records_by_task ON records (task_id, kind, id) WHERE task_id IS NOT NULL;
+CREATE INDEX records_by_owner ON records (kind, tenant, owner, id);
+CREATE INDEX records_active ON records (kind, id) WHERE active;
+CREATE INDEX records_expiring ON records (expires_ns) WHERE expires_ns IS NOT NULL;
+
+-- Inserts a task with its first events (and a queue entry), unless its
+-- idempotency key names a task already: then returns that task's snapshot.
+-- Returns NULL when it inserted.
+CREATE FUNCTION taskwire_create(
+    p_id text, p_tenant text, p_owner text, p_context_id text, p_state text,
+    p_terminal boolean, p_version bigint, p_last_seq bigint, p_created_us bigint,
+    p_changed_us bigint, p_updated_ns bigint, p_expires_ns bigint, p_idle_ns bigint,
+    p_reviewers text[], p_idem_tenant text, p_idem_owner text, p_idem_message_id text,
+    p_body json, p_events_seq bigint, p_events json, p_enqueue boolean)
+RETURNS json LANGUAGE plpgsql AS $fn$
+DECLARE
+    existing json;
+BEGIN
+    LOOP
+        INSERT INTO tasks (id, tenant, owner, context_id, state, terminal, version,
+            last_seq, created_us, changed_us, updated_ns, expires_ns, idle_ns, reviewers,
+            idem_tenant, idem_owner, idem_message_id, body)
+        VALUES (p_id, p_tenant, p_owner, p_context_id, p_state, p_terminal, p_version,
+            p_last_seq, p_created_us, p_changed_us, p_updated_ns, p_expires_ns, p_idle_ns,
+            p_reviewers, p_idem_tenant, p_idem_owner, p_idem_message_id, p_body)
+        ON CONFLICT ON CONSTRAINT tasks_idem DO NOTHING;
+        IF FOUND THEN
+            IF p_events IS NOT NULL THEN
+                INSERT INTO events (task_id, last_seq, body) VALUES (p_id, p_events_seq, p_events);
+            END IF;
+            IF p_enqueue THEN
+                INSERT INTO queue (task_id, available, epoch, attempts, ready_seq)
+                VALUES (p_id, true, 0, 0, nextval('queue_ready_seq'));
+            END IF;
+            RETURN NULL;
+        END IF;
+        -- The key names a task: a new statement sees it once its create committed.
+        SELECT body INTO existing FROM tasks
+            WHERE idem_tenant = p_idem_tenant AND idem_owner = p_idem_owner
+            AND idem_message_id = p_idem_message_id;
+        IF FOUND THEN
+            RETURN existing;
+        END IF;
+        -- Swept in between: the key is free again.
+    END LOOP;
+END
+$fn$;
+
+-- Applies a commit: compare-and-set on the version, the fence, the queue
+-- operation (0 keep, 1 enqueue, 2 requeue, 3 remove), the snapshot and the events.
+-- Returns 0 (done), 1 (done, and the task's entry became claimable), 2 (no such
+-- task), 3 (version conflict) or 4 (lease lost). Locks the task row, then its queue
+-- entry (the order every multi-row write follows).
+CREATE FUNCTION taskwire_commit(
+    p_id text, p_expected bigint, p_fence_worker text, p_fence_epoch bigint,
+    p_queue smallint, p_tenant text, p_owner text, p_context_id text, p_state text,
+    p_terminal boolean, p_version bigint, p_last_seq bigint, p_created_us bigint,
+    p_changed_us bigint, p_updated_ns bigint, p_expires_ns bigint, p_idle_ns bigint,
+    p_reviewers text[], p_body json, p_events_seq bigint, p_events json)
+RETURNS smallint LANGUAGE plpgsql AS $fn$
+DECLARE
+    v bigint;
+    queued smallint := 0;
+BEGIN
+    SELECT version INTO v FROM tasks WHERE id = p_id FOR NO KEY UPDATE;
+    IF NOT FOUND THEN
+        RETURN 2;
+    END IF;
+    IF v <> p_expected THEN
+        RETURN 3;
+    END IF;
+    IF p_fence_worker IS NOT NULL THEN
+        PERFORM 1 FROM queue WHERE task_id = p_id AND NOT available
+            AND lease_owner = p_fence_worker AND epoch = p_fence_epoch FOR UPDATE;
+        IF NOT FOUND THEN
+            RETURN 4;
+        END IF;
+    END IF;
+    IF p_queue = 1 THEN
+        INSERT INTO queue (task_id, available, epoch, attempts, ready_seq)
+        VALUES (p_id, true, 0, 0, nextval('queue_ready_seq'))
+        ON CONFLICT (task_id) DO NOTHING;
+        IF FOUND THEN
+            queued := 1;
+        END IF;
+    ELSIF p_queue = 2 THEN
+        INSERT INTO queue (task_id, available, epoch, attempts, ready_seq)
+        VALUES (p_id, true, 0, 0, nextval('queue_ready_seq'))
+        ON CONFLICT (task_id) DO UPDATE SET available = true, lease_owner = NULL,
+            lease_until = NULL, attempts = 0, ready_seq = excluded.ready_seq;
+        queued := 1;
+    ELSIF p_queue = 3 THEN
+        DELETE FROM queue WHERE task_id = p_id;
+    END IF;
+    UPDATE tasks SET tenant = p_tenant, owner = p_owner, context_id = p_context_id,
+        state = p_state, terminal = p_terminal, version = p_version, last_seq = p_last_seq,
+        created_us = p_created_us, changed_us = p_changed_us, updated_ns = p_updated_ns,
+        expires_ns = p_expires_ns, idle_ns = p_idle_ns, reviewers = p_reviewers,
+        body = p_body
+        WHERE id = p_id;
+    IF p_events IS NOT NULL THEN
+        INSERT INTO events (task_id, last_seq, body) VALUES (p_id, p_events_seq, p_events);
+    END IF;
+    RETURN queued;
+END
+$fn$;
+
+-- Inserts or replaces a record. With a quota (p_quota_max not NULL), an insert is
+-- refused when the owner has that many live records of the kind; the count and
+-- the insert run under a transaction-scoped advisory lock of (kind, tenant,
+-- owner), so that concurrent inserts on any node are counted one after another.
+-- Returns the stored version, -1 (over quota) or -2 (the record's task does not
+-- exist). The task row is share-locked, so that a sweep deleting it either runs
+-- first (and this put finds no task) or after (and deletes the record too).
+CREATE FUNCTION taskwire_put_record(
+    p_kind text, p_id text, p_task_id text, p_tenant text, p_owner text, p_data json,
+    p_cursor bigint, p_active boolean, p_expires_ns bigint, p_quota_max bigint,
+    p_now_ns bigint)
+RETURNS bigint LANGUAGE plpgsql AS $fn$
+DECLARE
+    v bigint;
+    n bigint;
+BEGIN
+    IF p_task_id IS NOT NULL THEN
+        PERFORM 1 FROM tasks WHERE id = p_task_id FOR KEY SHARE;
+        IF NOT FOUND THEN
+            RETURN -2;
+        END IF;
+    END IF;
+    UPDATE records SET data = p_data, cursor = p_cursor, active = p_active,
+        expires_ns = p_expires_ns, version = version + 1
+        WHERE kind = p_kind AND id = p_id RETURNING version INTO v;
+    IF FOUND THEN
+        RETURN v;
+    END IF;
+    IF p_quota_max IS NOT NULL THEN
+        PERFORM pg_advisory_xact_lock(
+            hashtextextended('taskwire-quota' || chr(1) || p_kind || chr(1) || p_tenant
+                || chr(1) || p_owner, 0));
+        SELECT count(*) INTO n FROM records r LEFT JOIN tasks t ON t.id = r.task_id
+            WHERE r.kind = p_kind AND r.tenant = p_tenant AND r.owner = p_owner
+            AND (r.expires_ns IS NULL OR r.expires_ns > p_now_ns)
+            AND (r.task_id IS NULL OR t.terminal = false);
+        IF n >= p_quota_max THEN
+            RETURN -1;
+        END IF;
+    END IF;
+    INSERT INTO records (kind, id, task_id, tenant, owner, data, cursor, active,
+        expires_ns, version, lease_owner, lease_until, epoch)
+    VALUES (p_kind, p_id, p_task_id, p_tenant, p_owner, p_data, p_cursor, p_active,
+        p_expires_ns, 1, NULL, NULL, 0)
+    ON CONFLICT (kind, id) DO UPDATE SET data = excluded.data, cursor = excluded.cursor,
+        active = excluded.active, expires_ns = excluded.expires_ns,
+        version = records.version + 1
+    RETURNING version INTO v;
+    RETURN v;
+END
+$fn$;
+
+-- Replaces a record's data, cursor, active flag and expiry if its version is
+-- still p_version and, with a fence (p_fence_worker not NULL), while that lease is
+-- held. Returns the new version, -1 (no such record), -2 (version conflict) or -3
+-- (lease lost).
+CREATE FUNCTION taskwire_update_record(
+    p_kind text, p_id text, p_version bigint, p_fence_worker text, p_fence_epoch bigint,
+    p_data json, p_cursor bigint, p_active boolean, p_expires_ns bigint)
+RETURNS bigint LANGUAGE plpgsql AS $fn$
+DECLARE
+    v bigint;
+    holder text;
+    e bigint;
+BEGIN
+    SELECT version, lease_owner, epoch INTO v, holder, e FROM records
+        WHERE kind = p_kind AND id = p_id FOR NO KEY UPDATE;
+    IF NOT FOUND THEN
+        RETURN -1;
+    END IF;
+    IF v <> p_version THEN
+        RETURN -2;
+    END IF;
+    IF p_fence_worker IS NOT NULL
+        AND (holder IS DISTINCT FROM p_fence_worker OR e <> p_fence_epoch) THEN
+        RETURN -3;
+    END IF;
+    UPDATE records SET data = p_data, cursor = p_cursor, active = p_active,
+        expires_ns = p_expires_ns, version = version + 1
+        WHERE kind = p_kind AND id = p_id;
+    RETURN v + 1;
+END
+$fn$;
+"#,
+];
+
+/// A lock id (for `pg_advisory_xact_lock`) that serialises migrations of every
+/// node starting at once.
+const MIGRATION_LOCK: i64 = 0x7461_736b_7769_7265; // "taskwire"
+
+fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// Creates `schema` if it is given and missing, then applies the migrations the
+/// database lacks, each in its own transaction under an advisory lock.
+pub(crate) async fn migrate(conn: &mut Object, schema: Option<&str>) -> Result<(), PostgresError> {
+    let supported = MIGRATIONS.len() as i64;
+    loop {
+        let tx = conn.transaction().await?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+            .await?;
+        if let Some(s) = schema {
+            tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {}", quote_ident(s)))
+                .await?;
+        }
+        tx.batch_execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (\
+                 version bigint PRIMARY KEY, \
+                 applied_at timestamptz NOT NULL DEFAULT now())",
+        )
+        .await?;
+        let row = tx
+            .query_one(
+                "SELECT COALESCE(max(version), 0) FROM schema_migrations",
+                &[],
+            )
+            .await?;
+        let version: i64 = row.try_get(0)?;
+        if version > supported {
+            return Err(PostgresError::SchemaTooNew {
+                found: version,
+                supported,
+            });
+        }
+        let Some(sql) = usize::try_from(version)
+            .ok()
+            .and_then(|v| MIGRATIONS.get(v))
+        else {
+            tx.commit().await?;
+            return Ok(());
+        };
+        tx.batch_execute(sql).await?;
+        tx.execute(
+            "INSERT INTO schema_migrations (version) VALUES ($1)",
+            &[&(version + 1)],
+        )
+        .await?;
+        tx.commit().await?;
+        tracing::info!(version = version + 1, "postgres store schema migrated");
+    }
+}
+
+/// An identifier quoted for SQL.
+pub(crate) fn quoted(name: &str) -> String {
+    quote_ident(name)
+}
