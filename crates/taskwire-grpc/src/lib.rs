@@ -62,7 +62,7 @@ use taskwire_vocab::a2a::{ERROR_DOMAIN, ERROR_INFO_TYPE};
 use tonic::{Request, Response, Status};
 
 mod edge;
-pub use edge::GrpcRoute;
+pub use edge::{Answer, GrpcRoute};
 
 /// The generated service code (server and client).
 #[allow(missing_docs, unreachable_pub, clippy::all, reason = "generated code")]

@@ -32,6 +32,7 @@ use axum::Router;
 use tower::{Layer, Service};
 
 use crate::auth::{self, AuthConfig};
+use crate::server::{DirectFuture, DirectRoute};
 use crate::telemetry;
 
 /// Route patterns, for the `route` label of the request metric: the pattern a
@@ -76,9 +77,12 @@ fn fallback_label(status: StatusCode) -> &'static str {
     }
 }
 
-/// The outermost service of the server (see the module doc).
+/// The outermost service of the server (see the module doc). Cloned per
+/// connection and per request: one reference count.
 #[derive(Clone)]
-pub(crate) struct Edge {
+pub(crate) struct Edge(Arc<EdgeInner>);
+
+struct EdgeInner {
     /// The public routes alone.
     public: Router,
     /// Authentication and the protected routes.
@@ -86,30 +90,68 @@ pub(crate) struct Edge {
     /// The public routes with `protected` as their fallback, under the default
     /// body limit.
     both: <DefaultBodyLimit as Layer<Router>>::Service,
-    labels: Arc<RouteLabels>,
+    labels: RouteLabels,
+    /// Routes called without the router, behind authentication.
+    direct: Vec<DirectRoute>,
 }
 
 impl Edge {
-    /// The stack over `public` routes and `protected` ones (answered after
-    /// authentication with `auth`); `body_limit` is the default limit of
-    /// axum's body extractors on routes no pattern names.
+    /// The stack over `public` routes, `protected` ones (answered after
+    /// authentication with `auth`) and `direct` ones (called after
+    /// authentication, ahead of any routing); `body_limit` is the default limit
+    /// of axum's body extractors on routes no pattern names.
     pub(crate) fn new(
         public: Router,
         protected: Router,
         auth: AuthConfig,
         labels: RouteLabels,
+        direct: Vec<DirectRoute>,
         body_limit: usize,
     ) -> Self {
         let protected = Authenticate {
             inner: protected,
             auth: Arc::new(auth),
         };
-        Self {
+        Self(Arc::new(EdgeInner {
             both: DefaultBodyLimit::max(body_limit)
                 .layer(public.clone().fallback_service(protected.clone())),
             public,
             protected,
-            labels: Arc::new(labels),
+            labels,
+            direct,
+        }))
+    }
+
+    /// [`Service::call`] without the `&mut`: what the listener calls for each
+    /// request.
+    pub(crate) fn serve(&self, req: Request) -> EdgeFuture {
+        let this = &*self.0;
+        let method = req.method().clone();
+        let path = req.uri().path();
+        let direct = this.direct.iter().find(|d| path.starts_with(d.prefix));
+        let found = match direct {
+            Some(d) => Some((d.label, Access::Protected)),
+            None => this.labels.of(path),
+        };
+        let label = found.map(|(l, _)| l);
+        let span = tracing::debug_span!("request", %method, route = label.unwrap_or("-"));
+        let inner = {
+            let _entered = span.enter();
+            match (direct, found) {
+                (Some(d), _) => this.protected.direct(d, req),
+                (None, Some((_, Access::Protected))) => this.protected.clone().call(req),
+                (None, Some((_, Access::Public))) => {
+                    AuthFuture::Routed(this.public.clone().call(req))
+                }
+                (None, None) => AuthFuture::Routed(this.both.clone().call(req)),
+            }
+        };
+        EdgeFuture {
+            inner,
+            method,
+            label,
+            started: Instant::now(),
+            span,
         }
     }
 }
@@ -124,25 +166,7 @@ impl Service<Request> for Edge {
     }
 
     fn call(&mut self, req: Request) -> EdgeFuture {
-        let method = req.method().clone();
-        let found = self.labels.of(req.uri().path());
-        let label = found.map(|(l, _)| l);
-        let span = tracing::debug_span!("request", %method, route = label.unwrap_or("-"));
-        let inner = {
-            let _entered = span.enter();
-            match found {
-                Some((_, Access::Protected)) => self.protected.call(req),
-                Some((_, Access::Public)) => AuthFuture::Routed(self.public.call(req)),
-                None => AuthFuture::Routed(self.both.call(req)),
-            }
-        };
-        EdgeFuture {
-            inner,
-            method,
-            label,
-            started: Instant::now(),
-            span,
-        }
+        self.serve(req)
     }
 }
 
@@ -180,6 +204,19 @@ struct Authenticate {
     auth: Arc<AuthConfig>,
 }
 
+impl Authenticate {
+    /// Authenticates a request for a direct route and calls its handler.
+    fn direct(&self, route: &DirectRoute, mut req: Request) -> AuthFuture {
+        match auth::caller_of(&self.auth, &req) {
+            Ok(caller) => {
+                req.extensions_mut().insert(caller);
+                AuthFuture::Direct((route.handler)(req))
+            }
+            Err(failure) => AuthFuture::Refused(Some(failure.response_to(req.headers()))),
+        }
+    }
+}
+
 impl Service<Request> for Authenticate {
     type Response = Response;
     type Error = Infallible;
@@ -203,6 +240,7 @@ impl Service<Request> for Authenticate {
 /// The future of [`Authenticate::call`].
 enum AuthFuture {
     Routed(RouteFuture<Infallible>),
+    Direct(DirectFuture),
     Refused(Option<Response>),
 }
 
@@ -212,6 +250,7 @@ impl Future for AuthFuture {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match &mut *self {
             Self::Routed(f) => Pin::new(f).poll(cx),
+            Self::Direct(f) => f.as_mut().poll(cx).map(Ok),
             Self::Refused(res) => Poll::Ready(Ok(res.take().unwrap_or_else(|| {
                 // Polled again after it answered: an empty 500 rather than a panic.
                 let mut r = Response::default();

@@ -95,7 +95,7 @@ pub use auth::{AuthConfig, TokenTable};
 pub use error::Error;
 pub use listen::{BodyTimeout, ListenerConfig};
 pub use server::{
-    body_limit, check_listen_policy, Adapter, AdapterContext, Listen, Server, ServerBuilder,
+    body_limit, check_listen_policy, Adapter, AdapterContext, DirectFuture, DirectRoute, Listen, Server, ServerBuilder,
     DEFAULT_LISTEN,
 };
 

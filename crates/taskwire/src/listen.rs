@@ -661,7 +661,7 @@ impl hyper::service::Service<hyper::Request<Incoming>> for ConnService {
         let timeout = self.body_timeout;
         let req = req.map(|body| Body::new(ProgressBody::new(body, timeout)));
         ConnFuture {
-            inner: self.app.clone().call(req),
+            inner: self.app.serve(req),
             guard: Some(guard),
         }
     }
