@@ -16,6 +16,15 @@
 //!    with the server's default body limit for axum's body extractors (a router
 //!    mounted with [`crate::ServerBuilder::mount`]). Adapters read their request
 //!    bodies within their own limits.
+//!
+//! Ahead of all of these, a path under a [`DirectRoute`]'s prefix (gRPC's
+//! `/lf.a2a.v1.A2AService/`) goes through [`Authenticate`] straight to the
+//! route's handler, without a router.
+//!
+//! HTTP/2 answers get their `Date` header here, not from hyper (whose HTTP/2
+//! date is switched off in the listener): every answer but a direct route's.
+//! gRPC answers carry none, as grpc-go's and grpc-java's servers send none; on
+//! HTTP/1.1 hyper still adds it to every answer.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -25,7 +34,7 @@ use std::task::{ready, Context, Poll};
 use std::time::Instant;
 
 use axum::extract::{DefaultBodyLimit, Request};
-use axum::http::{Method, StatusCode};
+use axum::http::{header, HeaderValue, Method, StatusCode, Version};
 use axum::response::Response;
 use axum::routing::future::RouteFuture;
 use axum::Router;
@@ -134,6 +143,7 @@ impl Edge {
             None => this.labels.of(path),
         };
         let label = found.map(|(l, _)| l);
+        let date = direct.is_none() && req.version() == Version::HTTP_2;
         let span = tracing::debug_span!("request", %method, route = label.unwrap_or("-"));
         let inner = {
             let _entered = span.enter();
@@ -150,6 +160,7 @@ impl Edge {
             inner,
             method,
             label,
+            date,
             started: Instant::now(),
             span,
         }
@@ -175,6 +186,8 @@ pub(crate) struct EdgeFuture {
     inner: AuthFuture,
     method: Method,
     label: Option<&'static str>,
+    /// Whether the answer gets a `Date` header here (see the module doc).
+    date: bool,
     started: Instant,
     span: tracing::Span,
 }
@@ -184,17 +197,45 @@ impl Future for EdgeFuture {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
-        let res = {
+        let mut res = {
             let _entered = this.span.enter();
             match ready!(Pin::new(&mut this.inner).poll(cx)) {
                 Ok(res) => res,
                 Err(never) => match never {},
             }
         };
+        if this.date {
+            res.headers_mut()
+                .entry(header::DATE)
+                .or_insert_with(http_date);
+        }
         let label = this.label.unwrap_or_else(|| fallback_label(res.status()));
         telemetry::record_http(&this.method, label, res.status(), this.started.elapsed());
         Poll::Ready(Ok(res))
     }
+}
+
+/// The current time as an HTTP date (`Thu, 03 Dec 2026 07:39:13 GMT`), formatted
+/// once per second per thread.
+fn http_date() -> HeaderValue {
+    thread_local! {
+        static CACHED: std::cell::RefCell<(u64, HeaderValue)> =
+            std::cell::RefCell::new((u64::MAX, HeaderValue::from_static("")));
+    }
+    let now = std::time::SystemTime::now();
+    let secs = now
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    CACHED.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.0 != secs {
+            let text = httpdate::fmt_http_date(now);
+            // An HTTP date is visible ASCII.
+            c.1 = HeaderValue::from_str(&text).unwrap_or(HeaderValue::from_static(""));
+            c.0 = secs;
+        }
+        c.1.clone()
+    })
 }
 
 /// Authentication in front of the protected routes.
@@ -264,6 +305,17 @@ impl Future for AuthFuture {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_date_is_an_http_date() {
+        let parse = |v: HeaderValue| {
+            let text = v.to_str().unwrap_or_default().to_string();
+            httpdate::parse_http_date(&text).unwrap_or_else(|e| panic!("{text:?}: {e}"))
+        };
+        let (a, b) = (parse(http_date()), parse(http_date()));
+        let apart = b.duration_since(a).unwrap_or_default();
+        assert!(apart <= std::time::Duration::from_secs(1), "{apart:?}");
+    }
 
     #[test]
     fn labels_are_patterns_never_paths() {
