@@ -23,17 +23,21 @@ pub(crate) struct EncodedCache<V = Arc<str>> {
     inner: Mutex<Generations<V>>,
 }
 
+/// foldhash rather than SipHash: the keys are task ids the server made (128
+/// random bits), and a lookup sits on every GetTask.
+type Map<V> = HashMap<Key, V, foldhash::fast::RandomState>;
+
 #[derive(Debug)]
 struct Generations<V> {
-    current: HashMap<Key, V>,
-    previous: HashMap<Key, V>,
+    current: Map<V>,
+    previous: Map<V>,
 }
 
 impl<V> Default for Generations<V> {
     fn default() -> Self {
         Self {
-            current: HashMap::new(),
-            previous: HashMap::new(),
+            current: Map::default(),
+            previous: Map::default(),
         }
     }
 }
