@@ -82,7 +82,8 @@ impl GrpcRoute {
 impl Service<Request<Body>> for GrpcRoute {
     type Response = Response<Body>;
     type Error = Infallible;
-    type Future = futures::future::Map<Answer, fn(Response<Body>) -> Result<Response<Body>, Infallible>>;
+    type Future =
+        futures::future::Map<Answer, fn(Response<Body>) -> Result<Response<Body>, Infallible>>;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         Poll::Ready(Ok(()))

@@ -220,7 +220,7 @@ impl Future for EdgeFuture {
 fn http_date() -> HeaderValue {
     thread_local! {
         static CACHED: std::cell::RefCell<(u64, HeaderValue)> =
-            std::cell::RefCell::new((u64::MAX, HeaderValue::from_static("")));
+            const { std::cell::RefCell::new((u64::MAX, HeaderValue::from_static(""))) };
     }
     let now = std::time::SystemTime::now();
     let secs = now
