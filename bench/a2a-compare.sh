@@ -8,6 +8,7 @@
 #   BASE_BIN=path NEW_BIN=path bench/a2a-compare.sh   # two binaries built already
 #   ROUNDS=5 SECS=6 STORE=memory:// bench/a2a-compare.sh
 #   NO_BUILD=1 BASE_BIN=… NEW_BIN=… bench/a2a-compare.sh   # use target/release/a2a_load as it is
+#   (target/ is $CARGO_TARGET_DIR where that is set; LOAD=path names another a2a_load)
 #
 # Prints one line per run and, per RPC and binding, the median server CPU per
 # request of each binary and their ratio (new / base).
@@ -21,8 +22,9 @@ STORE=${STORE:-memory://}
 if [ -z "${NO_BUILD:-}" ]; then
   cargo build --release -p taskwire -p taskwire-bench --bin taskwire --bin a2a_load >&2
 fi
-NEW_BIN=${NEW_BIN:-target/release/taskwire}
-LOAD=target/release/a2a_load
+TARGET=${CARGO_TARGET_DIR:-target}
+NEW_BIN=${NEW_BIN:-$TARGET/release/taskwire}
+LOAD=${LOAD:-$TARGET/release/a2a_load}
 if [ -z "${BASE_BIN:-}" ]; then
   if [ -z "${BASE:-}" ]; then
     echo "set BASE (a commit) or BASE_BIN (a binary)" >&2

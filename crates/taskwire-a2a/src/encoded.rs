@@ -1,4 +1,5 @@
-//! A bounded cache of tasks already encoded as ProtoJSON, keyed by task version.
+//! A bounded cache of tasks already encoded (as ProtoJSON for the JSON-RPC
+//! binding, as protobuf for gRPC), keyed by task version.
 //!
 //! Clients poll GetTask; a task that has not changed since the last poll has the
 //! same version, so its encoding is reused instead of converting and encoding the
@@ -17,18 +18,31 @@ pub(crate) type Key = (TaskId, u64, Option<usize>);
 /// the previous one (dropping the older), so memory stays bounded at twice the
 /// capacity without a cliff where everything is evicted at once.
 #[derive(Debug)]
-pub(crate) struct EncodedCache {
+pub(crate) struct EncodedCache<V = Arc<str>> {
     capacity: usize,
-    inner: Mutex<Generations>,
+    inner: Mutex<Generations<V>>,
 }
 
-#[derive(Debug, Default)]
-struct Generations {
-    current: HashMap<Key, Arc<str>>,
-    previous: HashMap<Key, Arc<str>>,
+/// foldhash rather than SipHash: the keys are task ids the server made (128
+/// random bits), and a lookup sits on every GetTask.
+type Map<V> = HashMap<Key, V, foldhash::fast::RandomState>;
+
+#[derive(Debug)]
+struct Generations<V> {
+    current: Map<V>,
+    previous: Map<V>,
 }
 
-impl EncodedCache {
+impl<V> Default for Generations<V> {
+    fn default() -> Self {
+        Self {
+            current: Map::default(),
+            previous: Map::default(),
+        }
+    }
+}
+
+impl<V: Clone> EncodedCache<V> {
     /// A cache holding up to `capacity` encodings per generation (0 disables it).
     pub(crate) fn new(capacity: usize) -> Self {
         Self {
@@ -38,7 +52,7 @@ impl EncodedCache {
     }
 
     /// The encoding stored under `key`, if any.
-    pub(crate) fn get(&self, key: &Key) -> Option<Arc<str>> {
+    pub(crate) fn get(&self, key: &Key) -> Option<V> {
         if self.capacity == 0 {
             return None;
         }
@@ -47,7 +61,7 @@ impl EncodedCache {
     }
 
     /// Stores an encoding.
-    pub(crate) fn put(&self, key: Key, text: Arc<str>) {
+    pub(crate) fn put(&self, key: Key, text: V) {
         if self.capacity == 0 {
             return;
         }
@@ -66,7 +80,7 @@ mod tests {
 
     #[test]
     fn bounded_and_keyed_by_version() {
-        let c = EncodedCache::new(2);
+        let c = EncodedCache::<Arc<str>>::new(2);
         let id = TaskId::new();
         c.put((id.clone(), 1, None), "v1".into());
         assert_eq!(c.get(&(id.clone(), 1, None)).as_deref(), Some("v1"));
@@ -92,7 +106,7 @@ mod tests {
 
     #[test]
     fn zero_capacity_disables() {
-        let c = EncodedCache::new(0);
+        let c = EncodedCache::<Arc<str>>::new(0);
         let id = TaskId::new();
         c.put((id.clone(), 1, None), "v1".into());
         assert!(c.get(&(id, 1, None)).is_none());

@@ -6,7 +6,9 @@
 use std::pin::Pin;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use futures::{Stream, StreamExt};
+use prost::Message as _;
 use taskwire_core::event::EventKind;
 use taskwire_core::store::{ListOrder, ListQuery};
 use taskwire_core::{Access, Agent, Caller, CreateTask, Task, TaskId, TaskService};
@@ -60,6 +62,8 @@ struct Inner {
     push: PushManager,
     /// GetTask answers already encoded as ProtoJSON, by task version.
     encoded: EncodedCache,
+    /// GetTask answers already encoded as protobuf (gRPC), by task version.
+    encoded_pb: EncodedCache<Bytes>,
 }
 
 /// Encodings of polled tasks kept per generation (see [`EncodedCache`]).
@@ -92,6 +96,7 @@ impl A2aService {
                 config,
                 push,
                 encoded: EncodedCache::new(ENCODED_CACHE_CAPACITY),
+                encoded_pb: EncodedCache::new(ENCODED_CACHE_CAPACITY),
             }),
         }
     }
@@ -411,7 +416,21 @@ impl A2aService {
         Ok(text)
     }
 
-    /// What both GetTask answers start from: the caller's task and the view asked for.
+    /// GetTask answered as an encoded protobuf `Task` (the gRPC binding's
+    /// answer). A task polled again without having changed reuses the encoding
+    /// of its version.
+    pub async fn get_task_proto(&self, caller: &Caller, req: pb::GetTaskRequest) -> Result<Bytes> {
+        let (task, view) = self.read_task(caller, &req).await?;
+        let key = (task.id.clone(), task.version, view.history_length);
+        if let Some(bytes) = self.inner.encoded_pb.get(&key) {
+            return Ok(bytes);
+        }
+        let bytes = Bytes::from(convert::task_to_pb(&task, view).encode_to_vec());
+        self.inner.encoded_pb.put(key, bytes.clone());
+        Ok(bytes)
+    }
+
+    /// What every GetTask answer starts from: the caller's task and the view asked for.
     async fn read_task(
         &self,
         caller: &Caller,

@@ -15,6 +15,7 @@ use std::task::{ready, Context, Poll};
 
 use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, Request, Response};
+use futures::FutureExt;
 use tonic::Code;
 use tower::Service;
 
@@ -48,14 +49,14 @@ impl GrpcRoute {
 /// tonic's future for one call (already boxed by the generated server).
 type ServerFuture = <A2aServiceServer<GrpcService> as Service<Request<Body>>>::Future;
 
-/// The future of [`GrpcRoute::call`]: tonic's, its answer rewritten (no second
-/// box around the one tonic made).
+/// The future of [`GrpcRoute::answer`] (and [`GrpcRoute::call`]): tonic's, its
+/// answer rewritten (no second box around the one tonic made).
 pub struct Answer {
     inner: ServerFuture,
 }
 
 impl Future for Answer {
-    type Output = Result<Response<Body>, Infallible>;
+    type Output = Response<Body>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let res = match ready!(self.inner.as_mut().poll(cx)) {
@@ -64,23 +65,36 @@ impl Future for Answer {
         };
         let (mut parts, body) = res.into_parts();
         rewrite(&mut parts.headers);
-        Poll::Ready(Ok(Response::from_parts(parts, Body::new(body))))
+        Poll::Ready(Response::from_parts(parts, Body::new(body)))
+    }
+}
+
+impl GrpcRoute {
+    /// One call, without the `&mut` of [`Service::call`] (for a server that
+    /// shares one route between connections).
+    pub fn answer(&self, req: Request<Body>) -> Answer {
+        Answer {
+            inner: self.server.clone().call(req),
+        }
     }
 }
 
 impl Service<Request<Body>> for GrpcRoute {
     type Response = Response<Body>;
     type Error = Infallible;
-    type Future = Answer;
+    type Future =
+        futures::future::Map<Answer, fn(Response<Body>) -> Result<Response<Body>, Infallible>>;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, req: Request<Body>) -> Answer {
+    fn call(&mut self, req: Request<Body>) -> Self::Future {
+        let ok: fn(Response<Body>) -> Result<Response<Body>, Infallible> = Ok;
         Answer {
             inner: self.server.call(req),
         }
+        .map(ok)
     }
 }
 

@@ -61,17 +61,25 @@ use taskwire_core::Caller;
 use taskwire_vocab::a2a::{ERROR_DOMAIN, ERROR_INFO_TYPE};
 use tonic::{Request, Response, Status};
 
+pub mod codec;
 mod edge;
-pub use edge::GrpcRoute;
+pub use codec::EncodedTask;
+pub use edge::{Answer, GrpcRoute};
 
-/// The generated service code (server and client).
+/// The generated service code: the client from the proto, the server from the
+/// proto's service with GetTask answering an [`EncodedTask`] (see build.rs).
 #[allow(missing_docs, unreachable_pub, clippy::all, reason = "generated code")]
 pub mod proto {
     include!(concat!(env!("OUT_DIR"), "/lf.a2a.v1.rs"));
+    include!(concat!(env!("OUT_DIR"), "/lf.a2a.v1.A2AService.rs"));
 }
 
 pub use proto::a2a_service_client::A2aServiceClient;
-pub use proto::a2a_service_server::{A2aService as A2aServiceRpc, A2aServiceServer};
+// tonic's manual generator names the server after the service as written
+// (`A2AService`); these are the names the crate has always exported.
+pub use proto::a2_a_service_server::{
+    A2AService as A2aServiceRpc, A2AServiceServer as A2aServiceServer,
+};
 
 /// The gRPC path prefix of the service.
 pub const SERVICE_PATH: &str = "/lf.a2a.v1.A2AService";
@@ -211,12 +219,12 @@ impl A2aServiceRpc for GrpcService {
     async fn get_task(
         &self,
         req: Request<pb::GetTaskRequest>,
-    ) -> Result<Response<pb::Task>, Status> {
+    ) -> Result<Response<EncodedTask>, Status> {
         let caller = prelude(&req)?;
         self.a2a
-            .get_task(&caller, req.into_inner())
+            .get_task_proto(&caller, req.into_inner())
             .await
-            .map(Response::new)
+            .map(|bytes| Response::new(EncodedTask(bytes)))
             .map_err(|e| status_of(&e))
     }
 

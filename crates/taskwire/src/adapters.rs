@@ -140,11 +140,20 @@ impl Adapter for A2a {
     }
 
     fn routes(&self, ctx: &AdapterContext) -> Router {
-        let a2a = self.adapter(ctx);
-        let routes = a2a.routes();
-        #[cfg(feature = "grpc")]
-        let routes = routes.merge(taskwire_grpc::GrpcAdapter::new(a2a.service().clone()).routes());
-        routes
+        self.adapter(ctx).routes()
+    }
+
+    /// gRPC: tonic's generated server, called straight from the server's layer
+    /// stack (it routes by method itself; through the router each call cost a
+    /// routing step, a boxed route service and its clone).
+    #[cfg(feature = "grpc")]
+    fn direct_routes(&self, ctx: &AdapterContext) -> Vec<crate::server::DirectRoute> {
+        let route = taskwire_grpc::GrpcAdapter::new(self.adapter(ctx).service().clone()).route();
+        vec![crate::server::DirectRoute::new(
+            taskwire_grpc::RPC_PREFIX,
+            taskwire_grpc::ROUTE_PATTERN,
+            move |req| Box::pin(route.answer(req)),
+        )]
     }
 
     fn public_routes(&self, ctx: &AdapterContext) -> Router {
@@ -154,8 +163,6 @@ impl Adapter for A2a {
     fn route_patterns(&self) -> Vec<&'static str> {
         let mut v = vec![taskwire_a2a::card::JSONRPC_PATH, "/a2a/"];
         v.extend(taskwire_a2a::rest::ROUTE_PATTERNS);
-        #[cfg(feature = "grpc")]
-        v.push(taskwire_grpc::ROUTE_PATTERN);
         v
     }
 

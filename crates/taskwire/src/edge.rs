@@ -16,6 +16,15 @@
 //!    with the server's default body limit for axum's body extractors (a router
 //!    mounted with [`crate::ServerBuilder::mount`]). Adapters read their request
 //!    bodies within their own limits.
+//!
+//! Ahead of all of these, a path under a [`DirectRoute`]'s prefix (gRPC's
+//! `/lf.a2a.v1.A2AService/`) goes through [`Authenticate`] straight to the
+//! route's handler, without a router.
+//!
+//! HTTP/2 answers get their `Date` header here, not from hyper (whose HTTP/2
+//! date is switched off in the listener): every answer but a direct route's.
+//! gRPC answers carry none, as grpc-go's and grpc-java's servers send none; on
+//! HTTP/1.1 hyper still adds it to every answer.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -25,13 +34,14 @@ use std::task::{ready, Context, Poll};
 use std::time::Instant;
 
 use axum::extract::{DefaultBodyLimit, Request};
-use axum::http::{Method, StatusCode};
+use axum::http::{header, HeaderValue, Method, StatusCode, Version};
 use axum::response::Response;
 use axum::routing::future::RouteFuture;
 use axum::Router;
 use tower::{Layer, Service};
 
 use crate::auth::{self, AuthConfig};
+use crate::server::{DirectFuture, DirectRoute};
 use crate::telemetry;
 
 /// Route patterns, for the `route` label of the request metric: the pattern a
@@ -76,9 +86,12 @@ fn fallback_label(status: StatusCode) -> &'static str {
     }
 }
 
-/// The outermost service of the server (see the module doc).
+/// The outermost service of the server (see the module doc). Cloned per
+/// connection and per request: one reference count.
 #[derive(Clone)]
-pub(crate) struct Edge {
+pub(crate) struct Edge(Arc<EdgeInner>);
+
+struct EdgeInner {
     /// The public routes alone.
     public: Router,
     /// Authentication and the protected routes.
@@ -86,30 +99,70 @@ pub(crate) struct Edge {
     /// The public routes with `protected` as their fallback, under the default
     /// body limit.
     both: <DefaultBodyLimit as Layer<Router>>::Service,
-    labels: Arc<RouteLabels>,
+    labels: RouteLabels,
+    /// Routes called without the router, behind authentication.
+    direct: Vec<DirectRoute>,
 }
 
 impl Edge {
-    /// The stack over `public` routes and `protected` ones (answered after
-    /// authentication with `auth`); `body_limit` is the default limit of
-    /// axum's body extractors on routes no pattern names.
+    /// The stack over `public` routes, `protected` ones (answered after
+    /// authentication with `auth`) and `direct` ones (called after
+    /// authentication, ahead of any routing); `body_limit` is the default limit
+    /// of axum's body extractors on routes no pattern names.
     pub(crate) fn new(
         public: Router,
         protected: Router,
         auth: AuthConfig,
         labels: RouteLabels,
+        direct: Vec<DirectRoute>,
         body_limit: usize,
     ) -> Self {
         let protected = Authenticate {
             inner: protected,
             auth: Arc::new(auth),
         };
-        Self {
+        Self(Arc::new(EdgeInner {
             both: DefaultBodyLimit::max(body_limit)
                 .layer(public.clone().fallback_service(protected.clone())),
             public,
             protected,
-            labels: Arc::new(labels),
+            labels,
+            direct,
+        }))
+    }
+
+    /// [`Service::call`] without the `&mut`: what the listener calls for each
+    /// request.
+    pub(crate) fn serve(&self, req: Request) -> EdgeFuture {
+        let this = &*self.0;
+        let method = req.method().clone();
+        let path = req.uri().path();
+        let direct = this.direct.iter().find(|d| path.starts_with(d.prefix));
+        let found = match direct {
+            Some(d) => Some((d.label, Access::Protected)),
+            None => this.labels.of(path),
+        };
+        let label = found.map(|(l, _)| l);
+        let date = direct.is_none() && req.version() == Version::HTTP_2;
+        let span = tracing::debug_span!("request", %method, route = label.unwrap_or("-"));
+        let inner = {
+            let _entered = span.enter();
+            match (direct, found) {
+                (Some(d), _) => this.protected.direct(d, req),
+                (None, Some((_, Access::Protected))) => this.protected.clone().call(req),
+                (None, Some((_, Access::Public))) => {
+                    AuthFuture::Routed(this.public.clone().call(req))
+                }
+                (None, None) => AuthFuture::Routed(this.both.clone().call(req)),
+            }
+        };
+        EdgeFuture {
+            inner,
+            method,
+            label,
+            date,
+            started: Instant::now(),
+            span,
         }
     }
 }
@@ -124,25 +177,7 @@ impl Service<Request> for Edge {
     }
 
     fn call(&mut self, req: Request) -> EdgeFuture {
-        let method = req.method().clone();
-        let found = self.labels.of(req.uri().path());
-        let label = found.map(|(l, _)| l);
-        let span = tracing::debug_span!("request", %method, route = label.unwrap_or("-"));
-        let inner = {
-            let _entered = span.enter();
-            match found {
-                Some((_, Access::Protected)) => self.protected.call(req),
-                Some((_, Access::Public)) => AuthFuture::Routed(self.public.call(req)),
-                None => AuthFuture::Routed(self.both.call(req)),
-            }
-        };
-        EdgeFuture {
-            inner,
-            method,
-            label,
-            started: Instant::now(),
-            span,
-        }
+        self.serve(req)
     }
 }
 
@@ -151,6 +186,8 @@ pub(crate) struct EdgeFuture {
     inner: AuthFuture,
     method: Method,
     label: Option<&'static str>,
+    /// Whether the answer gets a `Date` header here (see the module doc).
+    date: bool,
     started: Instant,
     span: tracing::Span,
 }
@@ -160,17 +197,45 @@ impl Future for EdgeFuture {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
-        let res = {
+        let mut res = {
             let _entered = this.span.enter();
             match ready!(Pin::new(&mut this.inner).poll(cx)) {
                 Ok(res) => res,
                 Err(never) => match never {},
             }
         };
+        if this.date {
+            res.headers_mut()
+                .entry(header::DATE)
+                .or_insert_with(http_date);
+        }
         let label = this.label.unwrap_or_else(|| fallback_label(res.status()));
         telemetry::record_http(&this.method, label, res.status(), this.started.elapsed());
         Poll::Ready(Ok(res))
     }
+}
+
+/// The current time as an HTTP date (`Thu, 03 Dec 2026 07:39:13 GMT`), formatted
+/// once per second per thread.
+fn http_date() -> HeaderValue {
+    thread_local! {
+        static CACHED: std::cell::RefCell<(u64, HeaderValue)> =
+            const { std::cell::RefCell::new((u64::MAX, HeaderValue::from_static(""))) };
+    }
+    let now = std::time::SystemTime::now();
+    let secs = now
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    CACHED.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.0 != secs {
+            let text = httpdate::fmt_http_date(now);
+            // An HTTP date is visible ASCII.
+            c.1 = HeaderValue::from_str(&text).unwrap_or(HeaderValue::from_static(""));
+            c.0 = secs;
+        }
+        c.1.clone()
+    })
 }
 
 /// Authentication in front of the protected routes.
@@ -178,6 +243,19 @@ impl Future for EdgeFuture {
 struct Authenticate {
     inner: Router,
     auth: Arc<AuthConfig>,
+}
+
+impl Authenticate {
+    /// Authenticates a request for a direct route and calls its handler.
+    fn direct(&self, route: &DirectRoute, mut req: Request) -> AuthFuture {
+        match auth::caller_of(&self.auth, &req) {
+            Ok(caller) => {
+                req.extensions_mut().insert(caller);
+                AuthFuture::Direct((route.handler)(req))
+            }
+            Err(failure) => AuthFuture::Refused(Some(failure.response_to(req.headers()))),
+        }
+    }
 }
 
 impl Service<Request> for Authenticate {
@@ -203,6 +281,7 @@ impl Service<Request> for Authenticate {
 /// The future of [`Authenticate::call`].
 enum AuthFuture {
     Routed(RouteFuture<Infallible>),
+    Direct(DirectFuture),
     Refused(Option<Response>),
 }
 
@@ -212,6 +291,7 @@ impl Future for AuthFuture {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match &mut *self {
             Self::Routed(f) => Pin::new(f).poll(cx),
+            Self::Direct(f) => f.as_mut().poll(cx).map(Ok),
             Self::Refused(res) => Poll::Ready(Ok(res.take().unwrap_or_else(|| {
                 // Polled again after it answered: an empty 500 rather than a panic.
                 let mut r = Response::default();
@@ -225,6 +305,17 @@ impl Future for AuthFuture {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_date_is_an_http_date() {
+        let parse = |v: HeaderValue| {
+            let text = v.to_str().unwrap_or_default().to_string();
+            httpdate::parse_http_date(&text).unwrap_or_else(|e| panic!("{text:?}: {e}"))
+        };
+        let (a, b) = (parse(http_date()), parse(http_date()));
+        let apart = b.duration_since(a).unwrap_or_default();
+        assert!(apart <= std::time::Duration::from_secs(1), "{apart:?}");
+    }
 
     #[test]
     fn labels_are_patterns_never_paths() {

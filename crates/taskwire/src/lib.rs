@@ -95,8 +95,8 @@ pub use auth::{AuthConfig, TokenTable};
 pub use error::Error;
 pub use listen::{BodyTimeout, ListenerConfig};
 pub use server::{
-    body_limit, check_listen_policy, Adapter, AdapterContext, Listen, Server, ServerBuilder,
-    DEFAULT_LISTEN,
+    body_limit, check_listen_policy, Adapter, AdapterContext, DirectFuture, DirectRoute, Listen,
+    Server, ServerBuilder, DEFAULT_LISTEN,
 };
 
 // The front door: what serving an agent of one's own takes, so that `taskwire`

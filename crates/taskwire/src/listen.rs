@@ -138,7 +138,11 @@ impl ListenerConfig {
             .max_header_list_size(header_list)
             .max_pending_accept_reset_streams(self.http2_max_pending_reset_streams)
             .max_local_error_reset_streams(self.http2_max_local_reset_streams)
-            .max_send_buf_size(self.http2_max_send_buffer);
+            .max_send_buf_size(self.http2_max_send_buffer)
+            // The HTTP/2 `Date` header is the layer stack's, on every answer
+            // but gRPC's (crate::edge): hyper's costs an HPACK field per
+            // gRPC answer too.
+            .auto_date_header(false);
         b
     }
 
@@ -661,7 +665,7 @@ impl hyper::service::Service<hyper::Request<Incoming>> for ConnService {
         let timeout = self.body_timeout;
         let req = req.map(|body| Body::new(ProgressBody::new(body, timeout)));
         ConnFuture {
-            inner: self.app.clone().call(req),
+            inner: self.app.serve(req),
             guard: Some(guard),
         }
     }

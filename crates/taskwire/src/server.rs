@@ -4,13 +4,14 @@
 use std::future::Future;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::State;
+use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
-use axum::response::IntoResponse;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use metrics_exporter_prometheus::PrometheusHandle;
@@ -106,6 +107,49 @@ impl AdapterContext {
     }
 }
 
+/// The future of a [`DirectRoute`]'s handler.
+pub type DirectFuture = Pin<Box<dyn Future<Output = Response> + Send>>;
+
+/// A route the server's layer stack calls itself, for every request whose path
+/// starts with its prefix, after authentication, without routing it through the
+/// adapters' routers: what a service that routes by itself (tonic's generated
+/// gRPC server, say) is mounted as, so that its requests do not pay for the
+/// router, a boxed route service and its clone on the way. The handler reads the
+/// caller as the `taskwire_core::Caller` request extension, as routed handlers
+/// do. A direct route's prefix takes precedence over every routed path under it.
+#[derive(Clone)]
+pub struct DirectRoute {
+    pub(crate) prefix: &'static str,
+    pub(crate) label: &'static str,
+    pub(crate) handler: Arc<dyn Fn(Request) -> DirectFuture + Send + Sync>,
+}
+
+impl DirectRoute {
+    /// Requests whose path starts with `prefix` go to `handler`; `label` is their
+    /// `route` label in the request metric (a pattern such as
+    /// `/lf.a2a.v1.A2AService/{*rest}`, never a raw path).
+    pub fn new(
+        prefix: &'static str,
+        label: &'static str,
+        handler: impl Fn(Request) -> DirectFuture + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            prefix,
+            label,
+            handler: Arc::new(handler),
+        }
+    }
+}
+
+impl std::fmt::Debug for DirectRoute {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DirectRoute")
+            .field("prefix", &self.prefix)
+            .field("label", &self.label)
+            .finish_non_exhaustive()
+    }
+}
+
 /// A protocol adapter mounted on the server's listener.
 ///
 /// The server calls [`Adapter::routes`] once, when it is built, with the shared
@@ -146,6 +190,12 @@ pub trait Adapter: Send + 'static {
     /// public route and one in [`Adapter::route_patterns`] a protected one. None
     /// by default.
     fn public_route_patterns(&self) -> Vec<&'static str> {
+        Vec::new()
+    }
+
+    /// Routes the server calls directly, behind authentication (see
+    /// [`DirectRoute`]). None by default.
+    fn direct_routes(&self, _ctx: &AdapterContext) -> Vec<DirectRoute> {
         Vec::new()
     }
 }
@@ -361,7 +411,9 @@ impl ServerBuilder {
             labels.add(p, Access::Public);
         }
         let mut protected = Router::new();
+        let mut direct = Vec::new();
         for a in &self.adapters {
+            direct.extend(a.direct_routes(&ctx));
             protected = merge(protected, a.routes(&ctx), a.name())?;
             public = merge(public, a.public_routes(&ctx), a.name())?;
             for p in a.route_patterns() {
@@ -378,7 +430,14 @@ impl ServerBuilder {
         // Public routes are matched first and the protected ones behind them: a
         // protected route that a public one would hide is a mount error.
         let _ = merge(public.clone(), protected.clone(), "protected routes")?;
-        let app = Edge::new(public, protected, self.auth.clone(), labels, body_limit);
+        let app = Edge::new(
+            public,
+            protected,
+            self.auth.clone(),
+            labels,
+            direct,
+            body_limit,
+        );
         Ok(Server {
             listener,
             local_addr,
