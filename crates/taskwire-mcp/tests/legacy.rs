@@ -378,7 +378,10 @@ async fn sessions_are_bounded_per_caller() {
         .await;
     assert_eq!(st, 429, "{r}");
     assert_eq!(r["error"]["code"], -32600);
-    assert!(r["error"]["message"].as_str().unwrap().contains("at most 2"));
+    assert!(r["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("at most 2"));
     let (b, _) = Session::open(&s, "bob", false).await;
     let (st, _) = b.call("tools/list", json!({})).await;
     assert_eq!(st, 200);
