@@ -52,6 +52,20 @@ async fn receiver(fail_first: usize) -> (String, Posts) {
     (format!("http://{addr}/hook"), posts)
 }
 
+/// A task of `caller`'s waiting for input (the scripted agent's `ask`).
+async fn waiting_task(svc: &TaskService, caller: &Caller) -> taskwire_core::Task {
+    let task = svc
+        .create(caller, CreateTask::new(Message::user_text("ask go?")))
+        .await
+        .unwrap()
+        .task;
+    svc.wait_until(caller, &task.id, Duration::from_secs(10), |t| {
+        t.state.is_interrupted()
+    })
+    .await
+    .unwrap()
+}
+
 async fn wait_for_state(posts: &Posts, state: &str) -> Vec<(HeaderMap, Value)> {
     for _ in 0..400 {
         {
@@ -254,17 +268,7 @@ async fn delivery_resumes_after_a_restart() {
         push_lease: Duration::from_millis(300),
         ..A2aConfig::default()
     };
-    let task = svc
-        .create(&caller, CreateTask::new(Message::user_text("ask go?")))
-        .await
-        .unwrap()
-        .task;
-    let task = svc
-        .wait_until(&caller, &task.id, Duration::from_secs(10), |t| {
-            t.state.is_interrupted()
-        })
-        .await
-        .unwrap();
+    let task = waiting_task(&svc, &caller).await;
     let (url, posts) = receiver(0).await;
     let first = PushManager::new(svc.clone(), &cfg);
     let created = first
@@ -337,17 +341,7 @@ async fn two_nodes_deliver_each_notification_once() {
     };
     let a = PushManager::new(svc.clone(), &cfg);
     let b = PushManager::new(svc.clone(), &cfg);
-    let task = svc
-        .create(&caller, CreateTask::new(Message::user_text("ask go?")))
-        .await
-        .unwrap()
-        .task;
-    let task = svc
-        .wait_until(&caller, &task.id, Duration::from_secs(10), |t| {
-            t.state.is_interrupted()
-        })
-        .await
-        .unwrap();
+    let task = waiting_task(&svc, &caller).await;
     let (url, posts) = receiver(0).await;
     for (i, m) in [&a, &b, &a].iter().enumerate() {
         m.create(
@@ -455,17 +449,7 @@ async fn a_name_rebinding_to_loopback_is_refused_at_delivery() {
     };
     let lookup = Arc::new(Rebinding::default());
     let push = PushManager::with_lookup(svc.clone(), &cfg, lookup.clone());
-    let task = svc
-        .create(&caller, CreateTask::new(Message::user_text("ask go?")))
-        .await
-        .unwrap()
-        .task;
-    let task = svc
-        .wait_until(&caller, &task.id, Duration::from_secs(10), |t| {
-            t.state.is_interrupted()
-        })
-        .await
-        .unwrap();
+    let task = waiting_task(&svc, &caller).await;
     let created = push
         .create(
             &caller,

@@ -508,43 +508,18 @@ async fn sweeper_loop(service: TaskService, config: Arc<RuntimeConfig>, stop: Ca
 pub(crate) async fn sweep_pass(service: &TaskService, batch: usize, stop: &CancellationToken) {
     let now = Utc::now();
     let store = service.store();
-    loop {
-        match store.sweep(now, batch).await {
-            Ok(n) => {
-                if n > 0 {
-                    metrics::counter!("taskwire_tasks_swept_total").increment(n as u64);
-                    debug!(count = n, "swept expired tasks");
-                }
-                if n < batch || stop.is_cancelled() {
-                    break;
-                }
-            }
-            Err(e) => {
-                warn!(error = %e, "sweeper failed");
-                break;
-            }
-        }
-        // Let the store serve the requests that queued behind this batch.
-        tokio::task::yield_now().await;
-    }
-    loop {
-        match store.sweep_records(now, batch).await {
-            Ok(n) => {
-                if n > 0 {
-                    metrics::counter!("taskwire_records_swept_total").increment(n as u64);
-                    debug!(count = n, "swept expired records");
-                }
-                if n < batch || stop.is_cancelled() {
-                    break;
-                }
-            }
-            Err(e) => {
-                warn!(error = %e, "record sweeper failed");
-                break;
-            }
-        }
-        tokio::task::yield_now().await;
-    }
+    sweep_batches("tasks", "taskwire_tasks_swept_total", batch, stop, || {
+        store.sweep(now, batch)
+    })
+    .await;
+    sweep_batches(
+        "records",
+        "taskwire_records_swept_total",
+        batch,
+        stop,
+        || store.sweep_records(now, batch),
+    )
+    .await;
     match store.idle_expired(now, batch).await {
         Ok(ids) => {
             for id in ids {
@@ -554,6 +529,39 @@ pub(crate) async fn sweep_pass(service: &TaskService, batch: usize, stop: &Cance
             }
         }
         Err(e) => warn!(error = %e, "idle scan failed"),
+    }
+}
+
+/// Runs `sweep` (one batch of at most `batch`) until a batch comes back short or
+/// the runtime stops, counting what it deleted in `metric`.
+async fn sweep_batches<F, Fut>(
+    what: &str,
+    metric: &'static str,
+    batch: usize,
+    stop: &CancellationToken,
+    mut sweep: F,
+) where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<usize, crate::error::StoreError>>,
+{
+    loop {
+        match sweep().await {
+            Ok(n) => {
+                if n > 0 {
+                    metrics::counter!(metric).increment(n as u64);
+                    debug!(count = n, "swept expired {what}");
+                }
+                if n < batch || stop.is_cancelled() {
+                    return;
+                }
+            }
+            Err(e) => {
+                warn!(error = %e, "sweeping {what} failed");
+                return;
+            }
+        }
+        // Let the store serve the requests that queued behind this batch.
+        tokio::task::yield_now().await;
     }
 }
 

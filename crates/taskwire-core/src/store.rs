@@ -416,6 +416,43 @@ pub trait TaskStore: Send + Sync + 'static {
     async fn count_by_state(&self) -> Result<Vec<(TaskState, u64)>, StoreError>;
 }
 
+/// Conversions of core values to and from the integer columns of SQL stores
+/// (SQLite's and PostgreSQL's alike), saturating instead of failing.
+pub mod columns {
+    use std::time::Duration;
+
+    use crate::types::Timestamp;
+
+    /// A time in nanoseconds since the epoch, saturated outside 1677..2262.
+    pub fn ns(t: Timestamp) -> i64 {
+        t.timestamp_nanos_opt().unwrap_or(if t.timestamp() < 0 {
+            i64::MIN
+        } else {
+            i64::MAX
+        })
+    }
+
+    /// A duration in nanoseconds, saturated.
+    pub fn dur_ns(d: Duration) -> i64 {
+        i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)
+    }
+
+    /// An unsigned counter as a column value, saturated.
+    pub fn int(v: u64) -> i64 {
+        i64::try_from(v).unwrap_or(i64::MAX)
+    }
+
+    /// A column value as an unsigned counter (negative values read as 0).
+    pub fn uint(v: i64) -> u64 {
+        u64::try_from(v).unwrap_or(0)
+    }
+
+    /// A page size or limit as a SQL `LIMIT`, saturated.
+    pub fn limit(v: usize) -> i64 {
+        i64::try_from(v).unwrap_or(i64::MAX)
+    }
+}
+
 /// Encodes a list cursor from the last task of a page.
 pub fn encode_cursor(at: Timestamp, id: &TaskId) -> String {
     use base64::Engine;

@@ -1,40 +1,11 @@
 //! Conversions between core values and stored columns.
 
-use std::time::Duration;
-
 use taskwire_core::record::{Record, RecordKind};
-use taskwire_core::{StoreError, Task, TaskId, Timestamp};
+use taskwire_core::{StoreError, Task, TaskId};
 use tokio_postgres::types::Json;
 use tokio_postgres::Row;
 
-/// A time in nanoseconds since the epoch, saturated outside 1677..2262.
-pub(crate) fn ns(t: Timestamp) -> i64 {
-    t.timestamp_nanos_opt().unwrap_or(if t.timestamp() < 0 {
-        i64::MIN
-    } else {
-        i64::MAX
-    })
-}
-
-/// A duration in nanoseconds, saturated.
-pub(crate) fn dur_ns(d: Duration) -> i64 {
-    i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)
-}
-
-/// An unsigned counter as a column value, saturated.
-pub(crate) fn int(v: u64) -> i64 {
-    i64::try_from(v).unwrap_or(i64::MAX)
-}
-
-/// A column value as an unsigned counter (negative values read as 0).
-pub(crate) fn uint(v: i64) -> u64 {
-    u64::try_from(v).unwrap_or(0)
-}
-
-/// A page size or limit as a SQL `LIMIT`, saturated.
-pub(crate) fn limit(v: usize) -> i64 {
-    i64::try_from(v).unwrap_or(i64::MAX)
-}
+pub(crate) use taskwire_core::store::columns::{dur_ns, int, limit, ns, uint};
 
 /// The indexed columns of one task row (the snapshot itself is bound as JSON).
 #[derive(Debug)]
