@@ -262,8 +262,8 @@ impl A2aService {
         } else {
             self.inner
                 .service
-                .wait_until_shared(caller, &task.id, self.inner.config.blocking_timeout, |t| {
-                    t.state.is_interrupted()
+                .wait_for_state_shared(caller, &task.id, self.inner.config.blocking_timeout, |s| {
+                    s.is_interrupted()
                 })
                 .await?
         };

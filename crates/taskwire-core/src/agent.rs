@@ -277,6 +277,9 @@ pub(crate) struct TurnShared {
     buffer: Mutex<Buffer>,
     flush_lock: tokio::sync::Mutex<()>,
     flush_interval: Duration,
+    /// The snapshot this turn committed last (at first the one it started from):
+    /// the next commit is computed from it without reading the task again.
+    latest: Mutex<Option<Arc<Task>>>,
     pub(crate) cancel: CancellationToken,
 }
 
@@ -309,9 +312,8 @@ impl TurnContext {
         cancel: CancellationToken,
     ) -> Self {
         Self {
-            task,
-            input: Arc::new(input),
             shared: Arc::new(TurnShared {
+                latest: Mutex::new(Some(task.clone())),
                 service,
                 claim,
                 buffer: Mutex::new(Buffer {
@@ -323,6 +325,8 @@ impl TurnContext {
                 flush_interval,
                 cancel,
             }),
+            task,
+            input: Arc::new(input),
         }
     }
 
@@ -576,20 +580,32 @@ impl TurnContext {
             return Ok(());
         }
         let shared = &self.shared;
+        let latest = shared.latest.lock().ok().and_then(|mut l| l.take());
         let res = shared
             .service
-            .mutate_shared(&self.task.id, Access::System, Some(&shared.claim), |d| {
-                for item in &items {
-                    apply(d, item)?;
-                }
-                if let Some(o) = outcome {
-                    crate::runtime::finish(d, o, &requested)?;
-                }
-                Ok(())
-            })
+            .mutate_shared_from(
+                &self.task.id,
+                Access::System,
+                Some(&shared.claim),
+                latest,
+                |d| {
+                    for item in &items {
+                        apply(d, item)?;
+                    }
+                    if let Some(o) = outcome {
+                        crate::runtime::finish(d, o, &requested)?;
+                    }
+                    Ok(())
+                },
+            )
             .await;
         match res {
-            Ok(_) => Ok(()),
+            Ok((task, ())) => {
+                if let Ok(mut l) = shared.latest.lock() {
+                    *l = Some(task);
+                }
+                Ok(())
+            }
             Err(e) => {
                 if matches!(
                     e,

@@ -3,7 +3,7 @@
 use crate::types::TaskState;
 
 /// Errors from the store layer.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum StoreError {
     /// The task's version moved on since it was read (compare-and-set lost).
     #[error("version conflict")]

@@ -163,7 +163,7 @@ async fn claim_loop(
         tokio::pin!(notified);
         notified.as_mut().enable();
         let claims = match store
-            .claim(&config.node_id, free.min(128), config.lease, Utc::now())
+            .claim_tasks(&config.node_id, free.min(128), config.lease, Utc::now())
             .await
         {
             Ok(c) => c,
@@ -187,7 +187,7 @@ async fn claim_loop(
             continue;
         }
         let mut first = Some(first);
-        for claim in claims {
+        for (claim, snapshot) in claims {
             let permit = match first.take() {
                 Some(p) => p,
                 None => match permits.clone().try_acquire_owned() {
@@ -209,7 +209,7 @@ async fn claim_loop(
             let c2 = claim.clone();
             // The turn's future is large: keep it on the heap so that spawning and
             // finishing the task moves a pointer instead of the whole state machine.
-            let turn = Box::pin(run_claim(service, agent, config, c2));
+            let turn = Box::pin(run_claim(service, agent, config, c2, snapshot));
             let handle = tracker.spawn(async move {
                 turn.await;
                 if let Ok(mut m) = running2.lock() {
@@ -226,15 +226,24 @@ async fn claim_loop(
     }
 }
 
+/// How long a turn runs before its supervisor reads the task once, for a cancel
+/// committed before the supervisor watched it.
+const CHECK_AFTER: Duration = Duration::from_secs(1);
+
 async fn run_claim(
     service: TaskService,
     agent: Arc<dyn Agent>,
     config: Arc<RuntimeConfig>,
     claim: Claim,
+    snapshot: Option<Arc<crate::Task>>,
 ) {
     let store = service.store().clone();
     let id = claim.task_id.clone();
-    let task = match store.get_shared(&id).await {
+    let read = match snapshot {
+        Some(t) => Ok(Some(t)),
+        None => store.get_shared(&id).await,
+    };
+    let task = match read {
         Ok(Some(t)) => t,
         Ok(None) => {
             let _ = store.drop_claim(&claim).await;
@@ -333,27 +342,38 @@ async fn supervise(
     config: Arc<RuntimeConfig>,
 ) {
     let tick = config.flush_interval.max(Duration::from_millis(1));
+    let started = tokio::time::Instant::now();
     // Most turns end before this: they never pay for the timers and the watch.
     tokio::time::sleep(tick).await;
     let store = service.store().clone();
     let mut rx = store.hub().watch(&claim.task_id);
-    // A cancel committed before the watch existed is not in the channel: read it.
-    match store.get(&claim.task_id).await {
-        Ok(Some(t)) if !t.state.is_terminal() && !t.state.is_interrupted() => {}
-        Ok(_) => {
-            ctx.cancel_turn();
-            return;
-        }
-        Err(e) => {
-            warn!(task = %claim.task_id, error = %e, "reading the task in the supervisor failed")
-        }
-    }
+    // A cancel committed before the watch existed is not in the channel: the task
+    // is read once the turn has lasted CHECK_AFTER. Until then, a commit of the
+    // turn meets such a cancel anyway (its version check fails, the task is read
+    // again and found ended); reading at once would cost a read per turn
+    // whenever commits take longer than a tick.
+    let check = tokio::time::sleep_until(started + CHECK_AFTER);
+    tokio::pin!(check);
+    let mut checked = false;
     let renew_every = config.lease / 3;
     let mut next_renew = tokio::time::Instant::now() + renew_every;
     let mut flush_timer = tokio::time::interval(tick);
     flush_timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
+            _ = &mut check, if !checked => {
+                checked = true;
+                match store.get_shared(&claim.task_id).await {
+                    Ok(Some(t)) if !t.state.is_terminal() && !t.state.is_interrupted() => {}
+                    Ok(_) => {
+                        ctx.cancel_turn();
+                        return;
+                    }
+                    Err(e) => {
+                        warn!(task = %claim.task_id, error = %e, "reading the task in the supervisor failed")
+                    }
+                }
+            }
             _ = tokio::time::sleep_until(next_renew) => {
                 match store.renew(&claim, config.lease, Utc::now()).await {
                     Ok(true) => next_renew = tokio::time::Instant::now() + renew_every,

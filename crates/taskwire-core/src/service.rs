@@ -28,6 +28,9 @@ use crate::types::{
 
 /// How many times a command re-reads and retries after losing a compare-and-set.
 const MAX_CAS_RETRIES: usize = 64;
+/// How long [`TaskService::wait_for_state_shared`] waits for a wake-up before it
+/// reads the task anyway.
+const RECHECK_EVERY: Duration = Duration::from_secs(5);
 
 /// Who performs a command.
 #[derive(Clone, Copy, Debug)]
@@ -467,14 +470,32 @@ impl TaskService {
         id: &TaskId,
         access: Access<'_>,
         fence: Option<&Claim>,
+        f: impl FnMut(&mut Draft) -> Result<T>,
+    ) -> Result<(Arc<Task>, T)> {
+        self.mutate_shared_from(id, access, fence, None, f).await
+    }
+
+    /// [`TaskService::mutate_shared`] starting from `latest`, a snapshot the caller
+    /// holds (the one it committed last), instead of reading the task first. The
+    /// commit's version check makes this safe: if the task moved on since, the
+    /// commit conflicts and the change is computed again from a fresh read.
+    pub async fn mutate_shared_from<T>(
+        &self,
+        id: &TaskId,
+        access: Access<'_>,
+        fence: Option<&Claim>,
+        mut latest: Option<Arc<Task>>,
         mut f: impl FnMut(&mut Draft) -> Result<T>,
     ) -> Result<(Arc<Task>, T)> {
         for _ in 0..MAX_CAS_RETRIES {
-            let current = self
-                .store
-                .get_shared(id)
-                .await?
-                .ok_or(CoreError::NotFound)?;
+            let current = match latest.take() {
+                Some(t) if t.id == *id => t,
+                _ => self
+                    .store
+                    .get_shared(id)
+                    .await?
+                    .ok_or(CoreError::NotFound)?,
+            };
             if !access.allows(&current) {
                 return Err(CoreError::NotFound);
             }
@@ -1037,6 +1058,58 @@ impl TaskService {
         self.wait_until_shared(caller, id, timeout, pred)
             .await
             .map(Arc::unwrap_or_clone)
+    }
+
+    /// Waits until the task's state satisfies `want`, or the task is terminal, or
+    /// `timeout` passes; returns the latest snapshot (shared with the store).
+    ///
+    /// [`wait_until_shared`](Self::wait_until_shared) for a condition on the state
+    /// alone: a change whose wake-up carries a state that does not satisfy it (a
+    /// task moving to working, an artifact appended) is not read from the store.
+    pub async fn wait_for_state_shared(
+        &self,
+        caller: &Caller,
+        id: &TaskId,
+        timeout: Duration,
+        want: impl Fn(TaskState) -> bool,
+    ) -> Result<Arc<Task>> {
+        let done = |s: TaskState| want(s) || s.is_terminal();
+        let mut rx = self.store.hub().watch(id);
+        let deadline = tokio::time::Instant::now() + timeout;
+        let t = self.get_shared(caller, id).await?;
+        if done(t.state) {
+            return Ok(t);
+        }
+        let mut seen = t.last_seq;
+        drop(t);
+        loop {
+            // A wake-up from another node can be lost (a reconnect of its
+            // channel): read again now and then without one.
+            let recheck = (tokio::time::Instant::now() + RECHECK_EVERY).min(deadline);
+            let changed = tokio::time::timeout_at(recheck, rx.changed()).await;
+            match changed {
+                Err(_) if tokio::time::Instant::now() >= deadline => {
+                    return self.get_shared(caller, id).await
+                }
+                Err(_) => {}
+                Ok(Err(_)) => {
+                    // The hub dropped the channel; fall back to polling.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    rx = self.store.hub().watch(id);
+                }
+                Ok(Ok(())) => {
+                    let wake = *rx.borrow_and_update();
+                    if wake.last_seq <= seen || !done(wake.state) {
+                        continue;
+                    }
+                }
+            }
+            let t = self.get_shared(caller, id).await?;
+            if done(t.state) {
+                return Ok(t);
+            }
+            seen = t.last_seq;
+        }
     }
 
     /// [`wait_until`](Self::wait_until) answering the store's shared snapshot (no

@@ -322,6 +322,24 @@ pub trait TaskStore: Send + Sync + 'static {
         now: Timestamp,
     ) -> Result<Vec<Claim>, StoreError>;
 
+    /// [`TaskStore::claim`], with the snapshot of each claimed task where the store
+    /// reads it in the same step as the claim (`None`: the caller reads it). A
+    /// store that reads the task in another round trip leaves this as it is.
+    async fn claim_tasks(
+        &self,
+        worker: &str,
+        max: usize,
+        lease: Duration,
+        now: Timestamp,
+    ) -> Result<Vec<(Claim, Option<Arc<Task>>)>, StoreError> {
+        Ok(self
+            .claim(worker, max, lease, now)
+            .await?
+            .into_iter()
+            .map(|c| (c, None))
+            .collect())
+    }
+
     /// Extends a lease; false if it is no longer held.
     async fn renew(
         &self,

@@ -2,6 +2,7 @@
 //! it, applying input responses.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -60,10 +61,11 @@ impl Inner {
         stop_on_interrupt: bool,
     ) -> Result<Task, RpcError> {
         self.service
-            .wait_until(caller, id, timeout, |t| {
-                stop_on_interrupt && t.state.is_interrupted()
+            .wait_for_state_shared(caller, id, timeout, |s| {
+                stop_on_interrupt && s.is_interrupted()
             })
             .await
+            .map(Arc::unwrap_or_clone)
             .map_err(|e| RpcError::from_core(e, Some(id.as_str())))
     }
 

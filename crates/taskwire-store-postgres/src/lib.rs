@@ -61,23 +61,25 @@ use taskwire_core::record::{
 };
 use taskwire_core::store::{
     decode_cursor, encode_cursor, Claim, Commit, CreateOutcome, IdempotencyKey, ListOrder,
-    ListPage, ListQuery, QueueOp, TaskStore, TaskWake,
+    ListPage, ListQuery, TaskStore, TaskWake,
 };
 use taskwire_core::{StoreError, Task, TaskId, TaskState, Timestamp, WakeHub};
 use tokio_postgres::types::{Json, ToSql};
 use tokio_postgres::NoTls;
 
+mod batch;
 mod error;
 mod notify;
 mod options;
 mod row;
 mod schema;
 
+pub use batch::WriteStats;
 pub use error::PostgresError;
 pub use options::PostgresOptions;
 
 use error::{backend, pool};
-use row::{dur_ns, int, limit, ns, record, task_id, uint, TaskRow, RECORD_COLUMNS};
+use row::{dur_ns, int, limit, ns, record, task_id, uint, RECORD_COLUMNS};
 
 /// The PostgreSQL store. Cheap to share behind an `Arc`; dropping it stops its
 /// LISTEN connection and its notifier and closes the pool.
@@ -87,6 +89,7 @@ pub struct PostgresStore {
     node: String,
     channel: String,
     notifier: notify::Notifier,
+    batcher: batch::Batcher,
     _listener: notify::Listener,
 }
 
@@ -181,6 +184,7 @@ impl PostgresStore {
         let listener =
             notify::Listener::start(config, channel.clone(), node.clone(), hub.clone()).await?;
         let notifier = notify::Notifier::start(pool.clone(), channel.clone(), node.clone());
+        let batcher = batch::Batcher::start(pool.clone(), options.max_batch, options.write_batches);
         tracing::debug!(schema = %current, node = %node, "postgres store open");
         Ok(PostgresStore {
             pool,
@@ -188,6 +192,7 @@ impl PostgresStore {
             node,
             channel,
             notifier,
+            batcher,
             _listener: listener,
         })
     }
@@ -195,6 +200,12 @@ impl PostgresStore {
     /// This node's name in its notifications (random per store).
     pub fn node(&self) -> &str {
         &self.node
+    }
+
+    /// How many write batches this store sent and how many writes they held
+    /// (group commit; also the `taskwire_pg_write_batch_size` histogram).
+    pub fn write_stats(&self) -> WriteStats {
+        self.batcher.stats()
     }
 
     /// Whether the database answers (for readiness probes).
@@ -255,10 +266,6 @@ impl PostgresStore {
     }
 }
 
-const CREATE: &str = "SELECT taskwire_create($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
-     $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)";
-const COMMIT: &str = "SELECT taskwire_commit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
-     $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)";
 const GET: &str = "SELECT body FROM tasks WHERE id = $1";
 const EVENTS: &str = "SELECT body FROM events WHERE task_id = $1 AND last_seq > $2 \
      ORDER BY last_seq LIMIT $3";
@@ -267,7 +274,8 @@ const CLAIM: &str = "WITH picked AS (SELECT task_id FROM queue WHERE available \
      UPDATE queue q SET available = false, lease_owner = $1, lease_until = $2, \
      epoch = q.epoch + 1, attempts = q.attempts + 1 \
      FROM picked WHERE q.task_id = picked.task_id \
-     RETURNING q.task_id, q.epoch, q.attempts, q.ready_seq";
+     RETURNING q.task_id, q.epoch, q.attempts, q.ready_seq, \
+     (SELECT body FROM tasks t WHERE t.id = q.task_id)";
 const RENEW: &str = "UPDATE queue SET lease_until = $4 WHERE task_id = $1 AND NOT available \
      AND lease_owner = $2 AND epoch = $3";
 const RELEASE: &str = "UPDATE queue SET available = true, lease_owner = NULL, \
@@ -304,24 +312,6 @@ const SWEEP_RECORDS: &str = "WITH doomed AS (SELECT kind, id FROM records \
      FOR UPDATE SKIP LOCKED) \
      DELETE FROM records r USING doomed WHERE r.kind = doomed.kind AND r.id = doomed.id";
 
-fn queue_code(op: QueueOp) -> i16 {
-    match op {
-        QueueOp::Keep => 0,
-        QueueOp::Enqueue => 1,
-        QueueOp::Requeue => 2,
-        QueueOp::Remove => 3,
-    }
-}
-
-/// The events of one commit as one event-log row: the last one's sequence number
-/// and the events; none when there are no events.
-fn event_row(events: &[Event]) -> (Option<i64>, Option<Json<&[Event]>>) {
-    match events.last() {
-        Some(last) => (Some(int(last.seq)), Some(Json(events))),
-        None => (None, None),
-    }
-}
-
 fn one<T>(rows: Vec<tokio_postgres::Row>) -> Result<T, StoreError>
 where
     T: for<'a> tokio_postgres::types::FromSql<'a>,
@@ -350,54 +340,16 @@ impl TaskStore for PostgresStore {
         key: Option<IdempotencyKey>,
         enqueue: bool,
     ) -> Result<CreateOutcome, StoreError> {
-        let row = TaskRow::new(&task);
-        let (events_seq, events_body) = event_row(&events);
-        let id = task.id.as_str();
-        let body = Json(&task);
-        let rows = self
-            .query_pg(
-                CREATE,
-                &[
-                    &id,
-                    &row.tenant,
-                    &row.owner,
-                    &row.context_id,
-                    &row.state,
-                    &row.terminal,
-                    &row.version,
-                    &row.last_seq,
-                    &row.created_us,
-                    &row.changed_us,
-                    &row.updated_ns,
-                    &row.expires_ns,
-                    &row.idle_ns,
-                    &row.reviewers,
-                    &key.as_ref().map(|k| k.tenant.as_str()),
-                    &key.as_ref().map(|k| k.owner.as_str()),
-                    &key.as_ref().map(|k| k.message_id.as_str()),
-                    &body,
-                    &events_seq,
-                    &events_body,
-                    &enqueue,
-                ],
-            )
-            .await?
-            .map_err(|e| {
-                let duplicate_id = e
-                    .as_db_error()
-                    .is_some_and(|db| db.constraint() == Some("tasks_pkey"));
-                if duplicate_id {
-                    StoreError::Backend("duplicate task id".into())
-                } else {
-                    backend(e)
-                }
-            })?;
-        let existing: Option<Json<Task>> = one(rows)?;
-        match existing {
-            Some(Json(t)) => Ok(CreateOutcome::Existing(Arc::new(t))),
+        let task = Arc::new(task);
+        let answer = self
+            .batcher
+            .create(task.clone(), events, key, enqueue)
+            .await?;
+        match answer.existing {
+            Some(t) => Ok(CreateOutcome::Existing(Arc::new(t))),
             None => {
                 self.published(&task, enqueue);
-                Ok(CreateOutcome::Created(Arc::new(task)))
+                Ok(CreateOutcome::Created(task))
             }
         }
     }
@@ -416,42 +368,11 @@ impl TaskStore for PostgresStore {
     }
 
     async fn commit(&self, c: Commit) -> Result<(), StoreError> {
-        let row = TaskRow::new(&c.task);
-        let (events_seq, events_body) = event_row(&c.events);
-        let body = Json(&*c.task);
-        let fence_worker = c.fence.as_ref().map(|f| f.worker.as_str());
-        let fence_epoch = c.fence.as_ref().map(|f| int(f.epoch));
-        let code: i16 = one(self
-            .query(
-                COMMIT,
-                &[
-                    &c.task.id.as_str(),
-                    &int(c.expected_version),
-                    &fence_worker,
-                    &fence_epoch,
-                    &queue_code(c.queue),
-                    &row.tenant,
-                    &row.owner,
-                    &row.context_id,
-                    &row.state,
-                    &row.terminal,
-                    &row.version,
-                    &row.last_seq,
-                    &row.created_us,
-                    &row.changed_us,
-                    &row.updated_ns,
-                    &row.expires_ns,
-                    &row.idle_ns,
-                    &row.reviewers,
-                    &body,
-                    &events_seq,
-                    &events_body,
-                ],
-            )
-            .await?)?;
+        let task = c.task.clone();
+        let code = self.batcher.commit(c).await?.code;
         match code {
             0 | 1 => {
-                self.published(&c.task, code == 1);
+                self.published(&task, code == 1);
                 Ok(())
             }
             2 => Err(StoreError::NotFound),
@@ -595,6 +516,22 @@ impl TaskStore for PostgresStore {
         lease: Duration,
         now: Timestamp,
     ) -> Result<Vec<Claim>, StoreError> {
+        Ok(self
+            .claim_tasks(worker, max, lease, now)
+            .await?
+            .into_iter()
+            .map(|(c, _)| c)
+            .collect())
+    }
+
+    /// Claims and reads the claimed tasks in one statement.
+    async fn claim_tasks(
+        &self,
+        worker: &str,
+        max: usize,
+        lease: Duration,
+        now: Timestamp,
+    ) -> Result<Vec<(Claim, Option<Arc<Task>>)>, StoreError> {
         if max == 0 {
             return Ok(Vec::new());
         }
@@ -606,6 +543,9 @@ impl TaskStore for PostgresStore {
             let epoch: i64 = r.try_get(1).map_err(backend)?;
             let attempts: i32 = r.try_get(2).map_err(backend)?;
             let ready: i64 = r.try_get(3).map_err(backend)?;
+            let body: Option<Json<Task>> = r
+                .try_get(4)
+                .map_err(|e| StoreError::Corrupt(format!("task: {e}")))?;
             claimed.push((
                 ready,
                 Claim {
@@ -614,11 +554,12 @@ impl TaskStore for PostgresStore {
                     epoch: uint(epoch),
                     attempts: u32::try_from(attempts).unwrap_or(0),
                 },
+                body.map(|Json(t)| Arc::new(t)),
             ));
         }
         // In queue order (RETURNING gives no order).
-        claimed.sort_by_key(|(ready, _)| *ready);
-        Ok(claimed.into_iter().map(|(_, c)| c).collect())
+        claimed.sort_by_key(|(ready, _, _)| *ready);
+        Ok(claimed.into_iter().map(|(_, c, t)| (c, t)).collect())
     }
 
     async fn renew(

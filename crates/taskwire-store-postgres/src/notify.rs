@@ -102,14 +102,17 @@ async fn send_loop(
         }
         payloads.push(cur);
         let sent = match pool.get().await {
-            Ok(conn) => conn
-                .execute(
-                    "SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p",
-                    &[&channel, &payloads],
-                )
+            Ok(conn) => match conn
+                .prepare_cached("SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p")
                 .await
-                .map(|_| ())
-                .map_err(|e| e.to_string()),
+            {
+                Ok(stmt) => conn
+                    .execute(&stmt, &[&channel, &payloads])
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            },
             Err(e) => Err(e.to_string()),
         };
         if let Err(e) = sent {

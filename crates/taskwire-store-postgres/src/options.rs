@@ -19,6 +19,12 @@ pub struct PostgresOptions {
     /// the connection's `search_path` (normally `public`). Stores sharing one
     /// database and one schema are nodes of one deployment.
     pub schema: Option<String>,
+    /// Group commit: the most creates and commits sent as one batch (one round
+    /// trip, one transaction).
+    pub max_batch: usize,
+    /// Group commit: the most batches in flight at once; writes that come while
+    /// they are wait and form the next batch.
+    pub write_batches: usize,
 }
 
 impl Default for PostgresOptions {
@@ -29,6 +35,8 @@ impl Default for PostgresOptions {
             connect_timeout: Duration::from_secs(10),
             wait_timeout: Duration::from_secs(30),
             schema: None,
+            max_batch: 256,
+            write_batches: 1,
         }
     }
 }

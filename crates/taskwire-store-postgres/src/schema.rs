@@ -283,6 +283,60 @@ BEGIN
 END
 $fn$;
 "#,
+    // 2: group commit. One call applies a batch of creates and commits, each as
+    // taskwire_create or taskwire_commit would alone, in one transaction; the
+    // batch is given as one array per column (element i of every array is write i)
+    // and answers one row per write.
+    r#"
+CREATE FUNCTION taskwire_write_batch(
+    p_op smallint[], p_id text[], p_expected bigint[], p_fence_worker text[],
+    p_fence_epoch bigint[], p_queue smallint[], p_tenant text[], p_owner text[],
+    p_context_id text[], p_state text[], p_terminal boolean[], p_version bigint[],
+    p_last_seq bigint[], p_created_us bigint[], p_changed_us bigint[],
+    p_updated_ns bigint[], p_expires_ns bigint[], p_idle_ns bigint[],
+    p_reviewers json[], p_idem_tenant text[], p_idem_owner text[],
+    p_idem_message_id text[], p_body json[], p_events_seq bigint[], p_events json[])
+RETURNS TABLE (o_ord bigint, o_code smallint, o_existing json)
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    w record;
+    rev text[];
+BEGIN
+    -- op 0 is a create (queue 1: enqueue it), op 1 a commit.
+    FOR w IN SELECT * FROM unnest(p_op, p_id, p_expected, p_fence_worker, p_fence_epoch,
+            p_queue, p_tenant, p_owner, p_context_id, p_state, p_terminal, p_version,
+            p_last_seq, p_created_us, p_changed_us, p_updated_ns, p_expires_ns, p_idle_ns,
+            p_reviewers, p_idem_tenant, p_idem_owner, p_idem_message_id, p_body,
+            p_events_seq, p_events) WITH ORDINALITY
+        AS b(op, id, expected, fence_worker, fence_epoch, queue, tenant, owner,
+            context_id, state, terminal, version, last_seq, created_us, changed_us,
+            updated_ns, expires_ns, idle_ns, reviewers, idem_tenant, idem_owner,
+            idem_message_id, body, events_seq, events, n)
+    LOOP
+        IF w.reviewers IS NULL THEN
+            rev := NULL;
+        ELSE
+            rev := ARRAY(SELECT json_array_elements_text(w.reviewers));
+        END IF;
+        IF w.op = 0 THEN
+            o_existing := taskwire_create(w.id, w.tenant, w.owner, w.context_id, w.state,
+                w.terminal, w.version, w.last_seq, w.created_us, w.changed_us,
+                w.updated_ns, w.expires_ns, w.idle_ns, rev, w.idem_tenant, w.idem_owner,
+                w.idem_message_id, w.body, w.events_seq, w.events, w.queue = 1);
+            o_code := 0;
+        ELSE
+            o_code := taskwire_commit(w.id, w.expected, w.fence_worker, w.fence_epoch,
+                w.queue, w.tenant, w.owner, w.context_id, w.state, w.terminal, w.version,
+                w.last_seq, w.created_us, w.changed_us, w.updated_ns, w.expires_ns,
+                w.idle_ns, rev, w.body, w.events_seq, w.events);
+            o_existing := NULL;
+        END IF;
+        o_ord := w.n;
+        RETURN NEXT;
+    END LOOP;
+END
+$fn$;
+"#,
 ];
 
 /// A lock id (for `pg_advisory_xact_lock`) that serialises migrations of every

@@ -371,6 +371,17 @@ pub struct PgArgs {
     /// the server's setting.
     #[arg(long, env = "TASKWIRE_PG_STATEMENT_TIMEOUT", value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     pub pg_statement_timeout: Duration,
+
+    /// Group commit: the most creates and commits this node sends to PostgreSQL
+    /// as one batch (one round trip, one transaction).
+    #[arg(long, env = "TASKWIRE_PG_MAX_BATCH", value_name = "N", default_value_t = 256, value_parser = parse_positive_usize)]
+    pub pg_max_batch: usize,
+
+    /// Group commit: the most write batches in flight at once. Writes that come
+    /// while they are wait and form the next batch, so fewer batches in flight
+    /// make larger batches (less database work per write, a little more latency).
+    #[arg(long, env = "TASKWIRE_PG_WRITE_BATCHES", value_name = "N", default_value_t = 1, value_parser = parse_positive_usize)]
+    pub pg_write_batches: usize,
 }
 
 impl Default for PgArgs {
@@ -378,6 +389,8 @@ impl Default for PgArgs {
         Self {
             pg_pool_size: 16,
             pg_statement_timeout: Duration::from_secs(30),
+            pg_max_batch: 256,
+            pg_write_batches: 1,
         }
     }
 }
@@ -624,6 +637,8 @@ pub async fn open_store(url: &str, pg: &PgArgs) -> Result<Arc<dyn TaskStore>, Er
                 pool_size: pg.pg_pool_size,
                 statement_timeout: (!pg.pg_statement_timeout.is_zero())
                     .then_some(pg.pg_statement_timeout),
+                max_batch: pg.pg_max_batch,
+                write_batches: pg.pg_write_batches,
                 ..taskwire_store_postgres::PostgresOptions::default()
             };
             taskwire_store_postgres::PostgresStore::open(url, options)

@@ -191,6 +191,7 @@ async fn postgres_urls_open_the_postgres_store() {
     let pg = PgArgs {
         pg_pool_size: 2,
         pg_statement_timeout: Duration::from_secs(5),
+        ..PgArgs::default()
     };
     let err = open_store("postgres://nobody@127.0.0.1:1/none?connect_timeout=2", &pg)
         .await

@@ -1,0 +1,426 @@
+//! Group commit: the creates and commits of one node, batched.
+//!
+//! Every create and commit is queued to one loop per store. The loop takes what
+//! is queued, up to [`PostgresOptions::max_batch`](crate::PostgresOptions) writes,
+//! and sends it as one call of `taskwire_write_batch`: one round trip, one
+//! transaction and one WAL flush for the whole batch, instead of one per write. At
+//! most `write_batches` batches are in flight at once; while they are, new writes
+//! wait in the queue and form the next batch, so batches grow with the load and a
+//! lone write goes out at once.
+//!
+//! Each write in a batch is checked as it would be alone (its version, its fence,
+//! its idempotency key) and answers on its own: a conflict fails that write, not
+//! the batch. The writes of a batch lock their task rows in task-id order, so two
+//! batches (of this node or another) never wait on each other in a cycle. When the
+//! server refuses the batch as a whole (a duplicate task id, say, is an error, not
+//! an answer), it rolled back every write in it, and each is sent again alone, so
+//! that only the one at fault fails. A batch that fails on the connection gives
+//! every write in it that error: whether it committed is not known, as for a single
+//! write.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use deadpool_postgres::Pool;
+use taskwire_core::event::Event;
+use taskwire_core::store::{Commit, IdempotencyKey, QueueOp};
+use taskwire_core::{StoreError, Task, TaskId};
+use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio_postgres::types::Json;
+
+use crate::error::{backend, pool as pool_error};
+use crate::row::{int, TaskRow};
+
+/// One create or commit waiting for its batch.
+pub(crate) struct Write {
+    what: What,
+    reply: oneshot::Sender<Result<Answer, StoreError>>,
+}
+
+enum What {
+    Create {
+        task: Arc<Task>,
+        events: Vec<Event>,
+        key: Option<IdempotencyKey>,
+        enqueue: bool,
+    },
+    Commit(Commit),
+}
+
+impl What {
+    fn id(&self) -> &TaskId {
+        match self {
+            What::Create { task, .. } => &task.id,
+            What::Commit(c) => &c.task.id,
+        }
+    }
+}
+
+/// What the database answered for one write.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    /// For a commit, `taskwire_commit`'s answer (0 done, 1 done and queued, 2 no
+    /// such task, 3 version conflict, 4 lease lost); 0 for a create.
+    pub(crate) code: i16,
+    /// For a create whose idempotency key named a task already, that task.
+    pub(crate) existing: Option<Task>,
+}
+
+/// The sending side of a store's batch loop.
+#[derive(Debug)]
+pub(crate) struct Batcher {
+    tx: mpsc::Sender<Write>,
+    stats: Arc<Stats>,
+}
+
+/// Counts of what the batch loop sent.
+#[derive(Debug, Default)]
+pub(crate) struct Stats {
+    batches: AtomicU64,
+    writes: AtomicU64,
+}
+
+/// How many batches this node sent and how many writes they held.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriteStats {
+    /// Batches sent (each one statement and one transaction).
+    pub batches: u64,
+    /// Creates and commits in them.
+    pub writes: u64,
+}
+
+/// Writes queued beyond this wait for room (back-pressure on the callers).
+const QUEUE: usize = 8192;
+
+impl Batcher {
+    /// Starts the loop on `pool`: batches of at most `max_batch` writes, at most
+    /// `in_flight` of them at once.
+    pub(crate) fn start(pool: Pool, max_batch: usize, in_flight: usize) -> Self {
+        let (tx, rx) = mpsc::channel(QUEUE);
+        let stats = Arc::new(Stats::default());
+        tokio::spawn(run(
+            pool,
+            rx,
+            max_batch.max(1),
+            in_flight.max(1),
+            stats.clone(),
+        ));
+        Self { tx, stats }
+    }
+
+    /// What the loop sent so far.
+    pub(crate) fn stats(&self) -> WriteStats {
+        WriteStats {
+            batches: self.stats.batches.load(Ordering::Relaxed),
+            writes: self.stats.writes.load(Ordering::Relaxed),
+        }
+    }
+
+    async fn submit(&self, what: What) -> Result<Answer, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(Write { what, reply })
+            .await
+            .map_err(|_| StoreError::Backend("postgres: the store is closing".into()))?;
+        answer
+            .await
+            .map_err(|_| StoreError::Backend("postgres: the write was dropped".into()))?
+    }
+
+    /// Creates a task in the next batch.
+    pub(crate) async fn create(
+        &self,
+        task: Arc<Task>,
+        events: Vec<Event>,
+        key: Option<IdempotencyKey>,
+        enqueue: bool,
+    ) -> Result<Answer, StoreError> {
+        self.submit(What::Create {
+            task,
+            events,
+            key,
+            enqueue,
+        })
+        .await
+    }
+
+    /// Commits in the next batch.
+    pub(crate) async fn commit(&self, commit: Commit) -> Result<Answer, StoreError> {
+        self.submit(What::Commit(commit)).await
+    }
+}
+
+async fn run(
+    pool: Pool,
+    mut rx: mpsc::Receiver<Write>,
+    max_batch: usize,
+    in_flight: usize,
+    stats: Arc<Stats>,
+) {
+    let slots = Arc::new(Semaphore::new(in_flight));
+    while let Some(first) = rx.recv().await {
+        // Wait for a free slot first: what arrives meanwhile joins this batch.
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        let mut batch = Vec::with_capacity(max_batch.min(64));
+        batch.push(first);
+        while batch.len() < max_batch {
+            match rx.try_recv() {
+                Ok(w) => batch.push(w),
+                Err(_) => break,
+            }
+        }
+        stats.batches.fetch_add(1, Ordering::Relaxed);
+        stats
+            .writes
+            .fetch_add(batch.len() as u64, Ordering::Relaxed);
+        metrics::histogram!("taskwire_pg_write_batch_size").record(batch.len() as f64);
+        let pool = pool.clone();
+        tokio::spawn(async move {
+            execute(&pool, batch).await;
+            drop(slot);
+        });
+    }
+}
+
+/// Why a batch was not applied.
+enum Failed {
+    /// The server refused it and rolled all of it back.
+    Refused(tokio_postgres::Error),
+    /// Anything else (the pool, the connection): its outcome is unknown.
+    Other(StoreError),
+}
+
+async fn execute(pool: &Pool, mut batch: Vec<Write>) {
+    // Task-id order is the lock order of every batch; the sort is stable, so two
+    // writes of one task keep the order they came in.
+    batch.sort_by(|a, b| a.what.id().as_str().cmp(b.what.id().as_str()));
+    let whats: Vec<&What> = batch.iter().map(|w| &w.what).collect();
+    match apply(pool, &whats).await {
+        Ok(answers) => {
+            for (w, a) in batch.into_iter().zip(answers) {
+                let _ = w.reply.send(Ok(a));
+            }
+        }
+        Err(Failed::Refused(e)) if batch.len() > 1 => {
+            tracing::debug!(error = %e, writes = batch.len(),
+                "postgres store: batch refused; writing each alone");
+            let alone = batch.into_iter().map(|w| async move {
+                let answer = match apply(pool, &[&w.what]).await {
+                    Ok(mut a) => a
+                        .pop()
+                        .ok_or_else(|| StoreError::Backend("postgres: no answer".into())),
+                    Err(Failed::Refused(e)) => Err(refusal(&w.what, e)),
+                    Err(Failed::Other(e)) => Err(e),
+                };
+                let _ = w.reply.send(answer);
+            });
+            futures::future::join_all(alone).await;
+        }
+        Err(Failed::Refused(e)) => {
+            // A batch of one: its write is the one at fault.
+            if let Some(w) = batch.into_iter().next() {
+                let _ = w.reply.send(Err(refusal(&w.what, e)));
+            }
+        }
+        Err(Failed::Other(e)) => {
+            for w in batch {
+                let _ = w.reply.send(Err(e.clone()));
+            }
+        }
+    }
+}
+
+/// The error of one write the server refused.
+fn refusal(what: &What, e: tokio_postgres::Error) -> StoreError {
+    let duplicate_id = matches!(what, What::Create { .. })
+        && e.as_db_error()
+            .is_some_and(|db| db.constraint() == Some("tasks_pkey"));
+    if duplicate_id {
+        StoreError::Backend("duplicate task id".into())
+    } else {
+        backend(e)
+    }
+}
+
+const WRITE_BATCH: &str = "SELECT o_ord, o_code, o_existing FROM taskwire_write_batch(\
+     $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, \
+     $20, $21, $22, $23, $24, $25) ORDER BY o_ord";
+
+/// The columns of a batch, one array per column of `taskwire_write_batch`.
+#[derive(Default)]
+struct Columns<'a> {
+    op: Vec<i16>,
+    id: Vec<&'a str>,
+    expected: Vec<Option<i64>>,
+    fence_worker: Vec<Option<&'a str>>,
+    fence_epoch: Vec<Option<i64>>,
+    queue: Vec<i16>,
+    tenant: Vec<String>,
+    owner: Vec<String>,
+    context_id: Vec<String>,
+    state: Vec<&'static str>,
+    terminal: Vec<bool>,
+    version: Vec<i64>,
+    last_seq: Vec<i64>,
+    created_us: Vec<i64>,
+    changed_us: Vec<i64>,
+    updated_ns: Vec<i64>,
+    expires_ns: Vec<Option<i64>>,
+    idle_ns: Vec<Option<i64>>,
+    reviewers: Vec<Option<Json<Vec<String>>>>,
+    idem_tenant: Vec<Option<&'a str>>,
+    idem_owner: Vec<Option<&'a str>>,
+    idem_message_id: Vec<Option<&'a str>>,
+    body: Vec<Json<&'a Task>>,
+    events_seq: Vec<Option<i64>>,
+    events: Vec<Option<Json<&'a [Event]>>>,
+}
+
+fn queue_code(op: QueueOp) -> i16 {
+    match op {
+        QueueOp::Keep => 0,
+        QueueOp::Enqueue => 1,
+        QueueOp::Requeue => 2,
+        QueueOp::Remove => 3,
+    }
+}
+
+impl<'a> Columns<'a> {
+    fn push_task(&mut self, task: &'a Task, events: &'a [Event]) {
+        let row = TaskRow::new(task);
+        self.id.push(task.id.as_str());
+        self.tenant.push(row.tenant);
+        self.owner.push(row.owner);
+        self.context_id.push(row.context_id);
+        self.state.push(row.state);
+        self.terminal.push(row.terminal);
+        self.version.push(row.version);
+        self.last_seq.push(row.last_seq);
+        self.created_us.push(row.created_us);
+        self.changed_us.push(row.changed_us);
+        self.updated_ns.push(row.updated_ns);
+        self.expires_ns.push(row.expires_ns);
+        self.idle_ns.push(row.idle_ns);
+        self.reviewers.push(row.reviewers.map(Json));
+        self.body.push(Json(task));
+        // The events of one write are one event-log row, keyed by the last one.
+        match events.last() {
+            Some(last) => {
+                self.events_seq.push(Some(int(last.seq)));
+                self.events.push(Some(Json(events)));
+            }
+            None => {
+                self.events_seq.push(None);
+                self.events.push(None);
+            }
+        }
+    }
+
+    fn push(&mut self, what: &'a What) {
+        match what {
+            What::Create {
+                task,
+                events,
+                key,
+                enqueue,
+            } => {
+                self.op.push(0);
+                self.expected.push(None);
+                self.fence_worker.push(None);
+                self.fence_epoch.push(None);
+                self.queue.push(i16::from(*enqueue));
+                self.idem_tenant
+                    .push(key.as_ref().map(|k| k.tenant.as_str()));
+                self.idem_owner.push(key.as_ref().map(|k| k.owner.as_str()));
+                self.idem_message_id
+                    .push(key.as_ref().map(|k| k.message_id.as_str()));
+                self.push_task(task, events);
+            }
+            What::Commit(c) => {
+                self.op.push(1);
+                self.expected.push(Some(int(c.expected_version)));
+                self.fence_worker
+                    .push(c.fence.as_ref().map(|f| f.worker.as_str()));
+                self.fence_epoch
+                    .push(c.fence.as_ref().map(|f| int(f.epoch)));
+                self.queue.push(queue_code(c.queue));
+                self.idem_tenant.push(None);
+                self.idem_owner.push(None);
+                self.idem_message_id.push(None);
+                self.push_task(&c.task, &c.events);
+            }
+        }
+    }
+}
+
+async fn apply(pool: &Pool, whats: &[&What]) -> Result<Vec<Answer>, Failed> {
+    let mut cols = Columns::default();
+    for w in whats {
+        cols.push(w);
+    }
+    let conn = pool.get().await.map_err(|e| Failed::Other(pool_error(e)))?;
+    let stmt = conn
+        .prepare_cached(WRITE_BATCH)
+        .await
+        .map_err(|e| Failed::Other(backend(e)))?;
+    let rows = conn
+        .query(
+            &stmt,
+            &[
+                &cols.op,
+                &cols.id,
+                &cols.expected,
+                &cols.fence_worker,
+                &cols.fence_epoch,
+                &cols.queue,
+                &cols.tenant,
+                &cols.owner,
+                &cols.context_id,
+                &cols.state,
+                &cols.terminal,
+                &cols.version,
+                &cols.last_seq,
+                &cols.created_us,
+                &cols.changed_us,
+                &cols.updated_ns,
+                &cols.expires_ns,
+                &cols.idle_ns,
+                &cols.reviewers,
+                &cols.idem_tenant,
+                &cols.idem_owner,
+                &cols.idem_message_id,
+                &cols.body,
+                &cols.events_seq,
+                &cols.events,
+            ],
+        )
+        .await
+        .map_err(|e| {
+            if e.as_db_error().is_some() {
+                Failed::Refused(e)
+            } else {
+                Failed::Other(backend(e))
+            }
+        })?;
+    if rows.len() != whats.len() {
+        return Err(Failed::Other(StoreError::Backend(format!(
+            "postgres: {} answers to a batch of {}",
+            rows.len(),
+            whats.len()
+        ))));
+    }
+    let mut answers = Vec::with_capacity(rows.len());
+    for r in rows {
+        let code: i16 = r.try_get(1).map_err(|e| Failed::Other(backend(e)))?;
+        let existing: Option<Json<Task>> = r
+            .try_get(2)
+            .map_err(|e| Failed::Other(StoreError::Corrupt(format!("task: {e}"))))?;
+        answers.push(Answer {
+            code,
+            existing: existing.map(|Json(t)| t),
+        });
+    }
+    Ok(answers)
+}
