@@ -25,7 +25,8 @@ use crate::types::{Message, TaskError, TaskState, TerminalCause};
 pub struct RuntimeConfig {
     /// This node's name in leases (random by default).
     pub node_id: String,
-    /// Most turns running at once.
+    /// Most turns running at once; 0 runs none on this node (it serves requests,
+    /// reaps and sweeps, and other nodes sharing the store run the turns).
     pub max_concurrent_turns: usize,
     /// Lease length; a turn renews it at a third of this.
     pub lease: Duration,
@@ -80,18 +81,20 @@ impl Runtime {
         let tracker = TaskTracker::new();
         let running: Running = Arc::new(Mutex::new(HashMap::new()));
         let config = Arc::new(config);
-        let loops = vec![
-            tokio::spawn(claim_loop(
+        let mut loops = vec![
+            tokio::spawn(reaper_loop(service.clone(), config.clone(), stop.clone())),
+            tokio::spawn(sweeper_loop(service.clone(), config.clone(), stop.clone())),
+        ];
+        if config.max_concurrent_turns > 0 {
+            loops.push(tokio::spawn(claim_loop(
                 service.clone(),
                 agent,
-                config.clone(),
+                config,
                 stop.clone(),
                 tracker.clone(),
                 running.clone(),
-            )),
-            tokio::spawn(reaper_loop(service.clone(), config.clone(), stop.clone())),
-            tokio::spawn(sweeper_loop(service.clone(), config, stop.clone())),
-        ];
+            )));
+        }
         Self {
             stop,
             tracker,

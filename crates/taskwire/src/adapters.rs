@@ -22,6 +22,10 @@ pub struct AdapterOptions {
     pub quotas: Quotas,
     /// MCP: when `tools/call` becomes a task (`always` or milliseconds).
     pub mcp_task_mode: Option<String>,
+    /// Lease of a push delivery (A2A and CAS), like a turn's (`--lease`): a
+    /// delivery whose node died is taken over by another node after this. `None`
+    /// keeps each adapter's default.
+    pub push_lease: Option<std::time::Duration>,
 }
 
 /// What one caller (tenant and principal) may hold at once; each bound is its
@@ -102,7 +106,9 @@ pub fn all(opts: &AdapterOptions) -> Vec<Box<dyn Adapter>> {
         max_runs_per_principal: opts.quotas.agui_runs,
     }));
     #[cfg(feature = "cas")]
-    v.push(Box::new(Cas));
+    v.push(Box::new(Cas {
+        push_lease: opts.push_lease,
+    }));
     let _ = opts;
     v
 }
@@ -127,6 +133,13 @@ impl A2a {
                 bearer_auth: ctx.authenticated(),
                 max_body_bytes: ctx.body_limit(),
                 ..taskwire_a2a::A2aConfig::default()
+            };
+            let config = match self.opts.push_lease {
+                Some(push_lease) => taskwire_a2a::A2aConfig {
+                    push_lease,
+                    ..config
+                },
+                None => config,
             };
             taskwire_a2a::A2aAdapter::new(ctx.service().clone(), ctx.agent().clone(), config)
         })
@@ -256,7 +269,9 @@ impl Adapter for Agui {
 
 /// CAS task status at `/cas`.
 #[cfg(feature = "cas")]
-struct Cas;
+struct Cas {
+    push_lease: Option<std::time::Duration>,
+}
 
 #[cfg(feature = "cas")]
 impl Adapter for Cas {
@@ -265,14 +280,16 @@ impl Adapter for Cas {
     }
 
     fn routes(&self, ctx: &AdapterContext) -> Router {
-        taskwire_cas::CasAdapter::new(
-            ctx.service().clone(),
-            ctx.agent().clone(),
-            taskwire_cas::CasConfig {
+        taskwire_cas::CasAdapter::new(ctx.service().clone(), ctx.agent().clone(), {
+            let mut config = taskwire_cas::CasConfig {
                 max_body_bytes: ctx.body_limit(),
                 ..taskwire_cas::CasConfig::default()
-            },
-        )
+            };
+            if let Some(lease) = self.push_lease {
+                config.push.lease = lease;
+            }
+            config
+        })
         .routes()
     }
 

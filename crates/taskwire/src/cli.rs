@@ -293,8 +293,9 @@ pub struct ServeArgs {
     #[arg(long, env = "TASKWIRE_DRAIN_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub drain_timeout: Duration,
 
-    /// Most agent turns running at once.
-    #[arg(long, env = "TASKWIRE_MAX_CONCURRENT_TURNS", value_name = "N", default_value_t = 256, value_parser = parse_positive_usize)]
+    /// Most agent turns running at once. 0 runs no turns on this node: it serves
+    /// the protocols, and other nodes sharing its PostgreSQL store run the turns.
+    #[arg(long, env = "TASKWIRE_MAX_CONCURRENT_TURNS", value_name = "N", default_value_t = 256, value_parser = parse_usize)]
     pub max_concurrent_turns: usize,
 
     /// Lease of a running turn on its task; renewed every third of it. A turn whose
@@ -602,6 +603,12 @@ fn parse_ttl(s: &str) -> Result<Ttl, String> {
     }
 }
 
+fn parse_usize(s: &str) -> Result<usize, String> {
+    s.trim()
+        .parse::<usize>()
+        .map_err(|e| format!("{e} (expected a whole number)"))
+}
+
 fn parse_positive_usize(s: &str) -> Result<usize, String> {
     match s.trim().parse::<usize>() {
         Ok(0) => Err("must be at least 1".into()),
@@ -623,6 +630,11 @@ pub fn agent_by_name(name: &str) -> Result<Arc<dyn Agent>, Error> {
             available: AGENTS,
         }),
     }
+}
+
+/// Whether the store at `url` can be shared by several nodes.
+fn store_is_shared(url: &str) -> bool {
+    url.starts_with("postgres://") || url.starts_with("postgresql://")
 }
 
 /// Opens the store named by `--store` (`pg` applies to a PostgreSQL store only).
@@ -690,6 +702,13 @@ pub async fn build_server(args: &ServeArgs) -> Result<Server, Error> {
     // Refuse before touching the store.
     check_listen_policy(args.listen, &auth, args.insecure_no_auth)?;
     let agent = agent_by_name(&args.agent)?;
+    if args.max_concurrent_turns == 0 && !store_is_shared(&args.store) {
+        return Err(Error::Usage(
+            "--max-concurrent-turns 0 runs no turns on this node, so it needs a store \
+             that other nodes share (postgres://…); with this store no task would ever run"
+                .into(),
+        ));
+    }
     let store = open_store(&args.store, &args.pg).await?;
     let runtime_config = RuntimeConfig {
         max_concurrent_turns: args.max_concurrent_turns,
@@ -729,6 +748,7 @@ pub async fn build_server(args: &ServeArgs) -> Result<Server, Error> {
         push_allow_private: args.push_allow_private,
         quotas: args.quotas.quotas(),
         mcp_task_mode: args.mcp_task_mode.clone(),
+        push_lease: Some(args.lease),
     };
     for adapter in crate::adapters::all(&opts) {
         builder = builder.boxed_adapter(adapter);

@@ -80,6 +80,9 @@ pub enum Error {
         /// Why (axum's message).
         reason: String,
     },
+    /// Flags that cannot work together.
+    #[error("{0}")]
+    Usage(String),
     /// Logging could not be set up.
     #[error("cannot set up logging: {0}")]
     Logging(String),

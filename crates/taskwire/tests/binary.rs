@@ -172,7 +172,7 @@ async fn configuration_errors_exit_nonzero_with_a_message() {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(dir.path().join("tokens"), "good alice\nbad\n").expect("write");
     type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
-    let cases: [Case<'_>; 4] = [
+    let cases: [Case<'_>; 5] = [
         (
             &["serve", "--store", "memory://"],
             &[("TASKWIRE_AGENT", "nope")],
@@ -192,6 +192,17 @@ async fn configuration_errors_exit_nonzero_with_a_message() {
             &["serve", "--store", "memory://", "--auth-tokens", "missing"],
             &[],
             "cannot read auth token file missing",
+        ),
+        (
+            &[
+                "serve",
+                "--store",
+                "memory://",
+                "--max-concurrent-turns",
+                "0",
+            ],
+            &[],
+            "--max-concurrent-turns 0 runs no turns on this node",
         ),
     ];
     for (args, env, expected) in cases {

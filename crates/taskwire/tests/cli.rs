@@ -99,7 +99,7 @@ fn bad_values_are_rejected_with_the_flag_named() {
         (&["--drain-timeout", "soon"][..], "--drain-timeout"),
         (&["--lease", "0s"][..], "--lease"),
         (
-            &["--max-concurrent-turns", "0"][..],
+            &["--max-concurrent-turns", "many"][..],
             "--max-concurrent-turns",
         ),
         (&["--max-message-bytes", "1MiB"][..], "--max-message-bytes"),

@@ -1,0 +1,677 @@
+//! Several `taskwire serve` processes on one PostgreSQL database, as a deployment
+//! behind a load balancer runs them: a task created on one node runs on another
+//! and is followed on a third; a node killed with SIGKILL mid-turn has its turn
+//! re-run by another node once the lease lapses; doubled creates spread over the
+//! nodes make one task each; push delivery continues from another node after the
+//! delivering node dies.
+//!
+//! Each test uses a schema of its own in the database named by
+//! `TASKWIRE_TEST_POSTGRES_URL`, and is skipped (saying so) without it.
+
+use std::collections::BTreeSet;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+const BIN: &str = env!("CARGO_BIN_EXE_taskwire");
+
+fn pg_url() -> Option<String> {
+    match std::env::var("TASKWIRE_TEST_POSTGRES_URL") {
+        Ok(u) if !u.is_empty() => Some(u),
+        _ => {
+            eprintln!("skipped: TASKWIRE_TEST_POSTGRES_URL is not set");
+            None
+        }
+    }
+}
+
+/// Drops a test's schema when the test ends, passed or not.
+struct DropSchema {
+    url: String,
+    schema: String,
+}
+
+impl Drop for DropSchema {
+    fn drop(&mut self) {
+        let (url, schema) = (self.url.clone(), self.schema.clone());
+        // Its own thread and runtime: the test's runtime may be shutting down.
+        let _ = std::thread::spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(async {
+                if let Ok((client, conn)) =
+                    tokio_postgres::connect(&url, tokio_postgres::NoTls).await
+                {
+                    tokio::spawn(conn);
+                    let _ = client
+                        .batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+                        .await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
+/// A fresh schema for one test, and the store address that uses it.
+async fn fresh_store(url: &str) -> (String, String) {
+    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("connect to the test database");
+    tokio::spawn(conn);
+    let schema = format!(
+        "tw_multi_{}_{}",
+        std::process::id(),
+        rand_suffix().to_lowercase()
+    );
+    client
+        .batch_execute(&format!("CREATE SCHEMA {schema}"))
+        .await
+        .expect("create schema");
+    let sep = if url.contains('?') { '&' } else { '?' };
+    (
+        schema.clone(),
+        format!("{url}{sep}options=-csearch_path%3D{schema}"),
+    )
+}
+
+fn rand_suffix() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    format!("{:x}", h.finish())
+}
+
+async fn sql_count(url: &str, sql: &str) -> i64 {
+    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(conn);
+    client.query_one(sql, &[]).await.expect(sql).get(0)
+}
+
+/// One `taskwire serve` process.
+struct Node {
+    child: Child,
+    addr: String,
+    _dir: tempfile::TempDir,
+    log: std::path::PathBuf,
+}
+
+impl Node {
+    async fn start(store: &str, extra: &[&str]) -> Node {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = dir.path().join("stderr.log");
+        let mut cmd = Command::new(BIN);
+        cmd.args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--store",
+            store,
+            "--insecure-no-auth",
+        ])
+        .args(extra)
+        .current_dir(dir.path())
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).expect("log file"))
+        .kill_on_drop(true);
+        for (k, _) in std::env::vars() {
+            if k.starts_with("TASKWIRE_") {
+                cmd.env_remove(k);
+            }
+        }
+        let mut child = cmd.spawn().expect("spawn taskwire serve");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+            .await
+            .unwrap_or_else(|_| {
+                panic!(
+                    "no address line; stderr:\n{}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                )
+            })
+            .expect("read stdout")
+            .unwrap_or_else(|| {
+                panic!(
+                    "serve exited; stderr:\n{}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                )
+            });
+        let addr = line
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .to_string();
+        Node {
+            child,
+            addr,
+            _dir: dir,
+            log,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// SIGKILL: no drain, no lease released.
+    async fn kill9(&mut self) {
+        self.child.start_kill().expect("kill");
+        let _ = self.child.wait().await;
+    }
+
+    /// The sum of the samples of one metric family with these labels in it.
+    async fn metric(&self, name: &str, labels: &str) -> f64 {
+        let text = reqwest::get(self.url("/metrics"))
+            .await
+            .expect("metrics")
+            .text()
+            .await
+            .expect("metrics body");
+        text.lines()
+            .filter(|l| {
+                l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']) && l.contains(labels)
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    }
+
+    async fn rpc(&self, http: &reqwest::Client, method: &str, params: Value) -> Value {
+        let r: Value = http
+            .post(self.url("/a2a"))
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+            .send()
+            .await
+            .expect("a2a request")
+            .json()
+            .await
+            .expect("a2a answer");
+        match r.get("result") {
+            Some(v) => v.clone(),
+            None => panic!("{method} failed: {r}"),
+        }
+    }
+}
+
+fn send_params(message_id: &str, text: &str) -> Value {
+    json!({
+        "message": {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}]},
+        "configuration": {"returnImmediately": true}
+    })
+}
+
+/// The `data:` payloads of an SSE response, as JSON, until `stop` holds for one
+/// (included) or `deadline` passes.
+async fn sse_until(
+    resp: reqwest::Response,
+    deadline: Duration,
+    stop: impl Fn(&Value) -> bool,
+) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut buf = String::new();
+    let mut body = resp.bytes_stream();
+    let end = tokio::time::Instant::now() + deadline;
+    while let Ok(Some(chunk)) = tokio::time::timeout_at(end, body.next()).await {
+        let Ok(chunk) = chunk else { break };
+        buf.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(i) = buf.find("\n\n") {
+            let frame: String = buf.drain(..i + 2).collect();
+            let data: String = frame
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(str::trim_start)
+                .collect::<Vec<_>>()
+                .join("\n");
+            if data.is_empty() {
+                continue;
+            }
+            let v: Value = serde_json::from_str(&data).expect("JSON data");
+            let done = stop(&v);
+            out.push(v);
+            if done {
+                return out;
+            }
+        }
+    }
+    out
+}
+
+fn a2a_state(frame: &Value) -> Option<&str> {
+    let r = frame.get("result").unwrap_or(frame);
+    r.pointer("/statusUpdate/status/state")
+        .or_else(|| r.pointer("/task/status/state"))
+        .and_then(Value::as_str)
+}
+
+/// A task created through node A (which runs no turns) runs on node B and is
+/// followed on node C (which runs none either) over A2A SSE and AG-UI, while
+/// node A answers CAS polls for it; every view ends completed with the same
+/// output.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_created_on_one_node_runs_on_a_second_and_streams_on_a_third() {
+    let Some(url) = pg_url() else { return };
+    let (schema, store) = fresh_store(&url).await;
+    let _cleanup = DropSchema {
+        url: url.clone(),
+        schema,
+    };
+    let a = Node::start(&store, &["--max-concurrent-turns", "0"]).await;
+    let b = Node::start(&store, &[]).await;
+    let c = Node::start(&store, &["--max-concurrent-turns", "0"]).await;
+    let http = reqwest::Client::new();
+
+    // AG-UI run on A: read up to the frame that names the task.
+    let run = http
+        .post(a.url("/agui"))
+        .header("accept", "text/event-stream")
+        .json(&json!({
+            "threadId": "th-multi", "runId": "run-multi",
+            "messages": [{"id": "m-multi", "role": "user",
+                          "content": "steps 2\nsleep 1500\nhello from three nodes"}],
+            "tools": [], "context": [], "state": {}, "forwardedProps": {}
+        }))
+        .send()
+        .await
+        .expect("agui run");
+    assert_eq!(run.status(), 200);
+    let head = sse_until(run, Duration::from_secs(20), |v| {
+        v["type"] == "CUSTOM" && v["name"] == "taskwire:task_created"
+    })
+    .await;
+    let created = head.last().expect("frames from A");
+    let task_id = created["value"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("task_created frame: {created}"))
+        .to_string();
+
+    // On C: A2A SubscribeToTask over SSE, and the AG-UI run's stream again.
+    let a2a_stream = http
+        .post(c.url("/a2a"))
+        .header("accept", "text/event-stream")
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 2, "method": "SubscribeToTask",
+                      "params": {"id": task_id}}),
+        )
+        .send();
+    let agui_stream = http
+        .get(c.url("/agui/threads/th-multi/runs/run-multi/events"))
+        .header("accept", "text/event-stream")
+        .send();
+    let (a2a_stream, agui_stream) = tokio::join!(a2a_stream, agui_stream);
+    let a2a_frames = sse_until(
+        a2a_stream.expect("subscribe on C"),
+        Duration::from_secs(30),
+        |v| a2a_state(v) == Some("TASK_STATE_COMPLETED"),
+    );
+    let agui_frames = sse_until(
+        agui_stream.expect("agui on C"),
+        Duration::from_secs(30),
+        |v| v["type"] == "RUN_FINISHED",
+    );
+    // On A: CAS long polls until the task is terminal.
+    let cas = async {
+        let mut revision = String::new();
+        for _ in 0..60 {
+            let s: Value = http
+                .get(a.url(&if revision.is_empty() {
+                    format!("/cas/tasks/{task_id}")
+                } else {
+                    format!("/cas/tasks/{task_id}?wait=5&revision={revision}")
+                }))
+                .send()
+                .await
+                .expect("cas poll")
+                .json()
+                .await
+                .expect("cas status");
+            if s["status"]["phase"] == "terminal" {
+                return s;
+            }
+            revision = s["status"]["revision"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+        }
+        let last = http
+            .get(a.url(&format!("/cas/tasks/{task_id}")))
+            .send()
+            .await
+            .expect("cas get");
+        panic!(
+            "CAS never saw the task end: {} {}",
+            last.status(),
+            last.text().await.unwrap_or_default()
+        );
+    };
+    let (a2a_frames, agui_frames, cas_status) = tokio::join!(a2a_frames, agui_frames, cas);
+
+    let states: Vec<&str> = a2a_frames.iter().filter_map(a2a_state).collect();
+    assert_eq!(
+        states.last(),
+        Some(&"TASK_STATE_COMPLETED"),
+        "{a2a_frames:?}"
+    );
+    assert!(states.contains(&"TASK_STATE_WORKING"), "{states:?}");
+    let texts = |frames: &[Value]| -> String {
+        frames
+            .iter()
+            .map(|f| f.to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert!(
+        texts(&a2a_frames).contains("hello from three nodes"),
+        "the echo artifact reached C over A2A: {a2a_frames:?}"
+    );
+    let kinds: Vec<&str> = agui_frames
+        .iter()
+        .filter_map(|f| f["type"].as_str())
+        .collect();
+    assert_eq!(kinds.last(), Some(&"RUN_FINISHED"), "{kinds:?}");
+    assert!(kinds.contains(&"STEP_STARTED"), "{kinds:?}");
+    assert!(
+        texts(&agui_frames).contains("hello from three nodes"),
+        "{agui_frames:?}"
+    );
+    assert_eq!(
+        cas_status["status"]["terminal_reason"], "completed",
+        "{cas_status}"
+    );
+
+    // Only B ran turns.
+    const TURNS: &str = "taskwire_turn_seconds_count";
+    assert!(
+        b.metric(TURNS, "").await >= 1.0,
+        "B ran the turn:\n{}",
+        b.log()
+    );
+    assert_eq!(a.metric(TURNS, "").await, 0.0);
+    assert_eq!(c.metric(TURNS, "").await, 0.0);
+    // And the views agree on the outcome: GetTask on C.
+    let got = c.rpc(&http, "GetTask", json!({"id": task_id})).await;
+    assert_eq!(got["status"]["state"], "TASK_STATE_COMPLETED", "{got}");
+}
+
+/// Node A is killed with SIGKILL while its turn sleeps; node B, started after,
+/// reaps the lapsed lease, re-runs the turn from the start, and the task ends
+/// once: completed, with one echo artifact and one completed status.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_node_s_turn_is_rerun_once_by_another_node() {
+    let Some(url) = pg_url() else { return };
+    let (schema, store) = fresh_store(&url).await;
+    let _cleanup = DropSchema {
+        url: url.clone(),
+        schema: schema.clone(),
+    };
+    let http = reqwest::Client::new();
+    let mut a = Node::start(&store, &["--lease", "2s"]).await;
+    let t = a
+        .rpc(
+            &http,
+            "SendMessage",
+            send_params("slow-1", "sleep 4000\nrerun me"),
+        )
+        .await;
+    let id = t["task"]["id"].as_str().expect("task id").to_string();
+    // Wait until A's turn has begun (the task is working), then kill A.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let got = a.rpc(&http, "GetTask", json!({"id": id})).await;
+        if got["status"]["state"] == "TASK_STATE_WORKING" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never working: {got}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    a.kill9().await;
+
+    let b = Node::start(&store, &["--lease", "2s"]).await;
+    let deadline = Instant::now() + Duration::from_secs(40);
+    let done = loop {
+        let got = b.rpc(&http, "GetTask", json!({"id": id})).await;
+        if got["status"]["state"] == "TASK_STATE_COMPLETED" {
+            break got;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "B never finished the task: {got}\n{}",
+            b.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let artifacts = done["artifacts"].as_array().cloned().unwrap_or_default();
+    assert_eq!(artifacts.len(), 1, "one echo artifact: {done}");
+    assert!(done.to_string().contains("rerun me"), "{done}");
+    assert!(
+        b.metric("taskwire_lease_expiries_total", "").await >= 1.0,
+        "B took the task over from a lapsed lease:\n{}",
+        b.log()
+    );
+    // Exactly one terminal status in the event log, and no queue entry left.
+    let terminal = sql_count(
+        &url,
+        &format!(
+            "SELECT count(*) FROM {schema}.events e, \
+             json_array_elements(e.body) ev WHERE e.task_id = '{id}' \
+             AND ev::text LIKE '%\"completed\"%' AND ev::text LIKE '%\"status\"%'"
+        ),
+    )
+    .await;
+    assert_eq!(terminal, 1, "the task ended once");
+    let queued = sql_count(
+        &url,
+        &format!("SELECT count(*) FROM {schema}.queue WHERE task_id = '{id}'"),
+    )
+    .await;
+    assert_eq!(queued, 0);
+}
+
+/// 1,000 creates spread over three nodes, every one sent twice at once to two
+/// different nodes: each pair answers one task, and the database holds exactly
+/// 1,000 tasks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doubled_creates_over_three_nodes_make_one_task_each() {
+    let Some(url) = pg_url() else { return };
+    let (schema, store) = fresh_store(&url).await;
+    let _cleanup = DropSchema {
+        url: url.clone(),
+        schema: schema.clone(),
+    };
+    let nodes = [
+        Node::start(&store, &[]).await,
+        Node::start(&store, &[]).await,
+        Node::start(&store, &[]).await,
+    ];
+    let http = reqwest::Client::new();
+    let nodes = &nodes;
+    let http = &http;
+    let pairs = futures::stream::iter(0..1000usize)
+        .map(|i| async move {
+            let mid = format!("twice-{i}");
+            let first = nodes[i % 3].rpc(http, "SendMessage", send_params(&mid, "hello"));
+            let second = nodes[(i + 1) % 3].rpc(http, "SendMessage", send_params(&mid, "hello"));
+            let (x, y) = tokio::join!(first, second);
+            (
+                x["task"]["id"].as_str().map(str::to_string),
+                y["task"]["id"].as_str().map(str::to_string),
+            )
+        })
+        .buffer_unordered(24)
+        .collect::<Vec<_>>()
+        .await;
+    let mut ids = BTreeSet::new();
+    for (x, y) in &pairs {
+        assert!(x.is_some(), "{pairs:?}");
+        assert_eq!(x, y, "both sends of one message answer the same task");
+        ids.insert(x.clone());
+    }
+    assert_eq!(ids.len(), 1000);
+    let stored = sql_count(&url, &format!("SELECT count(*) FROM {schema}.tasks")).await;
+    assert_eq!(stored, 1000);
+}
+
+/// A webhook on 127.0.0.1 that keeps every body POSTed to it with the token
+/// `tok-1` (and answers 401 to others).
+async fn receiver() -> (String, Arc<Mutex<Vec<Value>>>) {
+    let got: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let keep = got.clone();
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(
+            move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+                let keep = keep.clone();
+                async move {
+                    let token = headers
+                        .get("x-a2a-notification-token")
+                        .and_then(|v| v.to_str().ok());
+                    if token != Some("tok-1") {
+                        return axum::http::StatusCode::UNAUTHORIZED;
+                    }
+                    if let Ok(v) = serde_json::from_slice::<Value>(&body) {
+                        keep.lock().expect("receiver lock").push(v);
+                    }
+                    axum::http::StatusCode::OK
+                }
+            },
+        ),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind receiver");
+    let addr = listener.local_addr().expect("receiver addr");
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (format!("http://{addr}/hook"), got)
+}
+
+/// Push delivery continues from another node after the delivering node dies: A
+/// runs the task and delivers its first notifications, A is killed with SIGKILL,
+/// and B takes over both the turn and the push config (each once its lease
+/// lapses), delivering from the stored cursor up to the completed status; every
+/// artifact of the finished task reached the webhook, and the config's cursor
+/// ends at the task's last event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_delivery_continues_from_another_node_after_a_kill() {
+    let Some(url) = pg_url() else { return };
+    let (schema, store) = fresh_store(&url).await;
+    let _cleanup = DropSchema {
+        url: url.clone(),
+        schema: schema.clone(),
+    };
+    let (hook, got) = receiver().await;
+    let http = reqwest::Client::new();
+    let flags = ["--lease", "2s", "--push-allow-private"];
+    let mut a = Node::start(&store, &flags).await;
+    let mut params = send_params("pushed-1", "stream 3\nsleep 4000\npushed through");
+    params["configuration"]["taskPushNotificationConfig"] = json!({"url": hook, "token": "tok-1"});
+    let t = a.rpc(&http, "SendMessage", params).await;
+    let id = t["task"]["id"].as_str().expect("task id").to_string();
+    // A delivers the first notifications (working, the streamed chunks).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while got.lock().expect("lock").len() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "A delivered nothing:\n{}",
+            a.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let before_kill = got.lock().expect("lock").len();
+    a.kill9().await;
+
+    let b = Node::start(&store, &flags).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let frames = got.lock().expect("lock").clone();
+        if frames
+            .iter()
+            .any(|f| a2a_state(f) == Some("TASK_STATE_COMPLETED"))
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no completed notification after the kill ({} before it): {frames:?}\n{}",
+            before_kill,
+            b.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        b.metric("taskwire_push_deliveries_total", "outcome=\"delivered\"")
+            .await
+            >= 1.0,
+        "B delivered:\n{}",
+        b.log()
+    );
+    let done = b.rpc(&http, "GetTask", json!({"id": id})).await;
+    assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED");
+    let frames = got.lock().expect("lock").clone();
+    let delivered: BTreeSet<String> = frames
+        .iter()
+        .filter_map(|f| f.pointer("/artifactUpdate/artifact/artifactId"))
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect();
+    for artifact in done["artifacts"].as_array().cloned().unwrap_or_default() {
+        let aid = artifact["artifactId"].as_str().unwrap_or_default();
+        assert!(
+            delivered.contains(aid),
+            "artifact {aid} never reached the webhook: {frames:?}"
+        );
+    }
+    // The cursor ends at the end of the log.
+    let lag = sql_count(
+        &url,
+        &format!(
+            "SELECT count(*) FROM {schema}.records r JOIN {schema}.tasks t \
+             ON t.id = r.task_id WHERE r.task_id = '{id}' AND r.cursor <> t.last_seq"
+        ),
+    )
+    .await;
+    let configs = sql_count(
+        &url,
+        &format!("SELECT count(*) FROM {schema}.records WHERE task_id = '{id}'"),
+    )
+    .await;
+    assert_eq!(configs, 1);
+    // The cursor is written after each delivery; give the last write a moment.
+    let mut lag = lag;
+    for _ in 0..50 {
+        if lag == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        lag = sql_count(
+            &url,
+            &format!(
+                "SELECT count(*) FROM {schema}.records r JOIN {schema}.tasks t \
+                 ON t.id = r.task_id WHERE r.task_id = '{id}' AND r.cursor <> t.last_seq"
+            ),
+        )
+        .await;
+    }
+    assert_eq!(lag, 0, "the push cursor reached the last event");
+}
