@@ -165,8 +165,9 @@ async fn claim_loop(
         let notified = store.hub().work_notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
+        let asked = free.min(128);
         let claims = match store
-            .claim_tasks(&config.node_id, free.min(128), config.lease, Utc::now())
+            .claim_tasks(&config.node_id, asked, config.lease, Utc::now())
             .await
         {
             Ok(c) => c,
@@ -189,6 +190,11 @@ async fn claim_loop(
             }
             continue;
         }
+        // Fewer than asked: the queue was drained. Work queued since the claim
+        // began has signalled `notified` (enabled before it), so wait for that
+        // instead of asking again at once for nothing (a statement per wake-up on
+        // a database store).
+        let drained = claims.len() < asked;
         let mut first = Some(first);
         for (claim, snapshot) in claims {
             let permit = match first.take() {
@@ -224,6 +230,13 @@ async fn claim_loop(
                 if !handle.is_finished() {
                     m.insert(turn_id, (claim, handle.abort_handle()));
                 }
+            }
+        }
+        if drained {
+            tokio::select! {
+                _ = &mut notified => {},
+                _ = tokio::time::sleep(config.poll_interval) => {},
+                _ = stop.cancelled() => return,
             }
         }
     }

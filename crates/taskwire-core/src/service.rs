@@ -1031,7 +1031,12 @@ impl TaskService {
             Access::Owner(c) | Access::Reviewer(c) | Access::Participant(c) => Some(c),
             Access::System => None,
         };
-        let stream = crate::subscribe::stream(self.store.clone(), id.clone(), after_seq, rx);
+        // The snapshot read after the watch began: a task that was not terminal
+        // then needs no second look, and one that ended before `after_seq` ends
+        // the stream at once.
+        let ended = task.state.is_terminal().then_some(task.last_seq);
+        drop(task);
+        let stream = crate::subscribe::stream(self.store.clone(), id.clone(), after_seq, rx, ended);
         match caller {
             None => Ok(stream),
             Some(c) => {

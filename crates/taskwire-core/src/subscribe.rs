@@ -33,15 +33,19 @@ pub(crate) fn stream(
     id: TaskId,
     after_seq: u64,
     rx: watch::Receiver<TaskWake>,
+    ended: Option<u64>,
 ) -> EventStream {
+    // `ended`: the task was terminal at subscription, with this last sequence
+    // number; `None`: it was not (read after `rx` began watching, so whatever
+    // ends it later wakes `rx`).
     let st = State {
         store,
         id,
         after: after_seq,
         rx,
         buf: VecDeque::new(),
-        terminal_seen: false,
-        checked_existing: false,
+        terminal_seen: matches!(ended, Some(last) if last <= after_seq),
+        checked_existing: ended.is_none(),
         failed: false,
     };
     Box::pin(futures::stream::unfold(st, |mut st| async move {
@@ -55,6 +59,11 @@ pub(crate) fn stream(
                     st.terminal_seen = true;
                 }
                 return Some((Ok(e), st));
+            }
+            // The terminal status is the last event of a task: once it was read,
+            // there is nothing more to wait or read for.
+            if st.terminal_seen {
+                return None;
             }
             // Mark the current wake value as seen before reading, so that a commit
             // landing after the read still wakes us.
