@@ -1107,6 +1107,12 @@ impl TaskService {
                     if wake.last_seq <= seen || !done(wake.state) {
                         continue;
                     }
+                    if let Some(t) = self.store.committed_snapshot(id, wake.last_seq) {
+                        if !t.is_visible_to(caller) {
+                            return Err(CoreError::NotFound);
+                        }
+                        return Ok(t);
+                    }
                 }
             }
             let t = self.get_shared(caller, id).await?;

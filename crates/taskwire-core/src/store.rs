@@ -322,6 +322,16 @@ pub trait TaskStore: Send + Sync + 'static {
         now: Timestamp,
     ) -> Result<Vec<Claim>, StoreError>;
 
+    /// A snapshot of `id` whose last event is `last_seq`, if this store has one at
+    /// hand without a read (one it committed itself a moment ago); `None`
+    /// otherwise. A snapshot at a committed sequence number is a fact, so a
+    /// caller woken for that sequence number may answer it instead of reading:
+    /// a read would find that state or a later one.
+    fn committed_snapshot(&self, id: &TaskId, last_seq: u64) -> Option<Arc<Task>> {
+        let _ = (id, last_seq);
+        None
+    }
+
     /// [`TaskStore::claim`], with the snapshot of each claimed task where the store
     /// reads it in the same step as the claim (`None`: the caller reads it). A
     /// store that reads the task in another round trip leaves this as it is.

@@ -90,7 +90,45 @@ pub struct PostgresStore {
     channel: String,
     notifier: notify::Notifier,
     batcher: batch::Batcher,
+    recent: Recent,
     _listener: notify::Listener,
+}
+
+/// The snapshots this node committed last (at most [`RECENT`]), for
+/// [`TaskStore::committed_snapshot`].
+#[derive(Debug, Default)]
+struct Recent {
+    inner: std::sync::Mutex<RecentInner>,
+}
+
+#[derive(Debug, Default)]
+struct RecentInner {
+    by_id: std::collections::HashMap<TaskId, Arc<Task>>,
+    order: std::collections::VecDeque<TaskId>,
+}
+
+/// How many committed snapshots a node keeps at hand.
+const RECENT: usize = 4096;
+
+impl Recent {
+    fn put(&self, task: &Arc<Task>) {
+        let Ok(mut r) = self.inner.lock() else {
+            return;
+        };
+        if r.by_id.insert(task.id.clone(), task.clone()).is_none() {
+            r.order.push_back(task.id.clone());
+            while r.order.len() > RECENT {
+                if let Some(old) = r.order.pop_front() {
+                    r.by_id.remove(&old);
+                }
+            }
+        }
+    }
+
+    fn get(&self, id: &TaskId, last_seq: u64) -> Option<Arc<Task>> {
+        let r = self.inner.lock().ok()?;
+        r.by_id.get(id).filter(|t| t.last_seq == last_seq).cloned()
+    }
 }
 
 impl fmt::Debug for PostgresStore {
@@ -193,6 +231,7 @@ impl PostgresStore {
             channel,
             notifier,
             batcher,
+            recent: Recent::default(),
             _listener: listener,
         })
     }
@@ -249,7 +288,8 @@ impl PostgresStore {
     }
 
     /// Publishes a committed change of a task here and to the other nodes.
-    fn published(&self, task: &Task, queued: bool) {
+    fn published(&self, task: &Arc<Task>, queued: bool) {
+        self.recent.put(task);
         let wake = wake_of(task);
         self.hub.publish(&task.id, wake);
         if queued {
@@ -331,6 +371,10 @@ impl TaskStore for PostgresStore {
 
     fn hub(&self) -> &WakeHub {
         &self.hub
+    }
+
+    fn committed_snapshot(&self, id: &TaskId, last_seq: u64) -> Option<Arc<Task>> {
+        self.recent.get(id, last_seq)
     }
 
     async fn create(
