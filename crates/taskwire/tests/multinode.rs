@@ -124,6 +124,10 @@ impl Node {
             "--store",
             store,
             "--insecure-no-auth",
+            // Small pools: the tests run beside each other and beside the store's
+            // own tests, under the server's max_connections (100 by default).
+            "--pg-pool-size",
+            "4",
         ])
         .args(extra)
         .current_dir(dir.path())
