@@ -10,7 +10,7 @@ use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use prost::Message as _;
 use taskwire_core::event::EventKind;
-use taskwire_core::store::{ListOrder, ListQuery};
+use taskwire_core::store::{ListOrder, ListQuery, TaskWake};
 use taskwire_core::{Access, Agent, Caller, CreateTask, Task, TaskId, TaskService};
 use taskwire_vocab::a2a::{self as vocab, A2aErrorKind, A2aState};
 
@@ -191,7 +191,7 @@ impl A2aService {
                 .any(|m| m.message_id == message.message_id)
             {
                 // A retried continuation: already stored, nothing more to do.
-                return Ok(Started::Task(Arc::new(current)));
+                return Ok(Started::Task(Arc::new(current), None));
             }
             if current.state.is_terminal() {
                 return Err(A2aError::new(
@@ -202,7 +202,7 @@ impl A2aService {
                     ),
                 ));
             }
-            Arc::new(svc.send_input(caller, &id, message).await?)
+            (Arc::new(svc.send_input(caller, &id, message).await?), None)
         } else {
             if let Some(reply) = self.inner.agent.direct_reply(caller, &message).await {
                 let ctx = if context_id.is_empty() {
@@ -222,15 +222,16 @@ impl A2aService {
             let created = svc.create(caller, create).await?;
             if !created.created {
                 // A retried create: the first call registered its push config.
-                return Ok(Started::Task(created.task));
+                return Ok(Started::Task(created.task, None));
             }
-            created.task
+            (created.task, created.watch)
         };
+        let (task, watch) = task;
         if let Some(mut pc) = push_config {
             pc.task_id = task.id.as_str().to_string();
             self.inner.push.create(caller, &task, pc).await?;
         }
-        Ok(Started::Task(task))
+        Ok(Started::Task(task, watch))
     }
 
     /// SendMessage: blocks until the task is terminal or interrupted unless
@@ -255,17 +256,24 @@ impl A2aService {
                     payload: Some(Payload::Message(m)),
                 })
             }
-            Started::Task(t) => t,
+            Started::Task(t, watch) => (t, watch),
         };
+        let (task, watch) = task;
+        let timeout = self.inner.config.blocking_timeout;
         let task = if immediate || is_settled(&task) {
             task
         } else {
-            self.inner
-                .service
-                .wait_for_state_shared(caller, &task.id, self.inner.config.blocking_timeout, |s| {
-                    s.is_interrupted()
-                })
-                .await?
+            let svc = &self.inner.service;
+            match watch {
+                Some(rx) => {
+                    svc.wait_for_state_from(caller, task, rx, timeout, |s| s.is_interrupted())
+                        .await?
+                }
+                None => {
+                    svc.wait_for_state_shared(caller, &task.id, timeout, |s| s.is_interrupted())
+                        .await?
+                }
+            }
         };
         let view = TaskView {
             history_length,
@@ -301,7 +309,7 @@ impl A2aService {
                     async move { Ok((0, frame)) },
                 )));
             }
-            Started::Task(t) => Arc::unwrap_or_clone(t),
+            Started::Task(t, _) => Arc::unwrap_or_clone(t),
         };
         let view = TaskView {
             history_length,
@@ -617,6 +625,8 @@ fn push_unsupported() -> A2aError {
 }
 
 enum Started {
-    Task(Arc<Task>),
+    /// The task, with a watch that began before it was stored when this call
+    /// created it.
+    Task(Arc<Task>, Option<tokio::sync::watch::Receiver<TaskWake>>),
     Reply(pb::Message),
 }

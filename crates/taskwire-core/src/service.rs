@@ -18,7 +18,7 @@ use crate::ids::{random_id, validate_external_id, TaskId};
 use crate::limits::Limits;
 use crate::store::{
     decode_cursor, Claim, Commit, CreateOutcome, IdempotencyKey, ListPage, ListQuery, QueueOp,
-    TaskStore,
+    TaskStore, TaskWake,
 };
 use crate::transition;
 use crate::types::{
@@ -118,6 +118,10 @@ pub struct Created {
     pub task: Arc<Task>,
     /// False when an earlier create with the same key returned this task.
     pub created: bool,
+    /// A watch of the task that began before `task` was stored (or read): with
+    /// it, [`TaskService::wait_for_state_from`] follows the task from `task` on
+    /// without reading it again. `None` when the create reused an existing task.
+    pub watch: Option<tokio::sync::watch::Receiver<TaskWake>>,
 }
 
 /// What answering input requests did.
@@ -623,17 +627,22 @@ impl TaskService {
                 },
             ),
         ];
+        // Watch before storing, so that nothing committed after the create is
+        // missed by a caller that waits from the created snapshot.
+        let watch = self.store.hub().watch(&task.id);
         match self.store.create(task, events, Some(key), true).await? {
             CreateOutcome::Created(task) => {
                 metrics::counter!("taskwire_tasks_created_total").increment(1);
                 Ok(Created {
                     task,
                     created: true,
+                    watch: Some(watch),
                 })
             }
             CreateOutcome::Existing(task) => Ok(Created {
                 task,
                 created: false,
+                watch: None,
             }),
         }
     }
@@ -1078,15 +1087,34 @@ impl TaskService {
         timeout: Duration,
         want: impl Fn(TaskState) -> bool,
     ) -> Result<Arc<Task>> {
-        let done = |s: TaskState| want(s) || s.is_terminal();
-        let mut rx = self.store.hub().watch(id);
-        let deadline = tokio::time::Instant::now() + timeout;
+        let rx = self.store.hub().watch(id);
         let t = self.get_shared(caller, id).await?;
-        if done(t.state) {
-            return Ok(t);
+        self.wait_for_state_from(caller, t, rx, timeout, want).await
+    }
+
+    /// [`wait_for_state_shared`](Self::wait_for_state_shared) from a snapshot the
+    /// caller holds, `task`, and a watch of the task that began before `task`
+    /// was read (as [`Created::watch`]): no read to start with.
+    pub async fn wait_for_state_from(
+        &self,
+        caller: &Caller,
+        task: Arc<Task>,
+        mut rx: tokio::sync::watch::Receiver<TaskWake>,
+        timeout: Duration,
+        want: impl Fn(TaskState) -> bool,
+    ) -> Result<Arc<Task>> {
+        let done = |s: TaskState| want(s) || s.is_terminal();
+        let deadline = tokio::time::Instant::now() + timeout;
+        if !task.is_visible_to(caller) {
+            return Err(CoreError::NotFound);
         }
-        let mut seen = t.last_seq;
-        drop(t);
+        if done(task.state) {
+            return Ok(task);
+        }
+        let id = task.id.clone();
+        let id = &id;
+        let mut seen = task.last_seq;
+        drop(task);
         loop {
             // A wake-up from another node can be lost (a reconnect of its
             // channel): read again now and then without one.

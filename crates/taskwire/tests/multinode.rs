@@ -62,8 +62,9 @@ impl Drop for DropSchema {
     }
 }
 
-/// A fresh schema for one test, and the store address that uses it.
-async fn fresh_store(url: &str) -> (String, String) {
+/// A fresh schema for one test, the store address that uses it, and the guard
+/// that drops it.
+async fn fresh_store(url: &str) -> (String, String, DropSchema) {
     let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
         .await
         .expect("connect to the test database");
@@ -78,9 +79,14 @@ async fn fresh_store(url: &str) -> (String, String) {
         .await
         .expect("create schema");
     let sep = if url.contains('?') { '&' } else { '?' };
+    let guard = DropSchema {
+        url: url.to_string(),
+        schema: schema.clone(),
+    };
     (
         schema.clone(),
         format!("{url}{sep}options=-csearch_path%3D{schema}"),
+        guard,
     )
 }
 
@@ -275,11 +281,7 @@ fn a2a_state(frame: &Value) -> Option<&str> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_created_on_one_node_runs_on_a_second_and_streams_on_a_third() {
     let Some(url) = pg_url() else { return };
-    let (schema, store) = fresh_store(&url).await;
-    let _cleanup = DropSchema {
-        url: url.clone(),
-        schema,
-    };
+    let (_, store, _cleanup) = fresh_store(&url).await;
     let a = Node::start(&store, &["--max-concurrent-turns", "0"]).await;
     let b = Node::start(&store, &[]).await;
     let c = Node::start(&store, &["--max-concurrent-turns", "0"]).await;
@@ -423,11 +425,7 @@ async fn a_task_created_on_one_node_runs_on_a_second_and_streams_on_a_third() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_node_s_turn_is_rerun_once_by_another_node() {
     let Some(url) = pg_url() else { return };
-    let (schema, store) = fresh_store(&url).await;
-    let _cleanup = DropSchema {
-        url: url.clone(),
-        schema: schema.clone(),
-    };
+    let (schema, store, _cleanup) = fresh_store(&url).await;
     let http = reqwest::Client::new();
     let mut a = Node::start(&store, &["--lease", "2s"]).await;
     let t = a
@@ -497,11 +495,7 @@ async fn a_killed_node_s_turn_is_rerun_once_by_another_node() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn doubled_creates_over_three_nodes_make_one_task_each() {
     let Some(url) = pg_url() else { return };
-    let (schema, store) = fresh_store(&url).await;
-    let _cleanup = DropSchema {
-        url: url.clone(),
-        schema: schema.clone(),
-    };
+    let (schema, store, _cleanup) = fresh_store(&url).await;
     let nodes = [
         Node::start(&store, &[]).await,
         Node::start(&store, &[]).await,
@@ -579,11 +573,7 @@ async fn receiver() -> (String, Arc<Mutex<Vec<Value>>>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn push_delivery_continues_from_another_node_after_a_kill() {
     let Some(url) = pg_url() else { return };
-    let (schema, store) = fresh_store(&url).await;
-    let _cleanup = DropSchema {
-        url: url.clone(),
-        schema: schema.clone(),
-    };
+    let (schema, store, _cleanup) = fresh_store(&url).await;
     let (hook, got) = receiver().await;
     let http = reqwest::Client::new();
     let flags = ["--lease", "2s", "--push-allow-private"];
@@ -647,14 +637,12 @@ async fn push_delivery_continues_from_another_node_after_a_kill() {
         );
     }
     // The cursor ends at the end of the log.
-    let lag = sql_count(
-        &url,
-        &format!(
-            "SELECT count(*) FROM {schema}.records r JOIN {schema}.tasks t \
-             ON t.id = r.task_id WHERE r.task_id = '{id}' AND r.cursor <> t.last_seq"
-        ),
-    )
-    .await;
+    let lag_sql = format!(
+        "SELECT count(*) FROM {schema}.records r JOIN {schema}.tasks t \
+         ON t.id = r.task_id WHERE r.task_id = '{id}' AND r.cursor <> t.last_seq"
+    );
+    let lagging = || sql_count(&url, &lag_sql);
+    let mut lag = lagging().await;
     let configs = sql_count(
         &url,
         &format!("SELECT count(*) FROM {schema}.records WHERE task_id = '{id}'"),
@@ -662,20 +650,12 @@ async fn push_delivery_continues_from_another_node_after_a_kill() {
     .await;
     assert_eq!(configs, 1);
     // The cursor is written after each delivery; give the last write a moment.
-    let mut lag = lag;
     for _ in 0..50 {
         if lag == 0 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
-        lag = sql_count(
-            &url,
-            &format!(
-                "SELECT count(*) FROM {schema}.records r JOIN {schema}.tasks t \
-                 ON t.id = r.task_id WHERE r.task_id = '{id}' AND r.cursor <> t.last_seq"
-            ),
-        )
-        .await;
+        lag = lagging().await;
     }
     assert_eq!(lag, 0, "the push cursor reached the last event");
 }
