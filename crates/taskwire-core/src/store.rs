@@ -230,6 +230,19 @@ impl WakeHub {
         }
     }
 
+    /// Wakes every watcher of every task, and every claimer, without a new value:
+    /// for when wake-ups may have been lost (a store's connection that carries
+    /// other nodes' commits was down), so that subscribers re-read their logs at
+    /// once instead of on their fallback timer.
+    pub fn wake_all(&self) {
+        if let Ok(map) = self.tasks.lock() {
+            for tx in map.values() {
+                tx.send_modify(|_| {});
+            }
+        }
+        self.work_queued();
+    }
+
     /// Watches one task. Subscribe before reading the log, then read, then wait.
     pub fn watch(&self, task: &TaskId) -> watch::Receiver<TaskWake> {
         let initial = TaskWake {

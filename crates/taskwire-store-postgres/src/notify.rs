@@ -227,9 +227,9 @@ impl Listener {
                         Ok(c) => {
                             backoff = Duration::from_millis(100);
                             // What was sent while we were away is not heard:
-                            // claimers look at the queue again, subscribers
-                            // re-read on their own fallback timer.
-                            hub.work_queued();
+                            // every subscriber re-reads its log and every
+                            // claimer looks at the queue again, now.
+                            hub.wake_all();
                             c
                         }
                         Err(e) => {

@@ -797,3 +797,71 @@ async fn concurrent_writes_are_batched_and_answered_one_by_one() {
         "one event per change, none lost or doubled"
     );
 }
+
+/// A commit made while node B's LISTEN connection is down is not heard by B; once
+/// B reconnects it wakes every subscriber, which re-reads its log at once rather
+/// than on its 5 s fallback timer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscribers_catch_up_at_once_after_a_listen_reconnect() {
+    let Some(url) = common::url() else {
+        return;
+    };
+    let schemas = common::Schemas::new(&url);
+    let schema = schemas.fresh();
+    let a = Arc::new(schemas.open(&schema).await);
+    let b = Arc::new(schemas.open(&schema).await);
+    let svc_a = TaskService::new(a.clone(), "scripted");
+    let svc_b = TaskService::new(b.clone(), "scripted");
+    let t = svc_a
+        .create(&alice(), CreateTask::new(msg("m1", "hi")))
+        .await
+        .unwrap()
+        .task;
+    let mut events = svc_b
+        .subscribe(Access::System, &t.id, t.last_seq)
+        .await
+        .unwrap();
+    // Follow the stream from now on, so that it has read the log and waits for a
+    // wake-up when the commit lands.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Some(e) = events.next().await {
+            if tx.send(e).is_err() {
+                return;
+            }
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let killed = client
+        .query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = $1",
+            &[&format!("LISTEN \"taskwire:{schema}\"")],
+        )
+        .await
+        .unwrap()
+        .len();
+    assert_eq!(killed, 2);
+    // One commit while B reconnects (its listener waits 100 ms before trying).
+    let (now, ()) = svc_a
+        .mutate(&t.id, Access::System, None, |d| {
+            d.record(taskwire_core::EventKind::Step {
+                name: "while-away".into(),
+                phase: StepPhase::Started,
+            });
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let got = tokio::time::timeout(Duration::from_secs(3), rx.recv())
+        .await
+        .expect("the subscriber caught up well before its 5 s fallback")
+        .expect("an event")
+        .unwrap();
+    assert_eq!(got.seq, now.last_seq);
+    assert!(started.elapsed() < Duration::from_secs(3));
+}
