@@ -219,7 +219,7 @@ impl A2aService {
                 .as_ref()
                 .map(convert::struct_to_map)
                 .unwrap_or_default();
-            let created = svc.create(caller, create).await?;
+            let created = svc.create_watched(caller, create).await?;
             if !created.created {
                 // A retried create: the first call registered its push config.
                 return Ok(Started::Task(created.task, None));

@@ -120,7 +120,8 @@ pub struct Created {
     pub created: bool,
     /// A watch of the task that began before `task` was stored (or read): with
     /// it, [`TaskService::wait_for_state_from`] follows the task from `task` on
-    /// without reading it again. `None` when the create reused an existing task.
+    /// without reading it again. Set by [`TaskService::create_watched`] when the
+    /// task is new; `None` otherwise.
     pub watch: Option<tokio::sync::watch::Receiver<TaskWake>>,
 }
 
@@ -533,6 +534,21 @@ impl TaskService {
     /// Creates a task (idempotent on tenant, owner and the first message's id) and
     /// queues its first turn. Returns once the task is durably stored.
     pub async fn create(&self, caller: &Caller, req: CreateTask) -> Result<Created> {
+        self.create_with(caller, req, false).await
+    }
+
+    /// [`TaskService::create`], with [`Created::watch`] set when the task is new:
+    /// for a caller that waits for the task right after creating it.
+    pub async fn create_watched(&self, caller: &Caller, req: CreateTask) -> Result<Created> {
+        self.create_with(caller, req, true).await
+    }
+
+    async fn create_with(
+        &self,
+        caller: &Caller,
+        req: CreateTask,
+        watched: bool,
+    ) -> Result<Created> {
         let mut message = req.message;
         self.check_input(caller, &message)?;
         self.limits.check_metadata("metadata", &req.metadata)?;
@@ -629,14 +645,14 @@ impl TaskService {
         ];
         // Watch before storing, so that nothing committed after the create is
         // missed by a caller that waits from the created snapshot.
-        let watch = self.store.hub().watch(&task.id);
+        let watch = watched.then(|| self.store.hub().watch(&task.id));
         match self.store.create(task, events, Some(key), true).await? {
             CreateOutcome::Created(task) => {
                 metrics::counter!("taskwire_tasks_created_total").increment(1);
                 Ok(Created {
                     task,
                     created: true,
-                    watch: Some(watch),
+                    watch,
                 })
             }
             CreateOutcome::Existing(task) => Ok(Created {

@@ -7,12 +7,13 @@ use tokio_postgres::Row;
 
 pub(crate) use taskwire_core::store::columns::{dur_ns, int, limit, ns, uint};
 
-/// The indexed columns of one task row (the snapshot itself is bound as JSON).
+/// The indexed columns of one task row (the snapshot itself is bound as JSON),
+/// borrowed from the task.
 #[derive(Debug)]
-pub(crate) struct TaskRow {
-    pub(crate) tenant: String,
-    pub(crate) owner: String,
-    pub(crate) context_id: String,
+pub(crate) struct TaskRow<'a> {
+    pub(crate) tenant: &'a str,
+    pub(crate) owner: &'a str,
+    pub(crate) context_id: &'a str,
     pub(crate) state: &'static str,
     pub(crate) terminal: bool,
     pub(crate) version: i64,
@@ -22,27 +23,27 @@ pub(crate) struct TaskRow {
     pub(crate) updated_ns: i64,
     pub(crate) expires_ns: Option<i64>,
     pub(crate) idle_ns: Option<i64>,
-    pub(crate) reviewers: Option<Vec<String>>,
+    pub(crate) reviewers: Option<Vec<&'a str>>,
 }
 
-impl TaskRow {
-    pub(crate) fn new(task: &Task) -> Self {
+impl<'a> TaskRow<'a> {
+    pub(crate) fn new(task: &'a Task) -> Self {
         let reviewers = if task.pending_reviews.is_empty() {
             None
         } else {
-            let mut names: Vec<String> = task
+            let mut names: Vec<&str> = task
                 .pending_reviews
                 .iter()
-                .map(|r| r.reviewer.clone())
+                .map(|r| r.reviewer.as_str())
                 .collect();
             names.sort_unstable();
             names.dedup();
             Some(names)
         };
         Self {
-            tenant: task.tenant.clone(),
-            owner: task.owner.clone(),
-            context_id: task.context_id.clone(),
+            tenant: &task.tenant,
+            owner: &task.owner,
+            context_id: &task.context_id,
             state: task.state.as_str(),
             terminal: task.state.is_terminal(),
             version: int(task.version),

@@ -446,6 +446,23 @@ async fn duplicate_ids_and_server_errors_are_reported() {
     );
 }
 
+/// Terminates the LISTEN connections of the nodes on `schema`; returns how many.
+#[expect(clippy::unwrap_used, reason = "a test helper panics on failure")]
+async fn kill_listeners(url: &str, schema: &str) -> usize {
+    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    client
+        .query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = $1",
+            &[&format!("LISTEN \"taskwire:{schema}\"")],
+        )
+        .await
+        .unwrap()
+        .len()
+}
+
 /// When a node's LISTEN connection is killed, it reconnects and hears the other
 /// node's commits again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -463,18 +480,7 @@ async fn the_listen_connection_reconnects() {
         .await
         .unwrap()
         .task;
-    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
-    let killed = client
-        .query(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = $1",
-            &[&format!("LISTEN \"taskwire:{schema}\"")],
-        )
-        .await
-        .unwrap()
-        .len();
+    let killed = kill_listeners(&url, &schema).await;
     assert_eq!(killed, 2, "both nodes' LISTEN connections were found");
     let mut rx = b.hub().watch(&t.id);
     let heard = tokio::time::timeout(Duration::from_secs(15), async {
@@ -832,18 +838,7 @@ async fn subscribers_catch_up_at_once_after_a_listen_reconnect() {
         }
     });
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
-    let killed = client
-        .query(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = $1",
-            &[&format!("LISTEN \"taskwire:{schema}\"")],
-        )
-        .await
-        .unwrap()
-        .len();
+    let killed = kill_listeners(&url, &schema).await;
     assert_eq!(killed, 2);
     // One commit while B reconnects (its listener waits 100 ms before trying).
     let (now, ()) = svc_a
