@@ -2,7 +2,7 @@
 //!
 //! Every create and commit is queued to one loop per store. The loop takes what
 //! is queued, up to [`PostgresOptions::max_batch`](crate::PostgresOptions) writes,
-//! and sends it as one call of `taskwire_write_batch`: one round trip, one
+//! and sends it as one call of `taskwire_apply_batch`: one round trip, one
 //! transaction and one WAL flush for the whole batch, instead of one per write. At
 //! most `write_batches` batches are in flight at once; while they are, new writes
 //! wait in the queue and form the next batch, so batches grow with the load and a
@@ -10,14 +10,18 @@
 //!
 //! Each write in a batch is checked as it would be alone (its version, its fence,
 //! its idempotency key) and answers on its own: a conflict fails that write, not
-//! the batch. The writes of a batch lock their task rows in task-id order, so two
-//! batches (of this node or another) never wait on each other in a cycle. When the
-//! server refuses the batch as a whole (a duplicate task id, say, is an error, not
-//! an answer), it rolled back every write in it, and each is sent again alone, so
-//! that only the one at fault fails. A batch that fails on the connection gives
+//! the batch. A batch holds at most one write of a task (a second one waits for
+//! the next batch), so that each step of the batch can be one statement over all
+//! of its writes. The writes of a batch lock their task rows in task-id order, so
+//! two batches (of this node or another) never wait on each other in a cycle. When
+//! the server refuses the batch as a whole (a duplicate task id, say, is an error,
+//! not an answer, and so is a deadlock between creates of one idempotency key), it
+//! rolled back every write in it, and each is sent again alone, so that only the
+//! one at fault fails. A batch that fails on the connection gives
 //! every write in it that error: whether it committed is not known, as for a single
 //! write.
 
+use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -158,19 +162,40 @@ async fn run(
     stats: Arc<Stats>,
 ) {
     let slots = Arc::new(Semaphore::new(in_flight));
-    while let Some(first) = rx.recv().await {
+    // Writes held over from the last batch, in arrival order: a batch holds at
+    // most one write of a task, so a second one waits for the next batch.
+    let mut held: VecDeque<Write> = VecDeque::new();
+    loop {
+        if held.is_empty() {
+            match rx.recv().await {
+                Some(w) => held.push_back(w),
+                None => return,
+            }
+        }
         // Wait for a free slot first: what arrives meanwhile joins this batch.
         let Ok(slot) = slots.clone().acquire_owned().await else {
             return;
         };
         let mut batch = Vec::with_capacity(max_batch.min(64));
-        batch.push(first);
+        let mut ids: HashSet<TaskId> = HashSet::with_capacity(max_batch.min(64));
+        let mut next = VecDeque::new();
+        let mut take = |w: Write, batch: &mut Vec<Write>, next: &mut VecDeque<Write>| {
+            if batch.len() < max_batch && ids.insert(w.what.id().clone()) {
+                batch.push(w);
+            } else {
+                next.push_back(w);
+            }
+        };
+        while let Some(w) = held.pop_front() {
+            take(w, &mut batch, &mut next);
+        }
         while batch.len() < max_batch {
             match rx.try_recv() {
-                Ok(w) => batch.push(w),
+                Ok(w) => take(w, &mut batch, &mut next),
                 Err(_) => break,
             }
         }
+        held = next;
         stats.batches.fetch_add(1, Ordering::Relaxed);
         stats
             .writes
@@ -192,10 +217,7 @@ enum Failed {
     Other(StoreError),
 }
 
-async fn execute(pool: &Pool, mut batch: Vec<Write>) {
-    // Task-id order is the lock order of every batch; the sort is stable, so two
-    // writes of one task keep the order they came in.
-    batch.sort_by(|a, b| a.what.id().as_str().cmp(b.what.id().as_str()));
+async fn execute(pool: &Pool, batch: Vec<Write>) {
     let whats: Vec<&What> = batch.iter().map(|w| &w.what).collect();
     match apply(pool, &whats).await {
         Ok(answers) => {
@@ -244,11 +266,11 @@ fn refusal(what: &What, e: tokio_postgres::Error) -> StoreError {
     }
 }
 
-const WRITE_BATCH: &str = "SELECT o_ord, o_code, o_existing FROM taskwire_write_batch(\
+const WRITE_BATCH: &str = "SELECT o_ord, o_code, o_existing FROM taskwire_apply_batch(\
      $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, \
      $20, $21, $22, $23, $24, $25) ORDER BY o_ord";
 
-/// The columns of a batch, one array per column of `taskwire_write_batch`.
+/// The columns of a batch, one array per column of `taskwire_apply_batch`.
 #[derive(Default)]
 struct Columns<'a> {
     op: Vec<i16>,

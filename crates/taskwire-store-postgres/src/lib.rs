@@ -309,11 +309,14 @@ impl PostgresStore {
 const GET: &str = "SELECT body FROM tasks WHERE id = $1";
 const EVENTS: &str = "SELECT body FROM events WHERE task_id = $1 AND last_seq > $2 \
      ORDER BY last_seq LIMIT $3";
-const CLAIM: &str = "WITH picked AS (SELECT task_id FROM queue WHERE available \
-     ORDER BY ready_seq LIMIT $3 FOR UPDATE SKIP LOCKED) \
-     UPDATE queue q SET available = false, lease_owner = $1, lease_until = $2, \
+// The entries to change are picked (and locked) by a subquery, and the update
+// finds them by key: a join of the picked rows with the table would be planned as
+// a hash join over every row of the table, dead ones included, which a busy queue
+// has many of between vacuums.
+const CLAIM: &str = "UPDATE queue q SET available = false, lease_owner = $1, lease_until = $2, \
      epoch = q.epoch + 1, attempts = q.attempts + 1 \
-     FROM picked WHERE q.task_id = picked.task_id \
+     WHERE q.task_id = ANY(ARRAY(SELECT task_id FROM queue WHERE available \
+     ORDER BY ready_seq LIMIT $3 FOR UPDATE SKIP LOCKED)) \
      RETURNING q.task_id, q.epoch, q.attempts, q.ready_seq, \
      (SELECT body FROM tasks t WHERE t.id = q.task_id)";
 const RENEW: &str = "UPDATE queue SET lease_until = $4 WHERE task_id = $1 AND NOT available \
@@ -323,10 +326,10 @@ const RELEASE: &str = "UPDATE queue SET available = true, lease_owner = NULL, \
      WHERE task_id = $1 AND NOT available AND lease_owner = $2 AND epoch = $3";
 const DROP_CLAIM: &str = "DELETE FROM queue WHERE task_id = $1 AND NOT available \
      AND lease_owner = $2 AND epoch = $3";
-const REAP: &str = "WITH lapsed AS (SELECT task_id FROM queue \
-     WHERE NOT available AND lease_until < $1 ORDER BY lease_until FOR UPDATE SKIP LOCKED) \
-     UPDATE queue q SET available = true, lease_owner = NULL, lease_until = NULL, \
-     ready_seq = nextval('queue_ready_seq') FROM lapsed WHERE q.task_id = lapsed.task_id \
+const REAP: &str = "UPDATE queue q SET available = true, lease_owner = NULL, \
+     lease_until = NULL, ready_seq = nextval('queue_ready_seq') \
+     WHERE q.task_id = ANY(ARRAY(SELECT task_id FROM queue \
+     WHERE NOT available AND lease_until < $1 ORDER BY lease_until FOR UPDATE SKIP LOCKED)) \
      RETURNING q.task_id";
 const SWEEP: &str = "WITH doomed AS (SELECT id FROM tasks \
      WHERE terminal AND expires_ns IS NOT NULL AND expires_ns < $1 \
@@ -340,11 +343,11 @@ const IDLE: &str = "SELECT id FROM tasks WHERE NOT terminal AND idle_ns IS NOT N
      AND idle_ns < $1 ORDER BY idle_ns LIMIT $2";
 const PUT_RECORD: &str = "SELECT taskwire_put_record($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
 const UPDATE_RECORD: &str = "SELECT taskwire_update_record($1, $2, $3, $4, $5, $6, $7, $8, $9)";
-const CLAIM_RECORDS: &str = "WITH picked AS (SELECT kind, id FROM records \
+const CLAIM_RECORDS: &str = "UPDATE records r SET lease_owner = $4, lease_until = $5, \
+     epoch = r.epoch + 1 \
+     WHERE r.kind = $1 AND r.id = ANY(ARRAY(SELECT id FROM records \
      WHERE kind = $1 AND active AND (lease_until IS NULL OR lease_until < $2) \
-     ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED) \
-     UPDATE records r SET lease_owner = $4, lease_until = $5, epoch = r.epoch + 1 \
-     FROM picked WHERE r.kind = picked.kind AND r.id = picked.id \
+     ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)) \
      RETURNING r.epoch, r.kind, r.id, r.task_id, r.tenant, r.owner, r.data, r.cursor, \
      r.active, r.expires_ns, r.version";
 const SWEEP_RECORDS: &str = "WITH doomed AS (SELECT kind, id FROM records \

@@ -337,6 +337,187 @@ BEGIN
 END
 $fn$;
 "#,
+    // 3: group commit, set-based. The same writes and answers as
+    // taskwire_write_batch, for a batch in which no task id appears twice (the
+    // batch loop holds a second write of a task over to the next batch): each step
+    // is one statement over the whole batch instead of one call per write, so that
+    // the cost per write is its rows' cost and not the statements'.
+    r#"
+CREATE FUNCTION taskwire_apply_batch(
+    p_op smallint[], p_id text[], p_expected bigint[], p_fence_worker text[],
+    p_fence_epoch bigint[], p_queue smallint[], p_tenant text[], p_owner text[],
+    p_context_id text[], p_state text[], p_terminal boolean[], p_version bigint[],
+    p_last_seq bigint[], p_created_us bigint[], p_changed_us bigint[],
+    p_updated_ns bigint[], p_expires_ns bigint[], p_idle_ns bigint[],
+    p_reviewers json[], p_idem_tenant text[], p_idem_owner text[],
+    p_idem_message_id text[], p_body json[], p_events_seq bigint[], p_events json[])
+RETURNS TABLE (o_ord bigint, o_code smallint, o_existing json)
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    -- Creates that inserted their task.
+    created text[];
+    -- Creates whose idempotency key named a task already, and that task.
+    known text[];
+    known_body json[];
+    -- Commits: of tasks that exist (locked), that pass the version check, that
+    -- pass the fence, and whose entry became claimable.
+    present text[];
+    matching text[];
+    applied text[];
+    queued text[];
+    r record;
+BEGIN
+    -- Creates, in key order (so that two batches inserting the same keys wait on
+    -- each other in one order); a key that names a task already inserts nothing.
+    WITH ins AS (
+        INSERT INTO tasks (id, tenant, owner, context_id, state, terminal, version,
+            last_seq, created_us, changed_us, updated_ns, expires_ns, idle_ns, reviewers,
+            idem_tenant, idem_owner, idem_message_id, body)
+        SELECT id, tenant, owner, context_id, state, terminal, version, last_seq,
+            created_us, changed_us, updated_ns, expires_ns, idle_ns,
+            CASE WHEN rv IS NULL THEN NULL ELSE ARRAY(SELECT json_array_elements_text(rv)) END,
+            it, io, im, body
+        FROM unnest(p_op, p_id, p_tenant, p_owner, p_context_id, p_state, p_terminal,
+            p_version, p_last_seq, p_created_us, p_changed_us, p_updated_ns, p_expires_ns,
+            p_idle_ns, p_reviewers, p_idem_tenant, p_idem_owner, p_idem_message_id, p_body)
+            AS b(op, id, tenant, owner, context_id, state, terminal, version, last_seq,
+                created_us, changed_us, updated_ns, expires_ns, idle_ns, rv, it, io, im, body)
+        WHERE op = 0
+        ORDER BY it, io, im, id
+        ON CONFLICT ON CONSTRAINT tasks_idem DO NOTHING
+        RETURNING tasks.id)
+    SELECT array_agg(ins.id) INTO created FROM ins;
+    created := COALESCE(created, '{}');
+
+    IF cardinality(created) < (SELECT count(*) FROM unnest(p_op) AS o WHERE o = 0) THEN
+        -- A new statement sees the tasks whose creates committed meanwhile.
+        SELECT array_agg(b.id), array_agg(t.body) INTO known, known_body
+        FROM unnest(p_op, p_id, p_idem_tenant, p_idem_owner, p_idem_message_id)
+            AS b(op, id, it, io, im)
+        JOIN tasks t ON t.idem_tenant = b.it AND t.idem_owner = b.io
+            AND t.idem_message_id = b.im
+        WHERE b.op = 0 AND b.id <> ALL(created);
+        known := COALESCE(known, '{}');
+        -- A key whose task was swept in between is free again: those creates are
+        -- made one by one, as alone.
+        FOR r IN SELECT * FROM unnest(p_op, p_id, p_tenant, p_owner, p_context_id,
+                p_state, p_terminal, p_version, p_last_seq, p_created_us, p_changed_us,
+                p_updated_ns, p_expires_ns, p_idle_ns, p_reviewers, p_idem_tenant,
+                p_idem_owner, p_idem_message_id, p_body, p_events_seq, p_events, p_queue)
+            AS b(op, id, tenant, owner, context_id, state, terminal, version, last_seq,
+                created_us, changed_us, updated_ns, expires_ns, idle_ns, rv, it, io, im,
+                body, events_seq, events, queue)
+            WHERE b.op = 0 AND b.id <> ALL(created) AND b.id <> ALL(known)
+        LOOP
+            known_body := known_body || taskwire_create(r.id, r.tenant, r.owner,
+                r.context_id, r.state, r.terminal, r.version, r.last_seq, r.created_us,
+                r.changed_us, r.updated_ns, r.expires_ns, r.idle_ns,
+                CASE WHEN r.rv IS NULL THEN NULL
+                    ELSE ARRAY(SELECT json_array_elements_text(r.rv)) END,
+                r.it, r.io, r.im, r.body, r.events_seq, r.events, r.queue = 1);
+            known := known || r.id;
+        END LOOP;
+    END IF;
+
+    -- Commits: lock their task rows in id order, then check versions and fences.
+    IF EXISTS (SELECT 1 FROM unnest(p_op) AS o WHERE o = 1) THEN
+        SELECT array_agg(l.id), array_agg(l.id) FILTER (WHERE l.ok) INTO present, matching
+        FROM (SELECT t.id, t.version = b.expected AS ok
+              FROM tasks t
+              JOIN unnest(p_op, p_id, p_expected) AS b(op, id, expected) ON t.id = b.id
+              WHERE t.id = ANY(p_id) AND b.op = 1
+              ORDER BY t.id
+              FOR NO KEY UPDATE OF t) l;
+        present := COALESCE(present, '{}');
+        matching := COALESCE(matching, '{}');
+        SELECT array_agg(b.id) INTO applied
+        FROM unnest(p_op, p_id, p_fence_worker) AS b(op, id, fw)
+        WHERE b.op = 1 AND b.fw IS NULL AND b.id = ANY(matching);
+        applied := COALESCE(applied, '{}') || COALESCE(ARRAY(
+            SELECT q.task_id FROM queue q
+            JOIN unnest(p_op, p_id, p_fence_worker, p_fence_epoch) AS b(op, id, fw, fe)
+                ON q.task_id = b.id
+            WHERE q.task_id = ANY(matching) AND b.op = 1 AND b.fw IS NOT NULL
+                AND NOT q.available AND q.lease_owner = b.fw AND q.epoch = b.fe
+            ORDER BY q.task_id
+            FOR UPDATE OF q), '{}');
+
+        -- The queue operations (1 enqueue, 2 requeue, 3 remove).
+        WITH ins AS (
+            INSERT INTO queue (task_id, available, epoch, attempts, ready_seq)
+            SELECT b.id, true, 0, 0, nextval('queue_ready_seq')
+            FROM unnest(p_op, p_id, p_queue) AS b(op, id, queue)
+            WHERE b.op = 1 AND b.queue = 1 AND b.id = ANY(applied)
+            ORDER BY b.id
+            ON CONFLICT (task_id) DO NOTHING
+            RETURNING queue.task_id)
+        SELECT array_agg(ins.task_id) INTO queued FROM ins;
+        queued := COALESCE(queued, '{}');
+        IF EXISTS (SELECT 1 FROM unnest(p_op, p_queue) AS b(op, queue)
+                   WHERE b.op = 1 AND b.queue = 2) THEN
+            WITH up AS (
+                INSERT INTO queue (task_id, available, epoch, attempts, ready_seq)
+                SELECT b.id, true, 0, 0, nextval('queue_ready_seq')
+                FROM unnest(p_op, p_id, p_queue) AS b(op, id, queue)
+                WHERE b.op = 1 AND b.queue = 2 AND b.id = ANY(applied)
+                ORDER BY b.id
+                ON CONFLICT (task_id) DO UPDATE SET available = true, lease_owner = NULL,
+                    lease_until = NULL, attempts = 0, ready_seq = excluded.ready_seq
+                RETURNING queue.task_id)
+            SELECT queued || COALESCE(array_agg(up.task_id), '{}') INTO queued FROM up;
+        END IF;
+        DELETE FROM queue WHERE task_id = ANY(ARRAY(
+            SELECT b.id FROM unnest(p_op, p_id, p_queue) AS b(op, id, queue)
+            WHERE b.op = 1 AND b.queue = 3 AND b.id = ANY(applied)));
+
+        UPDATE tasks t SET tenant = b.tenant, owner = b.owner, context_id = b.context_id,
+            state = b.state, terminal = b.terminal, version = b.version,
+            last_seq = b.last_seq, created_us = b.created_us, changed_us = b.changed_us,
+            updated_ns = b.updated_ns, expires_ns = b.expires_ns, idle_ns = b.idle_ns,
+            reviewers = CASE WHEN b.rv IS NULL THEN NULL
+                ELSE ARRAY(SELECT json_array_elements_text(b.rv)) END,
+            body = b.body
+        FROM unnest(p_op, p_id, p_tenant, p_owner, p_context_id, p_state, p_terminal,
+            p_version, p_last_seq, p_created_us, p_changed_us, p_updated_ns, p_expires_ns,
+            p_idle_ns, p_reviewers, p_body)
+            AS b(op, id, tenant, owner, context_id, state, terminal, version, last_seq,
+                created_us, changed_us, updated_ns, expires_ns, idle_ns, rv, body)
+        WHERE t.id = ANY(applied) AND t.id = b.id AND b.op = 1;
+    ELSE
+        present := '{}';
+        matching := '{}';
+        applied := '{}';
+        queued := '{}';
+    END IF;
+
+    -- The event-log rows of every write that was applied (a create made one by
+    -- one above wrote its own).
+    INSERT INTO events (task_id, last_seq, body)
+    SELECT b.id, b.seq, b.events
+    FROM unnest(p_op, p_id, p_events_seq, p_events) AS b(op, id, seq, events)
+    WHERE b.events IS NOT NULL
+        AND ((b.op = 0 AND b.id = ANY(created)) OR (b.op = 1 AND b.id = ANY(applied)));
+    -- Creates that inserted a task with a queue entry.
+    INSERT INTO queue (task_id, available, epoch, attempts, ready_seq)
+    SELECT b.id, true, 0, 0, nextval('queue_ready_seq')
+    FROM unnest(p_op, p_id, p_queue) AS b(op, id, queue)
+    WHERE b.op = 0 AND b.queue = 1 AND b.id = ANY(created);
+
+    RETURN QUERY
+    SELECT b.n, (CASE
+            WHEN b.op = 0 THEN 0
+            WHEN b.id <> ALL(present) THEN 2
+            WHEN b.id <> ALL(matching) THEN 3
+            WHEN b.id <> ALL(applied) THEN 4
+            WHEN b.id = ANY(queued) THEN 1
+            ELSE 0 END)::smallint,
+        k.body
+    FROM unnest(p_op, p_id) WITH ORDINALITY AS b(op, id, n)
+    LEFT JOIN unnest(known, known_body) AS k(id, body) ON b.op = 0 AND k.id = b.id
+    ORDER BY b.n;
+END
+$fn$;
+"#,
 ];
 
 /// A lock id (for `pg_advisory_xact_lock`) that serialises migrations of every
