@@ -3,11 +3,12 @@
 //! on shutdown.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::Utc;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -72,6 +73,7 @@ pub struct Runtime {
     loops: Vec<JoinHandle<()>>,
     running: Running,
     service: TaskService,
+    dispatch: Option<Arc<Dispatch>>,
 }
 
 impl Runtime {
@@ -85,15 +87,25 @@ impl Runtime {
             tokio::spawn(reaper_loop(service.clone(), config.clone(), stop.clone())),
             tokio::spawn(sweeper_loop(service.clone(), config.clone(), stop.clone())),
         ];
+        let mut dispatch = None;
         if config.max_concurrent_turns > 0 {
-            loops.push(tokio::spawn(claim_loop(
-                service.clone(),
+            let spawner = Arc::new(Spawner {
+                service: service.clone(),
                 agent,
-                config,
-                stop.clone(),
-                tracker.clone(),
-                running.clone(),
-            )));
+                config: config.clone(),
+                stop: stop.clone(),
+                tracker: tracker.clone(),
+                running: running.clone(),
+                permits: Arc::new(Semaphore::new(config.max_concurrent_turns)),
+                next_turn_id: AtomicU64::new(0),
+            });
+            // Tasks this node creates while it has a free slot run here at once.
+            let d = Arc::new(Dispatch {
+                spawner: spawner.clone(),
+            });
+            service.set_dispatch(Some(d.clone()));
+            dispatch = Some(d);
+            loops.push(tokio::spawn(claim_loop(spawner)));
         }
         Self {
             stop,
@@ -101,6 +113,7 @@ impl Runtime {
             loops,
             running,
             service,
+            dispatch,
         }
     }
 
@@ -112,6 +125,9 @@ impl Runtime {
     /// Stops claiming, lets running turns finish for up to `drain`, then aborts the
     /// rest and releases their leases so another node (or the next start) takes them.
     pub async fn shutdown(self, drain: Duration) {
+        if let Some(d) = &self.dispatch {
+            self.service.clear_dispatch(d);
+        }
         self.stop.cancel();
         for l in &self.loops {
             l.abort();
@@ -141,17 +157,114 @@ impl Runtime {
     }
 }
 
-async fn claim_loop(
+/// Starts turns: of claimed queue entries (the claim loop) and of tasks this node
+/// created with their first turn leased to it (local dispatch), sharing one pool
+/// of `max_concurrent_turns` slots.
+struct Spawner {
     service: TaskService,
     agent: Arc<dyn Agent>,
     config: Arc<RuntimeConfig>,
     stop: CancellationToken,
     tracker: TaskTracker,
     running: Running,
-) {
-    let permits = Arc::new(Semaphore::new(config.max_concurrent_turns.max(1)));
+    permits: Arc<Semaphore>,
+    next_turn_id: AtomicU64,
+}
+
+impl std::fmt::Debug for Spawner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Spawner")
+            .field("node_id", &self.config.node_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Spawner {
+    /// Runs the turn of `claim` in the slot `permit`; `via` names how the turn was
+    /// obtained, for `taskwire_turns_started_total`.
+    fn spawn(
+        &self,
+        claim: Claim,
+        snapshot: Option<Arc<crate::Task>>,
+        permit: OwnedSemaphorePermit,
+        via: &'static str,
+    ) {
+        metrics::counter!("taskwire_turns_started_total", "via" => via).increment(1);
+        let turn_id = self.next_turn_id.fetch_add(1, Ordering::Relaxed);
+        let running = self.running.clone();
+        // The turn's future is large: keep it on the heap so that spawning and
+        // finishing the task moves a pointer instead of the whole state machine.
+        let turn = Box::pin(run_claim(
+            self.service.clone(),
+            self.agent.clone(),
+            self.config.clone(),
+            claim.clone(),
+            snapshot,
+        ));
+        let handle = self.tracker.spawn(async move {
+            turn.await;
+            if let Ok(mut m) = running.lock() {
+                m.remove(&turn_id);
+            }
+            drop(permit);
+        });
+        if let Ok(mut m) = self.running.lock() {
+            if !handle.is_finished() {
+                m.insert(turn_id, (claim, handle.abort_handle()));
+            }
+        }
+    }
+}
+
+/// Local dispatch: a task created on this node while it has a free turn slot is
+/// stored with its first turn leased to this node ([`TaskStore::create_claimed`]),
+/// and the turn starts at once, with no claim (on a database store: no claim
+/// statement, and no other node woken for it). If this node dies, the lease lapses
+/// and the reaper hands the turn to any node, as for a claimed turn.
+///
+/// [`TaskStore::create_claimed`]: crate::store::TaskStore::create_claimed
+#[derive(Debug)]
+pub(crate) struct Dispatch {
+    spawner: Arc<Spawner>,
+}
+
+impl Dispatch {
+    /// This node's name in leases, and the lease length.
+    pub(crate) fn lease(&self) -> (&str, Duration) {
+        (&self.spawner.config.node_id, self.spawner.config.lease)
+    }
+
+    /// A free turn slot, if there is one now.
+    pub(crate) fn try_slot(&self) -> Option<OwnedSemaphorePermit> {
+        if self.spawner.stop.is_cancelled() {
+            return None;
+        }
+        self.spawner.permits.clone().try_acquire_owned().ok()
+    }
+
+    /// Runs the first turn of a task created with `claim`, in `slot`.
+    pub(crate) fn run(&self, claim: Claim, task: Arc<crate::Task>, slot: OwnedSemaphorePermit) {
+        if self.spawner.stop.is_cancelled() {
+            // Stopping: give the lease back so that another node (or the next
+            // start) runs the turn.
+            let store = self.spawner.service.store().clone();
+            tokio::spawn(async move {
+                if let Err(e) = store.release(&claim).await {
+                    warn!(task = %claim.task_id, error = %e, "releasing lease failed");
+                }
+            });
+            return;
+        }
+        self.spawner.spawn(claim, Some(task), slot, "create");
+    }
+}
+
+async fn claim_loop(spawner: Arc<Spawner>) {
+    let service = &spawner.service;
+    let config = &spawner.config;
+    let stop = &spawner.stop;
+    let permits = &spawner.permits;
     let store = service.store().clone();
-    let mut next_turn_id = 0u64;
     loop {
         if stop.is_cancelled() {
             return;
@@ -202,35 +315,14 @@ async fn claim_loop(
                 None => match permits.clone().try_acquire_owned() {
                     Ok(p) => p,
                     Err(_) => {
-                        // Cannot happen (we claimed at most `free`), but never hold a
-                        // lease we cannot run: give it back.
+                        // Local dispatch took the slot meanwhile: never hold a lease
+                        // we cannot run; give it back.
                         let _ = store.release(&claim).await;
                         continue;
                     }
                 },
             };
-            next_turn_id += 1;
-            let turn_id = next_turn_id;
-            let service = service.clone();
-            let agent = agent.clone();
-            let config = config.clone();
-            let running2 = running.clone();
-            let c2 = claim.clone();
-            // The turn's future is large: keep it on the heap so that spawning and
-            // finishing the task moves a pointer instead of the whole state machine.
-            let turn = Box::pin(run_claim(service, agent, config, c2, snapshot));
-            let handle = tracker.spawn(async move {
-                turn.await;
-                if let Ok(mut m) = running2.lock() {
-                    m.remove(&turn_id);
-                }
-                drop(permit);
-            });
-            if let Ok(mut m) = running.lock() {
-                if !handle.is_finished() {
-                    m.insert(turn_id, (claim, handle.abort_handle()));
-                }
-            }
+            spawner.spawn(claim, snapshot, permit, "claim");
         }
         if drained {
             tokio::select! {

@@ -16,6 +16,7 @@ use crate::error::{CoreError, Result, StoreError};
 use crate::event::{Event, EventKind};
 use crate::ids::{random_id, validate_external_id, TaskId};
 use crate::limits::Limits;
+use crate::runtime::Dispatch;
 use crate::store::{
     decode_cursor, Claim, Commit, CreateOutcome, IdempotencyKey, ListPage, ListQuery, QueueOp,
     TaskStore, TaskWake,
@@ -330,6 +331,9 @@ pub struct TaskService {
     defaults: Arc<TaskDefaults>,
     guardrails: Arc<Vec<Arc<dyn InputGuardrail>>>,
     streams: Arc<OpenStreams>,
+    /// The runtime of this process that runs the turns of tasks created here, if
+    /// one is started (local dispatch; see `runtime::Dispatch`).
+    dispatch: Arc<std::sync::RwLock<Option<Arc<Dispatch>>>>,
 }
 
 /// The event streams open per caller in this process.
@@ -403,7 +407,31 @@ impl TaskService {
             defaults: Arc::new(TaskDefaults::default()),
             guardrails: Arc::new(Vec::new()),
             streams: Arc::default(),
+            dispatch: Arc::default(),
         }
+    }
+
+    /// Hands the first turns of tasks created from now on to `dispatch`.
+    pub(crate) fn set_dispatch(&self, dispatch: Option<Arc<Dispatch>>) {
+        if let Ok(mut d) = self.dispatch.write() {
+            *d = dispatch;
+        }
+    }
+
+    /// Stops handing first turns to `dispatch` (if it is the one set).
+    pub(crate) fn clear_dispatch(&self, dispatch: &Arc<Dispatch>) {
+        if let Ok(mut d) = self.dispatch.write() {
+            if d.as_ref().is_some_and(|x| Arc::ptr_eq(x, dispatch)) {
+                *d = None;
+            }
+        }
+    }
+
+    /// The local runtime and a free turn slot of it, if both exist now.
+    fn local_slot(&self) -> Option<(Arc<Dispatch>, tokio::sync::OwnedSemaphorePermit)> {
+        let d = self.dispatch.read().ok()?.clone()?;
+        let slot = d.try_slot()?;
+        Some((d, slot))
     }
 
     /// Replaces the input limits.
@@ -646,8 +674,26 @@ impl TaskService {
         // Watch before storing, so that nothing committed after the create is
         // missed by a caller that waits from the created snapshot.
         let watch = watched.then(|| self.store.hub().watch(&task.id));
-        match self.store.create(task, events, Some(key), true).await? {
+        // With a free turn slot here, the first turn is leased to this node as the
+        // task is stored, and starts at once.
+        let local = self.local_slot();
+        let (outcome, claim) = match &local {
+            Some((d, _)) => {
+                let (worker, lease) = d.lease();
+                self.store
+                    .create_claimed(task, events, Some(key), worker, lease, Utc::now())
+                    .await?
+            }
+            None => (
+                self.store.create(task, events, Some(key), true).await?,
+                None,
+            ),
+        };
+        match outcome {
             CreateOutcome::Created(task) => {
+                if let (Some((d, slot)), Some(claim)) = (local, claim) {
+                    d.run(claim, task.clone(), slot);
+                }
                 metrics::counter!("taskwire_tasks_created_total").increment(1);
                 Ok(Created {
                     task,

@@ -303,6 +303,25 @@ pub trait TaskStore: Send + Sync + 'static {
         enqueue: bool,
     ) -> Result<CreateOutcome, StoreError>;
 
+    /// Creates a task with its first turn already leased to `worker` until `now +
+    /// lease`, for a node that runs the turn itself: what [`TaskStore::create`]
+    /// with `enqueue` and a claim of the new entry by `worker` would leave, in one
+    /// write, and without telling other claimers that work is waiting. Returns the
+    /// claim when the task was inserted. The default creates and queues the task
+    /// for any claimer and returns no claim.
+    async fn create_claimed(
+        &self,
+        task: Task,
+        events: Vec<Event>,
+        key: Option<IdempotencyKey>,
+        worker: &str,
+        lease: Duration,
+        now: Timestamp,
+    ) -> Result<(CreateOutcome, Option<Claim>), StoreError> {
+        let _ = (worker, lease, now);
+        Ok((self.create(task, events, key, true).await?, None))
+    }
+
     /// Reads a task's current snapshot, shared with the store (no copy).
     async fn get_shared(&self, id: &TaskId) -> Result<Option<Arc<Task>>, StoreError>;
 

@@ -46,7 +46,7 @@ enum What {
         task: Arc<Task>,
         events: Vec<Event>,
         key: Option<IdempotencyKey>,
-        enqueue: bool,
+        queue: NewEntry,
     },
     Commit(Commit),
 }
@@ -58,6 +58,18 @@ impl What {
             What::Commit(c) => &c.task.id,
         }
     }
+}
+
+/// The queue entry a create makes.
+enum NewEntry {
+    None,
+    /// Claimable by any worker.
+    Available,
+    /// Leased to a worker until a time (ns), as a first claim leaves it.
+    Leased {
+        worker: String,
+        until: i64,
+    },
 }
 
 /// What the database answered for one write.
@@ -139,11 +151,35 @@ impl Batcher {
         key: Option<IdempotencyKey>,
         enqueue: bool,
     ) -> Result<Answer, StoreError> {
+        let queue = if enqueue {
+            NewEntry::Available
+        } else {
+            NewEntry::None
+        };
         self.submit(What::Create {
             task,
             events,
             key,
-            enqueue,
+            queue,
+        })
+        .await
+    }
+
+    /// Creates a task in the next batch, its queue entry leased to `worker` until
+    /// `until` (ns).
+    pub(crate) async fn create_leased(
+        &self,
+        task: Arc<Task>,
+        events: Vec<Event>,
+        key: Option<IdempotencyKey>,
+        worker: String,
+        until: i64,
+    ) -> Result<Answer, StoreError> {
+        self.submit(What::Create {
+            task,
+            events,
+            key,
+            queue: NewEntry::Leased { worker, until },
         })
         .await
     }
@@ -268,7 +304,7 @@ fn refusal(what: &What, e: tokio_postgres::Error) -> StoreError {
 
 const WRITE_BATCH: &str = "SELECT o_ord, o_code, o_existing FROM taskwire_apply_batch(\
      $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, \
-     $20, $21, $22, $23, $24, $25) ORDER BY o_ord";
+     $20, $21, $22, $23, $24, $25, $26, $27) ORDER BY o_ord";
 
 /// The columns of a batch, one array per column of `taskwire_apply_batch`.
 #[derive(Default)]
@@ -298,6 +334,8 @@ struct Columns<'a> {
     body: Vec<Json<&'a Task>>,
     events_seq: Vec<Option<i64>>,
     events: Vec<Option<Json<&'a [Event]>>>,
+    lease_owner: Vec<Option<&'a str>>,
+    lease_until: Vec<Option<i64>>,
 }
 
 fn queue_code(op: QueueOp) -> i16 {
@@ -346,13 +384,30 @@ impl<'a> Columns<'a> {
                 task,
                 events,
                 key,
-                enqueue,
+                queue,
             } => {
                 self.op.push(0);
                 self.expected.push(None);
                 self.fence_worker.push(None);
                 self.fence_epoch.push(None);
-                self.queue.push(i16::from(*enqueue));
+                // Queue 0 none, 1 claimable, 2 leased.
+                match queue {
+                    NewEntry::None => {
+                        self.queue.push(0);
+                        self.lease_owner.push(None);
+                        self.lease_until.push(None);
+                    }
+                    NewEntry::Available => {
+                        self.queue.push(1);
+                        self.lease_owner.push(None);
+                        self.lease_until.push(None);
+                    }
+                    NewEntry::Leased { worker, until } => {
+                        self.queue.push(2);
+                        self.lease_owner.push(Some(worker.as_str()));
+                        self.lease_until.push(Some(*until));
+                    }
+                }
                 self.idem_tenant
                     .push(key.as_ref().map(|k| k.tenant.as_str()));
                 self.idem_owner.push(key.as_ref().map(|k| k.owner.as_str()));
@@ -368,6 +423,8 @@ impl<'a> Columns<'a> {
                 self.fence_epoch
                     .push(c.fence.as_ref().map(|f| int(f.epoch)));
                 self.queue.push(queue_code(c.queue));
+                self.lease_owner.push(None);
+                self.lease_until.push(None);
                 self.idem_tenant.push(None);
                 self.idem_owner.push(None);
                 self.idem_message_id.push(None);
@@ -416,6 +473,8 @@ async fn apply(pool: &Pool, whats: &[&What]) -> Result<Vec<Answer>, Failed> {
                 &cols.body,
                 &cols.events_seq,
                 &cols.events,
+                &cols.lease_owner,
+                &cols.lease_until,
             ],
         )
         .await

@@ -401,6 +401,38 @@ impl TaskStore for PostgresStore {
         }
     }
 
+    /// The queue entry is inserted leased (epoch 1, one attempt, as a first claim
+    /// leaves it), in the create's batch; no work is published.
+    async fn create_claimed(
+        &self,
+        task: Task,
+        events: Vec<Event>,
+        key: Option<IdempotencyKey>,
+        worker: &str,
+        lease: Duration,
+        now: Timestamp,
+    ) -> Result<(CreateOutcome, Option<Claim>), StoreError> {
+        let task = Arc::new(task);
+        let until = ns(now).saturating_add(dur_ns(lease));
+        let answer = self
+            .batcher
+            .create_leased(task.clone(), events, key, worker.to_string(), until)
+            .await?;
+        match answer.existing {
+            Some(t) => Ok((CreateOutcome::Existing(Arc::new(t)), None)),
+            None => {
+                self.published(&task, false);
+                let claim = Claim {
+                    task_id: task.id.clone(),
+                    worker: worker.to_string(),
+                    epoch: 1,
+                    attempts: 1,
+                };
+                Ok((CreateOutcome::Created(task), Some(claim)))
+            }
+        }
+    }
+
     async fn get_shared(&self, id: &TaskId) -> Result<Option<Arc<Task>>, StoreError> {
         let rows = self.query(GET, &[&id.as_str()]).await?;
         match rows.into_iter().next() {

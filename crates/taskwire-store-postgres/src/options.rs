@@ -36,7 +36,7 @@ impl Default for PostgresOptions {
             wait_timeout: Duration::from_secs(30),
             schema: None,
             max_batch: 256,
-            write_batches: 1,
+            write_batches: 2,
         }
     }
 }

@@ -341,7 +341,9 @@ $fn$;
     // taskwire_write_batch, for a batch in which no task id appears twice (the
     // batch loop holds a second write of a task over to the next batch): each step
     // is one statement over the whole batch instead of one call per write, so that
-    // the cost per write is its rows' cost and not the statements'.
+    // the cost per write is its rows' cost and not the statements'. A create's
+    // queue entry may also be leased at once to the node that creates it (queue
+    // 2, with p_lease_owner and p_lease_until), for a node that runs the turn.
     r#"
 CREATE FUNCTION taskwire_apply_batch(
     p_op smallint[], p_id text[], p_expected bigint[], p_fence_worker text[],
@@ -350,9 +352,15 @@ CREATE FUNCTION taskwire_apply_batch(
     p_last_seq bigint[], p_created_us bigint[], p_changed_us bigint[],
     p_updated_ns bigint[], p_expires_ns bigint[], p_idle_ns bigint[],
     p_reviewers json[], p_idem_tenant text[], p_idem_owner text[],
-    p_idem_message_id text[], p_body json[], p_events_seq bigint[], p_events json[])
+    p_idem_message_id text[], p_body json[], p_events_seq bigint[], p_events json[],
+    p_lease_owner text[], p_lease_until bigint[])
 RETURNS TABLE (o_ord bigint, o_code smallint, o_existing json)
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql
+-- Every statement here finds its rows by key. Between vacuums a busy queue (or
+-- task) table is far larger than its statistics say, and a plan that scans the
+-- whole table (to hash-join it with the batch) costs more with every write.
+SET enable_seqscan = off
+AS $fn$
 DECLARE
     -- Creates that inserted their task.
     created text[];
@@ -403,10 +411,11 @@ BEGIN
         FOR r IN SELECT * FROM unnest(p_op, p_id, p_tenant, p_owner, p_context_id,
                 p_state, p_terminal, p_version, p_last_seq, p_created_us, p_changed_us,
                 p_updated_ns, p_expires_ns, p_idle_ns, p_reviewers, p_idem_tenant,
-                p_idem_owner, p_idem_message_id, p_body, p_events_seq, p_events, p_queue)
+                p_idem_owner, p_idem_message_id, p_body, p_events_seq, p_events, p_queue,
+                p_lease_owner, p_lease_until)
             AS b(op, id, tenant, owner, context_id, state, terminal, version, last_seq,
                 created_us, changed_us, updated_ns, expires_ns, idle_ns, rv, it, io, im,
-                body, events_seq, events, queue)
+                body, events_seq, events, queue, lease_owner, lease_until)
             WHERE b.op = 0 AND b.id <> ALL(created) AND b.id <> ALL(known)
         LOOP
             known_body := known_body || taskwire_create(r.id, r.tenant, r.owner,
@@ -414,33 +423,40 @@ BEGIN
                 r.changed_us, r.updated_ns, r.expires_ns, r.idle_ns,
                 CASE WHEN r.rv IS NULL THEN NULL
                     ELSE ARRAY(SELECT json_array_elements_text(r.rv)) END,
-                r.it, r.io, r.im, r.body, r.events_seq, r.events, r.queue = 1);
+                r.it, r.io, r.im, r.body, r.events_seq, r.events, r.queue > 0);
             known := known || r.id;
+            IF r.queue = 2 AND known_body[cardinality(known_body)] IS NULL THEN
+                UPDATE queue SET available = false, lease_owner = r.lease_owner,
+                    lease_until = r.lease_until, epoch = 1, attempts = 1
+                WHERE task_id = r.id;
+            END IF;
         END LOOP;
     END IF;
 
     -- Commits: lock their task rows in id order, then check versions and fences.
     IF EXISTS (SELECT 1 FROM unnest(p_op) AS o WHERE o = 1) THEN
+        -- Each row is found by its key (LATERAL), in id order: a join would be
+        -- planned from the batch's unknown size, and sometimes as a scan per write.
         SELECT array_agg(l.id), array_agg(l.id) FILTER (WHERE l.ok) INTO present, matching
-        FROM (SELECT t.id, t.version = b.expected AS ok
-              FROM tasks t
-              JOIN unnest(p_op, p_id, p_expected) AS b(op, id, expected) ON t.id = b.id
-              WHERE t.id = ANY(p_id) AND b.op = 1
-              ORDER BY t.id
-              FOR NO KEY UPDATE OF t) l;
+        FROM (SELECT b.id, b.expected
+              FROM unnest(p_op, p_id, p_expected) AS b(op, id, expected)
+              WHERE b.op = 1 ORDER BY b.id) b
+        CROSS JOIN LATERAL (SELECT t.id, t.version = b.expected AS ok FROM tasks t
+              WHERE t.id = b.id FOR NO KEY UPDATE) l;
         present := COALESCE(present, '{}');
         matching := COALESCE(matching, '{}');
         SELECT array_agg(b.id) INTO applied
         FROM unnest(p_op, p_id, p_fence_worker) AS b(op, id, fw)
         WHERE b.op = 1 AND b.fw IS NULL AND b.id = ANY(matching);
         applied := COALESCE(applied, '{}') || COALESCE(ARRAY(
-            SELECT q.task_id FROM queue q
-            JOIN unnest(p_op, p_id, p_fence_worker, p_fence_epoch) AS b(op, id, fw, fe)
-                ON q.task_id = b.id
-            WHERE q.task_id = ANY(matching) AND b.op = 1 AND b.fw IS NOT NULL
-                AND NOT q.available AND q.lease_owner = b.fw AND q.epoch = b.fe
-            ORDER BY q.task_id
-            FOR UPDATE OF q), '{}');
+            SELECT l.task_id
+            FROM (SELECT b.id, b.fw, b.fe
+                  FROM unnest(p_op, p_id, p_fence_worker, p_fence_epoch) AS b(op, id, fw, fe)
+                  WHERE b.op = 1 AND b.fw IS NOT NULL AND b.id = ANY(matching)
+                  ORDER BY b.id) b
+            CROSS JOIN LATERAL (SELECT q.task_id FROM queue q
+                  WHERE q.task_id = b.id AND NOT q.available AND q.lease_owner = b.fw
+                  AND q.epoch = b.fe FOR UPDATE) l), '{}');
 
         -- The queue operations (1 enqueue, 2 requeue, 3 remove).
         WITH ins AS (
@@ -497,11 +513,16 @@ BEGIN
     FROM unnest(p_op, p_id, p_events_seq, p_events) AS b(op, id, seq, events)
     WHERE b.events IS NOT NULL
         AND ((b.op = 0 AND b.id = ANY(created)) OR (b.op = 1 AND b.id = ANY(applied)));
-    -- Creates that inserted a task with a queue entry.
-    INSERT INTO queue (task_id, available, epoch, attempts, ready_seq)
-    SELECT b.id, true, 0, 0, nextval('queue_ready_seq')
-    FROM unnest(p_op, p_id, p_queue) AS b(op, id, queue)
-    WHERE b.op = 0 AND b.queue = 1 AND b.id = ANY(created);
+    -- Creates that inserted a task with a queue entry: claimable (queue 1) or
+    -- leased to the creating node (queue 2), as its first claim leaves it.
+    INSERT INTO queue (task_id, available, lease_owner, lease_until, epoch, attempts,
+        ready_seq)
+    SELECT b.id, b.queue = 1, b.lease_owner, b.lease_until,
+        CASE WHEN b.queue = 2 THEN 1 ELSE 0 END, CASE WHEN b.queue = 2 THEN 1 ELSE 0 END,
+        nextval('queue_ready_seq')
+    FROM unnest(p_op, p_id, p_queue, p_lease_owner, p_lease_until)
+        AS b(op, id, queue, lease_owner, lease_until)
+    WHERE b.op = 0 AND b.queue > 0 AND b.id = ANY(created);
 
     RETURN QUERY
     SELECT b.n, (CASE

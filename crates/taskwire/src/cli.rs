@@ -381,7 +381,7 @@ pub struct PgArgs {
     /// Group commit: the most write batches in flight at once. Writes that come
     /// while they are wait and form the next batch, so fewer batches in flight
     /// make larger batches (less database work per write, a little more latency).
-    #[arg(long, env = "TASKWIRE_PG_WRITE_BATCHES", value_name = "N", default_value_t = 1, value_parser = parse_positive_usize)]
+    #[arg(long, env = "TASKWIRE_PG_WRITE_BATCHES", value_name = "N", default_value_t = 2, value_parser = parse_positive_usize)]
     pub pg_write_batches: usize,
 }
 
@@ -391,7 +391,7 @@ impl Default for PgArgs {
             pg_pool_size: 16,
             pg_statement_timeout: Duration::from_secs(30),
             pg_max_batch: 256,
-            pg_write_batches: 1,
+            pg_write_batches: 2,
         }
     }
 }
