@@ -366,6 +366,88 @@ async fn claims_reaps_and_sweeps_race_safely() {
     }
 }
 
+/// A create on a node that runs the turn itself leases the first turn to that
+/// node in the same write: no other node can claim it, the lease fences as a
+/// claimed one does, and when it lapses any node takes the turn over.
+#[tokio::test]
+async fn a_create_can_lease_its_first_turn_to_its_node() {
+    let Some(url) = common::url() else {
+        return;
+    };
+    let schemas = common::Schemas::new(&url);
+    let (a, b) = two_nodes(&schemas).await;
+    let svc = TaskService::new(b.clone(), "scripted");
+    // A task to copy: created through the service on B, then re-created on A
+    // under a new id with create_claimed.
+    let model = svc
+        .create(&alice(), CreateTask::new(msg("model", "hi")))
+        .await
+        .unwrap()
+        .task;
+    let mut task = Arc::unwrap_or_clone(model.clone());
+    task.id = taskwire_core::TaskId::new();
+    let key = IdempotencyKey {
+        tenant: "t1".into(),
+        owner: "alice".into(),
+        message_id: "leased".into(),
+    };
+    let events = b.events(&model.id, 0, 10).await.unwrap();
+    let events: Vec<_> = events
+        .into_iter()
+        .map(|mut e| {
+            e.task_id = task.id.clone();
+            e
+        })
+        .collect();
+    let now = Utc::now();
+    let lease = Duration::from_secs(30);
+    let (out, claim) = a
+        .create_claimed(
+            task.clone(),
+            events.clone(),
+            Some(key.clone()),
+            "node-a",
+            lease,
+            now,
+        )
+        .await
+        .unwrap();
+    assert!(matches!(out, CreateOutcome::Created(_)));
+    let claim = claim.expect("the first turn is leased to its node");
+    assert_eq!(claim.task_id, task.id);
+    assert_eq!(
+        (claim.worker.as_str(), claim.epoch, claim.attempts),
+        ("node-a", 1, 1)
+    );
+    // Nobody else can claim it; the model task (queued normally) is claimable.
+    let others = b.claim("node-b", 10, lease, now).await.unwrap();
+    assert_eq!(others.len(), 1);
+    assert_eq!(others[0].task_id, model.id);
+    assert!(b.claim("node-b", 10, lease, now).await.unwrap().is_empty());
+    assert!(a.renew(&claim, lease, now).await.unwrap());
+    // A retried create with the same key answers the task, with no second lease.
+    let mut again = task.clone();
+    again.id = taskwire_core::TaskId::new();
+    let (out, none) = b
+        .create_claimed(again, Vec::new(), Some(key), "node-b", lease, now)
+        .await
+        .unwrap();
+    match out {
+        CreateOutcome::Existing(t) => assert_eq!(t.id, task.id),
+        CreateOutcome::Created(_) => panic!("a second task for one key"),
+    }
+    assert!(none.is_none());
+    // The lease lapses: B reaps and claims it (epoch 2), and A's lease is fenced.
+    let later = now + chrono::Duration::seconds(60);
+    let reaped = b.reap(later).await.unwrap();
+    assert!(reaped.contains(&task.id), "{reaped:?}");
+    let taken = b.claim("node-b", 10, lease, later).await.unwrap();
+    let taken: Vec<_> = taken.into_iter().filter(|c| c.task_id == task.id).collect();
+    assert_eq!(taken.len(), 1);
+    assert_eq!((taken[0].epoch, taken[0].attempts), (2, 2));
+    assert!(!a.renew(&claim, lease, later).await.unwrap());
+}
+
 /// Puts racing on two nodes never take an owner past its quota.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn record_quotas_hold_under_concurrent_puts() {

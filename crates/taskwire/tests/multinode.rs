@@ -527,6 +527,19 @@ async fn doubled_creates_over_three_nodes_make_one_task_each() {
     assert_eq!(ids.len(), 1000);
     let stored = sql_count(&url, &format!("SELECT count(*) FROM {schema}.tasks")).await;
     assert_eq!(stored, 1000);
+    // Each task's turn ran once, on the node that inserted it, started by the
+    // create itself (local dispatch): no node claimed any.
+    let (mut by_create, mut by_claim) = (0.0, 0.0);
+    for n in nodes {
+        by_create += n
+            .metric("taskwire_turns_started_total", "via=\"create\"")
+            .await;
+        by_claim += n
+            .metric("taskwire_turns_started_total", "via=\"claim\"")
+            .await;
+    }
+    assert_eq!(by_create, 1000.0);
+    assert_eq!(by_claim, 0.0);
 }
 
 /// A webhook on 127.0.0.1 that keeps every body POSTed to it with the token
