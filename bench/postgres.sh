@@ -23,7 +23,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${SECS:-15}
-CONNS=${CONNS:-64}
+CONNS=${CONNS:-256}
 RATE=${RATE:-1000}
 LOW_RATE=${LOW_RATE:-100}
 FAN_SECS=${FAN_SECS:-10}
