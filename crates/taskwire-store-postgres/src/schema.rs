@@ -360,6 +360,9 @@ LANGUAGE plpgsql
 -- task) table is far larger than its statistics say, and a plan that scans the
 -- whole table (to hash-join it with the batch) costs more with every write.
 SET enable_seqscan = off
+-- The plans do not depend on the batch, so each statement is planned once per
+-- connection rather than for every call (custom plans of array arguments).
+SET plan_cache_mode = force_generic_plan
 AS $fn$
 DECLARE
     -- Creates that inserted their task.
