@@ -17,7 +17,8 @@
 #   NO_BUILD=1 bench/postgres.sh            # use the release binaries as built
 #
 # PG_URL names the database (default: the local test database, trust auth); each
-# run uses a schema of its own (taskwire_bench), dropped before and after.
+# run uses a schema of its own (taskwire_bench), dropped before and after, and
+# each PostgreSQL phase starts with a CHECKPOINT.
 # Everything shares the machine: server, database and load. Loopback only;
 # bounded by about 4 x SECS + 2 x FAN_SECS plus start-up.
 set -euo pipefail
@@ -39,9 +40,14 @@ DIR=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; reset_schema drop; rm -rf "$DIR"' EXIT
 
 psql_q() { psql -q -X -v ON_ERROR_STOP=1 "$PG_URL" -c "$1" >/dev/null 2>&1; }
+checkpoint() { psql_q "CHECKPOINT" || true; }
 reset_schema() {
   psql_q "DROP SCHEMA IF EXISTS $SCHEMA CASCADE" || true
   [ "${1:-}" = drop ] || psql_q "CREATE SCHEMA $SCHEMA"
+  # Each phase starts from a checkpoint, so that the checkpoint one phase's WAL
+  # triggers is not spread over the next phase (it needs a superuser or
+  # pg_checkpoint; without one the phases simply overlap).
+  [ "${1:-}" = drop ] || checkpoint
 }
 sep='?'; case "$PG_URL" in *\?*) sep='&' ;; esac
 PG_STORE="$PG_URL${sep}options=-csearch_path%3D$SCHEMA"

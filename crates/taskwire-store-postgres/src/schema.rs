@@ -542,6 +542,13 @@ BEGIN
 END
 $fn$;
 "#,
+    // 4: every list names its owner (the service sets it) or its reviewer (the
+    // reviewers index), so no query orders a whole tenant: the index for that
+    // only cost two entries per task write (one at the create, one at each
+    // completion, which is not a HOT update).
+    r#"
+DROP INDEX IF EXISTS tasks_by_tenant;
+"#,
 ];
 
 /// A lock id (for `pg_advisory_xact_lock`) that serialises migrations of every
