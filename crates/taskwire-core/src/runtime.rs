@@ -73,7 +73,7 @@ pub struct Runtime {
     loops: Vec<JoinHandle<()>>,
     running: Running,
     service: TaskService,
-    dispatch: Option<Arc<Dispatch>>,
+    dispatch: Option<Arc<Spawner>>,
 }
 
 impl Runtime {
@@ -100,11 +100,8 @@ impl Runtime {
                 next_turn_id: AtomicU64::new(0),
             });
             // Tasks this node creates while it has a free slot run here at once.
-            let d = Arc::new(Dispatch {
-                spawner: spawner.clone(),
-            });
-            service.set_dispatch(Some(d.clone()));
-            dispatch = Some(d);
+            service.set_dispatch(spawner.clone());
+            dispatch = Some(spawner.clone());
             loops.push(tokio::spawn(claim_loop(spawner)));
         }
         Self {
@@ -158,9 +155,17 @@ impl Runtime {
 }
 
 /// Starts turns: of claimed queue entries (the claim loop) and of tasks this node
-/// created with their first turn leased to it (local dispatch), sharing one pool
-/// of `max_concurrent_turns` slots.
-struct Spawner {
+/// created with their first turn leased to it, sharing one pool of
+/// `max_concurrent_turns` slots.
+///
+/// Local dispatch: a task created on this node while it has a free turn slot is
+/// stored with its first turn leased to this node ([`TaskStore::create_claimed`]),
+/// and the turn starts at once, with no claim (on a database store: no claim
+/// statement, and no other node woken for it). If this node dies, the lease lapses
+/// and the reaper hands the turn to any node, as for a claimed turn.
+///
+/// [`TaskStore::create_claimed`]: crate::store::TaskStore::create_claimed
+pub(crate) struct Spawner {
     service: TaskService,
     agent: Arc<dyn Agent>,
     config: Arc<RuntimeConfig>,
@@ -214,40 +219,26 @@ impl Spawner {
             }
         }
     }
-}
 
-/// Local dispatch: a task created on this node while it has a free turn slot is
-/// stored with its first turn leased to this node ([`TaskStore::create_claimed`]),
-/// and the turn starts at once, with no claim (on a database store: no claim
-/// statement, and no other node woken for it). If this node dies, the lease lapses
-/// and the reaper hands the turn to any node, as for a claimed turn.
-///
-/// [`TaskStore::create_claimed`]: crate::store::TaskStore::create_claimed
-#[derive(Debug)]
-pub(crate) struct Dispatch {
-    spawner: Arc<Spawner>,
-}
-
-impl Dispatch {
     /// This node's name in leases, and the lease length.
     pub(crate) fn lease(&self) -> (&str, Duration) {
-        (&self.spawner.config.node_id, self.spawner.config.lease)
+        (&self.config.node_id, self.config.lease)
     }
 
     /// A free turn slot, if there is one now.
     pub(crate) fn try_slot(&self) -> Option<OwnedSemaphorePermit> {
-        if self.spawner.stop.is_cancelled() {
+        if self.stop.is_cancelled() {
             return None;
         }
-        self.spawner.permits.clone().try_acquire_owned().ok()
+        self.permits.clone().try_acquire_owned().ok()
     }
 
     /// Runs the first turn of a task created with `claim`, in `slot`.
     pub(crate) fn run(&self, claim: Claim, task: Arc<crate::Task>, slot: OwnedSemaphorePermit) {
-        if self.spawner.stop.is_cancelled() {
+        if self.stop.is_cancelled() {
             // Stopping: give the lease back so that another node (or the next
             // start) runs the turn.
-            let store = self.spawner.service.store().clone();
+            let store = self.service.store().clone();
             tokio::spawn(async move {
                 if let Err(e) = store.release(&claim).await {
                     warn!(task = %claim.task_id, error = %e, "releasing lease failed");
@@ -255,7 +246,7 @@ impl Dispatch {
             });
             return;
         }
-        self.spawner.spawn(claim, Some(task), slot, "create");
+        self.spawn(claim, Some(task), slot, "create");
     }
 }
 

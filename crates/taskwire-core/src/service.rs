@@ -16,7 +16,7 @@ use crate::error::{CoreError, Result, StoreError};
 use crate::event::{Event, EventKind};
 use crate::ids::{random_id, validate_external_id, TaskId};
 use crate::limits::Limits;
-use crate::runtime::Dispatch;
+use crate::runtime::Spawner;
 use crate::store::{
     decode_cursor, Claim, Commit, CreateOutcome, IdempotencyKey, ListPage, ListQuery, QueueOp,
     TaskStore, TaskWake,
@@ -332,8 +332,8 @@ pub struct TaskService {
     guardrails: Arc<Vec<Arc<dyn InputGuardrail>>>,
     streams: Arc<OpenStreams>,
     /// The runtime of this process that runs the turns of tasks created here, if
-    /// one is started (local dispatch; see `runtime::Dispatch`).
-    dispatch: Arc<std::sync::RwLock<Option<Arc<Dispatch>>>>,
+    /// one is started (local dispatch; see `runtime::Spawner`).
+    dispatch: Arc<std::sync::RwLock<Option<Arc<Spawner>>>>,
 }
 
 /// The event streams open per caller in this process.
@@ -412,14 +412,14 @@ impl TaskService {
     }
 
     /// Hands the first turns of tasks created from now on to `dispatch`.
-    pub(crate) fn set_dispatch(&self, dispatch: Option<Arc<Dispatch>>) {
+    pub(crate) fn set_dispatch(&self, dispatch: Arc<Spawner>) {
         if let Ok(mut d) = self.dispatch.write() {
-            *d = dispatch;
+            *d = Some(dispatch);
         }
     }
 
     /// Stops handing first turns to `dispatch` (if it is the one set).
-    pub(crate) fn clear_dispatch(&self, dispatch: &Arc<Dispatch>) {
+    pub(crate) fn clear_dispatch(&self, dispatch: &Arc<Spawner>) {
         if let Ok(mut d) = self.dispatch.write() {
             if d.as_ref().is_some_and(|x| Arc::ptr_eq(x, dispatch)) {
                 *d = None;
@@ -428,7 +428,7 @@ impl TaskService {
     }
 
     /// The local runtime and a free turn slot of it, if both exist now.
-    fn local_slot(&self) -> Option<(Arc<Dispatch>, tokio::sync::OwnedSemaphorePermit)> {
+    fn local_slot(&self) -> Option<(Arc<Spawner>, tokio::sync::OwnedSemaphorePermit)> {
         let d = self.dispatch.read().ok()?.clone()?;
         let slot = d.try_slot()?;
         Some((d, slot))

@@ -61,7 +61,7 @@ impl What {
 }
 
 /// The queue entry a create makes.
-enum NewEntry {
+pub(crate) enum NewEntry {
     None,
     /// Claimable by any worker.
     Available,
@@ -143,43 +143,19 @@ impl Batcher {
             .map_err(|_| StoreError::Backend("postgres: the write was dropped".into()))?
     }
 
-    /// Creates a task in the next batch.
+    /// Creates a task in the next batch, with the queue entry `queue`.
     pub(crate) async fn create(
         &self,
         task: Arc<Task>,
         events: Vec<Event>,
         key: Option<IdempotencyKey>,
-        enqueue: bool,
+        queue: NewEntry,
     ) -> Result<Answer, StoreError> {
-        let queue = if enqueue {
-            NewEntry::Available
-        } else {
-            NewEntry::None
-        };
         self.submit(What::Create {
             task,
             events,
             key,
             queue,
-        })
-        .await
-    }
-
-    /// Creates a task in the next batch, its queue entry leased to `worker` until
-    /// `until` (ns).
-    pub(crate) async fn create_leased(
-        &self,
-        task: Arc<Task>,
-        events: Vec<Event>,
-        key: Option<IdempotencyKey>,
-        worker: String,
-        until: i64,
-    ) -> Result<Answer, StoreError> {
-        self.submit(What::Create {
-            task,
-            events,
-            key,
-            queue: NewEntry::Leased { worker, until },
         })
         .await
     }

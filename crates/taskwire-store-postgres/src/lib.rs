@@ -68,6 +68,7 @@ use tokio_postgres::types::{Json, ToSql};
 use tokio_postgres::NoTls;
 
 mod batch;
+use batch::NewEntry;
 mod error;
 mod notify;
 mod options;
@@ -287,6 +288,30 @@ impl PostgresStore {
         conn.execute(&stmt, params).await.map_err(backend)
     }
 
+    /// Creates a task through the batch loop, with the queue entry `entry`, and
+    /// publishes it (as work for other claimers only when it is claimable).
+    async fn insert(
+        &self,
+        task: Task,
+        events: Vec<Event>,
+        key: Option<IdempotencyKey>,
+        entry: NewEntry,
+    ) -> Result<CreateOutcome, StoreError> {
+        let claimable = matches!(entry, NewEntry::Available);
+        let task = Arc::new(task);
+        let answer = self
+            .batcher
+            .create(task.clone(), events, key, entry)
+            .await?;
+        match answer.existing {
+            Some(t) => Ok(CreateOutcome::Existing(Arc::new(t))),
+            None => {
+                self.published(&task, claimable);
+                Ok(CreateOutcome::Created(task))
+            }
+        }
+    }
+
     /// Publishes a committed change of a task here and to the other nodes.
     fn published(&self, task: &Arc<Task>, queued: bool) {
         self.recent.put(task);
@@ -387,18 +412,12 @@ impl TaskStore for PostgresStore {
         key: Option<IdempotencyKey>,
         enqueue: bool,
     ) -> Result<CreateOutcome, StoreError> {
-        let task = Arc::new(task);
-        let answer = self
-            .batcher
-            .create(task.clone(), events, key, enqueue)
-            .await?;
-        match answer.existing {
-            Some(t) => Ok(CreateOutcome::Existing(Arc::new(t))),
-            None => {
-                self.published(&task, enqueue);
-                Ok(CreateOutcome::Created(task))
-            }
-        }
+        let entry = if enqueue {
+            NewEntry::Available
+        } else {
+            NewEntry::None
+        };
+        self.insert(task, events, key, entry).await
     }
 
     /// The queue entry is inserted leased (epoch 1, one attempt, as a first claim
@@ -412,25 +431,22 @@ impl TaskStore for PostgresStore {
         lease: Duration,
         now: Timestamp,
     ) -> Result<(CreateOutcome, Option<Claim>), StoreError> {
-        let task = Arc::new(task);
         let until = ns(now).saturating_add(dur_ns(lease));
-        let answer = self
-            .batcher
-            .create_leased(task.clone(), events, key, worker.to_string(), until)
-            .await?;
-        match answer.existing {
-            Some(t) => Ok((CreateOutcome::Existing(Arc::new(t)), None)),
-            None => {
-                self.published(&task, false);
-                let claim = Claim {
-                    task_id: task.id.clone(),
-                    worker: worker.to_string(),
-                    epoch: 1,
-                    attempts: 1,
-                };
-                Ok((CreateOutcome::Created(task), Some(claim)))
-            }
-        }
+        let entry = NewEntry::Leased {
+            worker: worker.to_string(),
+            until,
+        };
+        let outcome = self.insert(task, events, key, entry).await?;
+        let claim = match &outcome {
+            CreateOutcome::Created(t) => Some(Claim {
+                task_id: t.id.clone(),
+                worker: worker.to_string(),
+                epoch: 1,
+                attempts: 1,
+            }),
+            CreateOutcome::Existing(_) => None,
+        };
+        Ok((outcome, claim))
     }
 
     async fn get_shared(&self, id: &TaskId) -> Result<Option<Arc<Task>>, StoreError> {

@@ -32,11 +32,19 @@ fn msg(id: &str, text: &str) -> Message {
 
 /// Two nodes of one deployment: two stores on one schema.
 async fn two_nodes(schemas: &common::Schemas) -> (Arc<PostgresStore>, Arc<PostgresStore>) {
+    let (_, a, b) = two_nodes_in(schemas).await;
+    (a, b)
+}
+
+/// [`two_nodes`], with the name of their schema.
+async fn two_nodes_in(
+    schemas: &common::Schemas,
+) -> (String, Arc<PostgresStore>, Arc<PostgresStore>) {
     let schema = schemas.fresh();
     let a = Arc::new(schemas.open(&schema).await);
     let b = Arc::new(schemas.open(&schema).await);
     assert_ne!(a.node(), b.node());
-    (a, b)
+    (schema, a, b)
 }
 
 #[tokio::test]
@@ -553,9 +561,7 @@ async fn the_listen_connection_reconnects() {
         return;
     };
     let schemas = common::Schemas::new(&url);
-    let schema = schemas.fresh();
-    let a = Arc::new(schemas.open(&schema).await);
-    let b = Arc::new(schemas.open(&schema).await);
+    let (schema, a, b) = two_nodes_in(&schemas).await;
     let svc_a = TaskService::new(a.clone(), "scripted");
     let t = svc_a
         .create(&alice(), CreateTask::new(msg("m1", "hi")))
@@ -895,9 +901,7 @@ async fn subscribers_catch_up_at_once_after_a_listen_reconnect() {
         return;
     };
     let schemas = common::Schemas::new(&url);
-    let schema = schemas.fresh();
-    let a = Arc::new(schemas.open(&schema).await);
-    let b = Arc::new(schemas.open(&schema).await);
+    let (schema, a, b) = two_nodes_in(&schemas).await;
     let svc_a = TaskService::new(a.clone(), "scripted");
     let svc_b = TaskService::new(b.clone(), "scripted");
     let t = svc_a
