@@ -23,7 +23,7 @@ struct Counting;
 static LIVE: AtomicIsize = AtomicIsize::new(0);
 static COUNTING: AtomicBool = AtomicBool::new(false);
 
-// SAFETY: delegates every call to mimalloc (the allocator `taskwire serve` uses) and
+// SAFETY: delegates every call to mimalloc (`mimalloc::MiMalloc`, as `taskwire serve`) and
 // only adds counting.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
@@ -31,14 +31,14 @@ unsafe impl GlobalAlloc for Counting {
             LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
         }
         // SAFETY: same contract as the caller's.
-        unsafe { taskwire::allocator::Allocator.alloc(layout) }
+        unsafe { mimalloc::MiMalloc.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         if COUNTING.load(Ordering::Relaxed) {
             LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
         }
         // SAFETY: same contract as the caller's.
-        unsafe { taskwire::allocator::Allocator.dealloc(ptr, layout) }
+        unsafe { mimalloc::MiMalloc.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         if COUNTING.load(Ordering::Relaxed) {
@@ -48,7 +48,7 @@ unsafe impl GlobalAlloc for Counting {
             );
         }
         // SAFETY: same contract as the caller's.
-        unsafe { taskwire::allocator::Allocator.realloc(ptr, layout, new_size) }
+        unsafe { mimalloc::MiMalloc.realloc(ptr, layout, new_size) }
     }
 }
 
@@ -352,8 +352,12 @@ async fn completed_bytes(n: usize) -> f64 {
 }
 
 fn main() {
-    // The allocator settings of `taskwire serve`.
-    taskwire::allocator::tune_mimalloc();
+    // The purge delay `taskwire serve` sets (crates/taskwire/src/main.rs):
+    // mi_option_purge_delay (15) at 1000 ms, unless the environment sets it.
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // SAFETY: mi_option_set stores an option value; any value is valid for it.
+        unsafe { libmimalloc_sys::mi_option_set(15, 1000) };
+    }
     let rt = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {

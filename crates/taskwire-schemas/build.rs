@@ -1,20 +1,12 @@
-//! Compiles `proto/a2a.proto` with protox (the same compiler and file taskwire-a2a
-//! builds its messages from) into a descriptor set the A2A schema generator walks,
-//! and embeds the committed `schemas/` files listed in `schemas/index.json`.
+//! Embeds the committed `schemas/` files listed in `schemas/index.json` (the A2A
+//! descriptor the generator walks is the wire layer's, `taskwire_wire::a2a`).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use prost::Message;
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let proto_dir = root.join("proto");
-    let proto = proto_dir.join("a2a.proto");
-    println!("cargo:rerun-if-changed={}", proto.display());
-    let fds = protox::compile([&proto], [&proto_dir])?;
     let out = PathBuf::from(std::env::var("OUT_DIR")?);
-    std::fs::write(out.join("a2a_descriptor.bin"), fds.encode_to_vec())?;
 
     let schemas = root.join("schemas");
     println!("cargo:rerun-if-changed={}", schemas.display());

@@ -1,8 +1,6 @@
 //! Conversions between core types and the generated `lf.a2a.v1` messages, through
 //! the tables of `taskwire_vocab::a2a`.
 
-use std::collections::HashMap;
-
 use serde_json::{Map, Value};
 use taskwire_core::event::{Event, EventKind};
 use taskwire_core::types::{Artifact, Message, Metadata, Part, Task, TaskState, Timestamp};
@@ -10,72 +8,39 @@ use taskwire_vocab::a2a::{self as vocab, A2aPartContent};
 
 use crate::error::{A2aError, Result};
 use crate::pb;
+use taskwire_wire::wkt;
 
 /// A JSON value as a `google.protobuf.Value`.
-pub fn value_to_pb(v: &Value) -> pbjson_types::Value {
-    use pbjson_types::value::Kind;
-    let kind = match v {
-        Value::Null => Kind::NullValue(0),
-        Value::Bool(b) => Kind::BoolValue(*b),
-        Value::Number(n) => Kind::NumberValue(n.as_f64().unwrap_or(0.0)),
-        Value::String(s) => Kind::StringValue(s.clone()),
-        Value::Array(a) => Kind::ListValue(pbjson_types::ListValue {
-            values: a.iter().map(value_to_pb).collect(),
-        }),
-        Value::Object(m) => Kind::StructValue(map_to_struct(m)),
-    };
-    pbjson_types::Value { kind: Some(kind) }
+pub fn value_to_pb(v: &Value) -> wkt::Value {
+    wkt::Value::from(v)
 }
 
 /// A `google.protobuf.Value` as JSON (integral numbers become integers).
-pub fn value_from_pb(v: &pbjson_types::Value) -> Value {
-    use pbjson_types::value::Kind;
-    match &v.kind {
-        None | Some(Kind::NullValue(_)) => Value::Null,
-        Some(Kind::BoolValue(b)) => Value::Bool(*b),
-        Some(Kind::NumberValue(n)) => {
-            if n.fract() == 0.0 && n.abs() < vocab::PROTOBUF_WHOLE_NUMBER_LIMIT {
-                Value::from(*n as i64)
-            } else {
-                serde_json::Number::from_f64(*n).map_or(Value::Null, Value::Number)
-            }
-        }
-        Some(Kind::StringValue(s)) => Value::String(s.clone()),
-        Some(Kind::ListValue(l)) => Value::Array(l.values.iter().map(value_from_pb).collect()),
-        Some(Kind::StructValue(s)) => Value::Object(struct_to_map(s)),
-    }
+pub fn value_from_pb(v: &wkt::Value) -> Value {
+    Value::from(v)
 }
 
 /// A JSON object as a `google.protobuf.Struct`.
-pub fn map_to_struct(m: &Map<String, Value>) -> pbjson_types::Struct {
-    pbjson_types::Struct {
-        fields: m
-            .iter()
-            .map(|(k, v)| (k.clone(), value_to_pb(v)))
-            .collect::<HashMap<_, _>>(),
-    }
+pub fn map_to_struct(m: &Map<String, Value>) -> wkt::Struct {
+    wkt::Struct::from(m)
 }
 
-/// A `google.protobuf.Struct` as a JSON object.
-pub fn struct_to_map(s: &pbjson_types::Struct) -> Map<String, Value> {
-    let mut keys: Vec<&String> = s.fields.keys().collect();
-    keys.sort();
-    keys.into_iter()
-        .filter_map(|k| s.fields.get(k).map(|v| (k.clone(), value_from_pb(v))))
-        .collect()
+/// A `google.protobuf.Struct` as a JSON object (its fields in key order).
+pub fn struct_to_map(s: &wkt::Struct) -> Map<String, Value> {
+    Map::from(s)
 }
 
-fn metadata_to_pb(m: &Metadata) -> Option<pbjson_types::Struct> {
+fn metadata_to_pb(m: &Metadata) -> Option<wkt::Struct> {
     (!m.is_empty()).then(|| map_to_struct(m))
 }
 
 /// A core timestamp as a protobuf one.
-pub fn timestamp_to_pb(t: Timestamp) -> pbjson_types::Timestamp {
+pub fn timestamp_to_pb(t: Timestamp) -> wkt::Timestamp {
     t.into()
 }
 
 /// A protobuf timestamp as a core one.
-pub fn timestamp_from_pb(t: pbjson_types::Timestamp, field: &str) -> Result<Timestamp> {
+pub fn timestamp_from_pb(t: wkt::Timestamp, field: &str) -> Result<Timestamp> {
     Timestamp::try_from(t).map_err(|e| A2aError::invalid_params(field, e))
 }
 

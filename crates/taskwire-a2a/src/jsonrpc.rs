@@ -112,18 +112,10 @@ impl Params<'_> {
 
     /// The params as a request message: straight from the text when that gives
     /// what [`protojson::from_value`] gives, else through it.
-    fn decode<T: DeserializeOwned>(self) -> Result<T> {
+    fn decode<T: protojson::ProtoMessage>(self) -> Result<T> {
         match self.straight() {
             Some(t) => Ok(t),
             None => protojson::from_value(self.into_value()?),
-        }
-    }
-
-    /// The params of SendMessage or SendStreamingMessage (see [`Params::decode`]).
-    fn send_request(self) -> Result<crate::pb::SendMessageRequest> {
-        match self.straight() {
-            Some(t) => Ok(t),
-            None => protojson::send_request_from_value(self.into_value()?),
         }
     }
 }
@@ -284,7 +276,7 @@ async fn dispatch_encoded(
     // largest, copied whole each time it is moved into a box further up.
     match method {
         SEND_MESSAGE => {
-            let req = params.send_request()?;
+            let req = params.decode::<crate::pb::SendMessageRequest>()?;
             enc(&Box::pin(svc.send_message(caller, req)).await?)
         }
         LIST_TASKS => enc(&Box::pin(svc.list_tasks(caller, params.decode()?)).await?),
@@ -321,8 +313,12 @@ async fn open_stream(
     last_event_id: Option<u64>,
 ) -> Result<FrameStream> {
     if method == methods::SEND_STREAMING_MESSAGE {
-        svc.send_streaming_message(caller, params.send_request()?, last_event_id)
-            .await
+        svc.send_streaming_message(
+            caller,
+            params.decode::<crate::pb::SendMessageRequest>()?,
+            last_event_id,
+        )
+        .await
     } else {
         svc.subscribe_to_task(caller, params.decode()?, last_event_id)
             .await
@@ -781,7 +777,7 @@ mod tests {
         fn raw_params_decode_as_the_value_path_does(v in request_params()) {
             let text = serde_json::to_string(&v).unwrap();
             if let Some(raw) = protojson::from_str_without_nulls::<crate::pb::SendMessageRequest>(&text) {
-                prop_assert_eq!(Ok(raw), protojson::send_request_from_value(v.clone()).map_err(|e| e.message().to_string()));
+                prop_assert_eq!(Ok(raw), protojson::from_value(v.clone()).map_err(|e| e.message().to_string()));
             }
             if let Some(raw) = protojson::from_str_without_nulls::<crate::pb::GetTaskRequest>(&text) {
                 prop_assert_eq!(Ok(raw), protojson::from_value(v.clone()).map_err(|e| e.message().to_string()));

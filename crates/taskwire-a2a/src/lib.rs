@@ -64,12 +64,8 @@ pub mod tck;
 pub use error::A2aError;
 pub use service::A2aService;
 
-/// The `lf.a2a.v1` messages generated from `proto/a2a.proto`, with ProtoJSON serde.
-#[allow(missing_docs, unreachable_pub, clippy::all, reason = "generated code")]
-pub mod pb {
-    include!(concat!(env!("OUT_DIR"), "/lf.a2a.v1.rs"));
-    include!(concat!(env!("OUT_DIR"), "/lf.a2a.v1.serde.rs"));
-}
+/// The `lf.a2a.v1` messages of the wire layer (`taskwire_wire::a2a::pb`).
+pub use taskwire_wire::a2a::pb;
 
 /// Configuration of the A2A adapter.
 #[derive(Clone, Debug)]

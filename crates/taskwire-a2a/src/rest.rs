@@ -44,7 +44,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Router};
 use futures::StreamExt;
-use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use taskwire_core::Caller;
@@ -270,7 +269,7 @@ fn body_value(text: &str) -> Result<Value, RestError> {
 
 /// A request message from the body text (straight from the text when that gives
 /// what the `Value` path gives, as on JSON-RPC).
-fn decode<T: DeserializeOwned>(text: &str) -> Result<T, RestError> {
+fn decode<T: protojson::ProtoMessage>(text: &str) -> Result<T, RestError> {
     if text.trim_start().starts_with('{') {
         if let Some(t) = protojson::from_str_without_nulls(text) {
             return Ok(t);
@@ -391,21 +390,12 @@ async fn message_send(
         async {
             let (args, parts, body) = accept(path, req)?;
             let text = read_body(&svc, &parts.headers, body).await?;
-            let mut r = send_request(&text)?;
+            let mut r = decode::<pb::SendMessageRequest>(&text)?;
             r.tenant = args.tenant(std::mem::take(&mut r.tenant));
             ok(&Box::pin(svc.send_message(&caller, r)).await?)
         }
         .await,
     )
-}
-
-fn send_request(text: &str) -> Result<pb::SendMessageRequest, RestError> {
-    if text.trim_start().starts_with('{') {
-        if let Some(t) = protojson::from_str_without_nulls(text) {
-            return Ok(t);
-        }
-    }
-    Ok(protojson::send_request_from_value(body_value(text)?)?)
 }
 
 /// `POST /message:stream`.
@@ -419,7 +409,7 @@ async fn message_stream(
         async {
             let (args, parts, body) = accept(path, req)?;
             let text = read_body(&svc, &parts.headers, body).await?;
-            let mut r = send_request(&text)?;
+            let mut r = decode::<pb::SendMessageRequest>(&text)?;
             r.tenant = args.tenant(std::mem::take(&mut r.tenant));
             let frames =
                 Box::pin(svc.send_streaming_message(&caller, r, last_event_id(&parts.headers)))

@@ -27,19 +27,9 @@ use crate::http::{self, RawResponse};
 
 pub use crate::a2a_stream::{is_interrupted, is_terminal, A2aEvent, A2aStream, EventOrigin};
 
-/// The `lf.a2a.v1` messages (prost) with ProtoJSON serde (pbjson), and the
-/// gRPC client stubs (`a2a_service_client`).
-#[allow(
-    missing_docs,
-    unreachable_pub,
-    clippy::all,
-    rust_2018_idioms,
-    reason = "generated code"
-)]
-pub mod pb {
-    include!(concat!(env!("OUT_DIR"), "/lf.a2a.v1.rs"));
-    include!(concat!(env!("OUT_DIR"), "/lf.a2a.v1.serde.rs"));
-}
+/// The `lf.a2a.v1` messages of the wire layer (prost, with ProtoJSON serde, and
+/// the gRPC client stubs in `a2a_service_client`).
+pub use taskwire_wire::a2a::pb;
 
 /// The protocol version this client speaks (`A2A-Version` header).
 pub const A2A_VERSION: &str = "1.0";

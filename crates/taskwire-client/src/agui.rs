@@ -26,6 +26,7 @@ use futures::{Stream, StreamExt};
 use prost::Message as _;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
+use taskwire_wire::wkt;
 
 use crate::config::{BackoffPolicy, ClientConfig, Exchange};
 use crate::error::ClientError;
@@ -33,17 +34,8 @@ use crate::http::{self, RawResponse};
 
 pub use crate::a2a_stream::EventOrigin;
 
-/// The `ag_ui` protobuf messages (prost), from `proto/agui/events.proto`.
-#[allow(
-    missing_docs,
-    unreachable_pub,
-    clippy::all,
-    rust_2018_idioms,
-    reason = "generated code"
-)]
-pub mod pb {
-    include!(concat!(env!("OUT_DIR"), "/ag_ui.rs"));
-}
+/// The `ag_ui` protobuf messages of the wire layer.
+pub use taskwire_wire::agui::pb;
 
 /// The default endpoint path.
 pub const AGUI_PATH: &str = "/agui";
@@ -826,29 +818,12 @@ where
 
 // ---- protobuf → JSON (the SSE form of each event) ----
 
-fn val(v: &pbjson_types::Value) -> Value {
-    integral(serde_json::to_value(v).unwrap_or(Value::Null))
+fn val(v: &wkt::Value) -> Value {
+    Value::from(v)
 }
 
-fn strukt(v: &pbjson_types::Struct) -> Value {
-    integral(serde_json::to_value(v).unwrap_or(Value::Null))
-}
-
-/// `google.protobuf.Value` numbers are doubles: a whole number within the
-/// exactly representable range is shown as an integer, as its JSON form had it.
-fn integral(v: Value) -> Value {
-    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
-    match v {
-        Value::Number(n) => match n.as_f64() {
-            Some(f) if n.is_f64() && f.fract() == 0.0 && f.abs() <= EXACT => {
-                json!(f as i64)
-            }
-            _ => Value::Number(n),
-        },
-        Value::Array(a) => Value::Array(a.into_iter().map(integral).collect()),
-        Value::Object(m) => Value::Object(m.into_iter().map(|(k, v)| (k, integral(v))).collect()),
-        other => other,
-    }
+fn strukt(v: &wkt::Struct) -> Value {
+    Value::Object(v.into())
 }
 
 struct Obj(Map<String, Value>);
@@ -884,7 +859,7 @@ impl Obj {
         self.0.insert(k.into(), v);
         self
     }
-    fn ov(mut self, k: &str, v: &Option<pbjson_types::Value>) -> Self {
+    fn ov(mut self, k: &str, v: &Option<wkt::Value>) -> Self {
         if let Some(v) = v {
             self.0.insert(k.into(), val(v));
         }

@@ -27,27 +27,7 @@ pub const VERSION_METADATA: &str = "a2a-version";
 /// The metadata key of the resume cursor (taskwire extension).
 pub const LAST_EVENT_ID_METADATA: &str = "last-event-id";
 
-/// `google.rpc.Status`.
-#[derive(Clone, PartialEq, prost::Message)]
-struct RpcStatus {
-    #[prost(int32, tag = "1")]
-    code: i32,
-    #[prost(string, tag = "2")]
-    message: String,
-    #[prost(message, repeated, tag = "3")]
-    details: Vec<pbjson_types::Any>,
-}
-
-/// `google.rpc.ErrorInfo`.
-#[derive(Clone, PartialEq, prost::Message)]
-struct ErrorInfo {
-    #[prost(string, tag = "1")]
-    reason: String,
-    #[prost(string, tag = "2")]
-    domain: String,
-    #[prost(map = "string, string", tag = "3")]
-    metadata: std::collections::HashMap<String, String>,
-}
+use taskwire_wire::a2a::grpc::{ErrorInfo, RpcStatus};
 
 /// Maps a gRPC status into the crate's error: A2A errors (by `ErrorInfo`
 /// reason, else by status code) are [`ClientError::Rpc`].
@@ -511,7 +491,7 @@ mod tests {
         let st = RpcStatus {
             code: tonic::Code::FailedPrecondition as i32,
             message: "no".into(),
-            details: vec![pbjson_types::Any {
+            details: vec![taskwire_wire::wkt::Any {
                 type_url: "type.googleapis.com/google.rpc.ErrorInfo".into(),
                 value: info.encode_to_vec().into(),
             }],
@@ -532,7 +512,7 @@ mod tests {
     fn grpc_json_timestamps_end_in_z() {
         let t = pb::TaskStatus {
             state: pb::TaskState::Working as i32,
-            timestamp: Some(pbjson_types::Timestamp {
+            timestamp: Some(taskwire_wire::wkt::Timestamp {
                 seconds: 1_700_000_000,
                 nanos: 5_000_000,
             }),

@@ -61,28 +61,16 @@ use taskwire_core::Caller;
 use taskwire_vocab::a2a::{ERROR_DOMAIN, ERROR_INFO_TYPE};
 use tonic::{Request, Response, Status};
 
-pub mod codec;
 mod edge;
-pub use codec::EncodedTask;
 pub use edge::{Answer, GrpcRoute};
-
-/// The generated service code: the client from the proto, the server from the
-/// proto's service with GetTask answering an [`EncodedTask`] (see build.rs).
-#[allow(missing_docs, unreachable_pub, clippy::all, reason = "generated code")]
-pub mod proto {
-    include!(concat!(env!("OUT_DIR"), "/lf.a2a.v1.rs"));
-    include!(concat!(env!("OUT_DIR"), "/lf.a2a.v1.A2AService.rs"));
-}
-
-pub use proto::a2a_service_client::A2aServiceClient;
-// tonic's manual generator names the server after the service as written
-// (`A2AService`); these are the names the crate has always exported.
-pub use proto::a2_a_service_server::{
-    A2AService as A2aServiceRpc, A2AServiceServer as A2aServiceServer,
+/// The generated stubs and status messages of the wire layer.
+pub use taskwire_wire::a2a::grpc::{
+    A2aServiceClient, A2aServiceRpc, A2aServiceServer, EncodedTask, EncodedTaskCodec, ErrorInfo,
+    RpcStatus,
 };
 
 /// The gRPC path prefix of the service.
-pub const SERVICE_PATH: &str = "/lf.a2a.v1.A2AService";
+pub const SERVICE_PATH: &str = taskwire_wire::a2a::grpc::SERVICE_PATH;
 /// The path pattern [`GrpcAdapter::routes`] mounts the service at (also the route
 /// label of its requests in the server's metrics).
 pub const ROUTE_PATTERN: &str = "/lf.a2a.v1.A2AService/{*rest}";
@@ -108,34 +96,6 @@ pub const RPC_METHODS: [&str; 11] = [
 /// The metadata key of the requested protocol version.
 pub const VERSION_METADATA: &str = "a2a-version";
 
-/// `google.rpc.Status`.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct RpcStatus {
-    /// The gRPC code.
-    #[prost(int32, tag = "1")]
-    pub code: i32,
-    /// The message.
-    #[prost(string, tag = "2")]
-    pub message: String,
-    /// Typed details.
-    #[prost(message, repeated, tag = "3")]
-    pub details: Vec<pbjson_types::Any>,
-}
-
-/// `google.rpc.ErrorInfo`.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct ErrorInfo {
-    /// The reason (`TASK_NOT_FOUND`, …).
-    #[prost(string, tag = "1")]
-    pub reason: String,
-    /// The domain (`a2a-protocol.org`).
-    #[prost(string, tag = "2")]
-    pub domain: String,
-    /// Extra metadata.
-    #[prost(map = "string, string", tag = "3")]
-    pub metadata: HashMap<String, String>,
-}
-
 /// The gRPC status of an A2A error, with its ErrorInfo in the status details.
 pub fn status_of(e: &A2aError) -> Status {
     let kind = e.kind();
@@ -148,7 +108,7 @@ pub fn status_of(e: &A2aError) -> Status {
     let details = RpcStatus {
         code: code as i32,
         message: e.message().to_string(),
-        details: vec![pbjson_types::Any {
+        details: vec![taskwire_wire::wkt::Any {
             type_url: ERROR_INFO_TYPE.to_string(),
             value: info.encode_to_vec().into(),
         }],
@@ -317,12 +277,12 @@ impl A2aServiceRpc for GrpcService {
     async fn delete_task_push_notification_config(
         &self,
         req: Request<pb::DeleteTaskPushNotificationConfigRequest>,
-    ) -> Result<Response<pbjson_types::Empty>, Status> {
+    ) -> Result<Response<taskwire_wire::wkt::Empty>, Status> {
         let caller = prelude(&req)?;
         self.a2a
             .delete_push_config(&caller, req.into_inner())
             .await
-            .map(|()| Response::new(pbjson_types::Empty {}))
+            .map(|()| Response::new(taskwire_wire::wkt::Empty {}))
             .map_err(|e| status_of(&e))
     }
 }

@@ -226,7 +226,7 @@ async fn every_method_is_routed_and_unknown_ones_are_unimplemented() {
             grpc.ready().await.unwrap();
             // An empty message decodes as any request type (all fields default).
             let codec =
-                tonic_prost::ProstCodec::<pb::GetTaskRequest, pbjson_types::Empty>::default();
+                tonic_prost::ProstCodec::<pb::GetTaskRequest, taskwire_wire::wkt::Empty>::default();
             let path = axum::http::uri::PathAndQuery::try_from(path).unwrap();
             let r = tokio::time::timeout(
                 Duration::from_secs(10),

@@ -25,11 +25,12 @@ use crate::{rpc, Kind as SchemaKind, DIALECT};
 /// The proto package of the A2A messages.
 pub const PACKAGE: &str = "lf.a2a.v1";
 
-static DESCRIPTOR: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/a2a_descriptor.bin"));
-
-/// The descriptor pool of `proto/a2a.proto`.
+/// The descriptor pool of `proto/a2a.proto`, as the wire layer compiled it (the
+/// same compilation the messages that are sent were generated from).
 pub fn pool() -> Result<DescriptorPool, SchemaError> {
-    DescriptorPool::decode(DESCRIPTOR).map_err(|e| SchemaError::Descriptor(e.to_string()))
+    taskwire_wire::a2a::descriptor_pool()
+        .cloned()
+        .map_err(|e| SchemaError::Descriptor(e.to_string()))
 }
 
 /// Fields the upstream `specification/a2a.proto` marks

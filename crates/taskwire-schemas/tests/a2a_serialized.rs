@@ -3,11 +3,12 @@
 //! fields set (oneofs, maps, bytes, enums, well-known types), so the generator and
 //! the encoder agree beyond what the golden fixtures happen to contain.
 
-use pbjson_types::{Struct, Timestamp, Value as PValue};
 use serde::Serialize;
+use serde_json::json;
 use taskwire_a2a::pb;
 use taskwire_a2a::protojson;
 use taskwire_schemas::Validators;
+use taskwire_wire::wkt::{Struct, Timestamp, Value as PValue};
 
 fn check<T: Serialize>(v: &mut Validators, kind: &str, msg: &T) {
     let json = protojson::to_value(msg).expect("encode");
@@ -21,15 +22,9 @@ fn s(x: &str) -> String {
 }
 
 fn meta() -> Option<Struct> {
-    Some(Struct::from_iter([
-        (s("n"), PValue::from(2.5)),
-        (s("b"), PValue::from(true)),
-        (s("s"), PValue::from("x")),
-        (
-            s("l"),
-            PValue::from(vec![PValue::from(1.0), PValue::from(())]),
-        ),
-    ]))
+    json!({"n": 2.5, "b": true, "s": "x", "l": [1.0, null]})
+        .as_object()
+        .map(Struct::from)
 }
 
 fn ts() -> Option<Timestamp> {
@@ -58,9 +53,7 @@ fn message() -> pb::Message {
             part(pb::part::Content::Text(s("hi"))),
             part(pb::part::Content::Raw(vec![0, 1, 2, 250, 251, 252, 253])),
             part(pb::part::Content::Url(s("https://files.invalid/a"))),
-            part(pb::part::Content::Data(PValue::from(vec![PValue::from(
-                "x",
-            )]))),
+            part(pb::part::Content::Data(PValue::from(&json!(["x"])))),
         ],
         metadata: meta(),
         extensions: vec![s("urn:x")],

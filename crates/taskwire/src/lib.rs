@@ -82,7 +82,6 @@
 //! or another node, re-runs them).
 
 pub mod adapters;
-pub mod allocator;
 pub mod auth;
 pub mod cli;
 mod edge;

@@ -72,7 +72,7 @@ impl Serve {
             }
         }
         // The binary lets freed pages sit for a second before mimalloc returns
-        // them (src/allocator.rs: reuse under load without refaulting), and an
+        // them (src/main.rs: a purge delay, for reuse under load without refaulting), and an
         // idle thread never gets round to it. These tests measure what the
         // server itself still holds after an attack, so mimalloc is asked to
         // return freed memory at once.

@@ -1,0 +1,33 @@
+//! The wire layer's errors.
+
+/// What went wrong encoding or decoding a wire message.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WireError {
+    /// A message could not be decoded. `path` names the field (`configuration.historyLength`),
+    /// empty for the message as a whole.
+    #[error("{}{message}", if path.is_empty() { String::new() } else { format!("{path}: ") })]
+    Decode {
+        /// The dotted path of the field at fault, as the sender wrote it; empty
+        /// for the whole message.
+        path: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A message could not be encoded (a timestamp out of range, a NaN number).
+    #[error("encoding: {0}")]
+    Encode(String),
+    /// The compiled descriptor lacks a message (a build fault, not input).
+    #[error("descriptor: {0}")]
+    Descriptor(String),
+}
+
+impl WireError {
+    /// A decode error at `path`.
+    pub fn decode(path: impl Into<String>, message: impl std::fmt::Display) -> Self {
+        Self::Decode {
+            path: path.into(),
+            message: message.to_string(),
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! The wire layer of taskwire: every message the protocols put on the wire,
+//! defined once and used by everything that sends, reads or describes them (the
+//! adapters, `taskwire-client` and the schema generator).
+//!
+//! - [`wkt`]: the protobuf well-known types the protocols use, with ProtoJSON
+//!   serde written for them (timestamps in UTC with `Z`, integral numbers of a
+//!   `google.protobuf.Value` as integers);
+//! - [`a2a`]: the `lf.a2a.v1` messages generated once from `proto/a2a.proto`
+//!   ([`a2a::pb`]), their ProtoJSON ([`a2a::protojson`]), the compiled descriptor
+//!   ([`a2a::DESCRIPTOR`]) and the `A2AService` gRPC client and server stubs
+//!   ([`a2a::grpc`]);
+//! - [`agui`]: the `ag_ui` protobuf events from `proto/agui/events.proto`;
+//! - [`jsonrpc`]: the JSON-RPC 2.0 envelope, id rules and error object of A2A and
+//!   MCP, for servers and clients.
+//!
+//! This crate depends on no other taskwire crate: a client built on it carries
+//! none of the task core.
+
+pub mod a2a;
+pub mod agui;
+pub mod error;
+pub mod jsonrpc;
+pub mod wkt;
+
+pub use error::WireError;
