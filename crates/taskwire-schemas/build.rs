@@ -53,5 +53,29 @@ fn embedded(schemas: &Path) -> Result<String, Box<dyn std::error::Error>> {
         }
     }
     writeln!(s, "];")?;
+    // The same files by their path below schemas/, index.json first, for the
+    // wire layer's validator.
+    writeln!(s, "pub(crate) static FILES_BY_PATH: &[(&str, &str)] = &[")?;
+    if index_path.is_file() {
+        writeln!(
+            s,
+            "    (\"index.json\", include_str!({:?})),",
+            index_path.display()
+        )?;
+    }
+    if let Some(protocols) = index.get("protocols").and_then(|p| p.as_object()) {
+        for entry in protocols.values() {
+            let Some(kinds) = entry.get("schemas").and_then(|k| k.as_object()) else {
+                continue;
+            };
+            for file in kinds.values().filter_map(|f| f.as_str()) {
+                let path = schemas.join(file);
+                if path.is_file() {
+                    writeln!(s, "    ({file:?}, include_str!({:?})),", path.display())?;
+                }
+            }
+        }
+    }
+    writeln!(s, "];")?;
     Ok(s)
 }

@@ -6,6 +6,7 @@ use taskwire_vocab::a2a::{error_from_core, A2aErrorKind};
 
 /// Errors of the A2A adapter, as every binding reports them.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum A2aError {
     /// An A2A or JSON-RPC error of the given kind.
     #[error("{message}")]

@@ -2,10 +2,10 @@
 //! batches, version and content-type checks, dispatch to the shared service, and
 //! SSE for the streaming methods (`id:` = event sequence, `Last-Event-ID` resumes).
 //!
-//! The envelope is handled here rather than with jsonrpsee: A2A streams answers to
-//! a POST as SSE (which jsonrpsee's server does not do), batches must be answered
-//! element by element with the right -32700/-32600 codes, and `params` must reach
-//! the ProtoJSON decoder untouched so field paths appear in -32602 messages.
+//! The envelope is read by the wire layer's JSON-RPC module
+//! ([`taskwire_wire::jsonrpc`], one pass, `params` left as raw text for the
+//! ProtoJSON decoder so field paths appear in -32602 messages), with A2A's rules:
+//! a request may carry a null id, and there are no responses from the client.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -19,11 +19,13 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use bytes::Bytes;
 use futures::StreamExt;
-use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use taskwire_core::Caller;
 use taskwire_vocab::a2a::{A2aErrorKind, ERROR_DOMAIN, ERROR_INFO_TYPE};
+use taskwire_wire::jsonrpc::{
+    self, result_text, Body, ErrorObject, Incoming, Invalid, Message, Rules,
+};
 
 use crate::error::{A2aError, Result};
 use crate::protojson;
@@ -45,183 +47,73 @@ pub fn error_data(kind: A2aErrorKind) -> Value {
 
 /// A JSON-RPC error response.
 pub fn error_response(id: &Value, e: &A2aError) -> Value {
-    json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "error": {
-            "code": e.kind().code(),
-            "message": e.message(),
-            "data": error_data(e.kind()),
-        }
-    })
+    jsonrpc::error(
+        id,
+        &ErrorObject::new(e.kind().code(), e.message()).with_data(error_data(e.kind())),
+    )
 }
 
 /// A JSON-RPC success response.
 pub fn result_response(id: &Value, result: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "result": result})
+    jsonrpc::result(id, result)
 }
 
-/// The text of a JSON-RPC success response around a result already encoded as JSON
-/// text (the same object as [`result_response`], without a value tree).
-fn result_text(id: &Value, result: &str) -> String {
-    let mut out = Vec::with_capacity(result.len() + 64);
-    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    if serde_json::to_writer(&mut out, id).is_err() {
-        out.extend_from_slice(b"null");
-    }
-    out.extend_from_slice(b",\"result\":");
-    out.extend_from_slice(result.as_bytes());
-    out.push(b'}');
-    // Only UTF-8 went in: JSON text from serde_json and the `&str` result.
-    String::from_utf8(out).unwrap_or_default()
-}
+/// The envelope rules of A2A: a null id is a request's id; no responses.
+const RULES: Rules = Rules::new(true, false);
 
-/// A parsed request envelope.
+/// A request that passed the envelope rules.
 struct Request<'a> {
     id: Value,
     notification: bool,
-    method: String,
+    method: Cow<'a, str>,
     params: Params<'a>,
 }
 
-/// A request's `params`: a parsed object (batches, the general path), or the raw
-/// text of one object (a single request read by [`fast_envelope`]).
-enum Params<'a> {
-    Value(Value),
-    Raw(&'a RawValue),
-}
+/// A request's `params`: the raw text of its object (`None`: absent or null,
+/// read as `{}`).
+struct Params<'a>(Option<&'a RawValue>);
 
 impl Params<'_> {
-    fn into_value(self) -> Result<Value> {
-        match self {
-            Params::Value(v) => Ok(v),
-            Params::Raw(raw) => {
-                serde_json::from_str(raw.get()).map_err(|e| A2aError::invalid_params("params", e))
-            }
-        }
-    }
-
-    /// The message decoded straight from raw text, when that gives what the
-    /// `Value` path gives (see [`protojson::from_str_without_nulls`]).
-    fn straight<T: DeserializeOwned>(&self) -> Option<T> {
-        match self {
-            Params::Raw(raw) => protojson::from_str_without_nulls(raw.get()),
-            Params::Value(_) => None,
-        }
-    }
-
-    /// The params as a request message: straight from the text when that gives
-    /// what [`protojson::from_value`] gives, else through it.
+    /// The params as a request message (ProtoJSON from the text: pbjson
+    /// straight when it applies, else the descriptor-driven decoder).
     fn decode<T: protojson::ProtoMessage>(self) -> Result<T> {
-        match self.straight() {
-            Some(t) => Ok(t),
-            None => protojson::from_value(self.into_value()?),
-        }
+        protojson::from_str(self.0.map_or("{}", RawValue::get))
     }
 }
 
-/// The id to answer with and whether the request is a notification (no `id`
-/// member); `None` for an id that is not a string, a number or null.
-fn request_id(id: Option<Value>) -> Option<(Value, bool)> {
-    match id {
-        None => Some((Value::Null, true)),
-        Some(id @ (Value::String(_) | Value::Number(_) | Value::Null)) => Some((id, false)),
-        Some(_) => None,
-    }
+/// The A2A error of an envelope that breaks the rules: Parse error for text
+/// that is not JSON, Invalid Params for params that are not an object, Invalid
+/// Request otherwise.
+fn invalid(why: &Invalid) -> A2aError {
+    let kind = match why {
+        Invalid::Parse(_) => A2aErrorKind::ParseError,
+        Invalid::Params => A2aErrorKind::InvalidParams,
+        _ => A2aErrorKind::InvalidRequest,
+    };
+    A2aError::new(kind, why.to_string())
 }
 
-/// Validates an envelope; on failure returns the id to answer with and the error.
-fn parse_envelope(v: Value) -> std::result::Result<Request<'static>, (Value, A2aError)> {
-    let Value::Object(mut m) = v else {
-        return Err((
-            Value::Null,
-            A2aError::new(
-                A2aErrorKind::InvalidRequest,
-                "a request must be a JSON object",
-            ),
-        ));
-    };
-    let Some((id, notification)) = request_id(m.remove("id")) else {
-        return Err((
-            Value::Null,
-            A2aError::new(
-                A2aErrorKind::InvalidRequest,
-                "id must be a string, a number or null",
-            ),
-        ));
-    };
-    let invalid = |msg: &str| Err((id.clone(), A2aError::new(A2aErrorKind::InvalidRequest, msg)));
-    if m.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return invalid("jsonrpc must be \"2.0\"");
+/// Applies A2A's envelope rules to one message; on failure, the id to answer
+/// with and the error.
+fn request<'a>(m: &Message<'a>) -> std::result::Result<Request<'a>, (Value, A2aError)> {
+    match m.classify(RULES) {
+        Ok(Incoming::Request { id, method, params }) => Ok(Request {
+            id,
+            notification: false,
+            method,
+            params: Params(params),
+        }),
+        Ok(Incoming::Notification { method, params }) => Ok(Request {
+            id: Value::Null,
+            notification: true,
+            method,
+            params: Params(params),
+        }),
+        // Not produced under RULES (no responses); refused as a request
+        // without a method if it were.
+        Ok(Incoming::Response { id, .. }) => Err((id, invalid(&Invalid::Method))),
+        Err((id, why)) => Err((id, invalid(&why))),
     }
-    let method = match m.remove("method") {
-        Some(Value::String(s)) => s,
-        _ => return invalid("method must be a string"),
-    };
-    let params = match m.remove("params") {
-        None | Some(Value::Null) => Value::Object(Default::default()),
-        Some(p @ Value::Object(_)) => p,
-        Some(_) => {
-            return Err((
-                id,
-                A2aError::new(A2aErrorKind::InvalidParams, "params must be an object"),
-            ))
-        }
-    };
-    Ok(Request {
-        id,
-        notification,
-        method,
-        params: Params::Value(params),
-    })
-}
-
-/// The envelope of a well-formed single request, read straight from the body
-/// without a `Value` tree around `params` (duplicate or escaped keys, an escaped
-/// method name or a wrong member type fail here and take the general path).
-#[derive(serde::Deserialize)]
-struct FastEnvelope<'a> {
-    #[serde(borrow)]
-    jsonrpc: &'a str,
-    #[serde(default, deserialize_with = "present")]
-    id: Option<Value>,
-    #[serde(borrow)]
-    method: &'a str,
-    #[serde(default, borrow)]
-    params: Option<&'a RawValue>,
-}
-
-/// A member that is there, null included (`Option<Value>` alone reads null as absent).
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Option<Value>, D::Error> {
-    <Value as serde::Deserialize>::deserialize(d).map(Some)
-}
-
-/// The request [`parse_envelope`] would return for `body`, when `body` is one valid
-/// request object; `None` for everything else (batches, errors), which the general
-/// path parses and answers.
-fn fast_envelope(body: &[u8]) -> Option<Request<'_>> {
-    // A derived struct also reads a JSON array as its fields in order; only an
-    // object is a request.
-    if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
-        return None;
-    }
-    let e: FastEnvelope<'_> = serde_json::from_slice(body).ok()?;
-    if e.jsonrpc != "2.0" {
-        return None;
-    }
-    let (id, notification) = request_id(e.id)?;
-    let params = match e.params {
-        None => Params::Value(Value::Object(Default::default())),
-        Some(raw) if raw.get() == "null" => Params::Value(Value::Object(Default::default())),
-        Some(raw) if raw.get().starts_with('{') => Params::Raw(raw),
-        Some(_) => return None,
-    };
-    Some(Request {
-        id,
-        notification,
-        method: e.method.to_string(),
-        params,
-    })
 }
 
 fn is_streaming(method: &str) -> bool {
@@ -454,25 +346,23 @@ async fn answer(
 ) -> Response {
     let version = check_version(requested_version(headers, query).as_deref());
     let last_event_id = last_event_id(headers);
-    if let Some(req) = fast_envelope(&body) {
-        return single(svc, caller, version, req, last_event_id).await;
-    }
-    let parsed: Value = match serde_json::from_slice(&body) {
-        Ok(v) => v,
-        Err(e) => {
-            let e = A2aError::new(A2aErrorKind::ParseError, format!("parse error: {e}"));
-            return json_response(error_response(&Value::Null, &e));
-        }
-    };
-    match parsed {
-        Value::Array(items) => {
+    match jsonrpc::parse(&body) {
+        Err(why) => json_response(error_response(&Value::Null, &invalid(&why))),
+        Ok(Body::One(m)) => match request(&m) {
+            Ok(req) => single(svc, caller, version, req, last_event_id).await,
+            Err((id, e)) => json_response(error_response(&id, &e)),
+        },
+        Ok(Body::Batch(items)) => {
             if items.is_empty() {
                 let e = A2aError::new(A2aErrorKind::InvalidRequest, "empty batch");
                 return json_response(error_response(&Value::Null, &e));
             }
             let mut out: Vec<String> = Vec::new();
             for item in items {
-                match parse_envelope(item) {
+                let req = jsonrpc::parse_message(item)
+                    .map_err(|why| (Value::Null, invalid(&why)))
+                    .and_then(|m| request(&m));
+                match req {
                     Err((id, e)) => out.push(error_response(&id, &e).to_string()),
                     Ok(req) => {
                         let r = match &version {
@@ -494,10 +384,6 @@ async fn answer(
                 json_text_response(format!("[{}]", out.join(",")))
             }
         }
-        one => match parse_envelope(one) {
-            Ok(req) => single(svc, caller, version, req, last_event_id).await,
-            Err((id, e)) => json_response(error_response(&id, &e)),
-        },
     }
 }
 
@@ -735,23 +621,55 @@ mod tests {
             })
     }
 
+    /// Reads one body through the wire layer's parser and A2A's rules: the id,
+    /// whether it is a notification, the method and the params as a value; or
+    /// the id answered and the error kind.
+    fn read(
+        body: &[u8],
+    ) -> std::result::Result<(Value, bool, String, Value), (Value, A2aErrorKind)> {
+        let m = match jsonrpc::parse(body) {
+            Ok(Body::One(m)) => m,
+            Ok(Body::Batch(_)) => return Err((Value::Null, A2aErrorKind::InvalidRequest)),
+            Err(why) => return Err((Value::Null, invalid(&why).kind())),
+        };
+        let r = request(&m).map_err(|(id, e)| (id, e.kind()))?;
+        let params = match r.params.0 {
+            None => json!({}),
+            Some(raw) => serde_json::from_str(raw.get()).unwrap(),
+        };
+        Ok((r.id, r.notification, r.method.into_owned(), params))
+    }
+
+    /// The envelope rules of A2A over a parsed value: the model the one-pass
+    /// reader must agree with.
+    fn model(
+        v: &Value,
+    ) -> std::result::Result<(Value, bool, String, Value), (Value, A2aErrorKind)> {
+        let Value::Object(m) = v else {
+            return Err((Value::Null, A2aErrorKind::InvalidRequest));
+        };
+        let (id, notification) = match m.get("id") {
+            None => (Value::Null, true),
+            Some(id @ (Value::String(_) | Value::Number(_) | Value::Null)) => (id.clone(), false),
+            Some(_) => return Err((Value::Null, A2aErrorKind::InvalidRequest)),
+        };
+        if m.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+            return Err((id, A2aErrorKind::InvalidRequest));
+        }
+        let Some(Value::String(method)) = m.get("method") else {
+            return Err((id, A2aErrorKind::InvalidRequest));
+        };
+        let params = match m.get("params") {
+            None | Some(Value::Null) => json!({}),
+            Some(p @ Value::Object(_)) => p.clone(),
+            Some(_) => return Err((id, A2aErrorKind::InvalidParams)),
+        };
+        Ok((id, notification, method.clone(), params))
+    }
+
     proptest! {
         #[test]
-        fn envelope_parser_never_panics_and_errors_are_request_errors(v in json_value()) {
-            match parse_envelope(v) {
-                Ok(r) => prop_assert!(r.params.into_value().unwrap().is_object()),
-                Err((id, e)) => {
-                    prop_assert!(matches!(
-                        e.kind(),
-                        A2aErrorKind::InvalidRequest | A2aErrorKind::InvalidParams
-                    ));
-                    prop_assert!(id.is_null() || id.is_string() || id.is_number());
-                }
-            }
-        }
-
-        #[test]
-        fn fast_envelope_agrees_with_the_general_parser(
+        fn the_one_pass_reader_agrees_with_the_model_of_the_rules(
             v in prop_oneof![json_value(), envelope()],
             pretty in any::<bool>(),
         ) {
@@ -760,15 +678,8 @@ mod tests {
             } else {
                 serde_json::to_vec(&v).unwrap()
             };
-            if let Some(fast) = fast_envelope(&body) {
-                let general = parse_envelope(v);
-                prop_assert!(general.is_ok(), "the fast path took a request the general one refuses");
-                let general = general.unwrap();
-                prop_assert_eq!(fast.id, general.id);
-                prop_assert_eq!(fast.notification, general.notification);
-                prop_assert_eq!(fast.method, general.method);
-                prop_assert_eq!(fast.params.into_value().unwrap(), general.params.into_value().unwrap());
-            }
+            let want = if v.is_array() { Err((Value::Null, A2aErrorKind::InvalidRequest)) } else { model(&v) };
+            prop_assert_eq!(read(&body), want);
         }
 
         /// Reading params straight from their text gives what the `Value` path
@@ -794,9 +705,16 @@ mod tests {
         }
 
         #[test]
-        fn arbitrary_bodies_are_parse_errors_or_values(body in prop::collection::vec(any::<u8>(), 0..64)) {
-            if let Ok(v) = serde_json::from_slice::<Value>(&body) {
-                let _ = parse_envelope(v);
+        fn arbitrary_bodies_are_parse_errors_or_requests(body in prop::collection::vec(any::<u8>(), 0..64)) {
+            match read(&body) {
+                Ok((id, _, _, params)) => {
+                    prop_assert!(params.is_object());
+                    prop_assert!(id.is_null() || id.is_string() || id.is_number());
+                }
+                Err((_, kind)) => prop_assert!(matches!(
+                    kind,
+                    A2aErrorKind::ParseError | A2aErrorKind::InvalidRequest | A2aErrorKind::InvalidParams
+                )),
             }
         }
     }
@@ -823,35 +741,47 @@ mod tests {
     }
 
     #[test]
-    fn fast_envelope_takes_valid_requests_and_leaves_the_rest() {
-        let ok =
-            fast_envelope(br#"{"jsonrpc":"2.0","id":7,"method":"GetTask","params":{"id":"t"}}"#)
-                .unwrap();
+    fn the_reader_takes_valid_requests_and_refuses_the_rest() {
+        let ok = read(br#"{"jsonrpc":"2.0","id":7,"method":"GetTask","params":{"id":"t"}}"#);
         assert_eq!(
-            (ok.id, ok.notification, ok.method.as_str()),
-            (json!(7), false, "GetTask")
+            ok,
+            Ok((json!(7), false, "GetTask".into(), json!({"id": "t"})))
         );
-        assert_eq!(ok.params.into_value().unwrap(), json!({"id": "t"}));
-        let null_id = fast_envelope(br#"{"jsonrpc":"2.0","id":null,"method":"M"}"#).unwrap();
-        assert_eq!((null_id.id, null_id.notification), (Value::Null, false));
-        assert_eq!(null_id.params.into_value().unwrap(), json!({}));
-        let note = fast_envelope(br#"{"jsonrpc":"2.0","method":"M","params":null}"#).unwrap();
-        assert!(note.notification);
-        for general in [
-            &br#"[{"jsonrpc":"2.0","id":1,"method":"M"}]"#[..],
-            br#"{"jsonrpc":"1.0","id":1,"method":"M"}"#,
-            br#"{"jsonrpc":"2.0","id":{},"method":"M"}"#,
-            br#"{"jsonrpc":"2.0","id":1,"method":"M","params":[1]}"#,
-            br#"{"jsonrpc":"2.0","id":1,"method":"M","method":"N"}"#,
-            br#"{"jsonrpc":"2.0","id":1,"method":"M\u0041"}"#,
-            br#"{"jsonrpc":"2.0","id":1}"#,
-            br#"["2.0",1,"M"]"#,
-            br#"{"jsonrpc":"2.0","id":1,"method":"M""#,
+        let null_id = read(br#"{"jsonrpc":"2.0","id":null,"method":"M"}"#);
+        assert_eq!(null_id, Ok((Value::Null, false, "M".into(), json!({}))));
+        let note = read(br#"{"jsonrpc":"2.0","method":"M","params":null}"#).unwrap();
+        assert!(note.1);
+        // A duplicate member: the last one, as a parsed object has it; escapes
+        // in names and values are read.
+        let dup = read(br#"{"jsonrpc":"2.0","id":1,"method":"M","method":"N"}"#).unwrap();
+        assert_eq!(dup.2, "N");
+        let esc = read(br#"{"json\u0072pc":"2.0","id":1,"method":"M\u0041"}"#).unwrap();
+        assert_eq!(esc.2, "MA");
+        for (body, kind) in [
+            (
+                &br#"{"jsonrpc":"1.0","id":1,"method":"M"}"#[..],
+                A2aErrorKind::InvalidRequest,
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":{},"method":"M"}"#,
+                A2aErrorKind::InvalidRequest,
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":1,"method":"M","params":[1]}"#,
+                A2aErrorKind::InvalidParams,
+            ),
+            (br#"{"jsonrpc":"2.0","id":1}"#, A2aErrorKind::InvalidRequest),
+            (br#""2.0""#, A2aErrorKind::InvalidRequest),
+            (
+                br#"{"jsonrpc":"2.0","id":1,"method":"M""#,
+                A2aErrorKind::ParseError,
+            ),
         ] {
-            assert!(
-                fast_envelope(general).is_none(),
+            assert_eq!(
+                read(body).map_err(|(_, k)| k).err(),
+                Some(kind),
                 "{}",
-                String::from_utf8_lossy(general)
+                String::from_utf8_lossy(body)
             );
         }
     }

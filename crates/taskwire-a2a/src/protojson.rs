@@ -53,3 +53,9 @@ pub fn from_value<T: ProtoMessage>(v: Value) -> Result<T> {
 pub fn from_str_without_nulls<T: DeserializeOwned>(text: &str) -> Option<T> {
     wire::from_str_without_nulls(text)
 }
+
+/// Decodes ProtoJSON text into a message: pbjson straight from the text when
+/// that applies, else the descriptor-driven decoder (naming a wrong field).
+pub fn from_str<T: ProtoMessage>(text: &str) -> Result<T> {
+    wire::from_str(text).map_err(wire_error)
+}

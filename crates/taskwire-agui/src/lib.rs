@@ -51,13 +51,16 @@ mod runs;
 mod server;
 pub mod sse;
 pub mod verify;
-pub mod wire;
+/// The AG-UI JSON wire types (events, messages, `RunAgentInput`): the wire
+/// layer's, shared with the client and the schema generator.
+pub use taskwire_wire::agui as wire;
 
 pub use render::{Frame, Pos, Renderer, RunSpec};
 pub use verify::{verify_all, Verifier, Violation};
 
 /// Errors of the AG-UI adapter.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum AguiError {
     /// An event could not be encoded.
     #[error("encoding an event: {0}")]

@@ -12,6 +12,7 @@ use crate::wire::{ErrorBody, ErrorDetail};
 /// Every error the CAS surface reports. Wire codes are built only here, from the
 /// typed core and vocabulary errors (see `taskwire_vocab::cas::wire_error`).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CasError {
     /// A core command failed.
     #[error(transparent)]

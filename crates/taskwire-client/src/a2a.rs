@@ -46,59 +46,51 @@ pub const BINDING_GRPC: &str = "GRPC";
 
 /// The JSON-RPC method names (the RPC names of `A2AService`), shared with
 /// taskwire-a2a.
-pub use taskwire_vocab::names::a2a::methods as method;
+pub use taskwire_wire::names::a2a::methods as method;
 
-/// The A2A error codes (JSON-RPC binding) and their `ErrorInfo` reasons.
+/// The A2A error codes (JSON-RPC binding) and their `ErrorInfo` reasons, from
+/// the wire layer's table of error kinds.
 pub mod code {
+    use taskwire_wire::a2a::errors::A2aErrorKind as K;
+
     /// TaskNotFound.
-    pub const TASK_NOT_FOUND: i64 = -32001;
+    pub const TASK_NOT_FOUND: i64 = K::TaskNotFound.code();
     /// TaskNotCancelable.
-    pub const TASK_NOT_CANCELABLE: i64 = -32002;
+    pub const TASK_NOT_CANCELABLE: i64 = K::TaskNotCancelable.code();
     /// PushNotificationNotSupported.
-    pub const PUSH_NOTIFICATION_NOT_SUPPORTED: i64 = -32003;
+    pub const PUSH_NOTIFICATION_NOT_SUPPORTED: i64 = K::PushNotificationNotSupported.code();
     /// UnsupportedOperation.
-    pub const UNSUPPORTED_OPERATION: i64 = -32004;
+    pub const UNSUPPORTED_OPERATION: i64 = K::UnsupportedOperation.code();
     /// ContentTypeNotSupported.
-    pub const CONTENT_TYPE_NOT_SUPPORTED: i64 = -32005;
+    pub const CONTENT_TYPE_NOT_SUPPORTED: i64 = K::ContentTypeNotSupported.code();
     /// InvalidAgentResponse.
-    pub const INVALID_AGENT_RESPONSE: i64 = -32006;
+    pub const INVALID_AGENT_RESPONSE: i64 = K::InvalidAgentResponse.code();
     /// ExtendedAgentCardNotConfigured.
-    pub const EXTENDED_AGENT_CARD_NOT_CONFIGURED: i64 = -32007;
+    pub const EXTENDED_AGENT_CARD_NOT_CONFIGURED: i64 = K::ExtendedAgentCardNotConfigured.code();
     /// ExtensionSupportRequired.
-    pub const EXTENSION_SUPPORT_REQUIRED: i64 = -32008;
+    pub const EXTENSION_SUPPORT_REQUIRED: i64 = K::ExtensionSupportRequired.code();
     /// VersionNotSupported.
-    pub const VERSION_NOT_SUPPORTED: i64 = -32009;
+    pub const VERSION_NOT_SUPPORTED: i64 = K::VersionNotSupported.code();
     /// Parse error.
-    pub const PARSE_ERROR: i64 = -32700;
+    pub const PARSE_ERROR: i64 = K::ParseError.code();
     /// Invalid request.
-    pub const INVALID_REQUEST: i64 = -32600;
+    pub const INVALID_REQUEST: i64 = K::InvalidRequest.code();
     /// Method not found.
-    pub const METHOD_NOT_FOUND: i64 = -32601;
+    pub const METHOD_NOT_FOUND: i64 = K::MethodNotFound.code();
     /// Invalid params.
-    pub const INVALID_PARAMS: i64 = -32602;
+    pub const INVALID_PARAMS: i64 = K::InvalidParams.code();
     /// Internal error.
-    pub const INTERNAL: i64 = -32603;
+    pub const INTERNAL: i64 = K::Internal.code();
 
     /// The code of a `google.rpc.ErrorInfo` reason (A2A reasons and the
-    /// standard JSON-RPC ones).
+    /// standard JSON-RPC ones; `INVALID_ARGUMENT` and `INTERNAL`, which some
+    /// servers send, are read as Invalid Params and Internal).
     pub fn of_reason(reason: &str) -> Option<i64> {
-        Some(match reason {
-            "TASK_NOT_FOUND" => TASK_NOT_FOUND,
-            "TASK_NOT_CANCELABLE" => TASK_NOT_CANCELABLE,
-            "PUSH_NOTIFICATION_NOT_SUPPORTED" => PUSH_NOTIFICATION_NOT_SUPPORTED,
-            "UNSUPPORTED_OPERATION" => UNSUPPORTED_OPERATION,
-            "CONTENT_TYPE_NOT_SUPPORTED" => CONTENT_TYPE_NOT_SUPPORTED,
-            "INVALID_AGENT_RESPONSE" => INVALID_AGENT_RESPONSE,
-            "EXTENDED_AGENT_CARD_NOT_CONFIGURED" => EXTENDED_AGENT_CARD_NOT_CONFIGURED,
-            "EXTENSION_SUPPORT_REQUIRED" => EXTENSION_SUPPORT_REQUIRED,
-            "VERSION_NOT_SUPPORTED" => VERSION_NOT_SUPPORTED,
-            "PARSE_ERROR" => PARSE_ERROR,
-            "INVALID_REQUEST" => INVALID_REQUEST,
-            "METHOD_NOT_FOUND" => METHOD_NOT_FOUND,
-            "INVALID_PARAMS" | "INVALID_ARGUMENT" => INVALID_PARAMS,
-            "INTERNAL_ERROR" | "INTERNAL" => INTERNAL,
-            _ => return None,
-        })
+        match reason {
+            "INVALID_ARGUMENT" => Some(INVALID_PARAMS),
+            "INTERNAL" => Some(INTERNAL),
+            r => K::from_reason(r).map(K::code),
+        }
     }
 }
 

@@ -24,7 +24,6 @@ use bytes::{Buf, Bytes, BytesMut};
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
 use prost::Message as _;
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use taskwire_wire::wkt;
 
@@ -41,42 +40,13 @@ pub use taskwire_wire::agui::pb;
 pub const AGUI_PATH: &str = "/agui";
 /// The protobuf media type.
 pub const PROTO_MEDIA_TYPE: &str = "application/vnd.ag-ui.event+proto";
-/// The protocol version sent in `RunAgentInput.protocolVersion`.
-pub const PROTOCOL_VERSION: &str = "1.0";
 /// Largest protobuf frame accepted (16 MiB).
 pub const MAX_FRAME: usize = 16 << 20;
 
-/// Event type names.
-pub mod event_type {
-    /// RUN_STARTED.
-    pub const RUN_STARTED: &str = "RUN_STARTED";
-    /// RUN_FINISHED.
-    pub const RUN_FINISHED: &str = "RUN_FINISHED";
-    /// RUN_ERROR.
-    pub const RUN_ERROR: &str = "RUN_ERROR";
-    /// TEXT_MESSAGE_START.
-    pub const TEXT_MESSAGE_START: &str = "TEXT_MESSAGE_START";
-    /// TEXT_MESSAGE_CONTENT.
-    pub const TEXT_MESSAGE_CONTENT: &str = "TEXT_MESSAGE_CONTENT";
-    /// TEXT_MESSAGE_END.
-    pub const TEXT_MESSAGE_END: &str = "TEXT_MESSAGE_END";
-    /// STEP_STARTED.
-    pub const STEP_STARTED: &str = "STEP_STARTED";
-    /// STEP_FINISHED.
-    pub const STEP_FINISHED: &str = "STEP_FINISHED";
-    /// STATE_SNAPSHOT.
-    pub const STATE_SNAPSHOT: &str = "STATE_SNAPSHOT";
-    /// STATE_DELTA.
-    pub const STATE_DELTA: &str = "STATE_DELTA";
-    /// MESSAGES_SNAPSHOT.
-    pub const MESSAGES_SNAPSHOT: &str = "MESSAGES_SNAPSHOT";
-    /// ACTIVITY_SNAPSHOT.
-    pub const ACTIVITY_SNAPSHOT: &str = "ACTIVITY_SNAPSHOT";
-    /// ACTIVITY_DELTA.
-    pub const ACTIVITY_DELTA: &str = "ACTIVITY_DELTA";
-    /// CUSTOM.
-    pub const CUSTOM: &str = "CUSTOM";
-}
+/// Event type names, and the JSON wire types a client posts: the wire layer's.
+pub use taskwire_wire::agui::{
+    event_type, InputMessage, ResumeEntry, ResumeStatus, RunAgentInput, PROTOCOL_VERSION,
+};
 
 /// How events are framed on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -95,96 +65,6 @@ impl AguiEncoding {
             Self::Sse => http::SSE_MEDIA_TYPE,
             Self::Protobuf => "application/vnd.ag-ui.event+proto, text/event-stream;q=0.5",
         }
-    }
-}
-
-/// `resolved` or `cancelled`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ResumeStatus {
-    /// The interrupt is answered.
-    Resolved,
-    /// The interrupt is declined.
-    Cancelled,
-}
-
-/// An answer to one interrupt.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ResumeEntry {
-    /// The interrupt id.
-    pub interrupt_id: String,
-    /// The answer's status.
-    pub status: ResumeStatus,
-    /// The answer.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub payload: Option<Value>,
-    /// Extra information.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<Value>,
-}
-
-/// What a client posts to run the agent.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RunAgentInput {
-    /// The thread.
-    pub thread_id: String,
-    /// The run id (chosen by the client).
-    pub run_id: String,
-    /// `"1.0"`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub protocol_version: Option<String>,
-    /// The run this one continues.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parent_run_id: Option<String>,
-    /// Client state.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state: Option<Value>,
-    /// The whole thread as the client holds it.
-    pub messages: Vec<Value>,
-    /// Client tools.
-    #[serde(default)]
-    pub tools: Vec<Value>,
-    /// Context.
-    #[serde(default)]
-    pub context: Vec<Value>,
-    /// Forwarded properties.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub forwarded_props: Option<Value>,
-    /// Answers to open interrupts.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resume: Option<Vec<ResumeEntry>>,
-}
-
-impl RunAgentInput {
-    /// An input for a thread and run, with no messages yet.
-    pub fn new(thread_id: impl Into<String>, run_id: impl Into<String>) -> Self {
-        Self {
-            thread_id: thread_id.into(),
-            run_id: run_id.into(),
-            protocol_version: Some(PROTOCOL_VERSION.into()),
-            parent_run_id: None,
-            state: None,
-            messages: Vec::new(),
-            tools: Vec::new(),
-            context: Vec::new(),
-            forwarded_props: None,
-            resume: None,
-        }
-    }
-
-    /// Appends a user message.
-    pub fn user_message(mut self, id: impl Into<String>, text: impl Into<String>) -> Self {
-        self.messages
-            .push(json!({"id": id.into(), "role": "user", "content": text.into()}));
-        self
-    }
-
-    /// Sets the resume entries.
-    pub fn resume(mut self, entries: Vec<ResumeEntry>) -> Self {
-        self.resume = Some(entries);
-        self
     }
 }
 

@@ -25,18 +25,12 @@ impl RpcError {
     /// Builds an error from a JSON-RPC `error` object; `None` if it is not one
     /// (missing or non-integer `code`).
     pub fn from_json(error: &Value, http_status: Option<u16>) -> Option<Self> {
-        let code = error.get("code")?.as_i64()?;
-        let message = error
-            .get("message")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        let data = error.get("data").cloned();
-        let reason = data.as_ref().and_then(error_info_reason);
+        let e = taskwire_wire::jsonrpc::ErrorObject::from_value(error)?;
+        let reason = e.data.as_ref().and_then(error_info_reason);
         Some(Self {
-            code,
-            message,
-            data,
+            code: e.code,
+            message: e.message,
+            data: e.data,
             reason,
             http_status,
             grpc_code: None,
@@ -74,6 +68,7 @@ pub fn error_info_reason(data: &Value) -> Option<String> {
 /// client panic: malformed bodies, wrong content types and truncated streams
 /// all end up here.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ClientError {
     /// The configuration is unusable (bad url, bad header value, …).
     #[error("invalid client configuration: {0}")]

@@ -102,7 +102,7 @@ pub(crate) fn next_id() -> u64 {
 
 /// A JSON-RPC request envelope.
 pub(crate) fn envelope(id: u64, method: &str, params: Value) -> Value {
-    serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+    taskwire_wire::jsonrpc::request(&Value::from(id), method, params)
 }
 
 /// Checks that a response answers request `id` (a `null` id is accepted:

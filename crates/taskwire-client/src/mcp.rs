@@ -38,8 +38,9 @@ pub const VERSION_LEGACY: &str = "2025-11-25";
 /// The tasks extension id.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
+use taskwire_wire::jsonrpc;
 /// Method, header and `_meta` names, shared with taskwire-mcp.
-pub use taskwire_vocab::names::mcp::{header, meta, method};
+pub use taskwire_wire::names::mcp::{header, meta, method};
 
 /// An MCP task status (both generations).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -376,8 +377,7 @@ impl Transport {
                     if server_request {
                         if let Some(h) = handler.as_mut() {
                             if let Some(result) = h(&msg) {
-                                let answer =
-                                    json!({"jsonrpc": "2.0", "id": msg["id"], "result": result});
+                                let answer = jsonrpc::result(&msg["id"], result);
                                 self.notify(&answer, headers).await?;
                             }
                         }
@@ -548,7 +548,7 @@ impl McpClient {
         }
         params.insert("_meta".into(), Value::Object(m));
         let id = http::next_id();
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let body = jsonrpc::request(&json!(id), method, Value::Object(params));
         let mut headers = vec![
             (
                 header::PROTOCOL_VERSION.to_string(),
@@ -744,7 +744,7 @@ impl McpClient {
         if let Value::Object(m) = &mut params {
             m.insert("_meta".into(), self.request_meta());
         }
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": method::SUBSCRIPTIONS_LISTEN, "params": params});
+        let body = jsonrpc::request(&json!(id), method::SUBSCRIPTIONS_LISTEN, params);
         let headers = vec![
             (
                 header::PROTOCOL_VERSION.to_string(),
@@ -861,14 +861,14 @@ impl McpLegacyClient {
 
     /// Sends a notification in the session.
     pub async fn notify(&self, method: &str, params: Value) -> Result<(), ClientError> {
-        let body = json!({"jsonrpc": "2.0", "method": method, "params": params});
+        let body = jsonrpc::notification(method, params);
         self.inner.notify(&body, &self.headers()).await.map(|_| ())
     }
 
     /// Sends any request in the session and returns the whole reply.
     pub async fn request(&self, method: &str, params: Value) -> Result<McpReply, ClientError> {
         let id = http::next_id();
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let body = jsonrpc::request(&json!(id), method, params);
         self.inner.request(id, &body, &self.headers()).await
     }
 
@@ -882,7 +882,7 @@ impl McpLegacyClient {
         handler: &mut ServerRequestHandler<'_>,
     ) -> Result<McpReply, ClientError> {
         let id = http::next_id();
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let body = jsonrpc::request(&json!(id), method, params);
         self.inner
             .request_with(id, &body, &self.headers(), Some(handler))
             .await
@@ -900,7 +900,7 @@ impl McpLegacyClient {
         params: Value,
     ) -> Result<BoxStream<'static, Result<Value, ClientError>>, ClientError> {
         let id = http::next_id();
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let body = jsonrpc::request(&json!(id), method, params);
         let resp = self
             .inner
             .post_raw(Bytes::from(body.to_string()), &self.headers())
@@ -930,7 +930,7 @@ impl McpLegacyClient {
 
     /// Answers a server request (e.g. `elicitation/create`) in the session.
     pub async fn respond(&self, request_id: Value, result: Value) -> Result<(), ClientError> {
-        let body = json!({"jsonrpc": "2.0", "id": request_id, "result": result});
+        let body = jsonrpc::result(&json!(request_id), result);
         self.inner.notify(&body, &self.headers()).await.map(|_| ())
     }
 

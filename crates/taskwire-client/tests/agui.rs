@@ -70,7 +70,7 @@ async fn interrupt_then_resume_and_cancel() {
     // Resume (as protobuf, to exercise that path too).
     let mut second = RunAgentInput::new(&thread, id("run")).resume(vec![ResumeEntry {
         interrupt_id,
-        status: ResumeStatus::Resolved,
+        status: ResumeStatus::Resolved.into(),
         payload: Some(json!({"answer": "Ada"})),
         metadata: None,
     }]);

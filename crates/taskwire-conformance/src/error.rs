@@ -3,6 +3,7 @@
 /// What can stop the suite from running at all (a failing scenario is a result,
 /// not an error).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// A protocol name that is not one of a2a, grpc, a2a-rest, mcp, mcp-2025,
     /// agui, cas.

@@ -3,126 +3,49 @@
 //! A kind the index (or the directory) has no schema for is counted as
 //! "unvalidated", never as a failure.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::path::Path;
 
 use serde_json::Value;
 
 use crate::protocol::Protocol;
 
-/// The schemas of a `schemas/` directory, compiled on first use.
-#[derive(Clone, Default)]
-pub struct Schemas {
-    inner: Arc<Mutex<Inner>>,
-}
+/// The schemas of a `schemas/` directory or the compiled-in copies, checked by
+/// the wire layer's validator (`taskwire_wire::schema`, the one the schema
+/// generator's tests use: JSON Schema 2020-12 with format assertions).
+#[derive(Clone, Debug)]
+pub struct Schemas(taskwire_wire::schema::Schemas);
 
-#[derive(Default)]
-struct Inner {
-    /// Where the files are; `None`: the copies compiled in.
-    dir: Option<PathBuf>,
-    index: Value,
-    compiled: BTreeMap<String, Option<Arc<jsonschema::Validator>>>,
-    validated: u64,
-    unvalidated: BTreeSet<String>,
-}
-
-impl std::fmt::Debug for Schemas {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Schemas")
+impl Default for Schemas {
+    /// No schemas: validates nothing.
+    fn default() -> Self {
+        Schemas(taskwire_wire::schema::Schemas::from_files(&[]))
     }
 }
 
 impl Schemas {
     /// Loads `DIR/index.json`; a missing or unreadable index validates nothing.
     pub fn load(dir: &Path) -> Schemas {
-        let index = std::fs::read_to_string(dir.join("index.json"))
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .unwrap_or(Value::Null);
-        Schemas {
-            inner: Arc::new(Mutex::new(Inner {
-                dir: Some(dir.to_path_buf()),
-                index,
-                ..Inner::default()
-            })),
-        }
+        Schemas(taskwire_wire::schema::Schemas::load(dir))
     }
 
     /// The schemas compiled into this build (this tree's `schemas/` at build time).
     pub fn embedded() -> Schemas {
-        let index = read_embedded("index.json")
-            .and_then(|t| serde_json::from_str(t).ok())
-            .unwrap_or(Value::Null);
-        Schemas {
-            inner: Arc::new(Mutex::new(Inner {
-                dir: None,
-                index,
-                ..Inner::default()
-            })),
-        }
+        Schemas(taskwire_wire::schema::Schemas::from_files(
+            crate::compiled::EMBEDDED_SCHEMAS,
+        ))
     }
 
     /// Validates `value` as the message at `kind` (a path into the protocol's entry
     /// of the index, e.g. `["methods", "GetTask", "result"]`). Returns the
     /// violations (empty when valid or when no schema applies).
     pub fn check(&self, protocol: Protocol, kind: &[&str], value: &Value) -> Vec<String> {
-        let Ok(mut inner) = self.inner.lock() else {
-            return Vec::new();
-        };
-        let label = format!("{} {}", index_protocol(protocol), kind.join("."));
-        let mut node = &inner.index["protocols"][index_protocol(protocol)];
-        for k in kind {
-            node = &node[*k];
-        }
-        let Some(name) = node.as_str().map(str::to_string) else {
-            inner.unvalidated.insert(label);
-            return Vec::new();
-        };
-        let validator = match inner.compiled.get(&name) {
-            Some(v) => v.clone(),
-            None => {
-                let file = inner.index["protocols"][index_protocol(protocol)]["schemas"][&name]
-                    .as_str()
-                    .map(str::to_string);
-                let v = file
-                    .and_then(|f| match &inner.dir {
-                        Some(d) => std::fs::read_to_string(d.join(f)).ok(),
-                        None => read_embedded(&f).map(str::to_string),
-                    })
-                    .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-                    .and_then(|s| jsonschema::validator_for(&s).ok())
-                    .map(Arc::new);
-                inner.compiled.insert(name.clone(), v.clone());
-                v
-            }
-        };
-        let Some(validator) = validator else {
-            inner.unvalidated.insert(label);
-            return Vec::new();
-        };
-        inner.validated += 1;
-        validator
-            .iter_errors(value)
-            .take(3)
-            .map(|e| format!("{label} ({name}): {} at {}", e, e.instance_path()))
-            .collect()
+        self.0.check(index_protocol(protocol), kind, value)
     }
 
     /// (messages validated, kinds received without a schema).
     pub fn coverage(&self) -> (u64, Vec<String>) {
-        match self.inner.lock() {
-            Ok(i) => (i.validated, i.unvalidated.iter().cloned().collect()),
-            Err(_) => (0, Vec::new()),
-        }
+        self.0.coverage()
     }
-}
-
-fn read_embedded(rel: &str) -> Option<&'static str> {
-    crate::compiled::EMBEDDED_SCHEMAS
-        .iter()
-        .find(|(p, _)| *p == rel)
-        .map(|(_, t)| *t)
 }
 
 /// gRPC messages are the A2A messages (validated as their ProtoJSON form).

@@ -183,6 +183,7 @@ pub enum TurnOutcome {
 /// An error from agent code. The task fails with a safe message; the details are
 /// only logged.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum AgentError {
     /// Anything the agent could not handle.
     #[error("internal agent error: {0}")]

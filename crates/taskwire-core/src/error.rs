@@ -4,6 +4,7 @@ use crate::types::TaskState;
 
 /// Errors from the store layer.
 #[derive(Clone, Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StoreError {
     /// The task's version moved on since it was read (compare-and-set lost).
     #[error("version conflict")]
@@ -24,6 +25,8 @@ pub enum StoreError {
 
 /// Every error the task core reports.
 #[derive(Debug, thiserror::Error)]
+// Not #[non_exhaustive]: taskwire-vocab maps every variant to each protocol's
+// error exhaustively, so that a new variant cannot go unmapped.
 pub enum CoreError {
     /// The task does not exist, or it is not the caller's (the two are indistinguishable on purpose).
     #[error("task not found")]

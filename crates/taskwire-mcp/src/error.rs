@@ -5,6 +5,7 @@ use axum::http::StatusCode;
 use serde_json::{json, Value};
 use taskwire_core::CoreError;
 use taskwire_vocab::VocabError;
+use taskwire_wire::jsonrpc::ErrorObject;
 
 use crate::wire::code;
 
@@ -93,11 +94,9 @@ impl RpcError {
 
     /// The JSON-RPC error object.
     pub fn object(&self) -> Value {
-        let mut o = json!({"code": self.code, "message": self.message});
-        if let (Some(d), Some(m)) = (&self.data, o.as_object_mut()) {
-            m.insert("data".into(), d.clone());
-        }
-        o
+        let mut e = ErrorObject::new(self.code, self.message.clone());
+        e.data = self.data.clone();
+        json!(e)
     }
 
     /// Maps a core error (through `taskwire_vocab::mcp::error_from_core`);

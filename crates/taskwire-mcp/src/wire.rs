@@ -3,10 +3,13 @@
 
 use serde_json::{json, Map, Value};
 
+use serde_json::value::RawValue;
+use taskwire_wire::jsonrpc::{self, Body, Invalid, Rules};
+
 use crate::error::RpcError;
 
 /// JSON-RPC version string.
-pub const JSONRPC: &str = "2.0";
+pub const JSONRPC: &str = jsonrpc::VERSION;
 
 /// Revision 2026-07-28 (no handshake, per-request `_meta`).
 pub const V_CURRENT: &str = "2026-07-28";
@@ -20,16 +23,10 @@ pub use taskwire_vocab::names::mcp::{header, meta, method};
 
 /// JSON-RPC and MCP error codes.
 pub mod code {
-    /// Invalid JSON.
-    pub const PARSE_ERROR: i64 = -32700;
-    /// Not a valid JSON-RPC request.
-    pub const INVALID_REQUEST: i64 = -32600;
-    /// Unknown method.
-    pub const METHOD_NOT_FOUND: i64 = -32601;
-    /// Invalid params (also unknown task ids).
-    pub const INVALID_PARAMS: i64 = -32602;
-    /// Internal error.
-    pub const INTERNAL_ERROR: i64 = -32603;
+    /// The JSON-RPC codes (Invalid Params is also MCP's unknown-task error).
+    pub use taskwire_wire::jsonrpc::code::{
+        INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR,
+    };
     /// Session not found (2025-11-25 transport).
     pub const SESSION_NOT_FOUND: i64 = -32001;
     /// A header does not match the body (2026-07-28).
@@ -66,18 +63,17 @@ pub enum Incoming {
     },
 }
 
-/// Parses one JSON-RPC message from a request body. The error carries the id when
-/// it could be read.
+/// The envelope rules of MCP: an id is a string or a number; a message
+/// without a method may be the client's response to a server request.
+const RULES: Rules = Rules::new(false, true);
+
+/// Parses one JSON-RPC message from a request body (the wire layer's one-pass
+/// reader, with MCP's rules). The error carries the id when it could be read.
 pub fn parse(body: &[u8]) -> Result<Incoming, (Value, RpcError)> {
-    let v: Value = serde_json::from_slice(body).map_err(|e| {
-        (
-            Value::Null,
-            RpcError::bad_request(code::PARSE_ERROR, format!("parse error: {e}")),
-        )
-    })?;
-    let obj = match v {
-        Value::Object(o) => o,
-        Value::Array(_) => {
+    let bad = |id: Value, why: &Invalid| (id, RpcError::bad_request(why.code(), why.to_string()));
+    let m = match jsonrpc::parse(body) {
+        Ok(Body::One(m)) => m,
+        Ok(Body::Batch(_)) => {
             return Err((
                 Value::Null,
                 RpcError::bad_request(
@@ -86,7 +82,7 @@ pub fn parse(body: &[u8]) -> Result<Incoming, (Value, RpcError)> {
                 ),
             ))
         }
-        _ => {
+        Err(Invalid::NotObject) => {
             return Err((
                 Value::Null,
                 RpcError::bad_request(
@@ -95,70 +91,38 @@ pub fn parse(body: &[u8]) -> Result<Incoming, (Value, RpcError)> {
                 ),
             ))
         }
+        Err(why) => return Err(bad(Value::Null, &why)),
     };
-    let id = obj.get("id").cloned();
-    let id_for_error = match &id {
-        Some(v @ (Value::String(_) | Value::Number(_))) => v.clone(),
-        _ => Value::Null,
+    let value = |raw: &RawValue| serde_json::from_str::<Value>(raw.get()).unwrap_or(Value::Null);
+    let object = |raw: Option<&RawValue>| match raw.map(value) {
+        Some(Value::Object(p)) => p,
+        _ => Map::new(),
     };
-    let fail = |msg: &str| {
-        Err((
-            id_for_error.clone(),
-            RpcError::bad_request(code::INVALID_REQUEST, msg.to_string()),
-        ))
-    };
-    if obj.get("jsonrpc").and_then(Value::as_str) != Some(JSONRPC) {
-        return fail("jsonrpc must be \"2.0\"");
-    }
-    if let Some(i) = &id {
-        if !matches!(i, Value::String(_) | Value::Number(_)) {
-            return fail("id must be a string or a number");
-        }
-    }
-    match obj.get("method") {
-        Some(Value::String(m)) => {
-            let params = match obj.get("params") {
-                None | Some(Value::Null) => Map::new(),
-                Some(Value::Object(p)) => p.clone(),
-                Some(_) => return fail("params must be an object"),
-            };
-            match id {
-                Some(id) => Ok(Incoming::Request {
-                    id,
-                    method: m.clone(),
-                    params,
-                }),
-                None => Ok(Incoming::Notification { method: m.clone() }),
-            }
-        }
-        Some(_) => fail("method must be a string"),
-        None => {
-            let Some(id) = id else {
-                return fail("a message needs a method, or an id with a result or an error");
-            };
-            match (obj.get("result"), obj.get("error")) {
-                (Some(r), None) => Ok(Incoming::Response {
-                    id,
-                    outcome: Ok(r.clone()),
-                }),
-                (None, Some(e)) => Ok(Incoming::Response {
-                    id,
-                    outcome: Err(e.clone()),
-                }),
-                _ => fail("a response needs exactly one of result and error"),
-            }
-        }
+    match m.classify(RULES) {
+        Ok(jsonrpc::Incoming::Request { id, method, params }) => Ok(Incoming::Request {
+            id,
+            method: method.into_owned(),
+            params: object(params),
+        }),
+        Ok(jsonrpc::Incoming::Notification { method, .. }) => Ok(Incoming::Notification {
+            method: method.into_owned(),
+        }),
+        Ok(jsonrpc::Incoming::Response { id, outcome }) => Ok(Incoming::Response {
+            id,
+            outcome: outcome.map(value).map_err(value),
+        }),
+        Err((id, why)) => Err(bad(id, &why)),
     }
 }
 
 /// A success response.
 pub fn result(id: &Value, result: Value) -> Value {
-    json!({"jsonrpc": JSONRPC, "id": id, "result": result})
+    jsonrpc::result(id, result)
 }
 
 /// An error response.
 pub fn error(id: &Value, err: &RpcError) -> Value {
-    json!({"jsonrpc": JSONRPC, "id": id, "error": err.object()})
+    error_object(id, err.object())
 }
 
 /// An error response from a ready JSON-RPC error object.
@@ -168,12 +132,12 @@ pub fn error_object(id: &Value, object: Value) -> Value {
 
 /// A notification.
 pub fn notification(method: &str, params: Value) -> Value {
-    json!({"jsonrpc": JSONRPC, "method": method, "params": params})
+    jsonrpc::notification(method, params)
 }
 
 /// A request from the server to the client.
 pub fn request(id: &Value, method: &str, params: Value) -> Value {
-    json!({"jsonrpc": JSONRPC, "id": id, "method": method, "params": params})
+    jsonrpc::request(id, method, params)
 }
 
 /// Decodes a header value that may be in `=?base64?…?=` form.

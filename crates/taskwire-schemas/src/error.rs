@@ -2,6 +2,7 @@
 
 /// What can go wrong generating, loading or compiling a schema.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SchemaError {
     /// The A2A descriptor could not be decoded or lacks a message.
     #[error("A2A descriptor: {0}")]

@@ -21,7 +21,7 @@
 //! assert!(v.validate("a2a", "TaskStatus", &serde_json::json!({"state": "busy"})).is_err());
 //! ```
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde_json::{json, Map, Value};
@@ -183,63 +183,39 @@ pub fn cas_endpoint_kind(endpoint: &str, part: &str) -> Option<String> {
     index_str(&[protocol::CAS, "endpoints", endpoint, part])
 }
 
-/// Compiles a schema (format assertions on: `date-time` and friends are checked).
+/// Compiles a schema with the wire layer's validator settings (JSON Schema
+/// 2020-12, format assertions on: `date-time` and friends are checked).
 pub fn compile(
     protocol: &str,
     kind: &str,
     schema: &Value,
 ) -> Result<jsonschema::Validator, SchemaError> {
-    jsonschema::options()
-        .with_draft(jsonschema::Draft::Draft202012)
-        .should_validate_formats(true)
-        .build(schema)
-        .map_err(|e| SchemaError::Invalid {
-            protocol: protocol.to_string(),
-            kind: kind.to_string(),
-            message: e.to_string(),
-        })
+    taskwire_wire::schema::compile(schema).map_err(|message| SchemaError::Invalid {
+        protocol: protocol.to_string(),
+        kind: kind.to_string(),
+        message,
+    })
 }
 
-/// Compiled validators of the embedded schemas, built on first use.
-#[derive(Default)]
+/// The embedded schemas, checked by the wire layer's validator
+/// (`taskwire_wire::schema::Schemas`, the one `taskwire conformance` uses).
+#[derive(Debug)]
 pub struct Validators {
-    compiled: HashMap<(String, String), jsonschema::Validator>,
+    schemas: taskwire_wire::schema::Schemas,
 }
 
-impl std::fmt::Debug for Validators {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Validators")
-            .field("compiled", &self.compiled.len())
-            .finish()
+impl Default for Validators {
+    fn default() -> Self {
+        Self {
+            schemas: taskwire_wire::schema::Schemas::from_files(embedded::FILES_BY_PATH),
+        }
     }
 }
 
 impl Validators {
-    /// An empty cache.
+    /// The embedded schemas, compiled on first use.
     pub fn new() -> Self {
         Self::default()
-    }
-
-    /// The validator of (protocol, kind).
-    pub fn get(
-        &mut self,
-        protocol: &str,
-        kind: &str,
-    ) -> Result<&jsonschema::Validator, SchemaError> {
-        let key = (protocol.to_string(), kind.to_string());
-        if !self.compiled.contains_key(&key) {
-            let text = schema(protocol, kind).ok_or_else(|| SchemaError::Unknown {
-                protocol: protocol.to_string(),
-                kind: kind.to_string(),
-            })?;
-            let v: Value = serde_json::from_str(text)?;
-            let compiled = compile(protocol, kind, &v)?;
-            self.compiled.insert(key.clone(), compiled);
-        }
-        self.compiled.get(&key).ok_or_else(|| SchemaError::Unknown {
-            protocol: protocol.to_string(),
-            kind: kind.to_string(),
-        })
     }
 
     /// Validates `instance` against (protocol, kind). `Ok(Err(errors))` lists each
@@ -250,16 +226,22 @@ impl Validators {
         kind: &str,
         instance: &Value,
     ) -> Result<Result<(), Vec<String>>, SchemaError> {
-        let v = self.get(protocol, kind)?;
-        let errors: Vec<String> = v
-            .iter_errors(instance)
-            .map(|e| format!("{}: {}", e.instance_path(), e))
-            .collect();
-        Ok(if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(errors)
-        })
+        use taskwire_wire::schema::SchemaLookupError as L;
+        self.schemas
+            .check_kind(protocol, kind, instance)
+            .map_err(|e| match e {
+                L::Unknown { protocol, kind } => SchemaError::Unknown { protocol, kind },
+                L::Invalid {
+                    protocol,
+                    kind,
+                    message,
+                } => SchemaError::Invalid {
+                    protocol,
+                    kind,
+                    message,
+                },
+                other => SchemaError::Shape(other.to_string()),
+            })
     }
 
     /// Like [`Validators::check`], with an unknown kind or a schema that does not

@@ -306,11 +306,15 @@ fn run_agent_input_validates_with_and_without_optionals() {
                 id: "m1".into(),
                 role: "user".into(),
                 content: Some(json!("hi")),
+                extra: serde_json::Map::new(),
             },
             InputMessage {
                 id: "m2".into(),
                 role: "assistant".into(),
                 content: None,
+                extra: [("name".to_string(), json!("helper"))]
+                    .into_iter()
+                    .collect(),
             },
         ],
         tools: vec![json!({"name": "f"})],

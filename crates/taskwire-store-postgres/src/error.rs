@@ -4,6 +4,7 @@ use taskwire_core::StoreError;
 
 /// Errors from opening or running the PostgreSQL store.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum PostgresError {
     /// The store URL could not be understood.
     #[error("invalid PostgreSQL store address: {0}")]

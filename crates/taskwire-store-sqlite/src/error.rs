@@ -4,6 +4,7 @@ use taskwire_core::StoreError;
 
 /// Errors from opening or running the SQLite store.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SqliteError {
     /// The store URL or path could not be understood.
     #[error("invalid SQLite store address {url:?}: {reason}")]

@@ -18,7 +18,8 @@ pub mod a2a;
 pub mod agui;
 pub mod cas;
 pub mod mcp;
-pub mod names;
+/// Wire names shared by the servers and the clients (the wire layer's).
+pub use taskwire_wire::names;
 pub mod table;
 
 /// What a lossy mapping drops, in words a person can act on.
@@ -32,6 +33,7 @@ pub const LOSS_LEASE_LOST: Loss =
 
 /// Errors of the translation layer (a protocol value the core has no meaning for).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum VocabError {
     /// A value of the protocol that has no core counterpart.
     #[error("unknown {what}: {value}")]

@@ -22,7 +22,7 @@ use crate::{names, Loss, VocabError};
 /// Id of the tasks extension (SEP-2663), in capabilities and `_meta`.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 /// `_meta` key relating a message to a task (revision 2025-11-25).
-pub const RELATED_TASK_META: &str = "io.modelcontextprotocol/related-task";
+pub const RELATED_TASK_META: &str = crate::names::mcp::meta::RELATED_TASK;
 /// Prefix of the input-request key of a provider authorisation.
 pub const AUTH_KEY_PREFIX: &str = "taskwire.auth/";
 /// Prefix of the input-request key of a review.

@@ -40,6 +40,7 @@ use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
 /// Why a webhook URL or client was refused.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum WebhookError {
     /// Not a URL at all.
     #[error("{url:?} is not a URL: {reason}")]

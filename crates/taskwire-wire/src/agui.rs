@@ -1,6 +1,11 @@
-//! AG-UI's protobuf events (`application/vnd.ag-ui.event+proto`), generated once
-//! from `proto/agui/events.proto`; the `google.protobuf` types they use are
-//! [`crate::wkt`].
+//! AG-UI 1.0 on the wire: the JSON events a run streams, the messages they carry
+//! and the `RunAgentInput` a client posts (serde types, shared by the adapter and
+//! the client and described by the schema generator), and the protobuf events
+//! (`application/vnd.ag-ui.event+proto`, [`pb`]) generated once from
+//! `proto/agui/events.proto`, whose `google.protobuf` types are [`crate::wkt`].
+
+mod events;
+pub use events::*;
 
 /// The `ag_ui` messages.
 #[allow(

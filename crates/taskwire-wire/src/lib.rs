@@ -11,7 +11,11 @@
 //!   ([`a2a::grpc`]);
 //! - [`agui`]: the `ag_ui` protobuf events from `proto/agui/events.proto`;
 //! - [`jsonrpc`]: the JSON-RPC 2.0 envelope, id rules and error object of A2A and
-//!   MCP, for servers and clients.
+//!   MCP, for servers and clients;
+//! - [`names`]: method, header and `_meta` names of A2A and MCP; the A2A error
+//!   kinds are [`a2a::errors`];
+//! - `schema` (feature `validate`): the one validator of the committed JSON
+//!   Schemas, for the schema generator's tests and `taskwire conformance`.
 //!
 //! This crate depends on no other taskwire crate: a client built on it carries
 //! none of the task core.
@@ -20,6 +24,9 @@ pub mod a2a;
 pub mod agui;
 pub mod error;
 pub mod jsonrpc;
+pub mod names;
+#[cfg(feature = "validate")]
+pub mod schema;
 pub mod wkt;
 
 pub use error::WireError;

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 /// Everything that can stop the server from being built or run.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The builder was given no agent.
     #[error("no agent configured: call ServerBuilder::agent")]

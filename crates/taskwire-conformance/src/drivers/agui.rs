@@ -264,7 +264,7 @@ impl AguiDriver {
             .into_iter()
             .map(|id| ResumeEntry {
                 interrupt_id: id,
-                status: ResumeStatus::Resolved,
+                status: ResumeStatus::Resolved.into(),
                 payload: Some(payload.clone()),
                 metadata: None,
             })

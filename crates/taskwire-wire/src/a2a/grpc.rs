@@ -33,7 +33,7 @@ pub use server::a2_a_service_server::{
 /// The gRPC path prefix of the service.
 pub const SERVICE_PATH: &str = "/lf.a2a.v1.A2AService";
 /// The `type_url` of a `google.rpc.ErrorInfo` in status details.
-pub const ERROR_INFO_TYPE: &str = "type.googleapis.com/google.rpc.ErrorInfo";
+pub use super::errors::ERROR_INFO_TYPE;
 
 /// A `lf.a2a.v1.Task` encoded as protobuf (what GetTask answers).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -2,6 +2,7 @@
 //! once here for every binding and every side (the JSON-RPC, HTTP+JSON and gRPC
 //! adapters, the client, the schema generator).
 
+pub mod errors;
 pub mod grpc;
 pub mod protojson;
 

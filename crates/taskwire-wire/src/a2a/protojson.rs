@@ -96,10 +96,30 @@ where
     .map_err(|e| {
         let path = track.path().to_string();
         let path = if path == "." { String::new() } else { path };
-        WireError::decode(path, e)
+        WireError::decode(path, without_position(&e.to_string()))
     })?;
     known_enums(&msg, &mut String::new())?;
     T::decode(prost::Message::encode_to_vec(&msg).as_slice()).map_err(|e| WireError::decode("", e))
+}
+
+/// A decoder's message without serde_json's ` at line L column C` suffix: the
+/// path names the field, and a message read from a value has no position.
+fn without_position(message: &str) -> &str {
+    let Some(i) = message.rfind(" at line ") else {
+        return message;
+    };
+    let rest = &message[i + " at line ".len()..];
+    let is_position = rest.split_once(" column ").is_some_and(|(l, c)| {
+        !l.is_empty()
+            && !c.is_empty()
+            && l.bytes().all(|b| b.is_ascii_digit())
+            && c.bytes().all(|b| b.is_ascii_digit())
+    });
+    if is_position {
+        &message[..i]
+    } else {
+        message
+    }
 }
 
 /// Refuses an enum number the proto does not name, as pbjson's decoder does:
@@ -201,6 +221,17 @@ mod tests {
             WireError::Decode { path, .. } => assert_eq!(path, "configuration.historyLength"),
             other => panic!("{other:?}"),
         }
+        // The same message from text and from a value: no text position.
+        let text = r#"{"id": "t", "historyLength": "x", "tenant": null}"#;
+        let from_text = from_str::<pb::GetTaskRequest>(text)
+            .unwrap_err()
+            .to_string();
+        let from_value =
+            from_value::<pb::GetTaskRequest>(serde_json::from_str(text).unwrap()).unwrap_err();
+        assert_eq!(from_text, from_value.to_string());
+        assert!(!from_text.contains(" at line "), "{from_text}");
+        assert_eq!(without_position("x at line 1 column 32"), "x");
+        assert_eq!(without_position("x at line one"), "x at line one");
     }
 
     #[test]

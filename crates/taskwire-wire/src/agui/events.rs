@@ -1,5 +1,5 @@
-//! AG-UI 1.0 wire types (serde only): the events a run streams, the messages they
-//! carry and the `RunAgentInput` a client posts.
+// AG-UI 1.0 wire types (serde only): the events a run streams, the messages they
+// carry and the `RunAgentInput` a client posts.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -399,8 +399,47 @@ pub struct RunAgentInput {
     pub resume: Option<Vec<ResumeEntry>>,
 }
 
-/// A message of the thread as the client sends it. Only `id`, `role` and
-/// `content` are read; other fields pass through untouched.
+/// The protocol version a client sends in `RunAgentInput.protocolVersion`.
+pub const PROTOCOL_VERSION: &str = "1.0";
+
+impl RunAgentInput {
+    /// An input for a thread and run, with no messages yet.
+    pub fn new(thread_id: impl Into<String>, run_id: impl Into<String>) -> Self {
+        Self {
+            thread_id: thread_id.into(),
+            run_id: run_id.into(),
+            protocol_version: Some(PROTOCOL_VERSION.into()),
+            parent_run_id: None,
+            state: None,
+            messages: Vec::new(),
+            tools: Vec::new(),
+            context: Vec::new(),
+            forwarded_props: None,
+            resume: None,
+        }
+    }
+
+    /// Appends a user message.
+    pub fn user_message(mut self, id: impl Into<String>, text: impl Into<String>) -> Self {
+        self.messages.push(InputMessage {
+            id: id.into(),
+            role: "user".into(),
+            content: Some(Value::String(text.into())),
+            extra: serde_json::Map::new(),
+        });
+        self
+    }
+
+    /// Sets the resume entries.
+    pub fn resume(mut self, entries: Vec<ResumeEntry>) -> Self {
+        self.resume = Some(entries);
+        self
+    }
+}
+
+/// A message of the thread as the client sends it. A server reads `id`, `role`
+/// and `content`; every other member (tool calls, names, …) is kept in `extra`
+/// and written back as it came.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
@@ -412,6 +451,36 @@ pub struct InputMessage {
     /// A string, an array of input contents, or an object (activity).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<Value>,
+    /// Every other member, as sent.
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, Value>,
+}
+
+/// The status of a resume entry, typed (the wire carries it as a string, so a
+/// server can name an unknown one in its refusal).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResumeStatus {
+    /// The interrupt is answered.
+    Resolved,
+    /// The interrupt is declined.
+    Cancelled,
+}
+
+impl ResumeStatus {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResumeStatus::Resolved => "resolved",
+            ResumeStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl From<ResumeStatus> for String {
+    fn from(s: ResumeStatus) -> String {
+        s.as_str().to_string()
+    }
 }
 
 /// An answer to one interrupt.

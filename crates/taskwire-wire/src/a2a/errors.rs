@@ -1,0 +1,181 @@
+//! The A2A error kinds: their JSON-RPC codes, `google.rpc.ErrorInfo` reasons,
+//! gRPC status codes and HTTP statuses, as the A2A 1.0.1 specification maps
+//! them. Servers produce them at the adapter edge; clients read them back.
+
+/// The A2A error kinds: the A2A-specific codes and the standard JSON-RPC ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum A2aErrorKind {
+    /// -32001
+    TaskNotFound,
+    /// -32002
+    TaskNotCancelable,
+    /// -32003
+    PushNotificationNotSupported,
+    /// -32004
+    UnsupportedOperation,
+    /// -32005
+    ContentTypeNotSupported,
+    /// -32006
+    InvalidAgentResponse,
+    /// -32007
+    ExtendedAgentCardNotConfigured,
+    /// -32008
+    ExtensionSupportRequired,
+    /// -32009
+    VersionNotSupported,
+    /// -32700
+    ParseError,
+    /// -32600
+    InvalidRequest,
+    /// -32601
+    MethodNotFound,
+    /// -32602
+    InvalidParams,
+    /// -32603
+    Internal,
+}
+
+/// gRPC status codes used by the A2A binding (numbers as in `google.rpc.Code`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(i32)]
+pub enum GrpcCode {
+    /// 3
+    InvalidArgument = 3,
+    /// 5
+    NotFound = 5,
+    /// 9
+    FailedPrecondition = 9,
+    /// 12
+    Unimplemented = 12,
+    /// 13
+    Internal = 13,
+}
+
+/// Domain of every `google.rpc.ErrorInfo` the adapter emits.
+pub const ERROR_DOMAIN: &str = "a2a-protocol.org";
+/// `@type` of a `google.rpc.ErrorInfo` in JSON.
+pub const ERROR_INFO_TYPE: &str = "type.googleapis.com/google.rpc.ErrorInfo";
+
+impl A2aErrorKind {
+    /// Every kind.
+    pub const ALL: [A2aErrorKind; 14] = [
+        A2aErrorKind::TaskNotFound,
+        A2aErrorKind::TaskNotCancelable,
+        A2aErrorKind::PushNotificationNotSupported,
+        A2aErrorKind::UnsupportedOperation,
+        A2aErrorKind::ContentTypeNotSupported,
+        A2aErrorKind::InvalidAgentResponse,
+        A2aErrorKind::ExtendedAgentCardNotConfigured,
+        A2aErrorKind::ExtensionSupportRequired,
+        A2aErrorKind::VersionNotSupported,
+        A2aErrorKind::ParseError,
+        A2aErrorKind::InvalidRequest,
+        A2aErrorKind::MethodNotFound,
+        A2aErrorKind::InvalidParams,
+        A2aErrorKind::Internal,
+    ];
+
+    /// The kind of a JSON-RPC error code (what a client reads back).
+    pub fn from_code(code: i64) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.code() == code)
+    }
+
+    /// The kind of a `google.rpc.ErrorInfo` reason (what a gRPC client reads back).
+    pub fn from_reason(reason: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.reason() == reason)
+    }
+
+    /// The JSON-RPC error code.
+    pub const fn code(self) -> i64 {
+        match self {
+            A2aErrorKind::TaskNotFound => -32001,
+            A2aErrorKind::TaskNotCancelable => -32002,
+            A2aErrorKind::PushNotificationNotSupported => -32003,
+            A2aErrorKind::UnsupportedOperation => -32004,
+            A2aErrorKind::ContentTypeNotSupported => -32005,
+            A2aErrorKind::InvalidAgentResponse => -32006,
+            A2aErrorKind::ExtendedAgentCardNotConfigured => -32007,
+            A2aErrorKind::ExtensionSupportRequired => -32008,
+            A2aErrorKind::VersionNotSupported => -32009,
+            A2aErrorKind::ParseError => -32700,
+            A2aErrorKind::InvalidRequest => -32600,
+            A2aErrorKind::MethodNotFound => -32601,
+            A2aErrorKind::InvalidParams => -32602,
+            A2aErrorKind::Internal => -32603,
+        }
+    }
+
+    /// The `google.rpc.ErrorInfo` reason.
+    pub fn reason(self) -> &'static str {
+        match self {
+            A2aErrorKind::TaskNotFound => "TASK_NOT_FOUND",
+            A2aErrorKind::TaskNotCancelable => "TASK_NOT_CANCELABLE",
+            A2aErrorKind::PushNotificationNotSupported => "PUSH_NOTIFICATION_NOT_SUPPORTED",
+            A2aErrorKind::UnsupportedOperation => "UNSUPPORTED_OPERATION",
+            A2aErrorKind::ContentTypeNotSupported => "CONTENT_TYPE_NOT_SUPPORTED",
+            A2aErrorKind::InvalidAgentResponse => "INVALID_AGENT_RESPONSE",
+            A2aErrorKind::ExtendedAgentCardNotConfigured => "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
+            A2aErrorKind::ExtensionSupportRequired => "EXTENSION_SUPPORT_REQUIRED",
+            A2aErrorKind::VersionNotSupported => "VERSION_NOT_SUPPORTED",
+            A2aErrorKind::ParseError => "PARSE_ERROR",
+            A2aErrorKind::InvalidRequest => "INVALID_REQUEST",
+            A2aErrorKind::MethodNotFound => "METHOD_NOT_FOUND",
+            A2aErrorKind::InvalidParams => "INVALID_PARAMS",
+            A2aErrorKind::Internal => "INTERNAL_ERROR",
+        }
+    }
+
+    /// The gRPC status code (A2A 1.0.1 mapping).
+    pub fn grpc_code(self) -> GrpcCode {
+        match self {
+            A2aErrorKind::TaskNotFound => GrpcCode::NotFound,
+            A2aErrorKind::TaskNotCancelable
+            | A2aErrorKind::PushNotificationNotSupported
+            | A2aErrorKind::UnsupportedOperation
+            | A2aErrorKind::ExtendedAgentCardNotConfigured
+            | A2aErrorKind::ExtensionSupportRequired
+            | A2aErrorKind::VersionNotSupported => GrpcCode::FailedPrecondition,
+            A2aErrorKind::ContentTypeNotSupported
+            | A2aErrorKind::ParseError
+            | A2aErrorKind::InvalidRequest
+            | A2aErrorKind::InvalidParams => GrpcCode::InvalidArgument,
+            A2aErrorKind::MethodNotFound => GrpcCode::Unimplemented,
+            A2aErrorKind::InvalidAgentResponse | A2aErrorKind::Internal => GrpcCode::Internal,
+        }
+    }
+
+    /// The HTTP status of the HTTP+JSON binding (A2A 1.0.1 §5.4, which changed
+    /// TaskNotCancelable from 409, ContentTypeNotSupported from 415 and
+    /// InvalidAgentResponse from 502 to the values here; the standard JSON-RPC
+    /// errors as the official SDKs map them).
+    pub fn http_status(self) -> u16 {
+        match self {
+            A2aErrorKind::TaskNotFound | A2aErrorKind::MethodNotFound => 404,
+            A2aErrorKind::InvalidAgentResponse | A2aErrorKind::Internal => 500,
+            _ => 400,
+        }
+    }
+
+    /// The `google.rpc.Code` name the HTTP+JSON binding's error body carries in
+    /// `error.status` (agrees with [`A2aErrorKind::http_status`]).
+    pub fn http_status_name(self) -> &'static str {
+        match self.http_status() {
+            404 => "NOT_FOUND",
+            500 => "INTERNAL",
+            _ => self.grpc_code().name(),
+        }
+    }
+}
+
+impl GrpcCode {
+    /// The `google.rpc.Code` name (`NOT_FOUND`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            GrpcCode::InvalidArgument => "INVALID_ARGUMENT",
+            GrpcCode::NotFound => "NOT_FOUND",
+            GrpcCode::FailedPrecondition => "FAILED_PRECONDITION",
+            GrpcCode::Unimplemented => "UNIMPLEMENTED",
+            GrpcCode::Internal => "INTERNAL",
+        }
+    }
+}
