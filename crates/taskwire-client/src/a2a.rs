@@ -46,7 +46,7 @@ pub const BINDING_GRPC: &str = "GRPC";
 
 /// The JSON-RPC method names (the RPC names of `A2AService`), shared with
 /// taskwire-a2a.
-pub use taskwire_vocab::names::a2a::methods as method;
+pub use taskwire_wire::names::a2a::methods as method;
 
 /// The A2A error codes (JSON-RPC binding) and their `ErrorInfo` reasons.
 pub mod code {

@@ -39,7 +39,7 @@ pub const VERSION_LEGACY: &str = "2025-11-25";
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
 /// Method, header and `_meta` names, shared with taskwire-mcp.
-pub use taskwire_vocab::names::mcp::{header, meta, method};
+pub use taskwire_wire::names::mcp::{header, meta, method};
 
 /// An MCP task status (both generations).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

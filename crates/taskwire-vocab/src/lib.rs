@@ -18,7 +18,8 @@ pub mod a2a;
 pub mod agui;
 pub mod cas;
 pub mod mcp;
-pub mod names;
+/// Wire names shared by the servers and the clients (the wire layer's).
+pub use taskwire_wire::names;
 pub mod table;
 
 /// What a lossy mapping drops, in words a person can act on.

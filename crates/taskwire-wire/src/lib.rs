@@ -11,7 +11,11 @@
 //!   ([`a2a::grpc`]);
 //! - [`agui`]: the `ag_ui` protobuf events from `proto/agui/events.proto`;
 //! - [`jsonrpc`]: the JSON-RPC 2.0 envelope, id rules and error object of A2A and
-//!   MCP, for servers and clients.
+//!   MCP, for servers and clients;
+//! - [`mcp`]: the MCP task messages of both generations (2026-07-28 with the
+//!   tasks extension, 2025-11-25) as serde types, with schemars derives behind
+//!   the `schema` feature;
+//! - [`names`]: method, header and `_meta` names of A2A and MCP.
 //!
 //! This crate depends on no other taskwire crate: a client built on it carries
 //! none of the task core.
@@ -20,6 +24,8 @@ pub mod a2a;
 pub mod agui;
 pub mod error;
 pub mod jsonrpc;
+pub mod mcp;
+pub mod names;
 pub mod wkt;
 
 pub use error::WireError;

@@ -72,7 +72,7 @@ pub mod mcp {
         /// The subscription a notification belongs to (2026-07-28).
         pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
         /// The task a message belongs to (2025-11-25).
-        pub const RELATED_TASK: &str = crate::mcp::RELATED_TASK_META;
+        pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
     }
 }
 
