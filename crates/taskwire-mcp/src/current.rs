@@ -90,10 +90,7 @@ pub(crate) async fn handle(
         return crate::legacy::sse_of(rx);
     }
     match dispatch(&inner, &caller, &ctx, &name, &params).await {
-        Ok(Reply::Result(r)) => json_response(
-            axum::http::StatusCode::OK,
-            &wire::result(&id, r),
-        ),
+        Ok(Reply::Result(r)) => json_response(axum::http::StatusCode::OK, &wire::result(&id, r)),
         Ok(Reply::ErrorObject(o)) => {
             json_response(axum::http::StatusCode::OK, &wire::error_object(&id, o))
         }

@@ -557,6 +557,8 @@ fn request_params(req: msg::InputRequest, meta: Option<Map<String, Value>>) -> V
             }
             Ok(Value::Object(p))
         }
+        // A request this adapter does not make.
+        _ => Ok(Value::Object(Map::new())),
     };
     params.unwrap_or_else(|_| Value::Object(Map::new()))
 }
@@ -695,12 +697,7 @@ async fn drive_result(
     let mut sent_keys: BTreeSet<String> = BTreeSet::new();
     let task_id = task.id.clone();
     // The stream opens with the task's current status.
-    if notify
-        && tx
-            .send(status_notification(&task, poll))
-            .await
-            .is_err()
-    {
+    if notify && tx.send(status_notification(&task, poll)).await.is_err() {
         return;
     }
     loop {
@@ -749,8 +746,7 @@ async fn drive_result(
             last_status = st;
         } else if st != last_status {
             last_status = st;
-            if tx.send(status_notification(&t, poll)).await.is_err()
-            {
+            if tx.send(status_notification(&t, poll)).await.is_err() {
                 return;
             }
         }
@@ -816,7 +812,10 @@ async fn drive_result(
 fn unsent(t: &Task, session: &Session, sent: &BTreeSet<String>, auth: &str) -> bool {
     let (reqs, _) = vocab::input_requests(t, Generation::Legacy, auth);
     reqs.iter().any(|(k, r)| {
-        !sent.contains(k) && session.asks.contains(crate::current::capability_of(r.method()))
+        !sent.contains(k)
+            && session
+                .asks
+                .contains(crate::current::capability_of(r.method()))
     })
 }
 

@@ -1057,6 +1057,11 @@ pub fn message_of_arguments(
 mod tests {
     use super::*;
     use chrono::TimeZone;
+
+    /// A typed wire value as JSON.
+    fn j<T: serde::Serialize>(v: &T) -> Value {
+        serde_json::to_value(v).unwrap()
+    }
     use std::collections::BTreeMap;
     use taskwire_core::types::{Artifact, AuthWait, InputKind, InputRequest, Review, TaskError};
     use taskwire_core::TaskId;
@@ -1143,13 +1148,13 @@ mod tests {
         let (reqs, losses) = input_requests(&t, Generation::Current, "urn:auth:");
         assert_eq!(losses, vec![LOSS_AUTH_REQUIRED]);
         assert_eq!(
-            reqs["taskwire.auth/github"],
+            j(&reqs["taskwire.auth/github"]),
             json!({"method": "elicitation/create", "params": {
                 "mode": "url", "message": "Authorize github to continue", "url": "urn:auth:github"}})
         );
         let (legacy, _) = input_requests(&t, Generation::Legacy, "urn:auth:");
         assert_eq!(
-            legacy["taskwire.auth/github"]["params"]["elicitationId"],
+            j(&legacy["taskwire.auth/github"])["params"]["elicitationId"],
             "taskwire.auth/github"
         );
         assert_eq!(
@@ -1180,6 +1185,7 @@ mod tests {
         );
         match outcome(&t) {
             Outcome::Result(r) => {
+                let r = j(&r);
                 assert_eq!(r["isError"], true);
                 assert_eq!(r["content"][0]["text"], "boom");
             }
@@ -1195,16 +1201,16 @@ mod tests {
         // safe status message.
         assert_eq!(
             outcome(&t),
-            Outcome::Error(json!({"code": -32603, "message": "internal error"}))
+            Outcome::Error(error_object(-32603, "internal error"))
         );
         assert_eq!(status_message(&t).as_deref(), Some("internal error"));
         let mut t = t;
         t.status_message = Some(Message::agent_text("internal error (safe)"));
         assert_eq!(
             outcome(&t),
-            Outcome::Error(json!({"code": -32603, "message": "internal error (safe)"}))
+            Outcome::Error(error_object(-32603, "internal error (safe)"))
         );
-        let d = detailed_task(&t, 500, "");
+        let d = j(&detailed_task(&t, 500, ""));
         assert_eq!(d["error"]["code"], -32603);
         assert!(d.get("result").is_none());
     }
@@ -1260,6 +1266,7 @@ mod tests {
             complete: true,
         });
         let (r, losses) = call_tool_result(&t);
+        let r = j(&r);
         assert_eq!(r["content"][0], json!({"type": "text", "text": "hi"}));
         assert_eq!(
             r["content"][1],
@@ -1276,7 +1283,7 @@ mod tests {
         let (v, loss) = content_of_part(&Part::raw(vec![0], "application/pdf"), "a");
         assert_eq!(loss, vec![LOSS_RAW_AS_RESOURCE]);
         match v {
-            PartView::Content(c) => assert_eq!(c["resource"]["blob"], "AA=="),
+            PartView::Content(c) => assert_eq!(j(&c)["resource"]["blob"], "AA=="),
             other => panic!("unexpected {other:?}"),
         }
     }
@@ -1293,10 +1300,12 @@ mod tests {
             complete: true,
         });
         let (r, losses) = call_tool_result(&t);
+        let r = j(&r);
         assert_eq!(r["structuredContent"], json!({"n": 1}));
         assert!(losses.is_empty());
         t.artifacts[0].parts.push(Part::data(json!(2)));
         let (r, losses) = call_tool_result(&t);
+        let r = j(&r);
         assert_eq!(r["structuredContent"], json!({"data": [{"n": 1}, 2]}));
         assert_eq!(losses, vec![LOSS_DATA_WRAPPED]);
     }
@@ -1313,7 +1322,7 @@ mod tests {
         let (reqs, losses) = input_requests(&t, Generation::Current, "");
         assert_eq!(losses, vec![LOSS_REVIEW_AS_FORM]);
         assert_eq!(
-            reqs["taskwire.review/review-0"]["params"]["requestedSchema"],
+            j(&reqs["taskwire.review/review-0"])["params"]["requestedSchema"],
             review_schema()
         );
         let ok = json!({"action": "accept", "content": {"approved": true}});
@@ -1368,12 +1377,12 @@ mod tests {
         }
         let (reqs, _) = input_requests(&t, Generation::Current, "");
         assert_eq!(
-            reqs["q"],
+            j(&reqs["q"]),
             json!({"method": "sampling/createMessage", "params": {"messages": [
                 {"role": "user", "content": {"type": "text", "text": "Capital of France?"}}],
                 "maxTokens": 50}})
         );
-        assert_eq!(reqs["r"], json!({"method": "roots/list", "params": {}}));
+        assert_eq!(j(&reqs["r"]), json!({"method": "roots/list", "params": {}}));
         // Their answers are the requests' results, taken whole as the content.
         let result = json!({"role": "assistant", "content": {"type": "text", "text": "Paris"},
             "model": "m", "stopReason": "endTurn"});
@@ -1459,9 +1468,9 @@ mod tests {
         assert!(message_of_arguments(&skill, Some(&json!({}))).is_err());
         assert!(message_of_arguments(&skill, Some(&json!({"text": 1}))).is_err());
         assert!(message_of_arguments(&skill, Some(&json!([1]))).is_err());
-        let t = tool_of_skill(&skill, Generation::Legacy);
+        let t = j(&tool_of_skill(&skill, Generation::Legacy));
         assert_eq!(t["execution"]["taskSupport"], "optional");
-        assert!(tool_of_skill(&skill, Generation::Current)
+        assert!(j(&tool_of_skill(&skill, Generation::Current))
             .get("execution")
             .is_none());
     }
@@ -1469,11 +1478,12 @@ mod tests {
     #[test]
     fn ttl_is_the_core_retention() {
         let mut t = task(TaskState::Working);
-        assert_eq!(ttl(&t), (json!(60_000), LOSS_TTL_ORIGIN));
-        assert_eq!(current_task(&t, 5)["ttlMs"], 60_000);
-        assert_eq!(legacy_task(&t, 5)["ttl"], 60_000);
+        assert_eq!(ttl(&t), (Some(60_000), LOSS_TTL_ORIGIN));
+        assert_eq!(j(&current_task(&t, 5))["ttlMs"], 60_000);
+        assert_eq!(j(&legacy_task(&t, 5))["ttl"], 60_000);
         t.ttl_ms = None;
-        assert_eq!(current_task(&t, 5)["ttlMs"], Value::Null);
+        assert_eq!(j(&current_task(&t, 5))["ttlMs"], Value::Null);
+        assert_eq!(j(&create_task_result(&t, 5))["resultType"], "task");
     }
 
     #[test]

@@ -372,12 +372,13 @@ pub fn mcp_legacy_cell(t: &Task) -> Cell {
         Outcome::Pending if t.state.is_interrupted() => {
             let (reqs, l) = mcp::input_requests(t, Generation::Legacy, AUTH_URL_BASE);
             losses.extend(l);
-            format!("elicitation/create ({})", elicitation_modes(&json_map(&reqs)))
+            format!(
+                "elicitation/create ({})",
+                elicitation_modes(&json_map(&reqs))
+            )
         }
         Outcome::Pending => "blocks".into(),
-        Outcome::Result(r) if r.is_error == Some(true) => {
-            "CallToolResult (isError)".into()
-        }
+        Outcome::Result(r) if r.is_error == Some(true) => "CallToolResult (isError)".into(),
         Outcome::Result(_) => "CallToolResult".into(),
         Outcome::Error(e) => format!("error {}", e.code),
         Outcome::Cancelled => {

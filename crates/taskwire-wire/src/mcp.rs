@@ -165,6 +165,7 @@ pub struct DiscoverResult {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum TaskSupport {
     /// Never as a task.
     Forbidden,
@@ -233,6 +234,7 @@ pub struct ListToolsResult {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum CacheScope {
     /// Any cache.
     Public,
@@ -279,6 +281,7 @@ pub struct ResourceContents {
     rename_all = "snake_case",
     rename_all_fields = "camelCase"
 )]
+#[non_exhaustive]
 pub enum ContentBlock {
     /// Text.
     Text {
@@ -419,6 +422,7 @@ pub struct LegacyCallToolRequestParams {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum TaskStatus {
     /// Running.
     Working,
@@ -494,6 +498,7 @@ pub struct InputRequiredResult {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(untagged)]
+#[non_exhaustive]
 pub enum ToolsCallResult {
     /// Answered directly.
     Complete(CallToolResult),
@@ -566,6 +571,7 @@ pub enum ElicitRequestParams {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "method", content = "params")]
+#[non_exhaustive]
 pub enum InputRequest {
     /// An elicitation (a form).
     #[serde(rename = "elicitation/create")]
@@ -582,6 +588,7 @@ pub enum InputRequest {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum ElicitAction {
     /// Answered (`content` holds the answer).
     Accept,
@@ -862,6 +869,7 @@ pub struct LegacyCreateTaskResult {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(untagged)]
+#[non_exhaustive]
 pub enum LegacyToolsCallResult {
     /// A task was created.
     Task(LegacyCreateTaskResult),
@@ -898,7 +906,6 @@ pub struct LegacyListTasksResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
 }
-
 
 impl Implementation {
     /// A name and a version, nothing else.
@@ -964,5 +971,14 @@ impl InputRequest {
             Self::CreateMessage(_) => crate::names::mcp::method::SAMPLING_CREATE_MESSAGE,
             Self::ListRoots(_) => crate::names::mcp::method::ROOTS_LIST,
         }
+    }
+}
+
+/// A detailed task reads as its members (`d.status`, `d.input_requests`, …).
+impl std::ops::Deref for DetailedTask {
+    type Target = TaskFields;
+
+    fn deref(&self) -> &TaskFields {
+        &self.task
     }
 }
