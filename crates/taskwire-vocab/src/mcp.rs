@@ -974,7 +974,7 @@ pub fn input_answer(task: &Task, key: &str, value: &Value) -> Result<InputAnswer
 /// the skill's [`taskwire_core::TaskSupport`].
 pub fn tool_of_skill(skill: &Skill, generation: Generation) -> wire::Tool {
     use taskwire_core::agent::TaskSupport as S;
-    let execution = (generation == Generation::Legacy).then(|| wire::ToolExecution {
+    let execution = (generation == Generation::Legacy).then_some(wire::ToolExecution {
         task_support: Some(match skill.task_support {
             S::Forbidden => wire::TaskSupport::Forbidden,
             S::Optional => wire::TaskSupport::Optional,
