@@ -22,7 +22,6 @@ use base64::Engine as _;
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::StreamExt;
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::config::{ClientConfig, Exchange, Received};
@@ -42,137 +41,14 @@ use taskwire_wire::jsonrpc;
 /// Method, header and `_meta` names, shared with taskwire-mcp.
 pub use taskwire_wire::names::mcp::{header, meta, method};
 
-/// An MCP task status (both generations).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum McpTaskStatus {
-    /// working.
-    Working,
-    /// input_required.
-    InputRequired,
-    /// completed.
-    Completed,
-    /// failed.
-    Failed,
-    /// cancelled.
-    Cancelled,
-    /// Anything else a server sent.
-    #[serde(other)]
-    Unknown,
-}
-
-impl McpTaskStatus {
-    /// completed, failed or cancelled.
-    pub fn is_terminal(self) -> bool {
-        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
-    }
-}
-
-/// A tool of `tools/list`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Tool {
-    /// The name.
-    pub name: String,
-    /// The title.
-    #[serde(default)]
-    pub title: Option<String>,
-    /// The description.
-    #[serde(default)]
-    pub description: Option<String>,
-    /// The JSON Schema of the arguments.
-    #[serde(default)]
-    pub input_schema: Value,
-    /// 2025-11-25: `execution.taskSupport` and friends.
-    #[serde(default)]
-    pub execution: Option<Value>,
-}
-
-/// A `CallToolResult`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CallToolResult {
-    /// The content blocks.
-    #[serde(default)]
-    pub content: Vec<Value>,
-    /// Structured content.
-    #[serde(default)]
-    pub structured_content: Option<Value>,
-    /// Whether the tool failed.
-    #[serde(default)]
-    pub is_error: bool,
-}
-
-impl CallToolResult {
-    /// The text of all `text` content blocks, joined with newlines.
-    pub fn text(&self) -> String {
-        self.content
-            .iter()
-            .filter(|c| c.get("type").and_then(Value::as_str) == Some("text"))
-            .filter_map(|c| c.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-}
-
-/// The flat `CreateTaskResult` of the tasks extension.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CreateTaskResult {
-    /// The task id.
-    pub task_id: String,
-    /// The status.
-    pub status: McpTaskStatus,
-    /// The status message.
-    #[serde(default)]
-    pub status_message: Option<String>,
-    /// Creation time.
-    #[serde(default)]
-    pub created_at: Option<String>,
-    /// Last update time.
-    #[serde(default)]
-    pub last_updated_at: Option<String>,
-    /// Time to live in ms (`null`: unlimited).
-    #[serde(default)]
-    pub ttl_ms: Option<u64>,
-    /// Suggested poll interval in ms.
-    #[serde(default)]
-    pub poll_interval_ms: Option<u64>,
-}
-
-/// A `DetailedTask` (`tasks/get`, `tasks/continue`, `notifications/tasks`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DetailedTask {
-    /// The task id.
-    pub task_id: String,
-    /// The status.
-    pub status: McpTaskStatus,
-    /// The status message.
-    #[serde(default)]
-    pub status_message: Option<String>,
-    /// Creation time.
-    #[serde(default)]
-    pub created_at: Option<String>,
-    /// Last update time.
-    #[serde(default)]
-    pub last_updated_at: Option<String>,
-    /// Time to live in ms.
-    #[serde(default)]
-    pub ttl_ms: Option<u64>,
-    /// Suggested poll interval in ms.
-    #[serde(default)]
-    pub poll_interval_ms: Option<u64>,
-    /// While `input_required`: the pending requests by key.
-    #[serde(default)]
-    pub input_requests: Option<Map<String, Value>>,
-    /// When `completed`: the tool result.
-    #[serde(default)]
-    pub result: Option<CallToolResult>,
-    /// When `failed`: the JSON-RPC error object.
-    #[serde(default)]
-    pub error: Option<Value>,
-}
+/// The MCP task messages this client reads, defined once in the wire layer
+/// (`taskwire_wire::mcp`) for the server, this client and the schemas; the
+/// names are the ones this module exported before.
+pub use taskwire_wire::mcp::{
+    ContentBlock, CreateTaskResult, DetailedTask, InputRequest, InputRequiredResult,
+    LegacyCallToolResult as CallToolResult, LegacyListTasksResult as LegacyTaskPage, LegacyTask,
+    TaskFields, TaskStatus as McpTaskStatus, Tool,
+};
 
 /// What a `tools/call` answered (revision 2026-07-28).
 #[derive(Clone, Debug, PartialEq)]
@@ -181,45 +57,8 @@ pub enum ToolCallOutcome {
     Complete(CallToolResult),
     /// `resultType: "task"`: the call became a task.
     Task(CreateTaskResult),
-    /// `resultType: "input_required"` (MRTR): the raw result.
-    InputRequired(Value),
-}
-
-/// A task of revision 2025-11-25.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LegacyTask {
-    /// The task id.
-    pub task_id: String,
-    /// The status.
-    pub status: McpTaskStatus,
-    /// The status message.
-    #[serde(default)]
-    pub status_message: Option<String>,
-    /// Creation time.
-    #[serde(default)]
-    pub created_at: Option<String>,
-    /// Last update time.
-    #[serde(default)]
-    pub last_updated_at: Option<String>,
-    /// Time to live in ms.
-    #[serde(default)]
-    pub ttl: Option<u64>,
-    /// Suggested poll interval in ms.
-    #[serde(default)]
-    pub poll_interval: Option<u64>,
-}
-
-/// A page of `tasks/list` (2025-11-25).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LegacyTaskPage {
-    /// The tasks.
-    #[serde(default)]
-    pub tasks: Vec<LegacyTask>,
-    /// The cursor of the next page.
-    #[serde(default)]
-    pub next_cursor: Option<String>,
+    /// `resultType: "input_required"` (MRTR): the input requests and the state to send back.
+    InputRequired(InputRequiredResult),
 }
 
 /// An `ElicitResult` accepting with `content` (an input response).
@@ -628,7 +467,9 @@ impl McpClient {
             .await?;
         let outcome = match r.get("resultType").and_then(Value::as_str) {
             Some("task") => ToolCallOutcome::Task(typed(r.clone(), "CreateTaskResult")?.value),
-            Some("input_required") => ToolCallOutcome::InputRequired(r.clone()),
+            Some("input_required") => {
+                ToolCallOutcome::InputRequired(typed(r.clone(), "InputRequiredResult")?.value)
+            }
             _ => ToolCallOutcome::Complete(typed(r.clone(), "CallToolResult")?.value),
         };
         Ok(Received {
@@ -1059,15 +900,23 @@ mod tests {
     fn shapes_parse() {
         let d: DetailedTask = serde_json::from_value(json!({
             "taskId": "t", "status": "input_required", "resultType": "complete",
-            "inputRequests": {"k": {"method": "elicitation/create"}}, "ttlMs": null
+            "createdAt": "2026-07-28T12:00:00.000Z", "lastUpdatedAt": "2026-07-28T12:00:00.000Z",
+            "inputRequests": {"k": {"method": "elicitation/create",
+                "params": {"message": "name?", "requestedSchema": {"type": "object"}}}},
+            "ttlMs": null
         }))
         .expect("detailed");
         assert_eq!(d.status, McpTaskStatus::InputRequired);
-        assert!(d.input_requests.is_some_and(|m| m.contains_key("k")));
+        assert!(d
+            .input_requests
+            .as_ref()
+            .is_some_and(|m| m.contains_key("k")));
         let s: McpTaskStatus = serde_json::from_value(json!("paused")).expect("status");
         assert_eq!(s, McpTaskStatus::Unknown);
         let r: CallToolResult = serde_json::from_value(json!({
-            "content": [{"type": "text", "text": "a"}, {"type": "image"}, {"type": "text", "text": "b"}]
+            "content": [{"type": "text", "text": "a"},
+                {"type": "image", "data": "AA==", "mimeType": "image/png"},
+                {"type": "text", "text": "b"}]
         }))
         .expect("result");
         assert_eq!(r.text(), "a\nb");

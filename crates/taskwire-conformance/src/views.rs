@@ -157,7 +157,7 @@ pub fn expected(protocol: Protocol, e: &CoreExpect) -> Option<String> {
 fn mcp_word(task: &Task) -> String {
     let (status, _) = mcp::status(task, mcp::Generation::Current);
     let is_error = match mcp::outcome(task) {
-        mcp::Outcome::Result(r) => r.get("isError").and_then(|v| v.as_bool()) == Some(true),
+        mcp::Outcome::Result(r) => r.is_error == Some(true),
         _ => false,
     };
     mcp_view_word(status.as_str(), is_error)

@@ -9,6 +9,7 @@ use axum::response::Response;
 use serde_json::{json, Map, Value};
 use taskwire_core::{Caller, TaskSupport};
 use taskwire_vocab::mcp::{self as vocab, Generation};
+use taskwire_wire::mcp as msg;
 
 use crate::error::RpcError;
 use crate::ops::task_id_param;
@@ -80,7 +81,7 @@ pub(crate) async fn handle(
                 tx: tx.clone(),
             };
             let msg = match tools_call(&inner, &caller, &ctx, &params, Some(progress)).await {
-                Ok(Reply::Result(r)) => wire::result(&id, Value::Object(r)),
+                Ok(Reply::Result(r)) => wire::result(&id, r),
                 Ok(Reply::ErrorObject(o)) => wire::error_object(&id, o),
                 Err(e) => wire::error(&id, &e),
             };
@@ -89,10 +90,7 @@ pub(crate) async fn handle(
         return crate::legacy::sse_of(rx);
     }
     match dispatch(&inner, &caller, &ctx, &name, &params).await {
-        Ok(Reply::Result(r)) => json_response(
-            axum::http::StatusCode::OK,
-            &wire::result(&id, Value::Object(r)),
-        ),
+        Ok(Reply::Result(r)) => json_response(axum::http::StatusCode::OK, &wire::result(&id, r)),
         Ok(Reply::ErrorObject(o)) => {
             json_response(axum::http::StatusCode::OK, &wire::error_object(&id, o))
         }
@@ -101,8 +99,20 @@ pub(crate) async fn handle(
 }
 
 pub(crate) enum Reply {
-    Result(Map<String, Value>),
+    Result(Value),
     ErrorObject(Value),
+}
+
+impl Reply {
+    /// A typed result, serialized.
+    pub(crate) fn result<T: serde::Serialize>(r: &T) -> Result<Reply, RpcError> {
+        Ok(Reply::Result(to_json(r)?))
+    }
+}
+
+/// A typed wire message as JSON; failing is a bug, answered as an internal error.
+pub(crate) fn to_json<T: serde::Serialize>(v: &T) -> Result<Value, RpcError> {
+    serde_json::to_value(v).map_err(|e| RpcError::internal(format!("encoding the answer: {e}")))
 }
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, RpcError> {
@@ -354,9 +364,21 @@ pub(crate) fn param_headers(
     Ok(())
 }
 
-fn complete(mut m: Map<String, Value>) -> Map<String, Value> {
-    m.insert("resultType".into(), Value::String("complete".into()));
-    m
+/// A `DetailedTask` result.
+fn detailed(task: msg::TaskFields) -> msg::DetailedTask {
+    msg::DetailedTask {
+        result_type: msg::Complete::Complete,
+        task,
+        meta: None,
+    }
+}
+
+/// The empty result of `tasks/update` and `tasks/cancel`.
+fn empty() -> Result<Reply, RpcError> {
+    Reply::result(&msg::EmptyResult {
+        result_type: msg::Complete::Complete,
+        meta: None,
+    })
 }
 
 async fn dispatch(
@@ -369,28 +391,25 @@ async fn dispatch(
     let poll = inner.config.poll_interval_ms;
     let auth = inner.config.auth_url_base.as_str();
     match name {
-        method::DISCOVER => Ok(Reply::Result(discover(inner))),
-        method::TOOLS_LIST => {
-            let tools: Vec<Value> = inner
+        method::DISCOVER => Reply::result(&discover(inner)),
+        method::TOOLS_LIST => Reply::result(&msg::ListToolsResult {
+            result_type: msg::Complete::Complete,
+            tools: inner
                 .info
                 .skills
                 .iter()
                 .map(|s| vocab::tool_of_skill(s, Generation::Current))
-                .collect();
-            let mut m = Map::new();
-            m.insert("tools".into(), Value::Array(tools));
+                .collect(),
+            next_cursor: None,
             // SEP-2549 caching hints: the tools are fixed for the server's life;
             // the list is behind the caller's credentials, so private.
-            m.insert("ttlMs".into(), Value::from(TOOLS_TTL_MS));
-            m.insert("cacheScope".into(), Value::String("private".into()));
-            Ok(Reply::Result(complete(m)))
-        }
+            ttl_ms: TOOLS_TTL_MS,
+            cache_scope: msg::CacheScope::Private,
+        }),
         method::TOOLS_CALL => tools_call(inner, caller, ctx, params, None).await,
         method::TASKS_GET => {
             let task = inner.get(caller, task_id_param(params)?).await?;
-            Ok(Reply::Result(complete(vocab::detailed_task(
-                &task, poll, auth,
-            ))))
+            Reply::result(&detailed(vocab::detailed_task(&task, poll, auth)))
         }
         method::TASKS_UPDATE => {
             let id = task_id_param(params)?;
@@ -403,18 +422,18 @@ async fn dispatch(
                     )
                 })?;
             inner.apply_responses(caller, id, responses).await?;
-            Ok(Reply::Result(complete(Map::new())))
+            empty()
         }
         method::TASKS_CANCEL => {
             let id = task_id_param(params)?;
             match inner.cancel(caller, id).await {
                 // Cancelling a task that already ended is acknowledged: the task
                 // simply ended otherwise (cooperative, eventually consistent).
-                Ok(_) => Ok(Reply::Result(complete(Map::new()))),
+                Ok(_) => empty(),
                 Err(e)
                     if e.code == code::INVALID_PARAMS && !e.message.starts_with("unknown task") =>
                 {
-                    Ok(Reply::Result(complete(Map::new())))
+                    empty()
                 }
                 Err(e) => Err(e),
             }
@@ -431,9 +450,7 @@ async fn dispatch(
                 }
             }
             let task = inner.get(caller, id).await?;
-            Ok(Reply::Result(complete(vocab::detailed_task(
-                &task, poll, auth,
-            ))))
+            Reply::result(&detailed(vocab::detailed_task(&task, poll, auth)))
         }
         other => Err(RpcError::method_not_found(format!(
             "method not found: {other}"
@@ -442,27 +459,31 @@ async fn dispatch(
 }
 
 /// The `server/discover` result.
-pub(crate) fn discover(inner: &Inner) -> Map<String, Value> {
-    let v = json!({
-        "resultType": "complete",
-        "supportedVersions": [wire::V_CURRENT],
-        "capabilities": {
-            "tools": {"listChanged": false},
-            "extensions": { vocab::TASKS_EXTENSION: {} }
+pub(crate) fn discover(inner: &Inner) -> msg::DiscoverResult {
+    let mut extensions = Map::new();
+    extensions.insert(vocab::TASKS_EXTENSION.into(), Value::Object(Map::new()));
+    msg::DiscoverResult {
+        result_type: msg::Complete::Complete,
+        supported_versions: vec![wire::V_CURRENT.into()],
+        capabilities: msg::ServerCapabilities {
+            extensions: Some(extensions),
+            tools: Some(msg::ListChanged {
+                list_changed: Some(false),
+            }),
+            other: Map::new(),
         },
-        "instructions": inner.info.description,
-        "ttlMs": 0,
-        "cacheScope": "private",
-        "_meta": { meta::SERVER_INFO: server_info(inner) }
-    });
-    match v {
-        Value::Object(m) => m,
-        _ => Map::new(),
+        instructions: Some(inner.info.description.clone()),
+        cache_scope: Some("private".into()),
+        ttl_ms: Some(0),
+        meta: Some(msg::ServerMeta {
+            server_info: server_info(inner),
+            other: Map::new(),
+        }),
     }
 }
 
-pub(crate) fn server_info(inner: &Inner) -> Value {
-    json!({"name": inner.config.server_name, "version": env!("CARGO_PKG_VERSION")})
+pub(crate) fn server_info(inner: &Inner) -> msg::Implementation {
+    msg::Implementation::new(inner.config.server_name.clone(), env!("CARGO_PKG_VERSION"))
 }
 
 /// Where a waiting `tools/call` sends its progress notifications.
@@ -626,9 +647,7 @@ async fn tools_call(
             _ if task.state.is_terminal() => return terminal_reply(&task),
             _ => task,
         };
-        let mut m = vocab::current_task(&task, poll);
-        m.insert("resultType".into(), Value::String("task".into()));
-        return Ok(Reply::Result(m));
+        return Reply::result(&vocab::create_task_result(&task, poll));
     }
     // The client waits for the result: until the task ends, or stops for input
     // (answered with an InputRequiredResult), or the call times out.
@@ -693,10 +712,10 @@ async fn input_required(
         vocab::input_requests(t, Generation::Current, inner.config.auth_url_base.as_str());
     // Each request goes only to a client that declared its capability.
     let mut missing = Map::new();
-    let usable: Map<String, Value> = requests
+    let usable: std::collections::BTreeMap<String, msg::InputRequest> = requests
         .into_iter()
         .filter(|(_, r)| {
-            let cap = capability_of(r.get("method").and_then(Value::as_str).unwrap_or(""));
+            let cap = capability_of(r.method());
             let declared = ctx.capabilities.get(cap).is_some_and(|c| !c.is_null());
             if !declared {
                 missing.insert(cap.to_string(), json!({}));
@@ -718,20 +737,17 @@ async fn input_required(
             ),
         ));
     }
-    let mut m = Map::new();
-    m.insert("resultType".into(), Value::String("input_required".into()));
-    m.insert("inputRequests".into(), Value::Object(usable));
-    m.insert(
-        "requestState".into(),
-        Value::String(inner.state_key.seal(caller, tool, t)),
-    );
-    Ok(Reply::Result(m))
+    Reply::result(&msg::InputRequiredResult {
+        result_type: msg::InputRequiredResultType::InputRequired,
+        input_requests: usable,
+        request_state: Some(inner.state_key.seal(caller, tool, t)),
+    })
 }
 
 fn terminal_reply(t: &taskwire_core::Task) -> Result<Reply, RpcError> {
     match vocab::answer(t, vocab::Answering::ToolCall).0 {
-        Ok(r) => Ok(Reply::Result(complete(r))),
-        Err(e) => Ok(Reply::ErrorObject(e)),
+        Ok(r) => Reply::result(&r.into_complete()),
+        Err(e) => Ok(Reply::ErrorObject(to_json(&e)?)),
     }
 }
 

@@ -17,6 +17,9 @@ use taskwire_core::record::{PutOutcome, Quota, Record, RecordKind};
 use taskwire_core::store::ListQuery;
 use taskwire_core::{Caller, StoreError, Task, TaskService, Timestamp};
 use taskwire_vocab::mcp::{self as vocab, Answering, Generation, McpStatus};
+use taskwire_wire::mcp as msg;
+
+use crate::current::to_json;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::error::RpcError;
@@ -272,21 +275,22 @@ pub(crate) async fn initialize(inner: Arc<Inner>, caller: Caller, msg: Incoming)
 }
 
 pub(crate) fn initialize_result(inner: &Inner, version: &str, tasks: bool) -> Value {
-    let mut caps = json!({"tools": {"listChanged": false}});
+    // The capabilities are free-form members (each an object of options).
+    let mut capabilities = Map::new();
+    capabilities.insert("tools".into(), json!({"listChanged": false}));
     if tasks {
-        if let Some(o) = caps.as_object_mut() {
-            o.insert(
-                "tasks".into(),
-                json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}),
-            );
-        }
+        capabilities.insert(
+            "tasks".into(),
+            json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}),
+        );
     }
-    json!({
-        "protocolVersion": version,
-        "capabilities": caps,
-        "serverInfo": crate::current::server_info(inner),
-        "instructions": inner.info.description,
-    })
+    let r = msg::InitializeResult {
+        protocol_version: version.to_string(),
+        capabilities,
+        server_info: crate::current::server_info(inner),
+        instructions: Some(inner.info.description.clone()),
+    };
+    to_json(&r).unwrap_or_else(|e| e.object())
 }
 
 /// A message in a session.
@@ -382,13 +386,15 @@ async fn dispatch(
             } else {
                 Generation::Current
             };
-            let tools: Vec<Value> = inner
-                .info
-                .skills
-                .iter()
-                .map(|s| vocab::tool_of_skill(s, g))
-                .collect();
-            Ok(json!({ "tools": tools }))
+            to_json(&msg::LegacyListToolsResult {
+                tools: inner
+                    .info
+                    .skills
+                    .iter()
+                    .map(|s| vocab::tool_of_skill(s, g))
+                    .collect(),
+                next_cursor: None,
+            })
         }
         method::TOOLS_CALL => {
             let task_param = params.get("task").filter(|_| tasks);
@@ -402,13 +408,16 @@ async fn dispatch(
                     })?)),
                 };
                 let task = inner.start_call(caller, params, ttl).await?;
-                return Ok(json!({ "task": vocab::legacy_task(&task, poll) }));
+                return to_json(&msg::LegacyCreateTaskResult {
+                    task: vocab::legacy_task(&task, poll),
+                    meta: None,
+                });
             }
             blocking_call(inner, caller, params).await
         }
         method::TASKS_GET if tasks => {
             let t = inner.get(caller, task_id_param(params)?).await?;
-            Ok(Value::Object(vocab::legacy_task(&t, poll)))
+            to_json(&vocab::legacy_task(&t, poll))
         }
         method::TASKS_CANCEL if tasks => {
             let raw = task_id_param(params)?;
@@ -421,7 +430,7 @@ async fn dispatch(
                 )));
             }
             let t = inner.cancel(caller, raw).await?;
-            Ok(Value::Object(vocab::legacy_task(&t, poll)))
+            to_json(&vocab::legacy_task(&t, poll))
         }
         method::TASKS_LIST if tasks => {
             let cursor = match params.get("cursor") {
@@ -440,16 +449,14 @@ async fn dispatch(
                 }
                 other => RpcError::from_core(other, None),
             })?;
-            let tasks: Vec<Value> = page
-                .tasks
-                .iter()
-                .map(|t| Value::Object(vocab::legacy_task(t, poll)))
-                .collect();
-            let mut out = json!({ "tasks": tasks });
-            if let (Some(c), Some(o)) = (page.next_cursor, out.as_object_mut()) {
-                o.insert("nextCursor".into(), Value::String(c));
-            }
-            Ok(out)
+            to_json(&msg::LegacyListTasksResult {
+                tasks: page
+                    .tasks
+                    .iter()
+                    .map(|t| vocab::legacy_task(t, poll))
+                    .collect(),
+                next_cursor: page.next_cursor,
+            })
         }
         other => Err(RpcError::method_not_found(format!(
             "method not found: {other}{}",
@@ -491,35 +498,78 @@ async fn blocking_call(
         )));
     }
     match vocab::answer(&t, Answering::ToolCall).0 {
-        Ok(r) => Ok(Value::Object(r)),
-        Err(e) => Err(rpc_of_object(&e)),
+        Ok(r) => to_json(&r),
+        Err(e) => Err(RpcError::new(e.code, e.message)),
     }
 }
 
-fn rpc_of_object(e: &Value) -> RpcError {
-    RpcError::new(
-        e.get("code")
-            .and_then(Value::as_i64)
-            .unwrap_or(code::INTERNAL_ERROR),
-        e.get("message")
-            .and_then(Value::as_str)
-            .unwrap_or("internal error"),
-    )
+/// The `_meta` relating a message to its task.
+fn related(task: &Task) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert(
+        vocab::RELATED_TASK_META.into(),
+        json!({ "taskId": task.id.to_string() }),
+    );
+    m
 }
 
-fn related(task: &Task) -> Value {
-    json!({ vocab::RELATED_TASK_META: { "taskId": task.id.to_string() } })
+/// A `notifications/tasks/status` of the task.
+fn status_notification(task: &Task, poll: u64) -> Value {
+    let mut t = vocab::legacy_task(task, poll);
+    t.meta = Some(related(task));
+    match to_json(&t) {
+        Ok(p) => wire::notification(method::NOTIFY_TASKS_STATUS, p),
+        Err(e) => wire::notification(method::NOTIFY_TASKS_STATUS, e.object()),
+    }
+}
+
+/// A typed answer as a JSON-RPC response (an error object or a result).
+fn response<T: serde::Serialize>(id: &Value, r: Result<T, msg::ErrorObject>) -> Value {
+    match r.map_err(|e| to_json(&e)).map(|r| to_json(&r)) {
+        Ok(Ok(r)) => wire::result(id, r),
+        Err(Ok(e)) => wire::error_object(id, e),
+        Ok(Err(e)) | Err(Err(e)) => wire::error(id, &e),
+    }
+}
+
+/// The params of a server request the task makes, with `_meta` when given.
+fn request_params(req: msg::InputRequest, meta: Option<Map<String, Value>>) -> Value {
+    let params = match req {
+        msg::InputRequest::Elicit(mut p) => {
+            if let Some(m) = meta {
+                match &mut p {
+                    msg::ElicitRequestParams::Form { meta, .. }
+                    | msg::ElicitRequestParams::Url { meta, .. } => *meta = Some(m),
+                }
+            }
+            to_json(&p)
+        }
+        msg::InputRequest::CreateMessage(mut p) => {
+            if let Some(m) = meta {
+                p.insert("_meta".into(), Value::Object(m));
+            }
+            Ok(Value::Object(p))
+        }
+        msg::InputRequest::ListRoots(p) => {
+            let mut p = p.unwrap_or_default();
+            if let Some(m) = meta {
+                p.insert("_meta".into(), Value::Object(m));
+            }
+            Ok(Value::Object(p))
+        }
+        // A request this adapter does not make.
+        _ => Ok(Value::Object(Map::new())),
+    };
+    params.unwrap_or_else(|_| Value::Object(Map::new()))
 }
 
 /// The final `tasks/result` answer of a terminal task.
 fn final_message(id: &Value, task: &Task) -> Value {
-    match vocab::answer(task, Answering::TasksResult).0 {
-        Ok(mut r) => {
-            r.insert("_meta".into(), related(task));
-            wire::result(id, Value::Object(r))
-        }
-        Err(e) => wire::error_object(id, e),
-    }
+    let answer = vocab::answer(task, Answering::TasksResult).0.map(|mut r| {
+        r.meta = Some(related(task));
+        r
+    });
+    response(id, answer)
 }
 
 /// `tasks/result`: the result once terminal. While the task waits for input, the
@@ -647,17 +697,7 @@ async fn drive_result(
     let mut sent_keys: BTreeSet<String> = BTreeSet::new();
     let task_id = task.id.clone();
     // The stream opens with the task's current status.
-    let mut first = vocab::legacy_task(&task, poll);
-    first.insert("_meta".into(), related(&task));
-    if notify
-        && tx
-            .send(wire::notification(
-                method::NOTIFY_TASKS_STATUS,
-                Value::Object(first),
-            ))
-            .await
-            .is_err()
-    {
+    if notify && tx.send(status_notification(&task, poll)).await.is_err() {
         return;
     }
     loop {
@@ -706,16 +746,7 @@ async fn drive_result(
             last_status = st;
         } else if st != last_status {
             last_status = st;
-            let mut p = vocab::legacy_task(&t, poll);
-            p.insert("_meta".into(), related(&t));
-            if tx
-                .send(wire::notification(
-                    method::NOTIFY_TASKS_STATUS,
-                    Value::Object(p),
-                ))
-                .await
-                .is_err()
-            {
+            if tx.send(status_notification(&t, poll)).await.is_err() {
                 return;
             }
         }
@@ -726,10 +757,7 @@ async fn drive_result(
                     if let Some(f) = forwarder {
                         f.finish(t.last_seq).await;
                     }
-                    match vocab::answer(&t, Answering::ToolCall).0 {
-                        Ok(r) => wire::result(&id, Value::Object(r)),
-                        Err(e) => wire::error_object(&id, e),
-                    }
+                    response(&id, vocab::answer(&t, Answering::ToolCall).0)
                 }
             };
             let _ = tx.send(msg).await;
@@ -740,15 +768,11 @@ async fn drive_result(
         }
         let (reqs, _) = vocab::input_requests(&t, Generation::Legacy, &inner.config.auth_url_base);
         for (key, req) in reqs {
-            let out_method = req
-                .get("method")
-                .and_then(Value::as_str)
-                .unwrap_or(method::ELICITATION_CREATE)
-                .to_string();
+            let out_method = req.method();
             // Only what the client declared it can answer is asked.
             if !session
                 .asks
-                .contains(crate::current::capability_of(&out_method))
+                .contains(crate::current::capability_of(out_method))
                 || !sent_keys.insert(key.clone())
             {
                 continue;
@@ -759,15 +783,8 @@ async fn drive_result(
             if let Ok(mut p) = session.pending.lock() {
                 p.insert(rid.to_string(), otx);
             }
-            let mut params = req
-                .get("params")
-                .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default();
-            if notify {
-                params.insert("_meta".into(), related(&t));
-            }
-            let out = wire::request(&rid, &out_method, Value::Object(params));
+            let params = request_params(req, notify.then(|| related(&t)));
+            let out = wire::request(&rid, out_method, params);
             if tx.send(out).await.is_err() {
                 return;
             }
@@ -795,8 +812,10 @@ async fn drive_result(
 fn unsent(t: &Task, session: &Session, sent: &BTreeSet<String>, auth: &str) -> bool {
     let (reqs, _) = vocab::input_requests(t, Generation::Legacy, auth);
     reqs.iter().any(|(k, r)| {
-        let m = r.get("method").and_then(Value::as_str).unwrap_or("");
-        !sent.contains(k) && session.asks.contains(crate::current::capability_of(m))
+        !sent.contains(k)
+            && session
+                .asks
+                .contains(crate::current::capability_of(r.method()))
     })
 }
 

@@ -7,29 +7,47 @@ use std::sync::Arc;
 
 use axum::response::Response;
 use futures::StreamExt;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use taskwire_core::service::Access;
 use taskwire_core::{Caller, Task};
 use taskwire_vocab::mcp as vocab;
+use taskwire_wire::mcp as msg;
 use tokio::sync::mpsc;
 
+use crate::current::to_json;
+
 use crate::error::RpcError;
-use crate::wire::{self, meta, method};
+use crate::wire::{self, method};
 use crate::{error_response, Inner};
 
-fn with_subscription(mut m: Map<String, Value>, id: &Value) -> Value {
-    m.insert("_meta".into(), json!({ meta::SUBSCRIPTION_ID: id }));
-    Value::Object(m)
+fn subscription(id: &Value) -> msg::SubscriptionMeta {
+    msg::SubscriptionMeta {
+        subscription_id: id.clone(),
+    }
+}
+
+/// A notification of typed params.
+fn notification<T: serde::Serialize>(method: &str, params: &T) -> Value {
+    match to_json(params) {
+        Ok(p) => wire::notification(method, p),
+        Err(e) => wire::notification(method, e.object()),
+    }
 }
 
 /// The `notifications/tasks` message for a task.
 pub(crate) fn task_notification(inner: &Inner, t: &Task, sub: &Value) -> Value {
-    let d = vocab::detailed_task(
+    let task = vocab::detailed_task(
         t,
         inner.config.poll_interval_ms,
         &inner.config.auth_url_base,
     );
-    wire::notification(method::NOTIFY_TASKS, with_subscription(d, sub))
+    notification(
+        method::NOTIFY_TASKS,
+        &msg::TaskNotificationParams {
+            task,
+            meta: subscription(sub),
+        },
+    )
 }
 
 fn signature(t: &Task) -> (String, Option<String>, Vec<String>) {
@@ -99,15 +117,12 @@ async fn drive(
     tx: mpsc::Sender<Value>,
 ) {
     let accepted: Vec<String> = tasks.iter().map(|t| t.id.to_string()).collect();
-    let ack = wire::notification(
+    let ack = notification(
         method::NOTIFY_SUBSCRIPTIONS_ACK,
-        with_subscription(
-            match json!({"notifications": {"taskIds": accepted}}) {
-                Value::Object(m) => m,
-                _ => Map::new(),
-            },
-            &id,
-        ),
+        &msg::SubscriptionsAcknowledgedParams {
+            notifications: msg::NotificationFilter { task_ids: accepted },
+            meta: subscription(&id),
+        },
     );
     if tx.send(ack).await.is_err() {
         return;
@@ -155,6 +170,13 @@ async fn drive(
             return;
         }
     }
-    let done = json!({"resultType": "complete", "_meta": { meta::SUBSCRIPTION_ID: id }});
-    let _ = tx.send(wire::result(&id, done)).await;
+    let done = msg::ListenResult {
+        result_type: msg::Complete::Complete,
+        meta: subscription(&id),
+    };
+    let answer = match to_json(&done) {
+        Ok(r) => wire::result(&id, r),
+        Err(e) => wire::error(&id, &e),
+    };
+    let _ = tx.send(answer).await;
 }

@@ -3,12 +3,17 @@
 //! revision 2025-11-25), task outputs as a `CallToolResult`, pending interactions
 //! as elicitation requests, and elicitation results back as core answers.
 //!
-//! Everything here is a pure function over core types and `serde_json` values; the
-//! adapter (crate `taskwire-mcp`) owns the transport and the JSON-RPC envelope.
+//! Everything here is a pure function from core types to the typed wire messages
+//! of [`taskwire_wire::mcp`] (and back, for answers); the adapter (crate
+//! `taskwire-mcp`) serializes them and owns the transport and the JSON-RPC
+//! envelope.
 //! Each lossy edge returns or names a [`Loss`]; the tests pin them.
+
+use std::collections::BTreeMap;
 
 use base64::Engine;
 use serde_json::{json, Map, Value};
+use taskwire_wire::mcp as wire;
 
 use taskwire_core::agent::Skill;
 use taskwire_core::types::{
@@ -17,7 +22,7 @@ use taskwire_core::types::{
 };
 use taskwire_core::CoreError;
 
-use crate::{names, Loss, VocabError};
+use crate::{Loss, VocabError};
 
 /// Id of the tasks extension (SEP-2663), in capabilities and `_meta`.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
@@ -67,6 +72,17 @@ impl McpStatus {
             McpStatus::Completed => "completed",
             McpStatus::Failed => "failed",
             McpStatus::Cancelled => "cancelled",
+        }
+    }
+
+    /// The wire value.
+    pub fn wire(self) -> wire::TaskStatus {
+        match self {
+            McpStatus::Working => wire::TaskStatus::Working,
+            McpStatus::InputRequired => wire::TaskStatus::InputRequired,
+            McpStatus::Completed => wire::TaskStatus::Completed,
+            McpStatus::Failed => wire::TaskStatus::Failed,
+            McpStatus::Cancelled => wire::TaskStatus::Cancelled,
         }
     }
 
@@ -317,9 +333,9 @@ pub enum Outcome {
     /// Not terminal yet.
     Pending,
     /// A `CallToolResult` (possibly with `isError: true`).
-    Result(Map<String, Value>),
+    Result(wire::LegacyCallToolResult),
     /// A JSON-RPC error object (`{code, message}`): an internal or protocol failure.
-    Error(Value),
+    Error(wire::ErrorObject),
     /// Cancelled: no result.
     Cancelled,
 }
@@ -341,15 +357,14 @@ pub fn outcome(task: &Task) -> Outcome {
         TaskState::Canceled => Outcome::Cancelled,
         // The core keeps an internal failure's details in the task's error, for
         // operators; the caller sees the safe status message.
-        TaskState::Failed if is_internal_failure(task) => Outcome::Error(json!({
-            "code": INTERNAL_ERROR,
-            "message": task
-                .status_message
+        TaskState::Failed if is_internal_failure(task) => Outcome::Error(error_object(
+            INTERNAL_ERROR,
+            task.status_message
                 .as_ref()
                 .map(|m| short(&m.text()))
                 .filter(|m| !m.is_empty())
                 .unwrap_or_else(|| "internal error".to_string()),
-        })),
+        )),
         _ => Outcome::Result(call_tool_result(task).0),
     }
 }
@@ -372,26 +387,39 @@ pub const LOSS_CANCELLED_AS_ERROR: Loss = Loss(
 /// `CallToolResult`, or an error object (`{code, message}`) for an internal
 /// failure, a cancellation ([`LOSS_CANCELLED_AS_ERROR`]) or a task that has not
 /// ended.
-pub fn answer(task: &Task, to: Answering) -> (Result<Map<String, Value>, Value>, Option<Loss>) {
+pub fn answer(
+    task: &Task,
+    to: Answering,
+) -> (
+    Result<wire::LegacyCallToolResult, wire::ErrorObject>,
+    Option<Loss>,
+) {
     match outcome(task) {
         Outcome::Result(r) => (Ok(r), None),
         Outcome::Error(e) => (Err(e), None),
         Outcome::Cancelled => {
             let e = match to {
-                Answering::ToolCall => {
-                    json!({"code": INTERNAL_ERROR, "message": "the tool call was cancelled"})
-                }
-                Answering::TasksResult => json!({
-                    "code": INVALID_PARAMS,
-                    "message": format!("task {} was cancelled: it has no result", task.id),
-                }),
+                Answering::ToolCall => error_object(INTERNAL_ERROR, "the tool call was cancelled"),
+                Answering::TasksResult => error_object(
+                    INVALID_PARAMS,
+                    format!("task {} was cancelled: it has no result", task.id),
+                ),
             };
             (Err(e), Some(LOSS_CANCELLED_AS_ERROR))
         }
         Outcome::Pending => (
-            Err(json!({"code": INTERNAL_ERROR, "message": "the task has not ended"})),
+            Err(error_object(INTERNAL_ERROR, "the task has not ended")),
             None,
         ),
+    }
+}
+
+/// A JSON-RPC error object without data.
+fn error_object(code: i64, message: impl Into<String>) -> wire::ErrorObject {
+    wire::ErrorObject {
+        code,
+        message: message.into(),
+        data: None,
     }
 }
 
@@ -401,7 +429,7 @@ pub fn answer(task: &Task, to: Answering) -> (Result<Map<String, Value>, Value>,
 /// content, other bytes embedded blob resources, URLs resource links, and data
 /// parts `structuredContent` (and a text rendering of it). A failed or rejected
 /// task is `isError: true` with the error's message as text.
-pub fn call_tool_result(task: &Task) -> (Map<String, Value>, Vec<Loss>) {
+pub fn call_tool_result(task: &Task) -> (wire::LegacyCallToolResult, Vec<Loss>) {
     let mut losses = Vec::new();
     let mut content = Vec::new();
     let mut data = Vec::new();
@@ -442,35 +470,40 @@ pub fn call_tool_result(task: &Task) -> (Map<String, Value>, Vec<Loss>) {
             .map(|e| short(&e.message))
             .or_else(|| status_message(task))
             .unwrap_or_else(|| "the tool failed".to_string());
-        content.push(json!({"type": "text", "text": msg}));
+        content.push(wire::ContentBlock::Text { text: msg });
     }
-    let mut out = Map::new();
+    let wrapped = |data: Value| {
+        let mut m = Map::new();
+        m.insert("data".into(), data);
+        m
+    };
     let structured = match data.len() {
         0 => None,
         1 => match data.pop() {
-            Some(Value::Object(o)) => Some(Value::Object(o)),
+            Some(Value::Object(o)) => Some(o),
             Some(other) => {
                 push_loss(&mut losses, LOSS_DATA_WRAPPED);
-                Some(json!({ "data": other }))
+                Some(wrapped(other))
             }
             None => None,
         },
         _ => {
             push_loss(&mut losses, LOSS_DATA_WRAPPED);
-            Some(json!({ "data": data }))
+            Some(wrapped(Value::Array(data)))
         }
     };
     if let Some(s) = &structured {
         // Clients that do not read structuredContent still see it as text.
-        content.push(json!({"type": "text", "text": s.to_string()}));
+        content.push(wire::ContentBlock::Text {
+            text: Value::Object(s.clone()).to_string(),
+        });
     }
-    out.insert("content".into(), Value::Array(content));
-    if let Some(s) = structured {
-        out.insert("structuredContent".into(), s);
-    }
-    if is_error {
-        out.insert("isError".into(), Value::Bool(true));
-    }
+    let out = wire::LegacyCallToolResult {
+        content,
+        structured_content: structured,
+        is_error: is_error.then_some(true),
+        meta: None,
+    };
     (out, losses)
 }
 
@@ -484,7 +517,7 @@ fn push_loss(v: &mut Vec<Loss>, l: Loss) {
 #[derive(Clone, Debug, PartialEq)]
 pub enum PartView {
     /// A content block.
-    Content(Value),
+    Content(wire::ContentBlock),
     /// Structured data for `structuredContent`.
     Data(Value),
 }
@@ -496,8 +529,12 @@ pub fn content_of_part(p: &Part, owner_id: &str) -> (PartView, Vec<Loss>) {
     let mut losses: Vec<Loss> = loss.into_iter().collect();
     // A file name survives as a resource link's name or in an embedded
     // resource's uri; metadata never does.
-    let name_kept = matches!(view, PartView::Content(ref c)
-        if c["type"] == "resource_link" || c["type"] == "resource");
+    let name_kept = matches!(
+        view,
+        PartView::Content(
+            wire::ContentBlock::ResourceLink { .. } | wire::ContentBlock::Resource { .. }
+        )
+    );
     if !p.metadata.is_empty() || (p.filename.is_some() && !name_kept) {
         losses.push(LOSS_PART_METADATA);
     }
@@ -507,7 +544,7 @@ pub fn content_of_part(p: &Part, owner_id: &str) -> (PartView, Vec<Loss>) {
 fn content_block(p: &Part, owner_id: &str) -> (PartView, Option<Loss>) {
     match &p.content {
         PartContent::Text { text } => (
-            PartView::Content(json!({"type": "text", "text": text})),
+            PartView::Content(wire::ContentBlock::Text { text: text.clone() }),
             None,
         ),
         PartContent::Raw { bytes } => {
@@ -518,40 +555,44 @@ fn content_block(p: &Part, owner_id: &str) -> (PartView, Option<Loss>) {
                 .unwrap_or_else(|| "application/octet-stream".to_string());
             if mime.starts_with("image/") {
                 (
-                    PartView::Content(json!({"type": "image", "data": data, "mimeType": mime})),
+                    PartView::Content(wire::ContentBlock::Image {
+                        data,
+                        mime_type: mime,
+                    }),
                     None,
                 )
             } else if mime.starts_with("audio/") {
                 (
-                    PartView::Content(json!({"type": "audio", "data": data, "mimeType": mime})),
+                    PartView::Content(wire::ContentBlock::Audio {
+                        data,
+                        mime_type: mime,
+                    }),
                     None,
                 )
             } else {
                 let name = p.filename.clone().unwrap_or_else(|| owner_id.to_string());
                 (
-                    PartView::Content(json!({
-                        "type": "resource",
-                        "resource": {
-                            "uri": format!("taskwire:artifact/{owner_id}/{name}"),
-                            "mimeType": mime,
-                            "blob": data,
-                        }
-                    })),
+                    PartView::Content(wire::ContentBlock::Resource {
+                        resource: wire::ResourceContents {
+                            uri: format!("taskwire:artifact/{owner_id}/{name}"),
+                            mime_type: Some(mime),
+                            text: None,
+                            blob: Some(data),
+                        },
+                    }),
                     Some(LOSS_RAW_AS_RESOURCE),
                 )
             }
         }
-        PartContent::Url { url } => {
-            let mut link = json!({
-                "type": "resource_link",
-                "uri": url,
-                "name": p.filename.clone().unwrap_or_else(|| url.clone()),
-            });
-            if let (Some(m), Some(o)) = (&p.media_type, link.as_object_mut()) {
-                o.insert("mimeType".into(), Value::String(m.clone()));
-            }
-            (PartView::Content(link), None)
-        }
+        PartContent::Url { url } => (
+            PartView::Content(wire::ContentBlock::ResourceLink {
+                uri: url.clone(),
+                name: p.filename.clone().unwrap_or_else(|| url.clone()),
+                mime_type: p.media_type.clone(),
+                size: None,
+            }),
+            None,
+        ),
         PartContent::Data { data } => (PartView::Data(data.clone()), None),
     }
 }
@@ -587,67 +628,58 @@ pub fn timestamp(t: &Timestamp) -> String {
     t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
 }
 
-/// The `Task` object common to both generations, without the generation's field
-/// names for TTL and poll interval: `taskId`, `status`, `statusMessage?`,
-/// `createdAt`, `lastUpdatedAt`.
-fn base_task(task: &Task, generation: Generation) -> Map<String, Value> {
-    let mut o = Map::new();
-    o.insert("taskId".into(), Value::String(task.id.to_string()));
-    o.insert(
-        "status".into(),
-        Value::String(status(task, generation).0.as_str().into()),
-    );
-    if let Some(m) = status_message(task) {
-        o.insert("statusMessage".into(), Value::String(m));
-    }
-    o.insert(
-        "createdAt".into(),
-        Value::String(timestamp(&task.created_at)),
-    );
-    o.insert(
-        "lastUpdatedAt".into(),
-        Value::String(timestamp(&task.updated_at)),
-    );
-    o
-}
-
 /// The TTL to advertise (null for unlimited), and what it loses.
-pub fn ttl(task: &Task) -> (Value, Loss) {
-    (
-        task.ttl_ms.map_or(Value::Null, Value::from),
-        LOSS_TTL_ORIGIN,
-    )
+pub fn ttl(task: &Task) -> (Option<u64>, Loss) {
+    (task.ttl_ms, LOSS_TTL_ORIGIN)
 }
 
-/// The SEP-2663 `Task` (flat): `ttlMs` (null for unlimited) and `pollIntervalMs`.
-pub fn current_task(task: &Task, poll_interval_ms: u64) -> Map<String, Value> {
-    let mut o = base_task(task, Generation::Current);
-    o.insert("ttlMs".into(), ttl(task).0);
-    o.insert("pollIntervalMs".into(), Value::from(poll_interval_ms));
-    o
+/// The SEP-2663 `Task` (flat): `taskId`, `status`, `statusMessage?`,
+/// `createdAt`, `lastUpdatedAt`, `ttlMs` (null for unlimited) and
+/// `pollIntervalMs`, without the details of a [`detailed_task`].
+pub fn current_task(task: &Task, poll_interval_ms: u64) -> wire::TaskFields {
+    wire::TaskFields {
+        task_id: task.id.to_string(),
+        status: status(task, Generation::Current).0.wire(),
+        status_message: status_message(task),
+        created_at: timestamp(&task.created_at),
+        last_updated_at: timestamp(&task.updated_at),
+        ttl_ms: ttl(task).0,
+        poll_interval_ms: Some(poll_interval_ms),
+        input_requests: None,
+        result: None,
+        error: None,
+    }
 }
 
-/// The SEP-2663 `DetailedTask`: the task plus `inputRequests` while input is
-/// required, `result` when completed and `error` when failed.
-pub fn detailed_task(
-    task: &Task,
-    poll_interval_ms: u64,
-    auth_url_base: &str,
-) -> Map<String, Value> {
+/// The SEP-2663 `CreateTaskResult` answering a `tools/call` that became a task.
+pub fn create_task_result(task: &Task, poll_interval_ms: u64) -> wire::CreateTaskResult {
+    let t = current_task(task, poll_interval_ms);
+    wire::CreateTaskResult {
+        result_type: wire::TaskResultType::Task,
+        task_id: t.task_id,
+        status: t.status,
+        status_message: t.status_message,
+        created_at: t.created_at,
+        last_updated_at: t.last_updated_at,
+        ttl_ms: t.ttl_ms,
+        poll_interval_ms: t.poll_interval_ms,
+        meta: None,
+    }
+}
+
+/// The members of a SEP-2663 `DetailedTask`: the task plus `inputRequests`
+/// while input is required, `result` when completed and `error` when failed.
+pub fn detailed_task(task: &Task, poll_interval_ms: u64, auth_url_base: &str) -> wire::TaskFields {
     let mut o = current_task(task, poll_interval_ms);
     let (st, _) = status(task, Generation::Current);
     match st {
         McpStatus::InputRequired => {
             let (reqs, _) = input_requests(task, Generation::Current, auth_url_base);
-            o.insert("inputRequests".into(), Value::Object(reqs));
+            o.input_requests = Some(reqs);
         }
         McpStatus::Completed | McpStatus::Failed => match outcome(task) {
-            Outcome::Result(r) => {
-                o.insert("result".into(), Value::Object(r));
-            }
-            Outcome::Error(e) => {
-                o.insert("error".into(), e);
-            }
+            Outcome::Result(r) => o.result = Some(r),
+            Outcome::Error(e) => o.error = Some(e),
             Outcome::Pending | Outcome::Cancelled => {}
         },
         McpStatus::Working | McpStatus::Cancelled => {}
@@ -656,11 +688,17 @@ pub fn detailed_task(
 }
 
 /// The 2025-11-25 `Task`: `ttl` (null for unlimited) and `pollInterval`.
-pub fn legacy_task(task: &Task, poll_interval_ms: u64) -> Map<String, Value> {
-    let mut o = base_task(task, Generation::Legacy);
-    o.insert("ttl".into(), ttl(task).0);
-    o.insert("pollInterval".into(), Value::from(poll_interval_ms));
-    o
+pub fn legacy_task(task: &Task, poll_interval_ms: u64) -> wire::LegacyTask {
+    wire::LegacyTask {
+        task_id: task.id.to_string(),
+        status: status(task, Generation::Legacy).0.wire(),
+        status_message: status_message(task),
+        created_at: timestamp(&task.created_at),
+        last_updated_at: timestamp(&task.updated_at),
+        ttl: ttl(task).0,
+        poll_interval: Some(poll_interval_ms),
+        meta: None,
+    }
 }
 
 /// The field of a review answer, on MCP as on AG-UI (`{approved: boolean}`).
@@ -694,25 +732,16 @@ pub fn input_requests(
     task: &Task,
     generation: Generation,
     auth_url_base: &str,
-) -> (Map<String, Value>, Vec<Loss>) {
-    let mut out = Map::new();
+) -> (BTreeMap<String, wire::InputRequest>, Vec<Loss>) {
+    let mut out = BTreeMap::new();
     let mut losses = Vec::new();
     for (key, r) in &task.input_requests {
         let req = match r.kind {
-            InputKind::Form => {
-                elicit(json!({"mode": "form", "message": r.prompt, "requestedSchema": r.schema}))
+            InputKind::Form => form(r.prompt.clone(), object_schema(&r.schema)),
+            InputKind::Sampling { max_tokens } => {
+                wire::InputRequest::CreateMessage(sampling_params(&r.prompt, max_tokens))
             }
-            InputKind::Sampling { max_tokens } => json!({
-                "method": names::mcp::method::SAMPLING_CREATE_MESSAGE,
-                "params": {
-                    "messages": [{"role": "user", "content": {"type": "text", "text": r.prompt}}],
-                    "maxTokens": max_tokens
-                }
-            }),
-            InputKind::Roots => json!({
-                "method": names::mcp::method::ROOTS_LIST,
-                "params": {}
-            }),
+            InputKind::Roots => wire::InputRequest::ListRoots(Some(Map::new())),
         };
         out.insert(key.clone(), req);
     }
@@ -723,17 +752,14 @@ pub fn input_requests(
             .url
             .clone()
             .unwrap_or_else(|| format!("{auth_url_base}{}", a.provider));
-        let mut params = json!({
-            "mode": "url",
-            "message": format!("Authorize {} to continue", a.provider),
-            "url": url,
-        });
-        if generation == Generation::Legacy {
-            if let Some(o) = params.as_object_mut() {
-                o.insert("elicitationId".into(), Value::String(key.clone()));
-            }
-        }
-        out.insert(key, elicit(params));
+        let params = wire::ElicitRequestParams::Url {
+            mode: wire::UrlMode::Url,
+            message: format!("Authorize {} to continue", a.provider),
+            url,
+            elicitation_id: (generation == Generation::Legacy).then(|| key.clone()),
+            meta: None,
+        };
+        out.insert(key, wire::InputRequest::Elicit(params));
     }
     if !task.pending_reviews.is_empty() {
         push_loss(&mut losses, LOSS_REVIEW_AS_FORM);
@@ -741,18 +767,49 @@ pub fn input_requests(
     for r in task.reviews_for_responsible_user() {
         out.insert(
             format!("{REVIEW_KEY_PREFIX}{}", r.id),
-            elicit(json!({
-                "mode": "form",
-                "message": format!("Review required: {}", r.summary),
-                "requestedSchema": review_schema(),
-            })),
+            form(
+                format!("Review required: {}", r.summary),
+                object_schema(&review_schema()),
+            ),
         );
     }
     (out, losses)
 }
 
-fn elicit(params: Value) -> Value {
-    json!({"method": "elicitation/create", "params": params})
+/// A form-mode `elicitation/create`.
+fn form(message: String, requested_schema: Map<String, Value>) -> wire::InputRequest {
+    wire::InputRequest::Elicit(wire::ElicitRequestParams::Form {
+        mode: Some(wire::FormMode::Form),
+        message,
+        requested_schema,
+        meta: None,
+    })
+}
+
+/// A JSON Schema as the object it must be on the wire (a schema that is not an
+/// object, which the core does not produce, becomes the empty object schema).
+fn object_schema(schema: &Value) -> Map<String, Value> {
+    match schema {
+        Value::Object(o) => o.clone(),
+        _ => {
+            let mut o = Map::new();
+            o.insert("type".into(), Value::String("object".into()));
+            o
+        }
+    }
+}
+
+/// The params of a `sampling/createMessage` asking the client's model `prompt`.
+/// They are free-form in the wire types (sampling is not a task message), so
+/// they are written as JSON here.
+fn sampling_params(prompt: &str, max_tokens: u32) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert(
+        "messages".into(),
+        json!([{"role": "user", "content": {"type": "text", "text": prompt}}]),
+    );
+    m.insert("maxTokens".into(), Value::from(max_tokens));
+    m
 }
 
 /// What an input response (an `ElicitResult`) means for the core.
@@ -915,26 +972,24 @@ pub fn input_answer(task: &Task, key: &str, value: &Value) -> Result<InputAnswer
 
 /// A skill as an MCP `Tool`. In 2025-11-25 it carries `execution.taskSupport`,
 /// the skill's [`taskwire_core::TaskSupport`].
-pub fn tool_of_skill(skill: &Skill, generation: Generation) -> Value {
-    let mut schema = skill.input_schema.clone();
-    if !schema.is_object() {
-        schema = json!({"type": "object"});
-    }
-    let mut t = json!({
-        "name": skill.id,
-        "title": skill.name,
-        "description": skill.description,
-        "inputSchema": schema,
+pub fn tool_of_skill(skill: &Skill, generation: Generation) -> wire::Tool {
+    use taskwire_core::agent::TaskSupport as S;
+    let execution = (generation == Generation::Legacy).then_some(wire::ToolExecution {
+        task_support: Some(match skill.task_support {
+            S::Forbidden => wire::TaskSupport::Forbidden,
+            S::Optional => wire::TaskSupport::Optional,
+            S::Required => wire::TaskSupport::Required,
+        }),
     });
-    if generation == Generation::Legacy {
-        if let Some(o) = t.as_object_mut() {
-            o.insert(
-                "execution".into(),
-                json!({"taskSupport": skill.task_support.as_str()}),
-            );
-        }
+    wire::Tool {
+        name: skill.id.clone(),
+        title: Some(skill.name.clone()),
+        description: Some(skill.description.clone()),
+        input_schema: object_schema(&skill.input_schema),
+        output_schema: None,
+        execution,
+        other: Map::new(),
     }
-    t
 }
 
 /// The first message of a task from `tools/call` arguments: the `text` argument as
@@ -1002,6 +1057,11 @@ pub fn message_of_arguments(
 mod tests {
     use super::*;
     use chrono::TimeZone;
+
+    /// A typed wire value as JSON.
+    fn j<T: serde::Serialize>(v: &T) -> Value {
+        serde_json::to_value(v).unwrap()
+    }
     use std::collections::BTreeMap;
     use taskwire_core::types::{Artifact, AuthWait, InputKind, InputRequest, Review, TaskError};
     use taskwire_core::TaskId;
@@ -1088,13 +1148,13 @@ mod tests {
         let (reqs, losses) = input_requests(&t, Generation::Current, "urn:auth:");
         assert_eq!(losses, vec![LOSS_AUTH_REQUIRED]);
         assert_eq!(
-            reqs["taskwire.auth/github"],
+            j(&reqs["taskwire.auth/github"]),
             json!({"method": "elicitation/create", "params": {
                 "mode": "url", "message": "Authorize github to continue", "url": "urn:auth:github"}})
         );
         let (legacy, _) = input_requests(&t, Generation::Legacy, "urn:auth:");
         assert_eq!(
-            legacy["taskwire.auth/github"]["params"]["elicitationId"],
+            j(&legacy["taskwire.auth/github"])["params"]["elicitationId"],
             "taskwire.auth/github"
         );
         assert_eq!(
@@ -1125,6 +1185,7 @@ mod tests {
         );
         match outcome(&t) {
             Outcome::Result(r) => {
+                let r = j(&r);
                 assert_eq!(r["isError"], true);
                 assert_eq!(r["content"][0]["text"], "boom");
             }
@@ -1140,16 +1201,16 @@ mod tests {
         // safe status message.
         assert_eq!(
             outcome(&t),
-            Outcome::Error(json!({"code": -32603, "message": "internal error"}))
+            Outcome::Error(error_object(-32603, "internal error"))
         );
         assert_eq!(status_message(&t).as_deref(), Some("internal error"));
         let mut t = t;
         t.status_message = Some(Message::agent_text("internal error (safe)"));
         assert_eq!(
             outcome(&t),
-            Outcome::Error(json!({"code": -32603, "message": "internal error (safe)"}))
+            Outcome::Error(error_object(-32603, "internal error (safe)"))
         );
-        let d = detailed_task(&t, 500, "");
+        let d = j(&detailed_task(&t, 500, ""));
         assert_eq!(d["error"]["code"], -32603);
         assert!(d.get("result").is_none());
     }
@@ -1205,6 +1266,7 @@ mod tests {
             complete: true,
         });
         let (r, losses) = call_tool_result(&t);
+        let r = j(&r);
         assert_eq!(r["content"][0], json!({"type": "text", "text": "hi"}));
         assert_eq!(
             r["content"][1],
@@ -1221,7 +1283,7 @@ mod tests {
         let (v, loss) = content_of_part(&Part::raw(vec![0], "application/pdf"), "a");
         assert_eq!(loss, vec![LOSS_RAW_AS_RESOURCE]);
         match v {
-            PartView::Content(c) => assert_eq!(c["resource"]["blob"], "AA=="),
+            PartView::Content(c) => assert_eq!(j(&c)["resource"]["blob"], "AA=="),
             other => panic!("unexpected {other:?}"),
         }
     }
@@ -1238,10 +1300,12 @@ mod tests {
             complete: true,
         });
         let (r, losses) = call_tool_result(&t);
+        let r = j(&r);
         assert_eq!(r["structuredContent"], json!({"n": 1}));
         assert!(losses.is_empty());
         t.artifacts[0].parts.push(Part::data(json!(2)));
         let (r, losses) = call_tool_result(&t);
+        let r = j(&r);
         assert_eq!(r["structuredContent"], json!({"data": [{"n": 1}, 2]}));
         assert_eq!(losses, vec![LOSS_DATA_WRAPPED]);
     }
@@ -1258,7 +1322,7 @@ mod tests {
         let (reqs, losses) = input_requests(&t, Generation::Current, "");
         assert_eq!(losses, vec![LOSS_REVIEW_AS_FORM]);
         assert_eq!(
-            reqs["taskwire.review/review-0"]["params"]["requestedSchema"],
+            j(&reqs["taskwire.review/review-0"])["params"]["requestedSchema"],
             review_schema()
         );
         let ok = json!({"action": "accept", "content": {"approved": true}});
@@ -1313,12 +1377,12 @@ mod tests {
         }
         let (reqs, _) = input_requests(&t, Generation::Current, "");
         assert_eq!(
-            reqs["q"],
+            j(&reqs["q"]),
             json!({"method": "sampling/createMessage", "params": {"messages": [
                 {"role": "user", "content": {"type": "text", "text": "Capital of France?"}}],
                 "maxTokens": 50}})
         );
-        assert_eq!(reqs["r"], json!({"method": "roots/list", "params": {}}));
+        assert_eq!(j(&reqs["r"]), json!({"method": "roots/list", "params": {}}));
         // Their answers are the requests' results, taken whole as the content.
         let result = json!({"role": "assistant", "content": {"type": "text", "text": "Paris"},
             "model": "m", "stopReason": "endTurn"});
@@ -1404,9 +1468,9 @@ mod tests {
         assert!(message_of_arguments(&skill, Some(&json!({}))).is_err());
         assert!(message_of_arguments(&skill, Some(&json!({"text": 1}))).is_err());
         assert!(message_of_arguments(&skill, Some(&json!([1]))).is_err());
-        let t = tool_of_skill(&skill, Generation::Legacy);
+        let t = j(&tool_of_skill(&skill, Generation::Legacy));
         assert_eq!(t["execution"]["taskSupport"], "optional");
-        assert!(tool_of_skill(&skill, Generation::Current)
+        assert!(j(&tool_of_skill(&skill, Generation::Current))
             .get("execution")
             .is_none());
     }
@@ -1414,11 +1478,12 @@ mod tests {
     #[test]
     fn ttl_is_the_core_retention() {
         let mut t = task(TaskState::Working);
-        assert_eq!(ttl(&t), (json!(60_000), LOSS_TTL_ORIGIN));
-        assert_eq!(current_task(&t, 5)["ttlMs"], 60_000);
-        assert_eq!(legacy_task(&t, 5)["ttl"], 60_000);
+        assert_eq!(ttl(&t), (Some(60_000), LOSS_TTL_ORIGIN));
+        assert_eq!(j(&current_task(&t, 5))["ttlMs"], 60_000);
+        assert_eq!(j(&legacy_task(&t, 5))["ttl"], 60_000);
         t.ttl_ms = None;
-        assert_eq!(current_task(&t, 5)["ttlMs"], Value::Null);
+        assert_eq!(j(&current_task(&t, 5))["ttlMs"], Value::Null);
+        assert_eq!(j(&create_task_result(&t, 5))["resultType"], "task");
     }
 
     #[test]

@@ -314,6 +314,14 @@ pub fn a2a_cell(t: &Task) -> Cell {
     Cell::new(code(s.name())).lose(loss)
 }
 
+/// A typed wire value as JSON, for the table's descriptions.
+fn json_map<T: serde::Serialize>(v: &T) -> serde_json::Map<String, Value> {
+    match serde_json::to_value(v) {
+        Ok(Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    }
+}
+
 fn elicitation_modes(reqs: &serde_json::Map<String, Value>) -> String {
     let v: Vec<String> = reqs
         .iter()
@@ -335,20 +343,23 @@ pub fn mcp_current_cell(t: &Task) -> Cell {
     let d = mcp::detailed_task(t, 0, AUTH_URL_BASE);
     let mut view = code(st.as_str());
     let mut losses: Vec<Loss> = loss.into_iter().collect();
-    if let Some(Value::Object(reqs)) = d.get("inputRequests") {
+    if let Some(reqs) = &d.input_requests {
         let (_, l) = mcp::input_requests(t, Generation::Current, AUTH_URL_BASE);
         losses.extend(l);
-        view.push_str(&format!(" + inputRequests ({})", elicitation_modes(reqs)));
+        view.push_str(&format!(
+            " + inputRequests ({})",
+            elicitation_modes(&json_map(reqs))
+        ));
     }
-    if let Some(r) = d.get("result") {
-        view.push_str(if r.get("isError") == Some(&Value::Bool(true)) {
+    if let Some(r) = &d.result {
+        view.push_str(if r.is_error == Some(true) {
             " + result (isError)"
         } else {
             " + result"
         });
     }
-    if let Some(e) = d.get("error") {
-        view.push_str(&format!(" + error {}", e["code"]));
+    if let Some(e) = &d.error {
+        view.push_str(&format!(" + error {}", e.code));
     }
     Cell::new(view).lose(losses)
 }
@@ -361,19 +372,20 @@ pub fn mcp_legacy_cell(t: &Task) -> Cell {
         Outcome::Pending if t.state.is_interrupted() => {
             let (reqs, l) = mcp::input_requests(t, Generation::Legacy, AUTH_URL_BASE);
             losses.extend(l);
-            format!("elicitation/create ({})", elicitation_modes(&reqs))
+            format!(
+                "elicitation/create ({})",
+                elicitation_modes(&json_map(&reqs))
+            )
         }
         Outcome::Pending => "blocks".into(),
-        Outcome::Result(r) if r.get("isError") == Some(&Value::Bool(true)) => {
-            "CallToolResult (isError)".into()
-        }
+        Outcome::Result(r) if r.is_error == Some(true) => "CallToolResult (isError)".into(),
         Outcome::Result(_) => "CallToolResult".into(),
-        Outcome::Error(e) => format!("error {}", e["code"]),
+        Outcome::Error(e) => format!("error {}", e.code),
         Outcome::Cancelled => {
             let (a, l) = mcp::answer(t, mcp::Answering::TasksResult);
             losses.extend(l);
             match a {
-                Err(e) => format!("error {}", e["code"]),
+                Err(e) => format!("error {}", e.code),
                 Ok(_) => "CallToolResult".into(),
             }
         }
@@ -545,9 +557,9 @@ fn interactions_table() -> Table {
     .map(|s| {
         let t = s.task();
         let (reqs, l) = mcp::input_requests(&t, Generation::Current, AUTH_URL_BASE);
-        let mcp_cell = Cell::new(describe_requests(&reqs)).lose(l);
+        let mcp_cell = Cell::new(describe_requests(&json_map(&reqs))).lose(l);
         let (lreqs, ll) = mcp::input_requests(&t, Generation::Legacy, AUTH_URL_BASE);
-        let legacy_cell = Cell::new(describe_requests(&lreqs)).lose(ll);
+        let legacy_cell = Cell::new(describe_requests(&json_map(&lreqs))).lose(ll);
         let (ints, il) = agui::interrupts(&t);
         let agui_cell = Cell::new(
             ints.iter()
@@ -888,6 +900,7 @@ fn mcp_part_cell(p: &Part) -> Cell {
         complete: true,
     });
     let (r, losses) = mcp::call_tool_result(&t);
+    let r = json_map(&r);
     let mut kinds: Vec<String> = r["content"]
         .as_array()
         .map(|a| {

@@ -212,9 +212,9 @@ fn mcp_losses() {
     let c = Situation::Canceled.task();
     let (a, l) = mcp::answer(&c, mcp::Answering::TasksResult);
     assert_eq!(l, Some(mcp::LOSS_CANCELLED_AS_ERROR));
-    assert_eq!(a.unwrap_err()["code"], mcp::INVALID_PARAMS);
+    assert_eq!(a.unwrap_err().code, mcp::INVALID_PARAMS);
     let (a, _) = mcp::answer(&c, mcp::Answering::ToolCall);
-    assert_eq!(a.unwrap_err()["code"], mcp::INTERNAL_ERROR);
+    assert_eq!(a.unwrap_err().code, mcp::INTERNAL_ERROR);
     assert!(
         mcp::answer(&Situation::Completed.task(), mcp::Answering::ToolCall)
             .0

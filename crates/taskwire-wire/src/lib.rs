@@ -12,6 +12,9 @@
 //! - [`agui`]: the `ag_ui` protobuf events from `proto/agui/events.proto`;
 //! - [`jsonrpc`]: the JSON-RPC 2.0 envelope, id rules and error object of A2A and
 //!   MCP, for servers and clients;
+//! - [`mcp`]: the MCP task messages of both generations (2026-07-28 with the
+//!   tasks extension, 2025-11-25) as serde types, with schemars derives behind
+//!   the `schema` feature;
 //! - [`names`]: method, header and `_meta` names of A2A and MCP; the A2A error
 //!   kinds are [`a2a::errors`];
 //! - `schema` (feature `validate`): the one validator of the committed JSON
@@ -24,6 +27,7 @@ pub mod a2a;
 pub mod agui;
 pub mod error;
 pub mod jsonrpc;
+pub mod mcp;
 pub mod names;
 #[cfg(feature = "validate")]
 pub mod schema;

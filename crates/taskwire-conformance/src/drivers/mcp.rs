@@ -169,7 +169,10 @@ impl Driver for McpDriver {
             )),
             ToolCallOutcome::InputRequired(v) => Err(OpError::new(
                 ErrorClass::Other,
-                format!("tools/call answered input_required without a task: {v}"),
+                format!(
+                    "tools/call answered input_required without a task: {}",
+                    serde_json::to_string(&v).unwrap_or_default()
+                ),
             )),
         }
     }

@@ -1,0 +1,984 @@
+//! MCP: the task-related requests and results of both generations
+//! (2026-07-28 with the tasks extension, SEP-2663, and 2025-11-25 experimental
+//! tasks), typed once. The server (`taskwire-mcp`, through the mapping in
+//! `taskwire_vocab::mcp`) serializes them, `taskwire-client` deserializes them,
+//! and `taskwire-schemas` derives the JSON Schemas under `schemas/mcp/` from
+//! them (the `schema` feature adds the schemars derives).
+//!
+//! Objects allow members not named here (`_meta` extensions, newer fields), as
+//! MCP peers must ignore what they do not know: they are kept in flattened maps
+//! where MCP names them open, and ignored on reading elsewhere. Free-form
+//! payloads (tool arguments, `structuredContent`, JSON Schemas, `_meta`) stay
+//! `serde_json` values.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// `resultType` `"complete"`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum Complete {
+    /// The request is done.
+    #[serde(rename = "complete")]
+    Complete,
+}
+
+/// `resultType` `"input_required"` (SEP-2322).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum InputRequiredResultType {
+    /// The request needs input first.
+    #[serde(rename = "input_required")]
+    InputRequired,
+}
+
+/// `resultType` `"task"`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum TaskResultType {
+    /// The request became a task.
+    #[serde(rename = "task")]
+    Task,
+}
+
+/// Name and version of an implementation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Implementation {
+    /// Name.
+    pub name: String,
+    /// Version.
+    pub version: String,
+    /// Other members (title, icons, …).
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// Capabilities a client declares on each 2026-07-28 request.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ClientCapabilities {
+    /// Extensions by id; the tasks extension is `io.modelcontextprotocol/tasks`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<Map<String, Value>>,
+    /// Other capabilities.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// `params._meta` of every 2026-07-28 request.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct RequestMeta {
+    /// The request's protocol version.
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
+    pub protocol_version: String,
+    /// The client (a SHOULD: requests without it are served).
+    #[serde(
+        rename = "io.modelcontextprotocol/clientInfo",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub client_info: Option<Implementation>,
+    /// The client's capabilities.
+    #[serde(rename = "io.modelcontextprotocol/clientCapabilities")]
+    pub client_capabilities: ClientCapabilities,
+    /// Other keys.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// Params of a request with nothing but `_meta` (`server/discover`, `tools/list`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct RequestParams {
+    /// Protocol version, client info and capabilities.
+    #[serde(rename = "_meta")]
+    pub meta: RequestMeta,
+}
+
+/// Server capabilities (`server/discover`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ServerCapabilities {
+    /// Extensions by id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<Map<String, Value>>,
+    /// Tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<ListChanged>,
+    /// Other capabilities.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// `{listChanged}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ListChanged {
+    /// Whether list change notifications are sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list_changed: Option<bool>,
+}
+
+/// `_meta` of a result naming the server.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ServerMeta {
+    /// The server.
+    #[serde(rename = "io.modelcontextprotocol/serverInfo")]
+    pub server_info: Implementation,
+    /// Other keys.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// Result of `server/discover`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct DiscoverResult {
+    /// Always `complete`.
+    pub result_type: Complete,
+    /// Revisions the server speaks.
+    pub supported_versions: Vec<String>,
+    /// What it offers.
+    pub capabilities: ServerCapabilities,
+    /// For the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    /// Cache scope of this result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_scope: Option<String>,
+    /// How long the result may be cached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
+    /// The server's info.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<ServerMeta>,
+}
+
+/// Whether a tool may run as a task (2025-11-25).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum TaskSupport {
+    /// Never as a task.
+    Forbidden,
+    /// Either way.
+    Optional,
+    /// Only as a task.
+    Required,
+}
+
+/// `execution` of a tool (2025-11-25).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ToolExecution {
+    /// Task support.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_support: Option<TaskSupport>,
+}
+
+/// A tool.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct Tool {
+    /// Name.
+    pub name: String,
+    /// Title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// JSON Schema of the arguments (an object schema).
+    #[cfg_attr(feature = "schema", schemars(extend("required" = ["type"], "properties" = {"type": {"const": "object"}})))]
+    pub input_schema: Map<String, Value>,
+    /// JSON Schema of `structuredContent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Map<String, Value>>,
+    /// Task support (2025-11-25).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution: Option<ToolExecution>,
+    /// Other members (annotations, icons, `_meta`).
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// Result of `tools/list` (2026-07-28).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ListToolsResult {
+    /// Always `complete`.
+    pub result_type: Complete,
+    /// The tools.
+    pub tools: Vec<Tool>,
+    /// The next page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    /// How long the list may be cached, in milliseconds (SEP-2549).
+    pub ttl_ms: u64,
+    /// Who may cache it (SEP-2549).
+    pub cache_scope: CacheScope,
+}
+
+/// SEP-2549 `cacheScope`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum CacheScope {
+    /// Any cache.
+    Public,
+    /// Only the caller's own.
+    Private,
+}
+
+/// Result of `tools/list` (2025-11-25).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct LegacyListToolsResult {
+    /// The tools.
+    pub tools: Vec<Tool>,
+    /// The next page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// An embedded resource's contents.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceContents {
+    /// URI.
+    pub uri: String,
+    /// Media type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Text contents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Binary contents (base64).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("contentEncoding" = "base64")))]
+    pub blob: Option<String>,
+}
+
+/// A content block of a tool result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+#[non_exhaustive]
+pub enum ContentBlock {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// An image (base64).
+    Image {
+        /// Base64 data.
+        #[cfg_attr(feature = "schema", schemars(extend("contentEncoding" = "base64")))]
+        data: String,
+        /// Media type.
+        mime_type: String,
+    },
+    /// Audio (base64).
+    Audio {
+        /// Base64 data.
+        #[cfg_attr(feature = "schema", schemars(extend("contentEncoding" = "base64")))]
+        data: String,
+        /// Media type.
+        mime_type: String,
+    },
+    /// A link to a resource.
+    ResourceLink {
+        /// URI.
+        uri: String,
+        /// Name.
+        name: String,
+        /// Media type.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+        /// Size in bytes.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        size: Option<u64>,
+    },
+    /// An embedded resource.
+    Resource {
+        /// The contents.
+        resource: ResourceContents,
+    },
+}
+
+/// A tool's result as it sits in a task (`DetailedTask.result`) and in
+/// 2025-11-25 answers: no `resultType`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct LegacyCallToolResult {
+    /// The content.
+    pub content: Vec<ContentBlock>,
+    /// Structured output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Map<String, Value>>,
+    /// The tool failed (the task is still `completed`, or `failed` in 2025-11-25).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_error: Option<bool>,
+    /// `io.modelcontextprotocol/related-task` on `tasks/result` answers.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+}
+
+/// A tool's result answering `tools/call` directly (2026-07-28).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolResult {
+    /// Always `complete`.
+    pub result_type: Complete,
+    /// The content.
+    pub content: Vec<ContentBlock>,
+    /// Structured output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Map<String, Value>>,
+    /// The tool failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_error: Option<bool>,
+    /// Metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+}
+
+/// Params of `tools/call` (2026-07-28).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct CallToolRequestParams {
+    /// The tool.
+    pub name: String,
+    /// Its arguments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Map<String, Value>>,
+    /// Answers to the input requests of an earlier `input_required` answer,
+    /// by key (SEP-2322).
+    #[serde(
+        rename = "inputResponses",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub input_responses: Option<Map<String, Value>>,
+    /// The `requestState` of that answer, as given.
+    #[serde(
+        rename = "requestState",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub request_state: Option<String>,
+    /// Protocol version, client info and capabilities.
+    #[serde(rename = "_meta")]
+    pub meta: RequestMeta,
+}
+
+/// `params.task` of a 2025-11-25 `tools/call` that asks for a task.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct TaskParam {
+    /// Requested time to live in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<u64>,
+}
+
+/// Params of `tools/call` (2025-11-25).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct LegacyCallToolRequestParams {
+    /// The tool.
+    pub name: String,
+    /// Its arguments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Map<String, Value>>,
+    /// Run as a task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskParam>,
+    /// Metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+}
+
+/// Task status values (both generations).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum TaskStatus {
+    /// Running.
+    Working,
+    /// Waiting for input (`inputRequests`).
+    InputRequired,
+    /// Done (terminal), also when the tool reported `isError`.
+    Completed,
+    /// A JSON-RPC error ended it (terminal).
+    Failed,
+    /// Cancelled (terminal).
+    Cancelled,
+    /// A status this version does not know, as a peer may send one (read
+    /// only: never sent, and not in the schemas).
+    #[serde(other)]
+    #[cfg_attr(feature = "schema", schemars(skip))]
+    Unknown,
+}
+
+impl TaskStatus {
+    /// completed, failed or cancelled.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
+    }
+}
+
+/// `CreateTaskResult` (2026-07-28): flat.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct CreateTaskResult {
+    /// Always `task`.
+    pub result_type: TaskResultType,
+    /// The task.
+    pub task_id: String,
+    /// Its status.
+    pub status: TaskStatus,
+    /// For a person.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_message: Option<String>,
+    /// Creation time (ISO 8601).
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
+    pub created_at: String,
+    /// Last change (ISO 8601).
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
+    pub last_updated_at: String,
+    /// Time to live from creation, or null for unlimited.
+    pub ttl_ms: Option<u64>,
+    /// Suggested polling interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub poll_interval_ms: Option<u64>,
+    /// Metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+}
+
+/// An `InputRequiredResult` (SEP-2322): the request needs these inputs; repeat
+/// it with `inputResponses` and the `requestState`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct InputRequiredResult {
+    /// Always `input_required`.
+    pub result_type: InputRequiredResultType,
+    /// What is asked, by key.
+    pub input_requests: BTreeMap<String, InputRequest>,
+    /// Opaque, integrity-protected state to send back with the answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
+}
+
+/// Result of `tools/call` (2026-07-28): a tool result, a task, or a request
+/// for input first.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(untagged)]
+#[non_exhaustive]
+pub enum ToolsCallResult {
+    /// Answered directly.
+    Complete(CallToolResult),
+    /// Became a task.
+    Task(CreateTaskResult),
+    /// Needs input first (SEP-2322).
+    InputRequired(InputRequiredResult),
+}
+
+/// The form of an elicitation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum FormMode {
+    /// A form.
+    #[serde(rename = "form")]
+    Form,
+}
+
+/// The URL mode of an elicitation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum UrlMode {
+    /// Open a URL.
+    #[serde(rename = "url")]
+    Url,
+}
+
+/// Params of `elicitation/create`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(untagged)]
+pub enum ElicitRequestParams {
+    /// Ask for data that matches a schema.
+    Form {
+        /// `form` (may be absent).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mode: Option<FormMode>,
+        /// For a person.
+        message: String,
+        /// A flat object schema.
+        #[serde(rename = "requestedSchema")]
+        #[cfg_attr(feature = "schema", schemars(extend("required" = ["type"], "properties" = {"type": {"const": "object"}})))]
+        requested_schema: Map<String, Value>,
+        /// Metadata (2025-11-25: `io.modelcontextprotocol/related-task`).
+        #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+        meta: Option<Map<String, Value>>,
+    },
+    /// Send the person to a URL (an authorisation).
+    Url {
+        /// `url`.
+        mode: UrlMode,
+        /// For a person.
+        message: String,
+        /// Where to go.
+        url: String,
+        /// The elicitation's id.
+        #[serde(
+            rename = "elicitationId",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )]
+        elicitation_id: Option<String>,
+        /// Metadata.
+        #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+        meta: Option<Map<String, Value>>,
+    },
+}
+
+/// An input request of a task (the value of an `inputRequests` entry).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(tag = "method", content = "params")]
+#[non_exhaustive]
+pub enum InputRequest {
+    /// An elicitation (a form).
+    #[serde(rename = "elicitation/create")]
+    Elicit(ElicitRequestParams),
+    /// A sampling request.
+    #[serde(rename = "sampling/createMessage")]
+    CreateMessage(Map<String, Value>),
+    /// A roots request.
+    #[serde(rename = "roots/list")]
+    ListRoots(Option<Map<String, Value>>),
+}
+
+/// What the person did with an elicitation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum ElicitAction {
+    /// Answered (`content` holds the answer).
+    Accept,
+    /// Said no.
+    Decline,
+    /// Dismissed it.
+    Cancel,
+}
+
+/// The answer to an elicitation (`tasks/update` input responses, and the
+/// client's response to a 2025-11-25 `elicitation/create`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ElicitResult {
+    /// The action.
+    pub action: ElicitAction,
+    /// The answer, matching the requested schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<Map<String, Value>>,
+    /// Metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+}
+
+/// A JSON-RPC error object (a failed task's `error`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ErrorObject {
+    /// Code.
+    pub code: i64,
+    /// Message.
+    pub message: String,
+    /// Data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+/// The members of a detailed task (2026-07-28).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "schema", schemars(extend("allOf" = [
+    {"if": {"properties": {"status": {"const": "input_required"}}, "required": ["status"]}, "then": {"required": ["inputRequests"]}},
+    {"if": {"properties": {"status": {"const": "completed"}}, "required": ["status"]}, "then": {"required": ["result"]}},
+    {"if": {"properties": {"status": {"const": "failed"}}, "required": ["status"]}, "then": {"required": ["error"]}}
+])))]
+pub struct TaskFields {
+    /// The task.
+    pub task_id: String,
+    /// Its status.
+    pub status: TaskStatus,
+    /// For a person.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_message: Option<String>,
+    /// Creation time (ISO 8601).
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
+    pub created_at: String,
+    /// Last change (ISO 8601).
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
+    pub last_updated_at: String,
+    /// Time to live from creation, or null for unlimited.
+    pub ttl_ms: Option<u64>,
+    /// Suggested polling interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub poll_interval_ms: Option<u64>,
+    /// While `input_required`: the open requests by key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_requests: Option<BTreeMap<String, InputRequest>>,
+    /// When `completed`: the tool's result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<LegacyCallToolResult>,
+    /// When `failed`: the JSON-RPC error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorObject>,
+}
+
+/// `tasks/get` and `tasks/continue` result (2026-07-28).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct DetailedTask {
+    /// Always `complete`.
+    pub result_type: Complete,
+    /// The task.
+    #[serde(flatten)]
+    pub task: TaskFields,
+    /// Metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+}
+
+/// `_meta` naming the subscription a message belongs to.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct SubscriptionMeta {
+    /// The subscription (the `subscriptions/listen` request id).
+    #[serde(rename = "io.modelcontextprotocol/subscriptionId")]
+    pub subscription_id: Value,
+}
+
+/// Params of `notifications/tasks`: a detailed task of a subscribed task.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct TaskNotificationParams {
+    /// The task.
+    #[serde(flatten)]
+    pub task: TaskFields,
+    /// The subscription.
+    #[serde(rename = "_meta")]
+    pub meta: SubscriptionMeta,
+}
+
+/// Params of `tasks/get` and `tasks/cancel` (2026-07-28).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct TaskRequestParams {
+    /// The task.
+    pub task_id: String,
+    /// Protocol version, client info and capabilities.
+    #[serde(rename = "_meta")]
+    pub meta: RequestMeta,
+}
+
+/// Params of `tasks/update`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateTaskRequestParams {
+    /// The task.
+    pub task_id: String,
+    /// Answers by input request key.
+    pub input_responses: BTreeMap<String, ElicitResult>,
+    /// Protocol version, client info and capabilities.
+    #[serde(rename = "_meta")]
+    pub meta: RequestMeta,
+}
+
+/// Params of `tasks/continue` (SEP-2339).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ContinueTaskRequestParams {
+    /// The task.
+    pub task_id: String,
+    /// Answers by input request key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_responses: Option<BTreeMap<String, ElicitResult>>,
+    /// Protocol version, client info and capabilities.
+    #[serde(rename = "_meta")]
+    pub meta: RequestMeta,
+}
+
+/// The result of `tasks/update` and `tasks/cancel` (2026-07-28).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct EmptyResult {
+    /// Always `complete`.
+    pub result_type: Complete,
+    /// Metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+}
+
+/// Which notifications a subscription asks for.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct NotificationFilter {
+    /// Tasks to follow.
+    pub task_ids: Vec<String>,
+}
+
+/// Params of `subscriptions/listen`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ListenRequestParams {
+    /// What to follow.
+    pub notifications: NotificationFilter,
+    /// Protocol version, client info and capabilities.
+    #[serde(rename = "_meta")]
+    pub meta: RequestMeta,
+}
+
+/// Result of `subscriptions/listen` (sent when the subscription ends).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ListenResult {
+    /// Always `complete`.
+    pub result_type: Complete,
+    /// The subscription.
+    #[serde(rename = "_meta")]
+    pub meta: SubscriptionMeta,
+}
+
+/// Params of `notifications/subscriptions/acknowledged`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct SubscriptionsAcknowledgedParams {
+    /// What is followed.
+    pub notifications: NotificationFilter,
+    /// The subscription.
+    #[serde(rename = "_meta")]
+    pub meta: SubscriptionMeta,
+}
+
+/// Params of `initialize` (2025-11-25 and older).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeRequestParams {
+    /// Requested revision.
+    pub protocol_version: String,
+    /// Client capabilities.
+    pub capabilities: Map<String, Value>,
+    /// The client.
+    pub client_info: Implementation,
+}
+
+/// Result of `initialize`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeResult {
+    /// Agreed revision.
+    pub protocol_version: String,
+    /// Server capabilities (`tasks.{list, cancel, requests.tools.call}` when tasks are served).
+    pub capabilities: Map<String, Value>,
+    /// The server.
+    pub server_info: Implementation,
+    /// For the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+}
+
+/// A task (2025-11-25): `tasks/get` and `tasks/cancel` result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct LegacyTask {
+    /// The task.
+    pub task_id: String,
+    /// Its status.
+    pub status: TaskStatus,
+    /// For a person.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_message: Option<String>,
+    /// Creation time (ISO 8601).
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
+    pub created_at: String,
+    /// Last change (ISO 8601).
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
+    pub last_updated_at: String,
+    /// Time to live in milliseconds, or null.
+    pub ttl: Option<u64>,
+    /// Suggested polling interval in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub poll_interval: Option<u64>,
+    /// Metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+}
+
+/// `tools/call` result when a task was asked for (2025-11-25).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct LegacyCreateTaskResult {
+    /// The task.
+    pub task: LegacyTask,
+    /// Metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+}
+
+/// Result of `tools/call` (2025-11-25).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(untagged)]
+#[non_exhaustive]
+pub enum LegacyToolsCallResult {
+    /// A task was created.
+    Task(LegacyCreateTaskResult),
+    /// Answered directly.
+    Complete(LegacyCallToolResult),
+}
+
+/// Params of `tasks/get`, `tasks/cancel` and `tasks/result` (2025-11-25).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct LegacyTaskRequestParams {
+    /// The task.
+    pub task_id: String,
+}
+
+/// Params of `tasks/list` (2025-11-25).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct LegacyListTasksRequestParams {
+    /// The page to read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
+/// Result of `tasks/list` (2025-11-25).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct LegacyListTasksResult {
+    /// The caller's tasks.
+    pub tasks: Vec<LegacyTask>,
+    /// The next page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+impl Implementation {
+    /// A name and a version, nothing else.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            version: version.into(),
+            other: Map::new(),
+        }
+    }
+}
+
+impl ContentBlock {
+    /// The text of a `text` block.
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            Self::Text { text } => Some(text),
+            _ => None,
+        }
+    }
+}
+
+/// The text of all `text` content blocks, joined with newlines.
+fn text_of(content: &[ContentBlock]) -> String {
+    content
+        .iter()
+        .filter_map(ContentBlock::as_text)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+impl LegacyCallToolResult {
+    /// The same result answering a 2026-07-28 `tools/call` (`resultType`
+    /// `complete`).
+    pub fn into_complete(self) -> CallToolResult {
+        CallToolResult {
+            result_type: Complete::Complete,
+            content: self.content,
+            structured_content: self.structured_content,
+            is_error: self.is_error,
+            meta: self.meta,
+        }
+    }
+
+    /// The text of all `text` content blocks, joined with newlines.
+    pub fn text(&self) -> String {
+        text_of(&self.content)
+    }
+}
+
+impl CallToolResult {
+    /// The text of all `text` content blocks, joined with newlines.
+    pub fn text(&self) -> String {
+        text_of(&self.content)
+    }
+}
+
+impl InputRequest {
+    /// The request's method.
+    pub fn method(&self) -> &'static str {
+        match self {
+            Self::Elicit(_) => crate::names::mcp::method::ELICITATION_CREATE,
+            Self::CreateMessage(_) => crate::names::mcp::method::SAMPLING_CREATE_MESSAGE,
+            Self::ListRoots(_) => crate::names::mcp::method::ROOTS_LIST,
+        }
+    }
+}
+
+/// A detailed task reads as its members (`d.status`, `d.input_requests`, …).
+impl std::ops::Deref for DetailedTask {
+    type Target = TaskFields;
+
+    fn deref(&self) -> &TaskFields {
+        &self.task
+    }
+}
