@@ -359,14 +359,15 @@ impl<'de> Deserialize<'de> for Member {
     }
 }
 
-/// A JSON-RPC error object.
+/// A JSON-RPC error object (in MCP also a failed task's `error`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ErrorObject {
-    /// The code.
+    /// Code.
     pub code: i64,
-    /// The message.
+    /// Message.
     pub message: String,
-    /// Extra data, when there is any.
+    /// Data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
 }

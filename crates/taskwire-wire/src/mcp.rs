@@ -613,18 +613,8 @@ pub struct ElicitResult {
     pub meta: Option<Map<String, Value>>,
 }
 
-/// A JSON-RPC error object (a failed task's `error`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct ErrorObject {
-    /// Code.
-    pub code: i64,
-    /// Message.
-    pub message: String,
-    /// Data.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub data: Option<Value>,
-}
+/// A failed task's `error`: the JSON-RPC error object.
+pub use crate::jsonrpc::ErrorObject;
 
 /// The members of a detailed task (2026-07-28).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
