@@ -22,7 +22,10 @@ use futures::StreamExt;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use taskwire_core::Caller;
-use taskwire_vocab::a2a::{A2aErrorKind, ERROR_DOMAIN, ERROR_INFO_TYPE};
+use taskwire_vocab::a2a::A2aErrorKind;
+#[cfg(test)]
+use taskwire_vocab::a2a::ERROR_INFO_TYPE;
+use taskwire_wire::a2a::errors::ErrorInfoJson;
 use taskwire_wire::jsonrpc::{
     self, result_text, Body, ErrorObject, Incoming, Invalid, Message, Rules,
 };
@@ -37,12 +40,7 @@ pub use taskwire_vocab::names::a2a::methods;
 
 /// The `error.data` array: a `google.rpc.ErrorInfo` with the A2A reason.
 pub fn error_data(kind: A2aErrorKind) -> Value {
-    json!([{
-        "@type": ERROR_INFO_TYPE,
-        "reason": kind.reason(),
-        "domain": ERROR_DOMAIN,
-        "metadata": {},
-    }])
+    json!([ErrorInfoJson::of(kind)])
 }
 
 /// A JSON-RPC error response.

@@ -47,7 +47,10 @@ use futures::StreamExt;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use taskwire_core::Caller;
-use taskwire_vocab::a2a::{A2aErrorKind, ERROR_DOMAIN, ERROR_INFO_TYPE};
+use taskwire_vocab::a2a::A2aErrorKind;
+#[cfg(test)]
+use taskwire_vocab::a2a::ERROR_INFO_TYPE;
+use taskwire_wire::a2a::errors::RestErrorBody;
 
 use crate::error::A2aError;
 use crate::jsonrpc::{content_type_ok, last_event_id, requested_version};
@@ -131,19 +134,7 @@ impl From<A2aError> for RestError {
 /// The error object (a `google.rpc.Status` in JSON) for an error answered with
 /// HTTP `status`.
 pub fn error_body(status: StatusCode, e: &A2aError) -> Value {
-    json!({
-        "error": {
-            "code": status.as_u16(),
-            "status": e.kind().http_status_name(),
-            "message": e.message(),
-            "details": [{
-                "@type": ERROR_INFO_TYPE,
-                "reason": e.kind().reason(),
-                "domain": ERROR_DOMAIN,
-                "metadata": {},
-            }],
-        }
-    })
+    json!(RestErrorBody::new(status.as_u16(), e.kind(), e.message()))
 }
 
 impl IntoResponse for RestError {

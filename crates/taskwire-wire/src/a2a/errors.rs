@@ -179,3 +179,66 @@ impl GrpcCode {
         }
     }
 }
+
+/// A `google.rpc.ErrorInfo` in JSON, as the JSON-RPC binding puts it in an
+/// error's `data` array and the HTTP+JSON binding in its error's `details`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ErrorInfoJson {
+    /// [`ERROR_INFO_TYPE`].
+    #[serde(rename = "@type")]
+    pub type_url: String,
+    /// The reason (`TASK_NOT_FOUND`, …).
+    pub reason: String,
+    /// The domain ([`ERROR_DOMAIN`] for A2A's own errors).
+    pub domain: String,
+    /// Extra metadata.
+    #[serde(default)]
+    pub metadata: std::collections::BTreeMap<String, String>,
+}
+
+impl ErrorInfoJson {
+    /// The ErrorInfo of an A2A error kind.
+    pub fn of(kind: A2aErrorKind) -> Self {
+        Self {
+            type_url: ERROR_INFO_TYPE.to_string(),
+            reason: kind.reason().to_string(),
+            domain: ERROR_DOMAIN.to_string(),
+            metadata: Default::default(),
+        }
+    }
+}
+
+/// The error body of the HTTP+JSON binding: a `google.rpc.Status` in JSON.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RestErrorBody {
+    /// The status.
+    pub error: RestStatus,
+}
+
+/// The `error` member of [`RestErrorBody`].
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RestStatus {
+    /// The HTTP status code.
+    pub code: u16,
+    /// The `google.rpc.Code` name ([`A2aErrorKind::http_status_name`]).
+    pub status: String,
+    /// The message.
+    pub message: String,
+    /// The ErrorInfo.
+    #[serde(default)]
+    pub details: Vec<ErrorInfoJson>,
+}
+
+impl RestErrorBody {
+    /// The body of an A2A error answered with HTTP `code`.
+    pub fn new(code: u16, kind: A2aErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            error: RestStatus {
+                code,
+                status: kind.http_status_name().to_string(),
+                message: message.into(),
+                details: vec![ErrorInfoJson::of(kind)],
+            },
+        }
+    }
+}
