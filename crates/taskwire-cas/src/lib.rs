@@ -61,7 +61,9 @@ mod body;
 mod error;
 pub mod push;
 mod view;
-pub mod wire;
+/// The CAS wire types: the wire layer's, shared with the client and the schema
+/// generator.
+pub use taskwire_wire::cas as wire;
 
 pub use error::{CasError, ERR_UNSUPPORTED_MEDIA_TYPE};
 pub use push::PushConfig;

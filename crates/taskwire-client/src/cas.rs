@@ -25,109 +25,22 @@ pub const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
 /// Create a task on behalf of another task.
 pub const PARENT_TASK: &str = "CAS-Parent-Task";
 
-/// The phase of a task.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CasPhase {
-    /// Awaiting the next input.
-    Idle,
-    /// Busy (including waits that are not the responsible user's).
-    Processing,
-    /// Ended.
-    Terminal,
-    /// Anything else a server sent.
-    #[serde(other)]
-    Unknown,
-}
-
-/// A call to action for the responsible user.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CasNotification {
-    /// `user_auth_required` or `review_required`.
-    pub kind: String,
-    /// Since when.
-    pub since: String,
-    /// The provider (`user_auth_required`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provider: Option<String>,
-}
-
-/// The `status` member of the status object.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CasStatusBody {
-    /// The phase.
-    pub phase: CasPhase,
-    /// `completed`, `errored`, `restricted` (or `abandoned`) at terminal.
-    #[serde(default)]
-    pub terminal_reason: Option<String>,
-    /// Opaque; changes whenever the status or the messages change.
-    pub revision: String,
-    /// Outstanding calls to action, ordered by `since`.
-    #[serde(default)]
-    pub notifications: Vec<CasNotification>,
-    /// When an inactivity lifespan would end the task.
-    #[serde(default)]
-    pub idle_expires_at: Option<String>,
-}
-
-/// The CAS status object.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CasStatus {
-    /// The task id.
-    pub id: String,
-    /// The agent's name.
-    pub agent: String,
-    /// The responsible user.
-    pub responsible_user: String,
-    /// Creation time.
-    pub created_at: String,
-    /// The status.
-    pub status: CasStatusBody,
-}
-
-impl CasStatus {
-    /// Whether the task is terminal.
-    pub fn is_terminal(&self) -> bool {
-        self.status.phase == CasPhase::Terminal
-    }
-}
-
-/// One entry of the task's messages.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CasMessage {
-    /// `input` or `output`.
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// The content parts.
-    #[serde(default)]
-    pub message: Vec<Value>,
-    /// When an input was received.
-    #[serde(default)]
-    pub received_at: Option<String>,
-    /// When the entry was committed (an input without it is unseen).
-    #[serde(default)]
-    pub committed_at: Option<String>,
-    /// An error code on a failed output.
-    #[serde(default)]
-    pub error: Option<Value>,
-}
-
-impl CasMessage {
-    /// The text of all parts with text, joined with newlines.
-    pub fn text(&self) -> String {
-        self.message
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-}
+/// The CAS wire types, as the wire layer defines them (the server sends the
+/// same types): the status object ([`CasStatus`]), its status ([`CasStatusBody`]),
+/// phase ([`CasPhase`]) and notifications ([`CasNotification`]), and the
+/// entries of the messages list ([`CasMessage`]). What a newer server may send
+/// that this revision does not name reads as `Unknown`.
+pub use taskwire_wire::cas::{
+    ContentPart, IoType, MessageEntry as CasMessage, NotificationKind,
+    NotificationWire as CasNotification, Phase as CasPhase, Status as CasStatusBody,
+    StatusObject as CasStatus, TerminalReason,
+};
 
 /// An input: `{message: [ContentPart], …parameters}`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CasInput {
     /// The content parts.
-    pub message: Vec<Value>,
+    pub message: Vec<ContentPart>,
     /// Parameters (other top-level keys).
     #[serde(flatten)]
     pub parameters: Map<String, Value>,
@@ -137,7 +50,13 @@ impl CasInput {
     /// An input with one `text/plain` part.
     pub fn text(text: impl Into<String>) -> Self {
         Self {
-            message: vec![json!({"mimeType": "text/plain", "text": text.into()})],
+            message: vec![ContentPart {
+                mime_type: Some("text/plain".into()),
+                text: Some(text.into()),
+                file: None,
+                size_bytes: None,
+                metadata: None,
+            }],
             parameters: Map::new(),
         }
     }

@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use futures::StreamExt;
-use taskwire_client::cas::{CasClient, CasInput, CasPhase, Conditional};
+use taskwire_client::cas::{CasClient, CasInput, CasPhase, Conditional, IoType, TerminalReason};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cas_lifecycles() {
@@ -28,11 +28,11 @@ async fn cas_lifecycles() {
         .wait_until(&created.id, Duration::from_secs(10), |s| s.is_terminal())
         .await
         .unwrap();
-    assert_eq!(done.status.terminal_reason.as_deref(), Some("completed"));
+    assert_eq!(done.status.terminal_reason, Some(TerminalReason::Completed));
     let msgs = client.messages(&created.id).await.unwrap();
     assert!(
         msgs.iter()
-            .any(|m| m.kind == "output" && m.text() == "hello"),
+            .any(|m| m.io == IoType::Output && m.text() == "hello"),
         "{:?}",
         msgs.raw
     );
@@ -101,7 +101,10 @@ async fn cas_lifecycles() {
         .wait_until(&sleeping.id, Duration::from_secs(10), |s| s.is_terminal())
         .await
         .unwrap();
-    assert_eq!(ended.status.terminal_reason.as_deref(), Some("completed"));
+    assert_eq!(
+        ended.status.terminal_reason,
+        Some(TerminalReason::Completed)
+    );
 
     // Long poll returns at once when the revision is stale.
     let s = client
@@ -132,7 +135,10 @@ async fn cas_auth_notification_and_interrupt() {
         })
         .await
         .unwrap();
-    assert_eq!(waiting.status.notifications[0].kind, "user_auth_required");
+    assert_eq!(
+        waiting.status.notifications[0].kind.as_str(),
+        "user_auth_required"
+    );
     assert_eq!(
         waiting.status.notifications[0].provider.as_deref(),
         Some("github")

@@ -44,74 +44,9 @@ pub const META_PARAMETERS: &str = "parameters";
 /// Keys of a TaskIO that an agent's parameters may never supply.
 pub const WELL_KNOWN_KEYS: [&str; 5] = ["message", "received_at", "committed_at", "error", "type"];
 
-/// The coarse status of a task.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(rename_all = "lowercase")]
-pub enum Phase {
-    /// Waiting for the responsible user's next input.
-    Idle,
-    /// Busy, or waiting on anything that is not the responsible user's input.
-    Processing,
-    /// Finished; never mutated again.
-    Terminal,
-}
-
-impl Phase {
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Phase::Idle => "idle",
-            Phase::Processing => "processing",
-            Phase::Terminal => "terminal",
-        }
-    }
-}
-
-/// Why a terminal task ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(rename_all = "lowercase")]
-pub enum TerminalReason {
-    /// Finished by an explicit action.
-    Completed,
-    /// Halted on an unrecoverable error.
-    Errored,
-    /// Locked by a guardrail, middleware or reviewer.
-    Restricted,
-}
-
-impl TerminalReason {
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TerminalReason::Completed => "completed",
-            TerminalReason::Errored => "errored",
-            TerminalReason::Restricted => "restricted",
-        }
-    }
-}
-
-/// The two kinds of notification; nothing else is ever a notification.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum NotificationKind {
-    /// The responsible user must authorise a provider.
-    UserAuthRequired,
-    /// The responsible user must decide a review.
-    ReviewRequired,
-}
-
-impl NotificationKind {
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            NotificationKind::UserAuthRequired => "user_auth_required",
-            NotificationKind::ReviewRequired => "review_required",
-        }
-    }
-}
+/// The CAS wire types: the wire layer's (`taskwire_wire::cas`), shared with the
+/// client and described by the schema generator.
+pub use taskwire_wire::cas::{ContentPart, NotificationKind, Phase, TerminalReason};
 
 /// An outstanding call to action for the responsible user.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -231,7 +166,11 @@ pub fn state_from_status(
         }
         (Phase::Terminal, Some(TerminalReason::Errored)) => TaskState::Failed,
         (Phase::Terminal, Some(TerminalReason::Restricted)) => TaskState::Rejected,
+        // A later revision's `abandoned`: the idle lifespan ran out.
+        (Phase::Terminal, Some(TerminalReason::Abandoned)) => TaskState::Canceled,
         (Phase::Terminal, _) => TaskState::Completed,
+        // A phase this revision does not name: busy, as far as anyone can tell.
+        (Phase::Unknown, _) => TaskState::Working,
     }
 }
 
@@ -277,32 +216,6 @@ pub fn idle_expires_at(task: &Task) -> Option<Timestamp> {
     } else {
         task.idle_expires_at
     }
-}
-
-/// A CAS ContentPart: inline `text` or a `file` reference.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[cfg_attr(
-    feature = "schema",
-    schemars(extend("oneOf" = [{"required": ["text"]}, {"required": ["file"]}]))
-)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ContentPart {
-    /// The media type.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mime_type: Option<String>,
-    /// Inline text (at most 100 KB).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
-    /// A file reference.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub file: Option<String>,
-    /// Size of the referenced file.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub size_bytes: Option<u64>,
-    /// Small annotations (at most 8 KB serialised).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<Map<String, Value>>,
 }
 
 fn invalid(field: String, reason: impl Into<String>) -> VocabError {

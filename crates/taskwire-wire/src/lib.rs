@@ -10,6 +10,7 @@
 //!   ([`a2a::DESCRIPTOR`]) and the `A2AService` gRPC client and server stubs
 //!   ([`a2a::grpc`]);
 //! - [`agui`]: the `ag_ui` protobuf events from `proto/agui/events.proto`;
+//! - [`cas`]: the CAS task status objects, messages, reviews and error body;
 //! - [`jsonrpc`]: the JSON-RPC 2.0 envelope, id rules and error object of A2A and
 //!   MCP, for servers and clients;
 //! - [`mcp`]: the MCP task messages of both generations (2026-07-28 with the
@@ -25,6 +26,7 @@
 
 pub mod a2a;
 pub mod agui;
+pub mod cas;
 pub mod error;
 pub mod jsonrpc;
 pub mod mcp;

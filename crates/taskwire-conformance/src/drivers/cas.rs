@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 use serde_json::json;
-use taskwire_client::cas::{CasClient, CasInput, CasStatus};
+use taskwire_client::cas::{CasClient, CasInput, CasStatus, IoType, TerminalReason};
 use taskwire_client::http::RawResponse;
 use taskwire_client::ClientError;
 
@@ -31,11 +31,15 @@ fn word(s: &CasStatus) -> String {
         .notifications
         .iter()
         .map(|n| match &n.provider {
-            Some(p) => format!("{}:{p}", n.kind),
-            None => n.kind.clone(),
+            Some(p) => format!("{}:{p}", n.kind.as_str()),
+            None => n.kind.as_str().to_string(),
         })
         .collect();
-    cas_view_word(&phase, s.status.terminal_reason.as_deref(), &notes)
+    cas_view_word(
+        &phase,
+        s.status.terminal_reason.map(TerminalReason::as_str),
+        &notes,
+    )
 }
 
 impl CasDriver {
@@ -49,11 +53,11 @@ impl CasDriver {
         let m = self.client.messages(id).await.map_err(|e| self.err(e))?;
         Ok(m.value
             .iter()
-            .filter(|m| m.kind == "output")
+            .filter(|m| m.io == IoType::Output)
             .map(|m| {
                 m.message
                     .iter()
-                    .filter_map(|p| p["text"].as_str())
+                    .filter_map(|p| p.text.as_deref())
                     .collect::<String>()
             })
             .collect())
@@ -165,7 +169,7 @@ impl Driver for CasDriver {
                 .status
                 .notifications
                 .iter()
-                .map(|n| n.kind.clone())
+                .map(|n| n.kind.as_str().to_string())
                 .collect(),
         })
     }

@@ -1,16 +1,136 @@
-//! CAS wire types (serde only): the status object, the messages list, reviews,
-//! and the error body. Conversion from core types lives in `view` and in
-//! `taskwire_vocab::cas`.
+//! The Common Agent Specification task status on the wire (serde types): the
+//! status object, its phase, terminal reason and notifications, the messages
+//! list and its content parts, reviews, and the error body. The CAS adapter
+//! sends them (built from core types by `taskwire_vocab::cas` and the adapter's
+//! view), the client reads them, the schema generator describes them.
+//!
+//! A client reads what a newer server may send: a phase, terminal reason,
+//! notification kind or entry type this revision does not name is `Unknown`
+//! (and a terminal reason `abandoned`, from a later revision, is `Abandoned`);
+//! no server of this workspace sends those, and the schemas leave them out.
 
 use chrono::SecondsFormat;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use taskwire_core::Timestamp;
-use taskwire_vocab::cas::{ContentPart, NotificationKind, Phase, TerminalReason};
 
 /// A UTC ISO 8601 timestamp with millisecond precision, as CAS shows it.
-pub fn iso(t: Timestamp) -> String {
+pub fn iso(t: chrono::DateTime<chrono::Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// The coarse status of a task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// Waiting for the responsible user's next input.
+    Idle,
+    /// Busy, or waiting on anything that is not the responsible user's input.
+    Processing,
+    /// Finished; never mutated again.
+    Terminal,
+    /// A phase this revision does not name (read from a newer server).
+    #[serde(other)]
+    #[cfg_attr(feature = "schema", schemars(skip))]
+    Unknown,
+}
+
+impl Phase {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Idle => "idle",
+            Phase::Processing => "processing",
+            Phase::Terminal => "terminal",
+            Phase::Unknown => "unknown",
+        }
+    }
+}
+
+/// Why a terminal task ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum TerminalReason {
+    /// Finished by an explicit action.
+    Completed,
+    /// Halted on an unrecoverable error.
+    Errored,
+    /// Locked by a guardrail, middleware or reviewer.
+    Restricted,
+    /// The idle lifespan ran out while waiting on a person (a later CAS
+    /// revision; read, never sent by this workspace).
+    #[cfg_attr(feature = "schema", schemars(skip))]
+    Abandoned,
+    /// A reason this revision does not name (read from a newer server).
+    #[serde(other)]
+    #[cfg_attr(feature = "schema", schemars(skip))]
+    Unknown,
+}
+
+impl TerminalReason {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TerminalReason::Completed => "completed",
+            TerminalReason::Errored => "errored",
+            TerminalReason::Restricted => "restricted",
+            TerminalReason::Abandoned => "abandoned",
+            TerminalReason::Unknown => "unknown",
+        }
+    }
+}
+
+/// The two kinds of notification; nothing else is ever a notification.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum NotificationKind {
+    /// The responsible user must authorise a provider.
+    UserAuthRequired,
+    /// The responsible user must decide a review.
+    ReviewRequired,
+    /// A kind this revision does not name (read from a newer server).
+    #[serde(other)]
+    #[cfg_attr(feature = "schema", schemars(skip))]
+    Unknown,
+}
+
+impl NotificationKind {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NotificationKind::UserAuthRequired => "user_auth_required",
+            NotificationKind::ReviewRequired => "review_required",
+            NotificationKind::Unknown => "unknown",
+        }
+    }
+}
+
+/// A CAS ContentPart: inline `text` or a `file` reference.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(
+    feature = "schema",
+    schemars(extend("oneOf" = [{"required": ["text"]}, {"required": ["file"]}]))
+)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ContentPart {
+    /// The media type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Inline text (at most 100 KB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// A file reference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// Size of the referenced file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_bytes: Option<u64>,
+    /// Small annotations (at most 8 KB serialised).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
 }
 
 /// The task status object: identity plus a coarse status.
@@ -28,6 +148,13 @@ pub struct StatusObject {
     pub created_at: String,
     /// The status.
     pub status: Status,
+}
+
+impl StatusObject {
+    /// Whether the task is terminal.
+    pub fn is_terminal(&self) -> bool {
+        self.status.phase == Phase::Terminal
+    }
 }
 
 /// The `status` member of the status object.
@@ -70,6 +197,10 @@ pub enum IoType {
     Input,
     /// Produced by the agent.
     Output,
+    /// A type this revision does not name (read from a newer server).
+    #[serde(other)]
+    #[cfg_attr(feature = "schema", schemars(skip))]
+    Unknown,
 }
 
 /// One entry of `GET /cas/tasks/{id}/messages`.
@@ -96,6 +227,17 @@ pub struct MessageEntry {
     /// Inputs: the parameter keys sent with the message.
     #[serde(flatten)]
     pub parameters: Map<String, Value>,
+}
+
+impl MessageEntry {
+    /// The text of all parts with text, joined with newlines.
+    pub fn text(&self) -> String {
+        self.message
+            .iter()
+            .filter_map(|p| p.text.as_deref())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
 }
 
 /// A review addressed to the caller (`GET /cas/reviews`).
