@@ -87,32 +87,10 @@ pub fn status_error(status: &tonic::Status) -> ClientError {
 
 type Stub = pb::a2a_service_client::A2aServiceClient<Channel>;
 
-/// A received message as ProtoJSON, with timestamps in the canonical `Z`
-/// form (pbjson writes `+00:00`).
+/// A received message as ProtoJSON (the wire layer's well-known types write
+/// timestamps in the canonical `Z` form themselves).
 fn proto_json<T: serde::Serialize>(v: &T) -> Result<Value, ClientError> {
-    let mut j = to_json(v)?;
-    zulu(&mut j);
-    Ok(j)
-}
-
-fn zulu(v: &mut Value) {
-    match v {
-        Value::Object(m) => {
-            for (k, x) in m.iter_mut() {
-                if k == "timestamp" || k == "statusTimestampAfter" {
-                    if let Value::String(s) = x {
-                        if let Some(base) = s.strip_suffix("+00:00") {
-                            *s = format!("{base}Z");
-                        }
-                    }
-                } else {
-                    zulu(x);
-                }
-            }
-        }
-        Value::Array(a) => a.iter_mut().for_each(zulu),
-        _ => {}
-    }
+    to_json(v)
 }
 
 /// The A2A gRPC client. Cheap to clone.
