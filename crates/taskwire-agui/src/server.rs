@@ -860,7 +860,7 @@ async fn apply_resume(
                 ),
             )
         })?;
-        let status = ResumeStatus::parse(&entry.status)?;
+        let status = vocab::resume_status(&entry.status)?;
         let Some(t) = tasks.iter().find(|t| t.id.to_string() == r.task_id) else {
             return Err(Refusal::new(
                 codes::INTERRUPT_UNKNOWN,

@@ -288,7 +288,7 @@ pub const LOSS_DATA_NUMBERS: Loss = Loss(
 );
 /// Whole doubles below this magnitude are read back as JSON integers (the A2A
 /// adapter's `google.protobuf.Value` decoding); see [`LOSS_DATA_NUMBERS`].
-pub const PROTOBUF_WHOLE_NUMBER_LIMIT: f64 = 9.0e15;
+pub const PROTOBUF_WHOLE_NUMBER_LIMIT: f64 = taskwire_wire::wkt::EXACT_INTEGER;
 
 /// An A2A `Part`: its content and the fields beside it, with proto3 semantics
 /// (an empty string is an absent field).

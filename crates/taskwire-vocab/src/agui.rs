@@ -29,8 +29,9 @@ use taskwire_core::{CoreError, Part, Role, Task, TaskState};
 
 use crate::{Loss, VocabError};
 
-/// The protocol version this view speaks (sent in `RUN_STARTED.protocolVersion`).
-pub const PROTOCOL_VERSION: &str = "1.0";
+/// The protocol version this view speaks (sent in `RUN_STARTED.protocolVersion`):
+/// the wire layer's.
+pub use taskwire_wire::agui::PROTOCOL_VERSION;
 
 /// Interrupt reason for keyed input requests.
 pub const REASON_INPUT_REQUIRED: &str = "input_required";
@@ -471,27 +472,15 @@ impl InterruptRef {
     }
 }
 
-/// A resume entry's status.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ResumeStatus {
-    /// `resolved`.
-    Resolved,
-    /// `cancelled`.
-    Cancelled,
-}
+/// A resume entry's status: the wire layer's.
+pub use taskwire_wire::agui::ResumeStatus;
 
-impl ResumeStatus {
-    /// Parses the wire value.
-    pub fn parse(s: &str) -> Result<Self, VocabError> {
-        match s {
-            "resolved" => Ok(Self::Resolved),
-            "cancelled" => Ok(Self::Cancelled),
-            other => Err(VocabError::Unknown {
-                what: "resume status",
-                value: other.to_string(),
-            }),
-        }
-    }
+/// The status of a resume entry's wire value; any other value is refused.
+pub fn resume_status(s: &str) -> Result<ResumeStatus, VocabError> {
+    ResumeStatus::from_name(s).ok_or_else(|| VocabError::Unknown {
+        what: "resume status",
+        value: s.to_string(),
+    })
 }
 
 /// The core answer to an input request from a resume entry. A non-object payload

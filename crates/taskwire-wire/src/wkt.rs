@@ -31,8 +31,9 @@ mod generated {
 
 pub use generated::{value, Any, Empty, ListValue, NullValue, Struct, Timestamp, Value};
 
-/// Below this magnitude an integral `f64` is an exact integer.
-const EXACT_INTEGER: f64 = 9.0e15;
+/// Below this magnitude an integral `f64` is an exact integer (and is written
+/// as one).
+pub const EXACT_INTEGER: f64 = 9.0e15;
 
 impl Timestamp {
     /// The timestamp as a UTC date-time, if it is in chrono's range.

@@ -125,7 +125,7 @@ fn without_position(message: &str) -> &str {
 /// Refuses an enum number the proto does not name, as pbjson's decoder does:
 /// the generated messages could not encode it again as ProtoJSON.
 fn known_enums(msg: &DynamicMessage, path: &mut String) -> Result<(), WireError> {
-    use prost_reflect::{Kind, ReflectMessage, Value as V};
+    use prost_reflect::{Kind, Value as V};
     fn check(v: &V, kind: &Kind, path: &mut String) -> Result<(), WireError> {
         match (v, kind) {
             (V::EnumNumber(n), Kind::Enum(e)) if e.get_value(*n).is_none() => Err(
@@ -151,7 +151,6 @@ fn known_enums(msg: &DynamicMessage, path: &mut String) -> Result<(), WireError>
         check(value, &field.kind(), path)?;
         path.truncate(len);
     }
-    let _ = msg.descriptor();
     Ok(())
 }
 

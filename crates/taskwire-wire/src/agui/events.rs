@@ -468,6 +468,15 @@ pub enum ResumeStatus {
 }
 
 impl ResumeStatus {
+    /// The status of a wire name (`resolved`, `cancelled`); `None` for any other.
+    pub fn from_name(s: &str) -> Option<Self> {
+        match s {
+            "resolved" => Some(Self::Resolved),
+            "cancelled" => Some(Self::Cancelled),
+            _ => None,
+        }
+    }
+
     /// The wire name.
     pub fn as_str(self) -> &'static str {
         match self {
