@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use serde_json::{json, Value};
+use serde_json::{Map, Value};
 use taskwire_core::event::{Event as CoreEvent, EventKind, StepPhase};
 use taskwire_core::types::{
     Artifact, AuthWait, InputRequest, Message, Review, Role, TaskError, TerminalCause, Timestamp,
@@ -19,7 +19,11 @@ use taskwire_core::types::{
 use taskwire_core::TaskState;
 use taskwire_vocab::agui::{self as vocab, InterruptKind, InterruptRef, RunEnd};
 
-use crate::wire::{custom, role, Event, EventBody, Interrupt, Outcome};
+use crate::wire::custom::Custom;
+use crate::wire::role;
+use crate::wire::{
+    to_value, Event, EventBody, Interrupt, Outcome, PatchOp, RunResult, SnapshotMessage,
+};
 
 /// The position of a frame in a run's stream: the core sequence number it was
 /// rendered from and its index among that event's frames (0 is `RUN_STARTED`,
@@ -79,7 +83,7 @@ pub struct RunSpec {
 /// chunks; rebuilding them per chunk would be quadratic).
 #[derive(Clone, Debug)]
 enum Entry {
-    Message(Value),
+    Message(SnapshotMessage),
     Artifact(String),
 }
 
@@ -96,7 +100,7 @@ enum RunPhase {
 #[derive(Clone, Debug)]
 pub struct Renderer {
     spec: RunSpec,
-    prior_messages: Vec<Value>,
+    prior_messages: Vec<SnapshotMessage>,
     messages: Vec<Entry>,
     artifacts: Vec<Artifact>,
     state: Option<Value>,
@@ -117,19 +121,19 @@ pub fn activity_id(task_id: &str, artifact_id: &str) -> String {
 }
 
 fn artifact_content(a: &Artifact) -> Value {
-    vocab::artifact_activity(a)
+    to_value(&vocab::artifact_activity(a))
 }
 
 /// The snapshot form of a core message (`user` or `assistant`).
-pub fn snapshot_message(m: &Message) -> Value {
+pub fn snapshot_message(m: &Message) -> SnapshotMessage {
     let (text, _loss) = vocab::message_text(&m.parts);
-    json!({"id": m.message_id, "role": vocab::role(m.role), "content": text})
+    SnapshotMessage::text(m.message_id.clone(), vocab::role(m.role), text)
 }
 
 impl Renderer {
     /// A renderer for a run of `spec.task_id`; `prior_messages` are the snapshot
     /// messages of the thread's earlier tasks, restated in `MESSAGES_SNAPSHOT`.
-    pub fn new(spec: RunSpec, prior_messages: Vec<Value>) -> Self {
+    pub fn new(spec: RunSpec, prior_messages: Vec<SnapshotMessage>) -> Self {
         Self {
             spec,
             prior_messages,
@@ -166,19 +170,18 @@ impl Renderer {
     }
 
     /// The thread's messages as a `MESSAGES_SNAPSHOT` restates them.
-    pub fn thread_messages(&self) -> Vec<Value> {
+    pub fn thread_messages(&self) -> Vec<SnapshotMessage> {
         let mut v = self.prior_messages.clone();
         for e in &self.messages {
             match e {
                 Entry::Message(m) => v.push(m.clone()),
                 Entry::Artifact(aid) => {
                     if let Some(a) = self.artifacts.iter().find(|a| &a.artifact_id == aid) {
-                        v.push(json!({
-                            "id": activity_id(&self.spec.task_id, aid),
-                            "role": role::ACTIVITY,
-                            "activityType": vocab::ARTIFACT_ACTIVITY_TYPE,
-                            "content": artifact_content(a),
-                        }));
+                        v.push(SnapshotMessage::activity(
+                            activity_id(&self.spec.task_id, aid),
+                            vocab::ARTIFACT_ACTIVITY_TYPE,
+                            artifact_content(a),
+                        ));
                     }
                 }
             }
@@ -235,7 +238,10 @@ impl Renderer {
             }
             EventKind::StateSnapshot { snapshot } => self.state = Some(snapshot.clone()),
             EventKind::StateDelta { delta } => {
-                let mut s = self.state.take().unwrap_or_else(|| json!({}));
+                let mut s = self
+                    .state
+                    .take()
+                    .unwrap_or_else(|| Value::Object(Map::new()));
                 if let Ok(p) = serde_json::from_value::<json_patch::Patch>(delta.clone()) {
                     // A patch the core accepted applies; if it does not, the next
                     // snapshot resynchronises.
@@ -280,13 +286,6 @@ impl Renderer {
         )]
     }
 
-    fn custom(&self, name: &str, value: Value) -> EventBody {
-        EventBody::Custom {
-            name: name.to_string(),
-            value,
-        }
-    }
-
     fn iid(&self, kind: InterruptKind) -> String {
         InterruptRef {
             task_id: self.spec.task_id.clone(),
@@ -305,10 +304,13 @@ impl Renderer {
         let at = ms(&e.at);
         let mut out: Vec<EventBody> = Vec::new();
         match &e.kind {
-            EventKind::Created { context_id, .. } => out.push(self.custom(
-                custom::TASK_CREATED,
-                json!({"taskId": self.spec.task_id, "contextId": context_id}),
-            )),
+            EventKind::Created { context_id, .. } => out.push(
+                Custom::TaskCreated {
+                    task_id: self.spec.task_id.clone(),
+                    context_id: context_id.clone(),
+                }
+                .into(),
+            ),
             EventKind::Status {
                 from,
                 to,
@@ -316,29 +318,41 @@ impl Renderer {
                 cause,
                 error,
             } => {
-                let mut v = json!({"from": from, "to": to});
-                if let Some(c) = cause {
-                    v["cause"] = json!(c);
-                }
-                if let Some(m) = message {
-                    v["message"] = json!(m.text());
-                }
-                out.push(self.custom(custom::STATUS, v));
-                out.extend(self.close(*to, message.as_deref(), *cause, error.as_deref(), at, false));
+                out.push(
+                    Custom::Status {
+                        from: from.as_str().to_string(),
+                        to: to.as_str().to_string(),
+                        cause: cause.map(|c| c.as_str().to_string()),
+                        message: message.as_ref().map(|m| m.text()),
+                    }
+                    .into(),
+                );
+                out.extend(self.close(
+                    *to,
+                    message.as_deref(),
+                    *cause,
+                    error.as_deref(),
+                    at,
+                    false,
+                ));
             }
             EventKind::Message { message, queued } => match message.role {
-                Role::User => out.push(self.custom(
-                    custom::INPUT_RECEIVED,
-                    json!({"messageId": message.message_id, "queued": queued}),
-                )),
+                Role::User => out.push(
+                    Custom::InputReceived {
+                        message_id: message.message_id.clone(),
+                        queued: *queued,
+                    }
+                    .into(),
+                ),
                 Role::Agent => out.extend(text_triad(message)),
             },
             EventKind::InputCommitted { message_ids } => out.push(
-                self.custom(custom::INPUT_COMMITTED, json!({"messageIds": message_ids})),
+                Custom::InputCommitted {
+                    message_ids: message_ids.clone(),
+                }
+                .into(),
             ),
-            EventKind::TurnStarted { turn } => {
-                out.push(self.custom(custom::TURN_STARTED, json!({"turn": turn})))
-            }
+            EventKind::TurnStarted { turn } => out.push(Custom::TurnStarted { turn: *turn }.into()),
             EventKind::Artifact {
                 artifact, append, ..
             } => {
@@ -348,16 +362,22 @@ impl Renderer {
                     .iter()
                     .any(|a| a.artifact_id == artifact.artifact_id);
                 if *append && known {
-                    let mut patch: Vec<Value> = artifact
+                    let mut patch: Vec<PatchOp> = artifact
                         .parts
                         .iter()
-                        .map(|p| json!({"op": "add", "path": "/parts/-", "value": p}))
+                        .map(|p| PatchOp::Add {
+                            path: "/parts/-".into(),
+                            value: vocab::part_json(p),
+                        })
                         .collect();
-                    patch.push(json!({"op": "replace", "path": "/complete", "value": artifact.complete}));
+                    patch.push(PatchOp::Replace {
+                        path: "/complete".into(),
+                        value: Value::Bool(artifact.complete),
+                    });
                     out.push(EventBody::ActivityDelta {
                         message_id: id,
                         activity_type: vocab::ARTIFACT_ACTIVITY_TYPE.to_string(),
-                        patch: Value::Array(patch),
+                        patch: PatchOp::patch(&patch),
                     });
                 } else {
                     out.push(EventBody::ActivitySnapshot {
@@ -373,54 +393,59 @@ impl Renderer {
                     .iter()
                     .map(|r| self.iid(InterruptKind::Input(r.key.clone())))
                     .collect();
-                out.push(self.custom(custom::INPUT_REQUESTED, json!({"interruptIds": ids})));
+                out.push(Custom::InputRequested { interrupt_ids: ids }.into());
             }
             EventKind::InputAnswered { keys } | EventKind::InputSuperseded { keys } => {
-                let name = if matches!(e.kind, EventKind::InputAnswered { .. }) {
-                    custom::INPUT_ANSWERED
-                } else {
-                    custom::INPUT_SUPERSEDED
-                };
-                let ids: Vec<String> = keys
+                let interrupt_ids: Vec<String> = keys
                     .iter()
                     .map(|k| self.iid(InterruptKind::Input(k.clone())))
                     .collect();
-                out.push(self.custom(name, json!({"interruptIds": ids})));
+                out.push(
+                    if matches!(e.kind, EventKind::InputAnswered { .. }) {
+                        Custom::InputAnswered { interrupt_ids }
+                    } else {
+                        Custom::InputSuperseded { interrupt_ids }
+                    }
+                    .into(),
+                );
             }
             EventKind::AuthRequired { auth } => {
-                let mut v = json!({
-                    "interruptId": self.iid(InterruptKind::Auth(auth.provider.clone())),
-                    "provider": auth.provider,
-                });
-                if let Some(u) = &auth.url {
-                    v["url"] = json!(u);
-                }
-                out.push(self.custom(custom::AUTH_REQUIRED, v));
+                out.push(
+                    Custom::AuthRequired {
+                        interrupt_id: self.iid(InterruptKind::Auth(auth.provider.clone())),
+                        provider: auth.provider.clone(),
+                        url: auth.url.clone(),
+                    }
+                    .into(),
+                );
             }
-            EventKind::AuthGranted { provider } => out.push(self.custom(
-                custom::AUTH_GRANTED,
-                json!({"interruptId": self.iid(InterruptKind::Auth(provider.clone())), "provider": provider}),
-            )),
-            EventKind::ReviewRequested { review } => out.push(self.custom(
-                custom::REVIEW_REQUESTED,
-                json!({
-                    "interruptId": self.iid(InterruptKind::Review(review.id.clone())),
-                    "reviewer": review.reviewer,
-                    "summary": review.summary,
-                }),
-            )),
+            EventKind::AuthGranted { provider } => out.push(
+                Custom::AuthGranted {
+                    interrupt_id: self.iid(InterruptKind::Auth(provider.clone())),
+                    provider: provider.clone(),
+                }
+                .into(),
+            ),
+            EventKind::ReviewRequested { review } => out.push(
+                Custom::ReviewRequested {
+                    interrupt_id: self.iid(InterruptKind::Review(review.id.clone())),
+                    reviewer: review.reviewer.clone(),
+                    summary: review.summary.clone(),
+                }
+                .into(),
+            ),
             EventKind::ReviewDecided {
                 review_id,
                 decision,
                 by,
-            } => out.push(self.custom(
-                custom::REVIEW_DECIDED,
-                json!({
-                    "interruptId": self.iid(InterruptKind::Review(review_id.clone())),
-                    "decision": decision,
-                    "by": by,
-                }),
-            )),
+            } => out.push(
+                Custom::ReviewDecided {
+                    interrupt_id: self.iid(InterruptKind::Review(review_id.clone())),
+                    decision: decision.as_str().to_string(),
+                    by: by.clone(),
+                }
+                .into(),
+            ),
             EventKind::Step { name, phase } => match phase {
                 StepPhase::Started if !self.open_steps.contains(name) => {
                     self.open_steps.insert(name.clone());
@@ -434,10 +459,13 @@ impl Renderer {
                         step_name: name.clone(),
                     });
                 }
-                _ => out.push(self.custom(
-                    custom::STEP_UNBALANCED,
-                    json!({"stepName": name, "phase": phase}),
-                )),
+                _ => out.push(
+                    Custom::Step {
+                        step_name: name.clone(),
+                        phase: phase.as_str().to_string(),
+                    }
+                    .into(),
+                ),
             },
             EventKind::StateSnapshot { snapshot } => out.push(EventBody::StateSnapshot {
                 snapshot: snapshot.clone(),
@@ -489,9 +517,13 @@ impl Renderer {
     }
 
     fn result(&self) -> Value {
-        json!({
-            "taskId": self.spec.task_id,
-            "artifacts": self.artifacts.iter().map(artifact_content).collect::<Vec<_>>(),
+        to_value(&RunResult {
+            task_id: self.spec.task_id.clone(),
+            artifacts: self
+                .artifacts
+                .iter()
+                .map(vocab::artifact_activity)
+                .collect(),
         })
     }
 
@@ -551,7 +583,11 @@ impl Renderer {
                     });
                 }
                 out.push(EventBody::MessagesSnapshot {
-                    messages: self.thread_messages(),
+                    messages: self
+                        .thread_messages()
+                        .iter()
+                        .map(SnapshotMessage::to_value)
+                        .collect(),
                 });
                 out.push(EventBody::RunFinished {
                     thread_id,
@@ -610,7 +646,11 @@ impl Renderer {
             let closing = self.close(*to, message.as_deref(), *cause, error.as_deref(), at, true);
             out.push(Event::at(
                 EventBody::MessagesSnapshot {
-                    messages: self.thread_messages(),
+                    messages: self
+                        .thread_messages()
+                        .iter()
+                        .map(SnapshotMessage::to_value)
+                        .collect(),
                 },
                 at,
             ));
@@ -742,7 +782,10 @@ impl OpenTracker {
             }
             EventBody::StateSnapshot { snapshot } => self.state = Some(snapshot.clone()),
             EventBody::StateDelta { delta } => {
-                let mut s = self.state.take().unwrap_or_else(|| json!({}));
+                let mut s = self
+                    .state
+                    .take()
+                    .unwrap_or_else(|| Value::Object(Map::new()));
                 if let Ok(p) = serde_json::from_value::<json_patch::Patch>(delta.clone()) {
                     let _ = json_patch::patch(&mut s, &p);
                 }

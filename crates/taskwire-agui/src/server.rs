@@ -27,7 +27,7 @@ use tracing::debug;
 
 use crate::render::{frames_at, Frame, Pos, Renderer, Resumer, RunSpec};
 use crate::runs::{RunKey, RunRecord, Runs, RunsError};
-use crate::wire::{Event, EventBody, InputMessage, RunAgentInput};
+use crate::wire::{Event, EventBody, InputMessage, RunAgentInput, SnapshotMessage};
 use crate::{sse, AguiConfig, AguiError};
 
 /// Path of the run endpoint.
@@ -191,7 +191,10 @@ fn is_length_limit(e: &(dyn std::error::Error + 'static)) -> bool {
 fn error_json(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
     (
         status,
-        Json(json!({"code": code, "message": message.into()})),
+        Json(crate::wire::HttpError {
+            code: code.to_string(),
+            message: message.into(),
+        }),
     )
         .into_response()
 }
@@ -225,7 +228,7 @@ struct Plan {
     task: Task,
     after_seq: u64,
     parent_run_id: Option<String>,
-    prior_messages: Vec<Value>,
+    prior_messages: Vec<SnapshotMessage>,
 }
 
 /// The framing a response uses, chosen by `Accept`.
@@ -397,7 +400,7 @@ fn stream_run(
     inner: Shared,
     caller: Caller,
     spec: RunSpec,
-    prior: Vec<Value>,
+    prior: Vec<SnapshotMessage>,
     after_seq: u64,
     resume: Option<Pos>,
     format: Format,
@@ -455,7 +458,7 @@ async fn produce(
     service: &TaskService,
     caller: &Caller,
     spec: RunSpec,
-    prior: Vec<Value>,
+    prior: Vec<SnapshotMessage>,
     after_seq: u64,
     out: &mut FrameSink,
     fresh: bool,
@@ -598,7 +601,7 @@ async fn prior_messages(
     caller: &Caller,
     thread_id: &str,
     task: &Task,
-) -> Vec<Value> {
+) -> Vec<SnapshotMessage> {
     let Ok(tasks) = thread_tasks(&inner.service, caller, thread_id).await else {
         return Vec::new();
     };
@@ -612,7 +615,7 @@ async fn prior_messages_of(
     thread_id: &str,
     task: &Task,
     tasks: &[Task],
-) -> Vec<Value> {
+) -> Vec<SnapshotMessage> {
     let mut prior = Vec::new();
     for t in tasks.iter().take_while(|t| t.id != task.id) {
         let Ok(events) = all_events(&inner.service, caller, &t.id).await else {
@@ -1086,7 +1089,7 @@ async fn replay(
         Err(e) => return core_error_json(&e),
     };
     let mut events_out: Vec<Event> = Vec::new();
-    let mut prior: Vec<Value> = Vec::new();
+    let mut prior: Vec<SnapshotMessage> = Vec::new();
     for t in &tasks {
         let events = match all_events(&inner.service, &caller, &t.id).await {
             Ok(e) => e,
@@ -1194,7 +1197,11 @@ async fn cancel(
         )
         .await
     {
-        Ok(t) => Json(json!({"taskId": t.id.to_string(), "state": t.state})).into_response(),
+        Ok(t) => Json(crate::wire::CancelResult {
+            task_id: t.id.to_string(),
+            state: t.state.as_str().to_string(),
+        })
+        .into_response(),
         Err(CoreError::NotFound) => not_found("run"),
         Err(e) => core_error_json(&e),
     }

@@ -35,6 +35,16 @@ pub enum StepPhase {
     Finished,
 }
 
+impl StepPhase {
+    /// The lowercase name, as serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepPhase::Started => "started",
+            StepPhase::Finished => "finished",
+        }
+    }
+}
+
 /// What a single event records.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]

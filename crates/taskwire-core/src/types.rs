@@ -486,6 +486,16 @@ pub enum ReviewDecision {
     Reject,
 }
 
+impl ReviewDecision {
+    /// The lowercase name, as serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReviewDecision::Approve => "approve",
+            ReviewDecision::Reject => "reject",
+        }
+    }
+}
+
 /// Why a task ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -504,6 +514,21 @@ pub enum TerminalCause {
     Canceled,
     /// The inactivity lifespan ran out.
     Expired,
+}
+
+impl TerminalCause {
+    /// The kebab-case name, as serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TerminalCause::Completed => "completed",
+            TerminalCause::AgentFailed => "agent-failed",
+            TerminalCause::Internal => "internal",
+            TerminalCause::Rejected => "rejected",
+            TerminalCause::Restricted => "restricted",
+            TerminalCause::Canceled => "canceled",
+            TerminalCause::Expired => "expired",
+        }
+    }
 }
 
 /// An error attached to a failed or rejected task.
@@ -660,6 +685,44 @@ impl Task {
             Some(TaskState::AuthRequired)
         } else {
             None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::StepPhase;
+
+    fn serde_name<T: Serialize>(v: T) -> String {
+        match serde_json::to_value(v) {
+            Ok(serde_json::Value::String(s)) => s,
+            other => panic!("not a string: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_names_are_the_serialized_names() {
+        for s in TaskState::ALL {
+            assert_eq!(s.as_str(), serde_name(s));
+        }
+        use TerminalCause as C;
+        for c in [
+            C::Completed,
+            C::AgentFailed,
+            C::Internal,
+            C::Rejected,
+            C::Restricted,
+            C::Canceled,
+            C::Expired,
+        ] {
+            assert_eq!(c.as_str(), serde_name(c));
+        }
+        for d in [ReviewDecision::Approve, ReviewDecision::Reject] {
+            assert_eq!(d.as_str(), serde_name(d));
+        }
+        for p in [StepPhase::Started, StepPhase::Finished] {
+            assert_eq!(p.as_str(), serde_name(p));
         }
     }
 }

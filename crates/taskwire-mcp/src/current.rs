@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use axum::http::HeaderMap;
 use axum::response::Response;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use taskwire_core::{Caller, TaskSupport};
 use taskwire_vocab::mcp::{self as vocab, Generation};
 use taskwire_wire::mcp as msg;
@@ -205,7 +205,10 @@ pub(crate) fn check(
                 wire::V_LEGACY
             ),
         )
-        .with_data(json!({"supported": [wire::V_CURRENT], "requested": version})));
+        .with_data(&msg::UnsupportedVersionData {
+            supported: vec![wire::V_CURRENT.to_string()],
+            requested: version.to_string(),
+        }));
     }
     match header(headers, header::METHOD)? {
         Some(v) if v == name => {}
@@ -549,7 +552,11 @@ impl ProgressForwarder {
                 };
                 let n = wire::notification(
                     method::NOTIFY_PROGRESS,
-                    json!({"progressToken": p.token, "progress": ev.seq, "message": message}),
+                    msg::to_value(&msg::ProgressNotificationParams {
+                        progress_token: p.token.clone(),
+                        progress: ev.seq,
+                        message: Some(message),
+                    }),
                 );
                 if p.tx.send(n).await.is_err() {
                     return;
@@ -666,7 +673,9 @@ async fn tools_call(
                 "tools/call did not finish within {} ms and was cancelled; declare the tasks extension to run long tools as tasks",
                 timeout.as_millis()
             ))
-            .with_data(json!({"timeoutMs": timeout.as_millis() as u64}));
+            .with_data(&msg::TimeoutData {
+                timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+            });
             break (Err(e), t.last_seq);
         }
         // Answers given ahead go to the first input the task asks for (once;
@@ -718,7 +727,7 @@ async fn input_required(
             let cap = capability_of(r.method());
             let declared = ctx.capabilities.get(cap).is_some_and(|c| !c.is_null());
             if !declared {
-                missing.insert(cap.to_string(), json!({}));
+                missing.insert(cap.to_string(), Value::Object(Map::new()));
             }
             declared
         })
@@ -729,7 +738,10 @@ async fn input_required(
             .await;
         let names: Vec<&str> = missing.keys().map(String::as_str).collect();
         return Err(RpcError::missing_capability(
-            Value::Object(missing.clone()),
+            msg::ClientCapabilities {
+                extensions: None,
+                other: missing.clone(),
+            },
             format!(
                 "tool {tool} asked for input through {}, which the client did not declare; the call was cancelled (declare it, or the tasks extension {})",
                 if names.is_empty() { "a request no client can answer".to_string() } else { names.join(" and ") },
@@ -755,6 +767,7 @@ fn terminal_reply(t: &taskwire_core::Task) -> Result<Reply, RpcError> {
 mod tests {
     use super::*;
     use axum::http::HeaderValue;
+    use serde_json::json;
 
     fn schema() -> Value {
         json!({"type": "object", "properties": {

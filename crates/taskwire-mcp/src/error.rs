@@ -2,10 +2,12 @@
 //! Core errors are mapped here, at the adapter edge.
 
 use axum::http::StatusCode;
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::{Map, Value};
 use taskwire_core::CoreError;
 use taskwire_vocab::VocabError;
 use taskwire_wire::jsonrpc::ErrorObject;
+use taskwire_wire::mcp::{ClientCapabilities, MissingCapabilityData};
 
 use crate::wire::code;
 
@@ -61,18 +63,26 @@ impl RpcError {
 
     /// The client did not declare the tasks extension (HTTP 400, -32021).
     pub fn missing_tasks_extension(message: impl Into<String>) -> Self {
-        Self::bad_request(code::MISSING_CAPABILITY, message).with_data(json!({
-            "requiredCapabilities": {
-                "extensions": { taskwire_vocab::mcp::TASKS_EXTENSION: {} }
-            }
-        }))
+        let mut extensions = Map::new();
+        extensions.insert(
+            taskwire_vocab::mcp::TASKS_EXTENSION.into(),
+            Value::Object(Map::new()),
+        );
+        Self::missing_capability(
+            ClientCapabilities {
+                extensions: Some(extensions),
+                other: Map::new(),
+            },
+            message,
+        )
     }
 
     /// The client did not declare a capability the request needs (HTTP 400,
     /// -32021); `required` is a `ClientCapabilities` object of what is missing.
-    pub fn missing_capability(required: Value, message: impl Into<String>) -> Self {
-        Self::bad_request(code::MISSING_CAPABILITY, message)
-            .with_data(json!({ "requiredCapabilities": required }))
+    pub fn missing_capability(required: ClientCapabilities, message: impl Into<String>) -> Self {
+        Self::bad_request(code::MISSING_CAPABILITY, message).with_data(&MissingCapabilityData {
+            required_capabilities: required,
+        })
     }
 
     /// The unknown-task error (-32602).
@@ -86,9 +96,9 @@ impl RpcError {
         self
     }
 
-    /// Sets the data.
-    pub fn with_data(mut self, data: Value) -> Self {
-        self.data = Some(data);
+    /// Sets the data (a wire type of `taskwire_wire::mcp`).
+    pub fn with_data<T: Serialize>(mut self, data: &T) -> Self {
+        self.data = Some(taskwire_wire::mcp::to_value(data));
         self
     }
 
@@ -96,7 +106,7 @@ impl RpcError {
     pub fn object(&self) -> Value {
         let mut e = ErrorObject::new(self.code, self.message.clone());
         e.data = self.data.clone();
-        json!(e)
+        taskwire_wire::mcp::to_value(&e)
     }
 
     /// Maps a core error (through `taskwire_vocab::mcp::error_from_core`);

@@ -275,15 +275,21 @@ pub(crate) async fn initialize(inner: Arc<Inner>, caller: Caller, msg: Incoming)
 }
 
 pub(crate) fn initialize_result(inner: &Inner, version: &str, tasks: bool) -> Value {
-    // The capabilities are free-form members (each an object of options).
-    let mut capabilities = Map::new();
-    capabilities.insert("tools".into(), json!({"listChanged": false}));
-    if tasks {
-        capabilities.insert(
-            "tasks".into(),
-            json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}),
-        );
-    }
+    let capabilities = msg::LegacyServerCapabilities {
+        tools: Some(msg::ListChanged {
+            list_changed: Some(false),
+        }),
+        tasks: tasks.then(|| msg::LegacyTasksCapability {
+            list: Some(Map::new()),
+            cancel: Some(Map::new()),
+            requests: Some(msg::TaskRequests {
+                tools: Some(msg::ToolTaskRequests {
+                    call: Some(Map::new()),
+                }),
+            }),
+        }),
+        other: Map::new(),
+    };
     let r = msg::InitializeResult {
         protocol_version: version.to_string(),
         capabilities,
@@ -508,7 +514,9 @@ fn related(task: &Task) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert(
         vocab::RELATED_TASK_META.into(),
-        json!({ "taskId": task.id.to_string() }),
+        msg::to_value(&msg::RelatedTask {
+            task_id: task.id.to_string(),
+        }),
     );
     m
 }
@@ -546,9 +554,9 @@ fn request_params(req: msg::InputRequest, meta: Option<Map<String, Value>>) -> V
         }
         msg::InputRequest::CreateMessage(mut p) => {
             if let Some(m) = meta {
-                p.insert("_meta".into(), Value::Object(m));
+                p.other.insert("_meta".into(), Value::Object(m));
             }
-            Ok(Value::Object(p))
+            to_json(&p)
         }
         msg::InputRequest::ListRoots(p) => {
             let mut p = p.unwrap_or_default();
@@ -796,7 +804,7 @@ async fn drive_result(
                     if let Ok(mut p) = session.pending.lock() {
                         p.remove(&rid.to_string());
                     }
-                    json!({"action": "cancel"})
+                    msg::to_value(&msg::ElicitResult::cancel())
                 }
             };
             let mut m = Map::new();

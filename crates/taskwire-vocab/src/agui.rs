@@ -32,6 +32,7 @@ use crate::{Loss, VocabError};
 /// The protocol version this view speaks (sent in `RUN_STARTED.protocolVersion`):
 /// the wire layer's.
 pub use taskwire_wire::agui::PROTOCOL_VERSION;
+use taskwire_wire::agui::{to_value, ArtifactActivity, AuthMetadata, ReviewMetadata};
 
 /// Interrupt reason for keyed input requests.
 pub const REASON_INPUT_REQUIRED: &str = "input_required";
@@ -115,26 +116,25 @@ pub const LOSS_ERROR_UNAVAILABLE: Loss = Loss(
     "contention and shutdown both read unavailable; lease and store failures both read internal",
 );
 
+/// A core part as the JSON of taskwire's part object (artifact activity content,
+/// `ACTIVITY_DELTA` patches).
+pub fn part_json(p: &Part) -> Value {
+    taskwire_wire::agui::to_value(p)
+}
+
 /// An artifact as the content of its `taskwire.artifact` activity message (and
 /// of the run result): `artifactId`, `parts` (core parts as JSON), `complete`, and
 /// `name`, `description` and `metadata` when present. Lossless: see
 /// [`artifact_from_activity`].
-pub fn artifact_activity(a: &Artifact) -> Value {
-    let mut c = json!({
-        "artifactId": a.artifact_id,
-        "parts": a.parts,
-        "complete": a.complete,
-    });
-    if let Some(n) = &a.name {
-        c["name"] = json!(n);
+pub fn artifact_activity(a: &Artifact) -> ArtifactActivity {
+    ArtifactActivity {
+        artifact_id: a.artifact_id.clone(),
+        parts: a.parts.iter().map(part_json).collect(),
+        complete: a.complete,
+        name: a.name.clone(),
+        description: a.description.clone(),
+        metadata: Some(a.metadata.clone()).filter(|m| !m.is_empty()),
     }
-    if let Some(d) = &a.description {
-        c["description"] = json!(d);
-    }
-    if !a.metadata.is_empty() {
-        c["metadata"] = Value::Object(a.metadata.clone());
-    }
-    c
 }
 
 /// The artifact of an activity message's content (what a client reads back).
@@ -207,16 +207,16 @@ pub fn input_interrupt(r: &InputRequest) -> InterruptView {
 /// A provider authorisation as a `taskwire:auth_required` interrupt; the provider
 /// and URL travel in `metadata`.
 pub fn auth_interrupt(a: &AuthWait) -> InterruptView {
-    let mut meta = json!({"provider": a.provider});
-    if let Some(u) = &a.url {
-        meta["url"] = json!(u);
-    }
+    let meta = AuthMetadata {
+        provider: a.provider.clone(),
+        url: a.url.clone(),
+    };
     InterruptView {
         kind: InterruptKind::Auth(a.provider.clone()),
         reason: REASON_AUTH_REQUIRED,
         message: format!("authorization required: {}", a.provider),
         response_schema: None,
-        metadata: Some(meta),
+        metadata: Some(to_value(&meta)),
     }
 }
 
@@ -227,7 +227,9 @@ pub fn review_interrupt(r: &Review) -> InterruptView {
         reason: REASON_CONFIRMATION,
         message: r.summary.clone(),
         response_schema: Some(review_response_schema()),
-        metadata: Some(json!({"reviewer": r.reviewer})),
+        metadata: Some(to_value(&ReviewMetadata {
+            reviewer: r.reviewer.clone(),
+        })),
     }
 }
 

@@ -800,16 +800,17 @@ fn object_schema(schema: &Value) -> Map<String, Value> {
 }
 
 /// The params of a `sampling/createMessage` asking the client's model `prompt`.
-/// They are free-form in the wire types (sampling is not a task message), so
-/// they are written as JSON here.
-fn sampling_params(prompt: &str, max_tokens: u32) -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert(
-        "messages".into(),
-        json!([{"role": "user", "content": {"type": "text", "text": prompt}}]),
-    );
-    m.insert("maxTokens".into(), Value::from(max_tokens));
-    m
+fn sampling_params(prompt: &str, max_tokens: u32) -> wire::CreateMessageRequestParams {
+    wire::CreateMessageRequestParams {
+        messages: vec![wire::SamplingMessage {
+            role: wire::SamplingRole::User,
+            content: wire::ContentBlock::Text {
+                text: prompt.to_string(),
+            },
+        }],
+        max_tokens,
+        other: Map::new(),
+    }
 }
 
 /// What an input response (an `ElicitResult`) means for the core.

@@ -832,8 +832,10 @@ fn parts_table() -> Table {
                 metadata: Metadata::new(),
                 complete: true,
             };
-            let whole = agui::artifact_from_activity(&agui::artifact_activity(&art))
-                .is_ok_and(|b| b == art);
+            let whole = agui::artifact_from_activity(&taskwire_wire::agui::to_value(
+                &agui::artifact_activity(&art),
+            ))
+            .is_ok_and(|b| b == art);
             let agui_art = if whole {
                 "the part whole".to_string()
             } else {

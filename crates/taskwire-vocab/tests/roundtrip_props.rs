@@ -339,7 +339,7 @@ proptest! {
             metadata: meta,
             complete,
         };
-        let back = agui::artifact_from_activity(&agui::artifact_activity(&a))
+        let back = agui::artifact_from_activity(&taskwire_wire::agui::to_value(&agui::artifact_activity(&a)))
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(back, a);
     }

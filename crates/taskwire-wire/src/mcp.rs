@@ -57,7 +57,7 @@ pub struct Implementation {
 }
 
 /// Capabilities a client declares on each 2026-07-28 request.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ClientCapabilities {
     /// Extensions by id; the tasks extension is `io.modelcontextprotocol/tasks`.
@@ -578,7 +578,7 @@ pub enum InputRequest {
     Elicit(ElicitRequestParams),
     /// A sampling request.
     #[serde(rename = "sampling/createMessage")]
-    CreateMessage(Map<String, Value>),
+    CreateMessage(CreateMessageRequestParams),
     /// A roots request.
     #[serde(rename = "roots/list")]
     ListRoots(Option<Map<String, Value>>),
@@ -808,7 +808,7 @@ pub struct InitializeResult {
     /// Agreed revision.
     pub protocol_version: String,
     /// Server capabilities (`tasks.{list, cancel, requests.tools.call}` when tasks are served).
-    pub capabilities: Map<String, Value>,
+    pub capabilities: LegacyServerCapabilities,
     /// The server.
     pub server_info: Implementation,
     /// For the model.
@@ -971,4 +971,179 @@ impl std::ops::Deref for DetailedTask {
     fn deref(&self) -> &TaskFields {
         &self.task
     }
+}
+
+/// An empty options object (`{}`), the value of a capability without options.
+pub type Options = Map<String, Value>;
+
+/// Server capabilities of `initialize` (2025-11-25 and older).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct LegacyServerCapabilities {
+    /// Tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<ListChanged>,
+    /// Tasks (2025-11-25), when they are served.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<LegacyTasksCapability>,
+    /// Other capabilities.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// `capabilities.tasks` of a 2025-11-25 server: `{list, cancel, requests}`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct LegacyTasksCapability {
+    /// `tasks/list` is served.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list: Option<Options>,
+    /// `tasks/cancel` is served.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancel: Option<Options>,
+    /// The requests that may become tasks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<TaskRequests>,
+}
+
+/// `capabilities.tasks.requests`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct TaskRequests {
+    /// `tools/*` requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<ToolTaskRequests>,
+}
+
+/// `capabilities.tasks.requests.tools`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ToolTaskRequests {
+    /// `tools/call` may become a task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<Options>,
+}
+
+/// Params of a `sampling/createMessage` request (what taskwire asks a client's
+/// model).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct CreateMessageRequestParams {
+    /// The conversation to continue.
+    pub messages: Vec<SamplingMessage>,
+    /// Most tokens to sample.
+    pub max_tokens: u32,
+    /// The other members (system prompt, preferences, …).
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// A message of a sampling conversation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct SamplingMessage {
+    /// `user` or `assistant`.
+    pub role: SamplingRole,
+    /// Its content.
+    pub content: ContentBlock,
+}
+
+/// The role of a sampling message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum SamplingRole {
+    /// The person.
+    User,
+    /// The model.
+    Assistant,
+}
+
+/// Params of `notifications/progress`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ProgressNotificationParams {
+    /// The request's `progressToken` (a string or a number).
+    pub progress_token: Value,
+    /// Progress so far (increases with each notification).
+    pub progress: u64,
+    /// For a person.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// `_meta["io.modelcontextprotocol/related-task"]`: the task a message belongs to.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct RelatedTask {
+    /// The task.
+    pub task_id: String,
+}
+
+/// `error.data` of an unsupported protocol version (-32022).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct UnsupportedVersionData {
+    /// The revisions the server speaks.
+    pub supported: Vec<String>,
+    /// The revision asked for.
+    pub requested: String,
+}
+
+/// `error.data` of a missing client capability (-32021).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct MissingCapabilityData {
+    /// A `ClientCapabilities` object of what is missing.
+    pub required_capabilities: ClientCapabilities,
+}
+
+/// `error.data` of a blocking `tools/call` that ran out of time.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct TimeoutData {
+    /// The limit, in milliseconds.
+    pub timeout_ms: u64,
+}
+
+impl ElicitResult {
+    /// Accepting, with the answer.
+    pub fn accept(content: Map<String, Value>) -> Self {
+        Self {
+            action: ElicitAction::Accept,
+            content: Some(content),
+            meta: None,
+        }
+    }
+
+    /// Declining.
+    pub fn decline() -> Self {
+        Self {
+            action: ElicitAction::Decline,
+            content: None,
+            meta: None,
+        }
+    }
+
+    /// Dismissing.
+    pub fn cancel() -> Self {
+        Self {
+            action: ElicitAction::Cancel,
+            content: None,
+            meta: None,
+        }
+    }
+}
+
+/// The JSON value of a wire struct, for members the types keep open (`data`,
+/// `_meta` entries, request params). The wire structs hold strings, numbers,
+/// lists, maps and JSON values only, so serializing them cannot fail; `null`
+/// stands in if it ever did.
+pub fn to_value<T: Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
 }

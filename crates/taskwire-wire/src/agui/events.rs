@@ -56,9 +56,13 @@ pub mod event_type {
     pub const CUSTOM: &str = "CUSTOM";
 }
 
-/// Names of the `CUSTOM` events this adapter emits for core events that have no
-/// AG-UI counterpart (so that nothing in the log is silently dropped).
+/// The `CUSTOM` events this adapter emits for core events that have no AG-UI
+/// counterpart (so that nothing in the log is silently dropped): their names,
+/// and [`Custom`], their typed values.
 pub mod custom {
+    use serde::{Deserialize, Serialize};
+    use serde_json::Value;
+
     /// The task was created (`value`: `{taskId, contextId}`).
     pub const TASK_CREATED: &str = "taskwire:task_created";
     /// A status change that neither ends nor interrupts the run (`value`: `{from, to}`).
@@ -86,6 +90,333 @@ pub mod custom {
     /// A step event that AG-UI's balance rules cannot carry (a start of an open
     /// step, a finish of a step that is not open) (`value`: `{stepName, phase}`).
     pub const STEP_UNBALANCED: &str = "taskwire:step";
+
+    /// A taskwire `CUSTOM` event: its `name` and typed `value`. States, causes,
+    /// decisions and phases are the core's kebab-case or lowercase names
+    /// (`input-required`, `agent-failed`, `approve`, `started`).
+    #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+    #[serde(tag = "name", content = "value", rename_all_fields = "camelCase")]
+    #[non_exhaustive]
+    pub enum Custom {
+        /// [`TASK_CREATED`].
+        #[serde(rename = "taskwire:task_created")]
+        TaskCreated {
+            /// The task.
+            task_id: String,
+            /// Its context.
+            context_id: String,
+        },
+        /// [`STATUS`].
+        #[serde(rename = "taskwire:status")]
+        Status {
+            /// The state before.
+            from: String,
+            /// The state after.
+            to: String,
+            /// Why a task ended.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            cause: Option<String>,
+            /// The status message's text.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            message: Option<String>,
+        },
+        /// [`INPUT_RECEIVED`].
+        #[serde(rename = "taskwire:input_received")]
+        InputReceived {
+            /// The message.
+            message_id: String,
+            /// Whether it waits for the next turn.
+            queued: bool,
+        },
+        /// [`INPUT_COMMITTED`].
+        #[serde(rename = "taskwire:input_committed")]
+        InputCommitted {
+            /// The messages handed to the agent.
+            message_ids: Vec<String>,
+        },
+        /// [`TURN_STARTED`].
+        #[serde(rename = "taskwire:turn_started")]
+        TurnStarted {
+            /// The turn's number.
+            turn: u32,
+        },
+        /// [`INPUT_REQUESTED`].
+        #[serde(rename = "taskwire:input_requested")]
+        InputRequested {
+            /// The interrupts of the requests.
+            interrupt_ids: Vec<String>,
+        },
+        /// [`INPUT_ANSWERED`].
+        #[serde(rename = "taskwire:input_answered")]
+        InputAnswered {
+            /// The interrupts answered.
+            interrupt_ids: Vec<String>,
+        },
+        /// [`INPUT_SUPERSEDED`].
+        #[serde(rename = "taskwire:input_superseded")]
+        InputSuperseded {
+            /// The interrupts superseded.
+            interrupt_ids: Vec<String>,
+        },
+        /// [`AUTH_REQUIRED`].
+        #[serde(rename = "taskwire:auth_required")]
+        AuthRequired {
+            /// The interrupt.
+            interrupt_id: String,
+            /// The provider.
+            provider: String,
+            /// Where to authorise.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            url: Option<String>,
+        },
+        /// [`AUTH_GRANTED`].
+        #[serde(rename = "taskwire:auth_granted")]
+        AuthGranted {
+            /// The interrupt.
+            interrupt_id: String,
+            /// The provider.
+            provider: String,
+        },
+        /// [`REVIEW_REQUESTED`].
+        #[serde(rename = "taskwire:review_requested")]
+        ReviewRequested {
+            /// The interrupt.
+            interrupt_id: String,
+            /// Who decides.
+            reviewer: String,
+            /// What is reviewed.
+            summary: String,
+        },
+        /// [`REVIEW_DECIDED`].
+        #[serde(rename = "taskwire:review_decided")]
+        ReviewDecided {
+            /// The interrupt.
+            interrupt_id: String,
+            /// `approve` or `reject`.
+            decision: String,
+            /// Who decided.
+            by: String,
+        },
+        /// [`STEP_UNBALANCED`].
+        #[serde(rename = "taskwire:step")]
+        Step {
+            /// The step.
+            step_name: String,
+            /// `started` or `finished`.
+            phase: String,
+        },
+    }
+
+    impl Custom {
+        /// The event's name.
+        pub fn name(&self) -> &'static str {
+            match self {
+                Custom::TaskCreated { .. } => TASK_CREATED,
+                Custom::Status { .. } => STATUS,
+                Custom::InputReceived { .. } => INPUT_RECEIVED,
+                Custom::InputCommitted { .. } => INPUT_COMMITTED,
+                Custom::TurnStarted { .. } => TURN_STARTED,
+                Custom::InputRequested { .. } => INPUT_REQUESTED,
+                Custom::InputAnswered { .. } => INPUT_ANSWERED,
+                Custom::InputSuperseded { .. } => INPUT_SUPERSEDED,
+                Custom::AuthRequired { .. } => AUTH_REQUIRED,
+                Custom::AuthGranted { .. } => AUTH_GRANTED,
+                Custom::ReviewRequested { .. } => REVIEW_REQUESTED,
+                Custom::ReviewDecided { .. } => REVIEW_DECIDED,
+                Custom::Step { .. } => STEP_UNBALANCED,
+            }
+        }
+
+        /// Reads a `CUSTOM` event's name and value; `None` for a name that is
+        /// not taskwire's or a value that does not fit it.
+        pub fn read(name: &str, value: &Value) -> Option<Self> {
+            #[derive(Serialize)]
+            struct Tagged<'a> {
+                name: &'a str,
+                value: &'a Value,
+            }
+            let tagged = serde_json::to_value(Tagged { name, value }).ok()?;
+            serde_json::from_value(tagged).ok()
+        }
+    }
+
+    impl From<Custom> for super::EventBody {
+        fn from(c: Custom) -> Self {
+            let name = c.name().to_string();
+            // The adjacently tagged form is `{name, value}`; a plain struct of
+            // strings, numbers and lists always serializes.
+            let value = match serde_json::to_value(c) {
+                Ok(Value::Object(mut m)) => m.remove("value").unwrap_or(Value::Null),
+                _ => Value::Null,
+            };
+            super::EventBody::Custom { name, value }
+        }
+    }
+}
+
+/// An entry of `MESSAGES_SNAPSHOT.messages` as this adapter writes it: a user or
+/// assistant message with its text, or the `activity` message of an artifact.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct SnapshotMessage {
+    /// The message.
+    pub id: String,
+    /// `user`, `assistant` or `activity`.
+    pub role: String,
+    /// An activity message's type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activity_type: Option<String>,
+    /// The text of a user or assistant message; an activity message's content
+    /// object.
+    pub content: Value,
+}
+
+impl SnapshotMessage {
+    /// A user or assistant message with its text.
+    pub fn text(id: impl Into<String>, role: impl Into<String>, text: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            role: role.into(),
+            activity_type: None,
+            content: Value::String(text.into()),
+        }
+    }
+
+    /// An activity message.
+    pub fn activity(
+        id: impl Into<String>,
+        activity_type: impl Into<String>,
+        content: Value,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            role: role::ACTIVITY.to_string(),
+            activity_type: Some(activity_type.into()),
+            content,
+        }
+    }
+
+    /// As an element of `MESSAGES_SNAPSHOT.messages`.
+    pub fn to_value(&self) -> Value {
+        to_value(self)
+    }
+}
+
+/// The content of a `taskwire.artifact` activity message (and an element of a
+/// run's result): the artifact with its parts as the core writes them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ArtifactActivity {
+    /// The artifact.
+    pub artifact_id: String,
+    /// Its parts (taskwire's part objects).
+    pub parts: Vec<Value>,
+    /// Whether the last chunk arrived.
+    pub complete: bool,
+    /// Its name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Its description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Its metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<serde_json::Map<String, Value>>,
+}
+
+/// `RUN_FINISHED.result` of a run that completed its task.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct RunResult {
+    /// The task.
+    pub task_id: String,
+    /// Its artifacts.
+    pub artifacts: Vec<ArtifactActivity>,
+}
+
+/// `Interrupt.metadata` of an authorisation interrupt.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct AuthMetadata {
+    /// The provider.
+    pub provider: String,
+    /// Where to authorise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+}
+
+/// `Interrupt.metadata` of a review (`confirmation`) interrupt.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ReviewMetadata {
+    /// Who decides.
+    pub reviewer: String,
+}
+
+/// The error answer of the adapter's plain HTTP endpoints (replay, reconnect,
+/// cancel): the fields of a `RUN_ERROR`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct HttpError {
+    /// Machine-readable.
+    pub code: String,
+    /// For a person.
+    pub message: String,
+}
+
+/// The answer of the adapter's cancel endpoint.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct CancelResult {
+    /// The task of the run.
+    pub task_id: String,
+    /// Its state after the cancel (the core's kebab-case name).
+    pub state: String,
+}
+
+/// The JSON value of a wire struct, for the members the event types keep open
+/// (`content`, `result`, `metadata`). The wire structs hold strings, numbers,
+/// lists and JSON values only, so serializing them cannot fail; `null` stands
+/// in if it ever did.
+pub fn to_value<T: Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+/// One operation of an RFC 6902 JSON Patch (`STATE_DELTA.delta`,
+/// `ACTIVITY_DELTA.patch`), of the kinds this adapter writes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(tag = "op", rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum PatchOp {
+    /// Adds `value` at `path`.
+    Add {
+        /// JSON Pointer (`-` appends to an array).
+        path: String,
+        /// The value.
+        value: Value,
+    },
+    /// Replaces the value at `path`.
+    Replace {
+        /// JSON Pointer.
+        path: String,
+        /// The value.
+        value: Value,
+    },
+}
+
+impl PatchOp {
+    /// A patch as the JSON array of its operations.
+    pub fn patch(ops: &[PatchOp]) -> Value {
+        to_value(&ops)
+    }
 }
 
 /// One AG-UI event: the common fields plus the typed body.
