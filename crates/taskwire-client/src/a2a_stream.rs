@@ -82,21 +82,12 @@ impl A2aEvent {
 
 /// Whether a state is terminal (COMPLETED, FAILED, CANCELED, REJECTED).
 pub fn is_terminal(s: pb::TaskState) -> bool {
-    matches!(
-        s,
-        pb::TaskState::Completed
-            | pb::TaskState::Failed
-            | pb::TaskState::Canceled
-            | pb::TaskState::Rejected
-    )
+    s.is_terminal()
 }
 
 /// Whether a state is interrupted (INPUT_REQUIRED, AUTH_REQUIRED).
 pub fn is_interrupted(s: pb::TaskState) -> bool {
-    matches!(
-        s,
-        pb::TaskState::InputRequired | pb::TaskState::AuthRequired
-    )
+    s.is_interrupted()
 }
 
 /// A frame as a binding delivers it: the SSE id (if any), the typed event and

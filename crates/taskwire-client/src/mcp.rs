@@ -22,7 +22,9 @@ use base64::Engine as _;
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::StreamExt;
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
 
 use crate::config::{ClientConfig, Exchange, Received};
 use crate::error::ClientError;
@@ -41,13 +43,15 @@ use taskwire_wire::jsonrpc;
 /// Method, header and `_meta` names, shared with taskwire-mcp.
 pub use taskwire_wire::names::mcp::{header, meta, method};
 
+use taskwire_wire::mcp as wire;
 /// The MCP task messages this client reads, defined once in the wire layer
 /// (`taskwire_wire::mcp`) for the server, this client and the schemas; the
 /// names are the ones this module exported before.
 pub use taskwire_wire::mcp::{
-    ContentBlock, CreateTaskResult, DetailedTask, InputRequest, InputRequiredResult,
+    ClientCapabilities, ContentBlock, CreateTaskResult, DetailedTask, DiscoverResult, ElicitAction,
+    ElicitResult, EmptyResult, Implementation, InitializeResult, InputRequest, InputRequiredResult,
     LegacyCallToolResult as CallToolResult, LegacyListTasksResult as LegacyTaskPage, LegacyTask,
-    TaskFields, TaskStatus as McpTaskStatus, Tool,
+    RequestMeta, TaskFields, TaskStatus as McpTaskStatus, Tool,
 };
 
 /// What a `tools/call` answered (revision 2026-07-28).
@@ -62,18 +66,43 @@ pub enum ToolCallOutcome {
 }
 
 /// An `ElicitResult` accepting with `content` (an input response).
-pub fn elicit_accept(content: Value) -> Value {
-    json!({"action": "accept", "content": content})
+pub fn elicit_accept(content: Map<String, Value>) -> ElicitResult {
+    ElicitResult::accept(content)
 }
 
 /// An `ElicitResult` declining.
-pub fn elicit_decline() -> Value {
-    json!({"action": "decline"})
+pub fn elicit_decline() -> ElicitResult {
+    ElicitResult::decline()
 }
 
 /// An `ElicitResult` cancelling.
-pub fn elicit_cancel() -> Value {
-    json!({"action": "cancel"})
+pub fn elicit_cancel() -> ElicitResult {
+    ElicitResult::cancel()
+}
+
+/// This client's `clientInfo`.
+fn own_info() -> Implementation {
+    Implementation {
+        name: "taskwire-client".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        other: Map::new(),
+    }
+}
+
+/// A typed request's params as the JSON they are sent as.
+fn params<T: Serialize>(p: &T) -> Result<Value, ClientError> {
+    crate::a2a::to_json(p)
+}
+
+/// Tool arguments: an object, or nothing (`null`).
+fn arguments(v: Value) -> Result<Option<Map<String, Value>>, ClientError> {
+    match v {
+        Value::Object(m) => Ok(Some(m)),
+        Value::Null => Ok(None),
+        other => Err(ClientError::Config(format!(
+            "tool arguments must be an object, got {other}"
+        ))),
+    }
 }
 
 /// A JSON-RPC response with everything that came before it on the same POST.
@@ -307,7 +336,7 @@ fn typed<T: serde::de::DeserializeOwned>(
 #[derive(Clone, Debug)]
 pub struct McpClient {
     inner: Arc<Transport>,
-    client_info: Value,
+    client_info: Implementation,
     declare_tasks: bool,
 }
 
@@ -321,7 +350,7 @@ impl McpClient {
     pub fn with_endpoint(config: ClientConfig, url: &str) -> Result<Self, ClientError> {
         Ok(Self {
             inner: Arc::new(Transport::new(config, url)?),
-            client_info: json!({"name": "taskwire-client", "version": env!("CARGO_PKG_VERSION")}),
+            client_info: own_info(),
             declare_tasks: true,
         })
     }
@@ -334,7 +363,7 @@ impl McpClient {
     }
 
     /// The `clientInfo` sent in `_meta`.
-    pub fn client_info(mut self, info: Value) -> Self {
+    pub fn client_info(mut self, info: Implementation) -> Self {
         self.client_info = info;
         self
     }
@@ -345,17 +374,21 @@ impl McpClient {
     }
 
     /// The `_meta` object every request carries.
-    pub fn request_meta(&self) -> Value {
-        let caps = if self.declare_tasks {
-            json!({"extensions": {TASKS_EXTENSION: {}}})
-        } else {
-            json!({})
-        };
-        json!({
-            meta::PROTOCOL_VERSION: VERSION_CURRENT,
-            meta::CLIENT_INFO: self.client_info,
-            meta::CLIENT_CAPABILITIES: caps,
-        })
+    pub fn request_meta(&self) -> RequestMeta {
+        let extensions = self.declare_tasks.then(|| {
+            let mut m = Map::new();
+            m.insert(TASKS_EXTENSION.into(), Value::Object(Map::new()));
+            m
+        });
+        RequestMeta {
+            protocol_version: VERSION_CURRENT.into(),
+            client_info: Some(self.client_info.clone()),
+            client_capabilities: ClientCapabilities {
+                extensions,
+                other: Map::new(),
+            },
+            other: Map::new(),
+        }
     }
 
     /// Sends any request (adding `_meta` and the headers) and returns the
@@ -380,14 +413,14 @@ impl McpClient {
             Some(Value::Object(m)) => m,
             _ => Map::new(),
         };
-        if let Value::Object(base) = self.request_meta() {
+        if let Value::Object(base) = self::params(&self.request_meta())? {
             for (k, v) in base {
                 m.entry(k).or_insert(v);
             }
         }
         params.insert("_meta".into(), Value::Object(m));
         let id = http::next_id();
-        let body = jsonrpc::request(&json!(id), method, Value::Object(params));
+        let body = jsonrpc::request(&Value::from(id), method, Value::Object(params));
         let mut headers = vec![
             (
                 header::PROTOCOL_VERSION.to_string(),
@@ -428,25 +461,27 @@ impl McpClient {
     }
 
     /// `server/discover`: supported versions and capabilities.
-    pub async fn discover(&self) -> Result<Received<Value>, ClientError> {
-        let r = self.call_raw(method::DISCOVER, json!({}), None).await?;
-        Ok(Received {
-            value: r.clone(),
-            raw: r,
-        })
+    pub async fn discover(&self) -> Result<Received<DiscoverResult>, ClientError> {
+        let r = self
+            .call_raw(method::DISCOVER, Value::Object(Map::new()), None)
+            .await?;
+        typed(r, "DiscoverResult")
     }
 
     /// Whether a discover result advertises the tasks extension.
-    pub fn offers_tasks(discover: &Value) -> bool {
+    pub fn offers_tasks(discover: &DiscoverResult) -> bool {
         discover
-            .pointer("/capabilities/extensions")
-            .and_then(|e| e.get(TASKS_EXTENSION))
-            .is_some()
+            .capabilities
+            .extensions
+            .as_ref()
+            .is_some_and(|e| e.contains_key(TASKS_EXTENSION))
     }
 
     /// `tools/list` (first page).
     pub async fn list_tools(&self) -> Result<Received<Vec<Tool>>, ClientError> {
-        let r = self.call_raw(method::TOOLS_LIST, json!({}), None).await?;
+        let r = self
+            .call_raw(method::TOOLS_LIST, Value::Object(Map::new()), None)
+            .await?;
         let tools = r.get("tools").cloned().unwrap_or(Value::Array(vec![]));
         let value = typed::<Vec<Tool>>(tools, "tools")?.value;
         Ok(Received { value, raw: r })
@@ -461,7 +496,13 @@ impl McpClient {
         let r = self
             .call_raw(
                 method::TOOLS_CALL,
-                json!({"name": name, "arguments": arguments}),
+                params(&wire::CallToolRequestParams {
+                    name: name.to_string(),
+                    arguments: self::arguments(arguments)?,
+                    input_responses: None,
+                    request_state: None,
+                    meta: self.request_meta(),
+                })?,
                 Some(name),
             )
             .await?;
@@ -481,7 +522,7 @@ impl McpClient {
     /// `tasks/get`.
     pub async fn get_task(&self, task_id: &str) -> Result<Received<DetailedTask>, ClientError> {
         let r = self
-            .call_raw(method::TASKS_GET, json!({"taskId": task_id}), Some(task_id))
+            .call_raw(method::TASKS_GET, self.task_params(task_id)?, Some(task_id))
             .await?;
         typed(r, "DetailedTask")
     }
@@ -491,34 +532,36 @@ impl McpClient {
     pub async fn update_task(
         &self,
         task_id: &str,
-        input_responses: Map<String, Value>,
-    ) -> Result<Received<Value>, ClientError> {
+        input_responses: BTreeMap<String, ElicitResult>,
+    ) -> Result<Received<EmptyResult>, ClientError> {
+        let p = params(&wire::UpdateTaskRequestParams {
+            task_id: task_id.to_string(),
+            input_responses,
+            meta: self.request_meta(),
+        })?;
         let r = self
-            .call_raw(
-                method::TASKS_UPDATE,
-                json!({"taskId": task_id, "inputResponses": input_responses}),
-                Some(task_id),
-            )
+            .call_raw(method::TASKS_UPDATE, p, Some(task_id))
             .await?;
-        Ok(Received {
-            value: r.clone(),
-            raw: r,
+        typed(r, "EmptyResult")
+    }
+
+    fn task_params(&self, task_id: &str) -> Result<Value, ClientError> {
+        params(&wire::TaskRequestParams {
+            task_id: task_id.to_string(),
+            meta: self.request_meta(),
         })
     }
 
     /// `tasks/cancel`.
-    pub async fn cancel_task(&self, task_id: &str) -> Result<Received<Value>, ClientError> {
+    pub async fn cancel_task(&self, task_id: &str) -> Result<Received<EmptyResult>, ClientError> {
         let r = self
             .call_raw(
                 method::TASKS_CANCEL,
-                json!({"taskId": task_id}),
+                self.task_params(task_id)?,
                 Some(task_id),
             )
             .await?;
-        Ok(Received {
-            value: r.clone(),
-            raw: r,
-        })
+        typed(r, "EmptyResult")
     }
 
     /// `tasks/continue` (SEP-2339): applies the input responses, if any, and
@@ -526,14 +569,15 @@ impl McpClient {
     pub async fn continue_task(
         &self,
         task_id: &str,
-        input_responses: Option<Map<String, Value>>,
+        input_responses: Option<BTreeMap<String, ElicitResult>>,
     ) -> Result<Received<DetailedTask>, ClientError> {
-        let mut params = json!({"taskId": task_id});
-        if let (Some(r), Value::Object(m)) = (input_responses, &mut params) {
-            m.insert("inputResponses".into(), Value::Object(r));
-        }
+        let p = params(&wire::ContinueTaskRequestParams {
+            task_id: task_id.to_string(),
+            input_responses,
+            meta: self.request_meta(),
+        })?;
         let r = self
-            .call_raw(method::TASKS_CONTINUE, params, Some(task_id))
+            .call_raw(method::TASKS_CONTINUE, p, Some(task_id))
             .await?;
         typed(r, "DetailedTask")
     }
@@ -581,11 +625,13 @@ impl McpClient {
         task_ids: &[&str],
     ) -> Result<BoxStream<'static, Result<Value, ClientError>>, ClientError> {
         let id = http::next_id();
-        let mut params = json!({"notifications": {"taskIds": task_ids}});
-        if let Value::Object(m) = &mut params {
-            m.insert("_meta".into(), self.request_meta());
-        }
-        let body = jsonrpc::request(&json!(id), method::SUBSCRIPTIONS_LISTEN, params);
+        let p = params(&wire::ListenRequestParams {
+            notifications: wire::NotificationFilter {
+                task_ids: task_ids.iter().map(|t| t.to_string()).collect(),
+            },
+            meta: self.request_meta(),
+        })?;
+        let body = jsonrpc::request(&Value::from(id), method::SUBSCRIPTIONS_LISTEN, p);
         let headers = vec![
             (
                 header::PROTOCOL_VERSION.to_string(),
@@ -618,6 +664,13 @@ impl McpClient {
     }
 }
 
+/// The `{taskId}` params of a 2025-11-25 task request.
+fn legacy_task_params(task_id: &str) -> Result<Value, ClientError> {
+    params(&wire::LegacyTaskRequestParams {
+        task_id: task_id.to_string(),
+    })
+}
+
 /// The MCP client of revision 2025-11-25 (session, experimental tasks).
 #[derive(Clone, Debug)]
 pub struct McpLegacyClient {
@@ -644,9 +697,13 @@ impl McpLegacyClient {
 
     /// A client with an initialized session (`initialize` with the
     /// `elicitation` capability, then `notifications/initialized`).
-    pub async fn connect(config: ClientConfig) -> Result<(Self, Received<Value>), ClientError> {
+    pub async fn connect(
+        config: ClientConfig,
+    ) -> Result<(Self, Received<InitializeResult>), ClientError> {
         let c = Self::new(config)?;
-        let init = c.initialize(json!({"elicitation": {}})).await?;
+        let mut caps = Map::new();
+        caps.insert("elicitation".into(), Value::Object(Map::new()));
+        let init = c.initialize(caps).await?;
         Ok((c, init))
     }
 
@@ -665,28 +722,29 @@ impl McpLegacyClient {
 
     /// `initialize` with these client capabilities, then
     /// `notifications/initialized`; keeps the session id and version.
-    pub async fn initialize(&self, capabilities: Value) -> Result<Received<Value>, ClientError> {
+    pub async fn initialize(
+        &self,
+        capabilities: Map<String, Value>,
+    ) -> Result<Received<InitializeResult>, ClientError> {
         let id = http::next_id();
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": method::INITIALIZE, "params": {
-            "protocolVersion": VERSION_LEGACY,
-            "capabilities": capabilities,
-            "clientInfo": {"name": "taskwire-client", "version": env!("CARGO_PKG_VERSION")},
-        }});
+        let p = params(&wire::InitializeRequestParams {
+            protocol_version: VERSION_LEGACY.into(),
+            capabilities,
+            client_info: own_info(),
+        })?;
+        let body = jsonrpc::request(&Value::from(id), method::INITIALIZE, p);
         let reply = self.inner.request(id, &body, &[]).await?;
         let result = http::rpc_result(&reply.response, Some(reply.http_status))?;
+        let init: Received<InitializeResult> = typed(result, "InitializeResult")?;
         if let Ok(mut s) = self.session.lock() {
             *s = reply.session_id.clone();
         }
-        if let Some(v) = result.get("protocolVersion").and_then(Value::as_str) {
-            if let Ok(mut g) = self.version.lock() {
-                *g = v.to_string();
-            }
+        if let Ok(mut g) = self.version.lock() {
+            *g = init.protocol_version.clone();
         }
-        self.notify(method::INITIALIZED, json!({})).await?;
-        Ok(Received {
-            value: result.clone(),
-            raw: result,
-        })
+        self.notify(method::INITIALIZED, Value::Object(Map::new()))
+            .await?;
+        Ok(init)
     }
 
     fn headers(&self) -> Vec<(String, String)> {
@@ -709,7 +767,7 @@ impl McpLegacyClient {
     /// Sends any request in the session and returns the whole reply.
     pub async fn request(&self, method: &str, params: Value) -> Result<McpReply, ClientError> {
         let id = http::next_id();
-        let body = jsonrpc::request(&json!(id), method, params);
+        let body = jsonrpc::request(&Value::from(id), method, params);
         self.inner.request(id, &body, &self.headers()).await
     }
 
@@ -723,7 +781,7 @@ impl McpLegacyClient {
         handler: &mut ServerRequestHandler<'_>,
     ) -> Result<McpReply, ClientError> {
         let id = http::next_id();
-        let body = jsonrpc::request(&json!(id), method, params);
+        let body = jsonrpc::request(&Value::from(id), method, params);
         self.inner
             .request_with(id, &body, &self.headers(), Some(handler))
             .await
@@ -741,7 +799,7 @@ impl McpLegacyClient {
         params: Value,
     ) -> Result<BoxStream<'static, Result<Value, ClientError>>, ClientError> {
         let id = http::next_id();
-        let body = jsonrpc::request(&json!(id), method, params);
+        let body = jsonrpc::request(&Value::from(id), method, params);
         let resp = self
             .inner
             .post_raw(Bytes::from(body.to_string()), &self.headers())
@@ -770,14 +828,20 @@ impl McpLegacyClient {
     }
 
     /// Answers a server request (e.g. `elicitation/create`) in the session.
-    pub async fn respond(&self, request_id: Value, result: Value) -> Result<(), ClientError> {
-        let body = jsonrpc::result(&json!(request_id), result);
+    pub async fn respond<T: Serialize>(
+        &self,
+        request_id: Value,
+        result: &T,
+    ) -> Result<(), ClientError> {
+        let body = jsonrpc::result(&request_id, params(result)?);
         self.inner.notify(&body, &self.headers()).await.map(|_| ())
     }
 
     /// `tools/list`.
     pub async fn list_tools(&self) -> Result<Received<Vec<Tool>>, ClientError> {
-        let r = self.call_raw(method::TOOLS_LIST, json!({})).await?;
+        let r = self
+            .call_raw(method::TOOLS_LIST, Value::Object(Map::new()))
+            .await?;
         let tools = r.get("tools").cloned().unwrap_or(Value::Array(vec![]));
         let value = typed::<Vec<Tool>>(tools, "tools")?.value;
         Ok(Received { value, raw: r })
@@ -792,7 +856,12 @@ impl McpLegacyClient {
         let r = self
             .call_raw(
                 method::TOOLS_CALL,
-                json!({"name": name, "arguments": arguments}),
+                params(&wire::LegacyCallToolRequestParams {
+                    name: name.to_string(),
+                    arguments: self::arguments(arguments)?,
+                    task: None,
+                    meta: None,
+                })?,
             )
             .await?;
         typed(r, "CallToolResult")
@@ -805,14 +874,15 @@ impl McpLegacyClient {
         arguments: Value,
         ttl_ms: Option<u64>,
     ) -> Result<Received<LegacyTask>, ClientError> {
-        let task = match ttl_ms {
-            Some(t) => json!({"ttl": t}),
-            None => json!({}),
-        };
         let r = self
             .call_raw(
                 method::TOOLS_CALL,
-                json!({"name": name, "arguments": arguments, "task": task}),
+                params(&wire::LegacyCallToolRequestParams {
+                    name: name.to_string(),
+                    arguments: self::arguments(arguments)?,
+                    task: Some(wire::TaskParam { ttl: ttl_ms }),
+                    meta: None,
+                })?,
             )
             .await?;
         let inner = r.get("task").cloned().unwrap_or(Value::Null);
@@ -823,7 +893,7 @@ impl McpLegacyClient {
     /// `tasks/get`.
     pub async fn get_task(&self, task_id: &str) -> Result<Received<LegacyTask>, ClientError> {
         let r = self
-            .call_raw(method::TASKS_GET, json!({"taskId": task_id}))
+            .call_raw(method::TASKS_GET, legacy_task_params(task_id)?)
             .await?;
         typed(r, "Task")
     }
@@ -835,7 +905,7 @@ impl McpLegacyClient {
         task_id: &str,
     ) -> Result<Received<CallToolResult>, ClientError> {
         let r = self
-            .call_raw(method::TASKS_RESULT, json!({"taskId": task_id}))
+            .call_raw(method::TASKS_RESULT, legacy_task_params(task_id)?)
             .await?;
         typed(r, "CallToolResult")
     }
@@ -845,18 +915,17 @@ impl McpLegacyClient {
         &self,
         cursor: Option<&str>,
     ) -> Result<Received<LegacyTaskPage>, ClientError> {
-        let params = match cursor {
-            Some(c) => json!({"cursor": c}),
-            None => json!({}),
-        };
-        let r = self.call_raw(method::TASKS_LIST, params).await?;
+        let p = params(&wire::LegacyListTasksRequestParams {
+            cursor: cursor.map(str::to_string),
+        })?;
+        let r = self.call_raw(method::TASKS_LIST, p).await?;
         typed(r, "ListTasksResult")
     }
 
     /// `tasks/cancel`: the cancelled task.
     pub async fn cancel_task(&self, task_id: &str) -> Result<Received<LegacyTask>, ClientError> {
         let r = self
-            .call_raw(method::TASKS_CANCEL, json!({"taskId": task_id}))
+            .call_raw(method::TASKS_CANCEL, legacy_task_params(task_id)?)
             .await?;
         typed(r, "Task")
     }
@@ -888,6 +957,7 @@ impl McpLegacyClient {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn header_values_are_encoded_when_unsafe() {

@@ -5,6 +5,7 @@
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -25,7 +26,7 @@ async fn current_revision_lifecycles() {
     let server = common::start().await;
     let client = McpClient::new(common::config(&server.base)).unwrap();
     let disc = client.discover().await.unwrap();
-    assert!(McpClient::offers_tasks(&disc.raw), "{}", disc.raw);
+    assert!(McpClient::offers_tasks(&disc), "{}", disc.raw);
     let tools = client.list_tools().await.unwrap();
     assert!(tools.iter().any(|t| t.name == "run_script"));
 
@@ -57,8 +58,8 @@ async fn current_revision_lifecycles() {
     assert_eq!(asked.status, McpTaskStatus::InputRequired);
     let requests = asked.input_requests.clone().unwrap();
     let key = requests.keys().next().unwrap().clone();
-    let mut answers = Map::new();
-    answers.insert(key, elicit_accept(json!({"answer": "Ada"})));
+    let mut answers = BTreeMap::new();
+    answers.insert(key, elicit_accept(obj(json!({"answer": "Ada"}))));
     client.update_task(&id, answers).await.unwrap();
     let done = client
         .wait_task(&id, Duration::from_secs(10))
@@ -86,8 +87,8 @@ async fn current_revision_lifecycles() {
         .next()
         .unwrap()
         .clone();
-    let mut answers = Map::new();
-    answers.insert(key, elicit_accept(json!({"answer": "Bo"})));
+    let mut answers = BTreeMap::new();
+    answers.insert(key, elicit_accept(obj(json!({"answer": "Bo"}))));
     let cont = client.continue_task(&id, Some(answers)).await.unwrap();
     assert_eq!(cont.task_id, id);
     let done = client
@@ -221,7 +222,7 @@ async fn legacy_session_and_tasks() {
     let mut asked = Vec::new();
     let mut handler = |req: &Value| {
         asked.push(req["method"].clone());
-        Some(elicit_accept(json!({"answer": "Ada"})))
+        serde_json::to_value(elicit_accept(obj(json!({"answer": "Ada"})))).ok()
     };
     let reply = client
         .request_interactive(
@@ -267,7 +268,10 @@ async fn legacy_task_result_events_arrive_one_by_one() {
         if msg["method"] == "elicitation/create" {
             // Answered while the stream is still open: the task goes on.
             client
-                .respond(msg["id"].clone(), elicit_accept(json!({"answer": "teal"})))
+                .respond(
+                    msg["id"].clone(),
+                    &elicit_accept(obj(json!({"answer": "teal"}))),
+                )
                 .await
                 .unwrap();
         }
@@ -291,4 +295,11 @@ async fn legacy_task_result_events_arrive_one_by_one() {
     let only = again.next().await.unwrap().unwrap();
     assert!(only["result"]["content"].is_array(), "{only}");
     assert!(again.next().await.is_none());
+}
+
+fn obj(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        other => panic!("not an object: {other}"),
+    }
 }

@@ -10,82 +10,10 @@ use taskwire_core::{CoreError, Role};
 
 use crate::{Loss, VocabError};
 
-/// `lf.a2a.v1.TaskState`, with the wire numbers of the 1.0 proto.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(i32)]
-pub enum A2aState {
-    /// `TASK_STATE_UNSPECIFIED`
-    Unspecified = 0,
-    /// `TASK_STATE_SUBMITTED`
-    Submitted = 1,
-    /// `TASK_STATE_WORKING`
-    Working = 2,
-    /// `TASK_STATE_COMPLETED` (terminal)
-    Completed = 3,
-    /// `TASK_STATE_FAILED` (terminal)
-    Failed = 4,
-    /// `TASK_STATE_CANCELED` (terminal)
-    Canceled = 5,
-    /// `TASK_STATE_INPUT_REQUIRED` (interrupted)
-    InputRequired = 6,
-    /// `TASK_STATE_REJECTED` (terminal)
-    Rejected = 7,
-    /// `TASK_STATE_AUTH_REQUIRED` (interrupted)
-    AuthRequired = 8,
-}
-
-impl A2aState {
-    /// Every state, in wire-number order.
-    pub const ALL: [A2aState; 9] = [
-        A2aState::Unspecified,
-        A2aState::Submitted,
-        A2aState::Working,
-        A2aState::Completed,
-        A2aState::Failed,
-        A2aState::Canceled,
-        A2aState::InputRequired,
-        A2aState::Rejected,
-        A2aState::AuthRequired,
-    ];
-
-    /// The wire number.
-    pub fn number(self) -> i32 {
-        self as i32
-    }
-
-    /// The state for a wire number.
-    pub fn from_number(n: i32) -> Option<Self> {
-        Self::ALL.into_iter().find(|s| s.number() == n)
-    }
-
-    /// The ProtoJSON enum name (`TASK_STATE_COMPLETED`).
-    pub fn name(self) -> &'static str {
-        match self {
-            A2aState::Unspecified => "TASK_STATE_UNSPECIFIED",
-            A2aState::Submitted => "TASK_STATE_SUBMITTED",
-            A2aState::Working => "TASK_STATE_WORKING",
-            A2aState::Completed => "TASK_STATE_COMPLETED",
-            A2aState::Failed => "TASK_STATE_FAILED",
-            A2aState::Canceled => "TASK_STATE_CANCELED",
-            A2aState::InputRequired => "TASK_STATE_INPUT_REQUIRED",
-            A2aState::Rejected => "TASK_STATE_REJECTED",
-            A2aState::AuthRequired => "TASK_STATE_AUTH_REQUIRED",
-        }
-    }
-
-    /// True for COMPLETED, FAILED, CANCELED and REJECTED.
-    pub fn is_terminal(self) -> bool {
-        matches!(
-            self,
-            A2aState::Completed | A2aState::Failed | A2aState::Canceled | A2aState::Rejected
-        )
-    }
-
-    /// True for INPUT_REQUIRED and AUTH_REQUIRED.
-    pub fn is_interrupted(self) -> bool {
-        matches!(self, A2aState::InputRequired | A2aState::AuthRequired)
-    }
-}
+/// `lf.a2a.v1.TaskState`, with the wire numbers of the 1.0 proto: the wire
+/// layer's generated enum (its `number`, `from_number`, `name`, `is_terminal`
+/// and `is_interrupted` are defined there).
+pub use taskwire_wire::a2a::pb::TaskState as A2aState;
 
 /// A pending review is shown as INPUT_REQUIRED: A2A has no review state, so a
 /// client cannot tell "the agent asks you something" from "someone must approve".

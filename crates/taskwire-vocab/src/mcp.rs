@@ -48,52 +48,9 @@ pub enum Generation {
     Legacy,
 }
 
-/// An MCP task status (both generations use the same five words).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum McpStatus {
-    /// `working`
-    Working,
-    /// `input_required`
-    InputRequired,
-    /// `completed`
-    Completed,
-    /// `failed`
-    Failed,
-    /// `cancelled`
-    Cancelled,
-}
-
-impl McpStatus {
-    /// The wire word.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            McpStatus::Working => "working",
-            McpStatus::InputRequired => "input_required",
-            McpStatus::Completed => "completed",
-            McpStatus::Failed => "failed",
-            McpStatus::Cancelled => "cancelled",
-        }
-    }
-
-    /// The wire value.
-    pub fn wire(self) -> wire::TaskStatus {
-        match self {
-            McpStatus::Working => wire::TaskStatus::Working,
-            McpStatus::InputRequired => wire::TaskStatus::InputRequired,
-            McpStatus::Completed => wire::TaskStatus::Completed,
-            McpStatus::Failed => wire::TaskStatus::Failed,
-            McpStatus::Cancelled => wire::TaskStatus::Cancelled,
-        }
-    }
-
-    /// True for completed, failed and cancelled.
-    pub fn is_terminal(self) -> bool {
-        matches!(
-            self,
-            McpStatus::Completed | McpStatus::Failed | McpStatus::Cancelled
-        )
-    }
-}
+/// An MCP task status (both generations use the same five words): the wire
+/// layer's type, whose `Unknown` stands for a word a newer peer may send.
+pub use taskwire_wire::mcp::TaskStatus as McpStatus;
 
 /// Lost: a submitted task (not yet picked up) looks the same as a running one.
 pub const LOSS_SUBMITTED: Loss = Loss("submitted and working are both `working`");
@@ -300,30 +257,16 @@ pub fn status(task: &Task, generation: Generation) -> (McpStatus, Option<Loss>) 
 /// The core state an MCP status stands for, read back (by a client, or a check
 /// that two views agree). Exact wherever [`status`] reports no loss; a lossy
 /// status reads back as the state it is shared with (`working` as working,
-/// `completed` as completed, 2025-11-25 `failed` as failed).
+/// `completed` as completed, 2025-11-25 `failed` as failed). A status word this
+/// version does not know reads as working: the task has not ended as far as
+/// anyone here can tell.
 pub fn state_from_status(s: McpStatus) -> TaskState {
     match s {
-        McpStatus::Working => TaskState::Working,
         McpStatus::InputRequired => TaskState::InputRequired,
         McpStatus::Completed => TaskState::Completed,
         McpStatus::Failed => TaskState::Failed,
         McpStatus::Cancelled => TaskState::Canceled,
-    }
-}
-
-impl McpStatus {
-    /// Every status.
-    pub const ALL: [McpStatus; 5] = [
-        McpStatus::Working,
-        McpStatus::InputRequired,
-        McpStatus::Completed,
-        McpStatus::Failed,
-        McpStatus::Cancelled,
-    ];
-
-    /// The status of a wire word.
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|x| x.as_str() == s)
+        _ => TaskState::Working,
     }
 }
 
@@ -639,7 +582,7 @@ pub fn ttl(task: &Task) -> (Option<u64>, Loss) {
 pub fn current_task(task: &Task, poll_interval_ms: u64) -> wire::TaskFields {
     wire::TaskFields {
         task_id: task.id.to_string(),
-        status: status(task, Generation::Current).0.wire(),
+        status: status(task, Generation::Current).0,
         status_message: status_message(task),
         created_at: timestamp(&task.created_at),
         last_updated_at: timestamp(&task.updated_at),
@@ -682,7 +625,7 @@ pub fn detailed_task(task: &Task, poll_interval_ms: u64, auth_url_base: &str) ->
             Outcome::Error(e) => o.error = Some(e),
             Outcome::Pending | Outcome::Cancelled => {}
         },
-        McpStatus::Working | McpStatus::Cancelled => {}
+        _ => {}
     }
     o
 }
@@ -691,7 +634,7 @@ pub fn detailed_task(task: &Task, poll_interval_ms: u64, auth_url_base: &str) ->
 pub fn legacy_task(task: &Task, poll_interval_ms: u64) -> wire::LegacyTask {
     wire::LegacyTask {
         task_id: task.id.to_string(),
-        status: status(task, Generation::Legacy).0.wire(),
+        status: status(task, Generation::Legacy).0,
         status_message: status_message(task),
         created_at: timestamp(&task.created_at),
         last_updated_at: timestamp(&task.updated_at),

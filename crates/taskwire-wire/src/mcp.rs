@@ -442,6 +442,32 @@ pub enum TaskStatus {
 }
 
 impl TaskStatus {
+    /// Every status that is sent.
+    pub const ALL: [TaskStatus; 5] = [
+        TaskStatus::Working,
+        TaskStatus::InputRequired,
+        TaskStatus::Completed,
+        TaskStatus::Failed,
+        TaskStatus::Cancelled,
+    ];
+
+    /// The status of a wire word (`None` for a word this version does not know).
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|x| x.as_str() == s)
+    }
+
+    /// The wire word (`unknown` for a status this version does not know).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Working => "working",
+            Self::InputRequired => "input_required",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+            Self::Unknown => "unknown",
+        }
+    }
+
     /// completed, failed or cancelled.
     pub fn is_terminal(self) -> bool {
         matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
@@ -1146,4 +1172,68 @@ impl ElicitResult {
 /// stands in if it ever did.
 pub fn to_value<T: Serialize>(v: &T) -> Value {
     serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn status_words_are_the_serialized_words() {
+        for s in TaskStatus::ALL {
+            assert_eq!(serde_json::to_value(s).unwrap(), json!(s.as_str()));
+            assert_eq!(TaskStatus::parse(s.as_str()), Some(s));
+        }
+        let later: TaskStatus = serde_json::from_value(json!("paused")).unwrap();
+        assert_eq!(later, TaskStatus::Unknown);
+        assert_eq!(TaskStatus::parse("paused"), None);
+    }
+
+    #[test]
+    fn typed_params_have_the_wire_shapes() {
+        let p = CreateMessageRequestParams {
+            messages: vec![SamplingMessage {
+                role: SamplingRole::User,
+                content: ContentBlock::Text { text: "hi".into() },
+            }],
+            max_tokens: 5,
+            other: Map::new(),
+        };
+        assert_eq!(
+            to_value(&p),
+            json!({"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 5})
+        );
+        let caps = LegacyServerCapabilities {
+            tools: Some(ListChanged {
+                list_changed: Some(false),
+            }),
+            tasks: Some(LegacyTasksCapability {
+                list: Some(Map::new()),
+                cancel: Some(Map::new()),
+                requests: Some(TaskRequests {
+                    tools: Some(ToolTaskRequests {
+                        call: Some(Map::new()),
+                    }),
+                }),
+            }),
+            other: Map::new(),
+        };
+        assert_eq!(
+            to_value(&caps),
+            json!({"tools": {"listChanged": false}, "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}})
+        );
+        assert_eq!(
+            to_value(&ElicitResult::cancel()),
+            json!({"action": "cancel"})
+        );
+        assert_eq!(
+            to_value(&ProgressNotificationParams {
+                progress_token: json!(7),
+                progress: 3,
+                message: None
+            }),
+            json!({"progressToken": 7, "progress": 3})
+        );
+    }
 }

@@ -3,8 +3,10 @@
 //! `tasks/cancel`, `subscriptions/listen`.
 
 use async_trait::async_trait;
-use serde_json::{json, Map, Value};
-use taskwire_client::mcp::{elicit_accept, DetailedTask, McpClient, ToolCallOutcome};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+use taskwire_client::mcp::{elicit_accept, DetailedTask, ElicitResult, McpClient, ToolCallOutcome};
 use taskwire_client::ClientError;
 
 use super::classify;
@@ -51,7 +53,11 @@ impl McpDriver {
     }
 
     /// Sends input responses to a task (`tasks/update`).
-    async fn update(&self, id: &str, responses: Map<String, Value>) -> Result<(), OpError> {
+    async fn update(
+        &self,
+        id: &str,
+        responses: BTreeMap<String, ElicitResult>,
+    ) -> Result<(), OpError> {
         self.client
             .update_task(id, responses)
             .await
@@ -63,7 +69,7 @@ impl McpDriver {
         &self,
         task: &TaskRef,
         pick: impl Fn(&str) -> bool,
-        response: Value,
+        response: ElicitResult,
     ) -> Result<(), OpError> {
         let t = self.detailed(&task.id).await?;
         let keys: Vec<String> = t
@@ -80,7 +86,7 @@ impl McpDriver {
                 ),
             ));
         }
-        let mut m = Map::new();
+        let mut m = BTreeMap::new();
         for k in keys {
             m.insert(k, response.clone());
         }
@@ -213,14 +219,14 @@ impl Driver for McpDriver {
         self.respond(
             task,
             |k| !k.starts_with(AUTH_KEY_PREFIX) && !k.starts_with(REVIEW_KEY_PREFIX),
-            elicit_accept(json!({"answer": text})),
+            elicit_accept(super::object(json!({"answer": text}))),
         )
         .await
     }
 
     async fn authorize(&self, task: &mut TaskRef, provider: &str) -> Result<(), OpError> {
         let key = format!("{AUTH_KEY_PREFIX}{provider}");
-        self.respond(task, |k| k == key, elicit_accept(json!({})))
+        self.respond(task, |k| k == key, elicit_accept(super::object(json!({}))))
             .await
     }
 
@@ -228,10 +234,13 @@ impl Driver for McpDriver {
     /// task), so the suite exercises it beside `tasks/update`.
     async fn approve(&self, task: &mut TaskRef) -> Result<(), OpError> {
         let t = self.detailed(&task.id).await?;
-        let mut m = Map::new();
+        let mut m = BTreeMap::new();
         for k in t.input_requests.iter().flat_map(|m| m.keys()) {
             if k.starts_with(REVIEW_KEY_PREFIX) {
-                m.insert(k.clone(), elicit_accept(json!({"approved": true})));
+                m.insert(
+                    k.clone(),
+                    elicit_accept(super::object(json!({"approved": true}))),
+                );
             }
         }
         if m.is_empty() {
@@ -271,8 +280,11 @@ impl Driver for McpDriver {
 
     async fn send(&self, task: &mut TaskRef, text: &str) -> Result<(), OpError> {
         // The only message MCP carries to a task is an input response.
-        let mut m = Map::new();
-        m.insert("conformance".into(), elicit_accept(json!({"answer": text})));
+        let mut m = BTreeMap::new();
+        m.insert(
+            "conformance".into(),
+            elicit_accept(super::object(json!({"answer": text}))),
+        );
         self.update(&task.id, m).await
     }
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{json, Value};
-use taskwire_client::mcp::{elicit_accept, method, McpLegacyClient};
+use taskwire_client::mcp::{elicit_accept, method, ElicitAction, ElicitResult, McpLegacyClient};
 use taskwire_client::ClientError;
 use taskwire_vocab::mcp::{review_schema, AUTH_KEY_PREFIX};
 
@@ -52,22 +52,22 @@ enum Pick<'a> {
 
 impl Pick<'_> {
     /// The answer to `params` when this pick matches it.
-    fn answer(&self, params: &Value) -> Option<Value> {
+    fn answer(&self, params: &Value) -> Option<ElicitResult> {
         let mode = params["mode"].as_str().unwrap_or("form");
         let review = params["requestedSchema"] == review_schema();
         match self {
             Pick::Answer(text) if mode == "form" && !review => {
-                Some(elicit_accept(json!({"answer": text})))
+                Some(elicit_accept(super::object(json!({"answer": text}))))
             }
             Pick::Authorize(provider)
                 if mode == "url"
                     && params["elicitationId"].as_str()
                         == Some(format!("{AUTH_KEY_PREFIX}{provider}").as_str()) =>
             {
-                Some(elicit_accept(json!({})))
+                Some(elicit_accept(super::object(json!({}))))
             }
             Pick::Approve if mode == "form" && review => {
-                Some(elicit_accept(json!({"approved": true})))
+                Some(elicit_accept(super::object(json!({"approved": true}))))
             }
             _ => None,
         }
@@ -111,7 +111,7 @@ impl McpLegacyDriver {
         let mut done = self.initialized.lock().await;
         if !*done {
             self.client
-                .initialize(json!({"elicitation": {}}))
+                .initialize(super::object(json!({"elicitation": {}})))
                 .await
                 .map_err(|e| self.err(e))?;
             let v = self.client.protocol_version();
@@ -205,15 +205,16 @@ impl McpLegacyDriver {
             }
             let answer = pick
                 .answer(&msg["params"])
-                .unwrap_or_else(|| json!({"action": "cancel"}));
-            let matched = answer["action"] != "cancel";
+                .unwrap_or_else(ElicitResult::cancel);
+            let matched = answer.action != ElicitAction::Cancel;
+            let shown = serde_json::to_string(&answer).unwrap_or_default();
             self.wire.record(
                 P,
-                format!("response to {} {}: {answer}", msg["id"], ELICITATION_CREATE),
+                format!("response to {} {}: {shown}", msg["id"], ELICITATION_CREATE),
                 "(sent in the session)",
             );
             self.client
-                .respond(msg["id"].clone(), answer)
+                .respond(msg["id"].clone(), &answer)
                 .await
                 .map_err(|e| self.err(e))?;
             if matched {
@@ -441,7 +442,8 @@ mod tests {
         assert_eq!(
             Pick::Approve
                 .answer(&review)
-                .map(|v| v["content"]["approved"].clone()),
+                .and_then(|v| v.content)
+                .and_then(|c| c.get("approved").cloned()),
             Some(json!(true))
         );
     }

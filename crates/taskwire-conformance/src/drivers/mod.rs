@@ -104,7 +104,11 @@ fn build_one(
     if let Some(u) = &ep.mcp {
         let c = taskwire_client::mcp::McpClient::with_endpoint(cc.clone(), u)
             .map_err(cerr)?
-            .client_info(serde_json::json!({"name": "taskwire-conformance", "version": env!("CARGO_PKG_VERSION")}));
+            .client_info(taskwire_client::mcp::Implementation {
+                name: "taskwire-conformance".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+                other: serde_json::Map::new(),
+            });
         out.insert(
             Protocol::Mcp,
             Arc::new(mcp::McpDriver {
@@ -346,6 +350,15 @@ pub(crate) fn classify(protocol: Protocol, e: &ClientError) -> OpError {
         }
         ClientError::NotImplemented(what) => OpError::unsupported(what),
         other => OpError::new(ErrorClass::Other, format!("{protocol}: {other}")),
+    }
+}
+
+/// The members of a JSON object (an answer, a capability set); anything else has
+/// none.
+pub(crate) fn object(v: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
+    match v {
+        serde_json::Value::Object(m) => m,
+        _ => serde_json::Map::new(),
     }
 }
 

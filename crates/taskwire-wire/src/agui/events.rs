@@ -877,6 +877,80 @@ mod tests {
     }
 
     #[test]
+    fn custom_events_carry_their_name_and_camel_case_value() {
+        use custom::Custom;
+        let cases = [
+            (
+                Custom::Status {
+                    from: "submitted".into(),
+                    to: "working".into(),
+                    cause: None,
+                    message: Some("go".into()),
+                },
+                json!({"from": "submitted", "to": "working", "message": "go"}),
+            ),
+            (
+                Custom::AuthRequired {
+                    interrupt_id: "t/auth/gh".into(),
+                    provider: "gh".into(),
+                    url: None,
+                },
+                json!({"interruptId": "t/auth/gh", "provider": "gh"}),
+            ),
+            (
+                Custom::InputCommitted {
+                    message_ids: vec!["m1".into()],
+                },
+                json!({"messageIds": ["m1"]}),
+            ),
+        ];
+        for (c, value) in cases {
+            let name = c.name();
+            let body: EventBody = c.clone().into();
+            assert_eq!(
+                body,
+                EventBody::Custom {
+                    name: name.to_string(),
+                    value: value.clone()
+                }
+            );
+            assert_eq!(Custom::read(name, &value), Some(c));
+        }
+        assert_eq!(Custom::read("someone:else", &json!({})), None);
+        assert_eq!(
+            Custom::read(custom::TURN_STARTED, &json!({"turn": "x"})),
+            None
+        );
+    }
+
+    #[test]
+    fn patch_ops_and_snapshot_messages_have_the_adapter_shapes() {
+        let ops = [
+            PatchOp::Add {
+                path: "/parts/-".into(),
+                value: json!({"text": "a"}),
+            },
+            PatchOp::Replace {
+                path: "/complete".into(),
+                value: json!(true),
+            },
+        ];
+        assert_eq!(
+            PatchOp::patch(&ops),
+            json!([{"op": "add", "path": "/parts/-", "value": {"text": "a"}},
+                   {"op": "replace", "path": "/complete", "value": true}])
+        );
+        assert_eq!(
+            SnapshotMessage::text("m", role::USER, "hi").to_value(),
+            json!({"id": "m", "role": "user", "content": "hi"})
+        );
+        assert_eq!(
+            SnapshotMessage::activity("a", "taskwire.artifact", json!({"x": 1})).to_value(),
+            json!({"id": "a", "role": "activity", "activityType": "taskwire.artifact", "content": {"x": 1}})
+        );
+    }
+
+    #[test]
     fn outcomes_serialize_as_tagged_objects() {
         assert_eq!(
             serde_json::to_value(Outcome::Cancelled).unwrap(),
