@@ -126,14 +126,11 @@ struct Run {
 
 async fn throughput(store: Arc<dyn TaskStore>, callers: usize, secs: f64) -> Run {
     let svc = TaskService::new(store, "scripted");
-    let rt = Runtime::start(
-        svc.clone(),
-        Arc::new(ScriptedAgent::new()),
-        RuntimeConfig {
-            max_concurrent_turns: 512,
-            ..RuntimeConfig::default()
-        },
-    );
+    let rt = Runtime::start(svc.clone(), Arc::new(ScriptedAgent::new()), {
+        let mut v = RuntimeConfig::default();
+        v.max_concurrent_turns = 512;
+        v
+    });
     let done = Arc::new(AtomicU64::new(0));
     let deadline = Instant::now() + Duration::from_secs_f64(secs);
     let start = Instant::now();

@@ -69,6 +69,7 @@ pub use taskwire_wire::a2a::pb;
 
 /// Configuration of the A2A adapter.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct A2aConfig {
     /// Public base url the card's interface urls are built from (`--public-url`),
     /// for example `https://agents.example.com`; not the bind address.

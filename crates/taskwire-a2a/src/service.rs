@@ -488,16 +488,14 @@ impl A2aService {
             .status_timestamp_after
             .map(|t| convert::timestamp_from_pb(t, "params.statusTimestampAfter"))
             .transpose()?;
-        let q = ListQuery {
-            context_id: (!req.context_id.is_empty()).then_some(req.context_id),
-            state,
-            // A2A lists newest status first, filtered by status time.
-            changed_since: after,
-            order: ListOrder::StateChanged,
-            page_size,
-            cursor: (!req.page_token.is_empty()).then_some(req.page_token),
-            ..ListQuery::default()
-        };
+        let mut q = ListQuery::default();
+        q.context_id = (!req.context_id.is_empty()).then_some(req.context_id);
+        q.state = state;
+        // A2A lists newest status first, filtered by status time.
+        q.changed_since = after;
+        q.order = ListOrder::StateChanged;
+        q.page_size = page_size;
+        q.cursor = (!req.page_token.is_empty()).then_some(req.page_token);
         let page = self
             .inner
             .service

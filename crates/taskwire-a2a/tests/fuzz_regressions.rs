@@ -73,12 +73,12 @@ async fn push_delivery_does_not_follow_redirects() {
         RuntimeConfig::default(),
     );
     let caller = Caller::new("default", "alice");
-    let cfg = A2aConfig {
-        // Both receivers are on loopback; the check itself is not under test here.
-        push_allow_private: true,
-        push_max_attempts: 1,
-        push_base_backoff: Duration::from_millis(10),
-        ..A2aConfig::default()
+    let cfg = {
+        let mut v = A2aConfig::default();
+        v.push_allow_private = true;
+        v.push_max_attempts = 1;
+        v.push_base_backoff = Duration::from_millis(10);
+        v
     };
     let task = svc
         .create(&caller, CreateTask::new(Message::user_text("ask go?")))

@@ -262,11 +262,12 @@ async fn delivery_resumes_after_a_restart() {
         RuntimeConfig::default(),
     );
     let caller = Caller::new("default", "alice");
-    let cfg = A2aConfig {
-        push_allow_private: true,
-        push_base_backoff: Duration::from_millis(20),
-        push_lease: Duration::from_millis(300),
-        ..A2aConfig::default()
+    let cfg = {
+        let mut v = A2aConfig::default();
+        v.push_allow_private = true;
+        v.push_base_backoff = Duration::from_millis(20);
+        v.push_lease = Duration::from_millis(300);
+        v
     };
     let task = waiting_task(&svc, &caller).await;
     let (url, posts) = receiver(0).await;
@@ -334,10 +335,11 @@ async fn two_nodes_deliver_each_notification_once() {
         RuntimeConfig::default(),
     );
     let caller = Caller::new("default", "alice");
-    let cfg = A2aConfig {
-        push_allow_private: true,
-        push_lease: Duration::from_millis(300),
-        ..A2aConfig::default()
+    let cfg = {
+        let mut v = A2aConfig::default();
+        v.push_allow_private = true;
+        v.push_lease = Duration::from_millis(300);
+        v
     };
     let a = PushManager::new(svc.clone(), &cfg);
     let b = PushManager::new(svc.clone(), &cfg);
@@ -442,10 +444,11 @@ async fn a_name_rebinding_to_loopback_is_refused_at_delivery() {
     let caller = Caller::new("default", "alice");
     let (url, posts) = receiver(0).await;
     let port = url.split(':').nth(2).unwrap().split('/').next().unwrap();
-    let cfg = A2aConfig {
-        push_max_attempts: 3,
-        push_base_backoff: Duration::from_millis(10),
-        ..A2aConfig::default()
+    let cfg = {
+        let mut v = A2aConfig::default();
+        v.push_max_attempts = 3;
+        v.push_base_backoff = Duration::from_millis(10);
+        v
     };
     let lookup = Arc::new(Rebinding::default());
     let push = PushManager::with_lookup(svc.clone(), &cfg, lookup.clone());
@@ -496,10 +499,11 @@ async fn a_name_rebinding_to_loopback_is_refused_at_delivery() {
 async fn push_configs_are_bounded_per_caller() {
     let store = Arc::new(MemoryStore::new());
     let svc = TaskService::new(store, "scripted");
-    let cfg = A2aConfig {
-        push_allow_private: true,
-        push_max_configs_per_principal: 2,
-        ..A2aConfig::default()
+    let cfg = {
+        let mut v = A2aConfig::default();
+        v.push_allow_private = true;
+        v.push_max_configs_per_principal = 2;
+        v
     };
     let push = PushManager::new(svc.clone(), &cfg);
     let mut tasks = Vec::new();

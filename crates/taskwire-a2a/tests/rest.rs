@@ -735,9 +735,10 @@ mod never_a_server_error {
                 let service = TaskService::new(Arc::new(MemoryStore::new()), "scripted");
                 let agent = Arc::new(ScriptedAgent::new());
                 let runtime = Runtime::start(service.clone(), agent.clone(), RuntimeConfig::default());
-                let config = A2aConfig {
-                    blocking_timeout: std::time::Duration::from_secs(5),
-                    ..A2aConfig::default()
+                let config = {
+                    let mut v = A2aConfig::default();
+                    v.blocking_timeout = std::time::Duration::from_secs(5);
+                    v
                 };
                 let routes = A2aAdapter::new(service, agent, config).routes();
                 let uri = if query.is_empty() { path.clone() } else { format!("{path}?{query}") };

@@ -96,6 +96,7 @@ pub enum AguiError {
 
 /// Adapter settings.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct AguiConfig {
     /// Most open runs (runs of tasks that are not terminal) one caller may hold;
     /// one more is a lone `RUN_ERROR` (code `quota_exceeded`). Runs are kept in

@@ -554,15 +554,13 @@ async fn thread_tasks(
     let mut cursor = None;
     loop {
         let page = service
-            .list(
-                caller,
-                ListQuery {
-                    context_id: Some(thread_id.to_string()),
-                    page_size: 200,
-                    cursor,
-                    ..ListQuery::default()
-                },
-            )
+            .list(caller, {
+                let mut q = ListQuery::default();
+                q.context_id = Some(thread_id.to_string());
+                q.page_size = 200;
+                q.cursor = cursor;
+                q
+            })
             .await?;
         tasks.extend(page.tasks);
         match page.next_cursor {

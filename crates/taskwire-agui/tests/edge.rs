@@ -20,9 +20,10 @@ use tower::ServiceExt;
 const LIMIT: usize = 16 * 1024;
 
 async fn start() -> Env {
-    Env::with_config(AguiConfig {
-        max_body_bytes: LIMIT,
-        ..AguiConfig::default()
+    Env::with_config({
+        let mut v = AguiConfig::default();
+        v.max_body_bytes = LIMIT;
+        v
     })
     .await
 }

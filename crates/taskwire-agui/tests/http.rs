@@ -246,14 +246,12 @@ async fn interrupt_then_resume_then_replay() {
     assert_eq!(s5.last()["type"], "RUN_FINISHED");
     let tasks = env
         .service
-        .list(
-            &taskwire_core::Caller::new("t1", "alice"),
-            taskwire_core::store::ListQuery {
-                context_id: Some("th-ask".into()),
-                page_size: 10,
-                ..Default::default()
-            },
-        )
+        .list(&taskwire_core::Caller::new("t1", "alice"), {
+            let mut v = taskwire_core::store::ListQuery::default();
+            v.context_id = Some("th-ask".into());
+            v.page_size = 10;
+            v
+        })
         .await
         .unwrap();
     assert_eq!(

@@ -49,9 +49,10 @@ async fn another_node_finds_the_run() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn open_runs_are_bounded_per_caller() {
-    let env = Env::with_config(AguiConfig {
-        max_runs_per_principal: 1,
-        ..AguiConfig::default()
+    let env = Env::with_config({
+        let mut v = AguiConfig::default();
+        v.max_runs_per_principal = 1;
+        v
     })
     .await;
     let s = env

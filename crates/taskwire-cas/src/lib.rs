@@ -107,6 +107,7 @@ pub const HEADER_PARENT_TASK: &str = "cas-parent-task";
 
 /// Settings of the CAS surface.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct CasConfig {
     /// Longest `?wait=` a long poll may ask for (longer values are capped).
     pub max_wait: Duration,

@@ -37,6 +37,7 @@ pub const HEADER_PUSH_TOKEN_OUT: &str = "x-cas-push-token";
 
 /// Outbound push settings.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct PushConfig {
     /// Accept `CAS-Push-Url` at all (default false).
     pub enabled: bool,

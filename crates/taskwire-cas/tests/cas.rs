@@ -339,16 +339,18 @@ async fn rule7_notifications_ordered_and_removed_when_resolved() {
 /// terminal; with no lifespan it is null.
 #[tokio::test]
 async fn rule8_idle_expires_at() {
-    let rc = RuntimeConfig {
-        sweep_interval: Duration::from_millis(50),
-        ..RuntimeConfig::default()
+    let rc = {
+        let mut v = RuntimeConfig::default();
+        v.sweep_interval = Duration::from_millis(50);
+        v
     };
     let h = Harness::start_with(
         scripted(),
         |s| {
-            s.with_defaults(TaskDefaults {
-                idle_lifespan: Some(Duration::from_millis(1500)),
-                ..TaskDefaults::default()
+            s.with_defaults({
+                let mut v = TaskDefaults::default();
+                v.idle_lifespan = Some(Duration::from_millis(1500));
+                v
             })
         },
         rc,

@@ -25,16 +25,12 @@ fn scripted() -> Arc<dyn Agent> {
 }
 
 async fn start() -> Harness {
-    Harness::start_full(
-        scripted(),
-        |s| s,
-        RuntimeConfig::default(),
-        CasConfig {
-            recheck: Duration::from_millis(500),
-            max_body_bytes: LIMIT,
-            ..CasConfig::default()
-        },
-    )
+    Harness::start_full(scripted(), |s| s, RuntimeConfig::default(), {
+        let mut v = CasConfig::default();
+        v.recheck = Duration::from_millis(500);
+        v.max_body_bytes = LIMIT;
+        v
+    })
     .await
 }
 

@@ -121,6 +121,7 @@ pub type ExchangeObserver = Arc<dyn Fn(&Exchange) + Send + Sync>;
 
 /// Settings shared by all protocol clients. Build with [`ClientConfig::builder`].
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct ClientConfig {
     /// The server's base url, without a trailing slash (e.g. `http://127.0.0.1:7420`).
     pub base_url: String,

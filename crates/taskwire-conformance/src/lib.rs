@@ -57,6 +57,7 @@ pub use scenario::Scenario;
 
 /// What to run against which target.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Config {
     /// Base url of the target (`http://127.0.0.1:7420`).
     pub target: String,

@@ -8,6 +8,7 @@ use crate::types::{metadata_size, Message, Metadata};
 
 /// Configurable limits on what callers may send.
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Limits {
     /// Largest message, all parts and metadata together, in bytes (default 1 MiB).
     pub max_message_bytes: usize,

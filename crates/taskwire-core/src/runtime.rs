@@ -23,6 +23,7 @@ use crate::types::{Message, TaskError, TaskState, TerminalCause};
 
 /// Runtime settings.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct RuntimeConfig {
     /// This node's name in leases (random by default).
     pub node_id: String,
@@ -700,10 +701,11 @@ mod tests {
     #[tokio::test]
     async fn a_sweep_pass_repeats_batches_until_nothing_is_left() {
         let store = Arc::new(MemoryStore::new());
-        let svc = TaskService::new(store.clone(), "t").with_defaults(TaskDefaults {
-            ttl: Some(Duration::from_millis(1)),
-            idle_lifespan: None,
-        });
+        let svc = TaskService::new(store.clone(), "t").with_defaults(
+            TaskDefaults::default()
+                .with_ttl(Some(Duration::from_millis(1)))
+                .with_idle_lifespan(None),
+        );
         let me = Caller::local();
         for i in 0..25 {
             let mut m = Message::user_text("x");

@@ -68,11 +68,26 @@ impl Access<'_> {
 
 /// Defaults applied to new tasks.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct TaskDefaults {
     /// How long terminal tasks and their logs are kept (None: forever).
     pub ttl: Option<Duration>,
     /// Inactivity lifespan of tasks waiting on a person (None: no lifespan).
     pub idle_lifespan: Option<Duration>,
+}
+
+impl TaskDefaults {
+    /// These defaults with `ttl` (None: kept forever).
+    pub fn with_ttl(mut self, ttl: Option<Duration>) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// These defaults with `idle_lifespan` (None: no lifespan).
+    pub fn with_idle_lifespan(mut self, idle_lifespan: Option<Duration>) -> Self {
+        self.idle_lifespan = idle_lifespan;
+        self
+    }
 }
 
 impl Default for TaskDefaults {

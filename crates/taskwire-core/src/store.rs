@@ -83,6 +83,7 @@ pub struct Commit {
 
 /// Filters and paging for listing tasks. Tenant is mandatory; owner and reviewer narrow.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct ListQuery {
     /// Tenant.
     pub tenant: String,

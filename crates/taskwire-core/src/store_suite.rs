@@ -530,10 +530,11 @@ pub async fn listing_filters_and_cursor(store: Arc<dyn TaskStore>) {
 }
 
 pub async fn sweep_removes_expired_terminal_tasks(store: Arc<dyn TaskStore>) {
-    let svc = service(store.clone()).with_defaults(TaskDefaults {
-        ttl: Some(Duration::from_millis(1)),
-        idle_lifespan: None,
-    });
+    let svc = service(store.clone()).with_defaults(
+        TaskDefaults::default()
+            .with_ttl(Some(Duration::from_millis(1)))
+            .with_idle_lifespan(None),
+    );
     let done = svc
         .create(&alice(), CreateTask::new(msg("m1", "hi")))
         .await
@@ -562,10 +563,11 @@ pub async fn sweep_removes_expired_terminal_tasks(store: Arc<dyn TaskStore>) {
 }
 
 pub async fn idle_expiry_candidates(store: Arc<dyn TaskStore>) {
-    let svc = service(store.clone()).with_defaults(TaskDefaults {
-        ttl: None,
-        idle_lifespan: Some(Duration::from_millis(10)),
-    });
+    let svc = service(store.clone()).with_defaults(
+        TaskDefaults::default()
+            .with_ttl(None)
+            .with_idle_lifespan(Some(Duration::from_millis(10))),
+    );
     let t = svc
         .create(&alice(), CreateTask::new(msg("m1", "ask what?")))
         .await
@@ -743,10 +745,11 @@ fn stored(o: PutOutcome) -> u64 {
 }
 
 pub async fn records_are_keyed_versioned_and_swept(store: Arc<dyn TaskStore>) {
-    let svc = service(store.clone()).with_defaults(TaskDefaults {
-        ttl: Some(Duration::from_millis(1)),
-        idle_lifespan: None,
-    });
+    let svc = service(store.clone()).with_defaults(
+        TaskDefaults::default()
+            .with_ttl(Some(Duration::from_millis(1)))
+            .with_idle_lifespan(None),
+    );
     let task = svc
         .create(&alice(), CreateTask::new(msg("m1", "hi")))
         .await

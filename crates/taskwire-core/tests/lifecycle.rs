@@ -21,10 +21,11 @@ struct Env {
 
 impl Env {
     fn new() -> Self {
-        Self::with_config(RuntimeConfig {
-            poll_interval: Duration::from_millis(20),
-            reap_interval: Duration::from_millis(50),
-            ..RuntimeConfig::default()
+        Self::with_config({
+            let mut v = RuntimeConfig::default();
+            v.poll_interval = Duration::from_millis(20);
+            v.reap_interval = Duration::from_millis(50);
+            v
         })
     }
 
@@ -516,15 +517,12 @@ async fn a_task_survives_its_worker_dying() {
         .await
         .unwrap();
     assert_eq!(dead.len(), 1);
-    let rt = Runtime::start(
-        svc.clone(),
-        Arc::new(ScriptedAgent::new()),
-        RuntimeConfig {
-            poll_interval: Duration::from_millis(20),
-            reap_interval: Duration::from_millis(50),
-            ..RuntimeConfig::default()
-        },
-    );
+    let rt = Runtime::start(svc.clone(), Arc::new(ScriptedAgent::new()), {
+        let mut v = RuntimeConfig::default();
+        v.poll_interval = Duration::from_millis(20);
+        v.reap_interval = Duration::from_millis(50);
+        v
+    });
     let t = svc
         .wait_until(&alice(), &t.id, Duration::from_secs(10), |_| false)
         .await
@@ -587,19 +585,17 @@ async fn subscriber_that_drops_and_resumes_sees_no_gap_and_no_duplicate() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_lifespan_ends_a_waiting_task() {
     let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
-    let svc = TaskService::new(store, "scripted").with_defaults(taskwire_core::TaskDefaults {
-        ttl: None,
-        idle_lifespan: Some(Duration::from_millis(100)),
-    });
-    let rt = Runtime::start(
-        svc.clone(),
-        Arc::new(ScriptedAgent::new()),
-        RuntimeConfig {
-            poll_interval: Duration::from_millis(20),
-            sweep_interval: Duration::from_millis(50),
-            ..RuntimeConfig::default()
-        },
+    let svc = TaskService::new(store, "scripted").with_defaults(
+        taskwire_core::TaskDefaults::default()
+            .with_ttl(None)
+            .with_idle_lifespan(Some(Duration::from_millis(100))),
     );
+    let rt = Runtime::start(svc.clone(), Arc::new(ScriptedAgent::new()), {
+        let mut v = RuntimeConfig::default();
+        v.poll_interval = Duration::from_millis(20);
+        v.sweep_interval = Duration::from_millis(50);
+        v
+    });
     let t = svc
         .create(&alice(), CreateTask::new(Message::user_text("ask anyone?")))
         .await
@@ -690,9 +686,10 @@ async fn interrupt_stops_the_turn_and_the_task_waits_for_input() {
 #[tokio::test]
 async fn open_streams_are_bounded_per_caller() {
     use taskwire_core::{Access, CoreError, Limits};
-    let limits = Limits {
-        max_streams_per_principal: 2,
-        ..Limits::default()
+    let limits = {
+        let mut v = Limits::default();
+        v.max_streams_per_principal = 2;
+        v
     };
     let svc = TaskService::new(std::sync::Arc::new(MemoryStore::new()), "t").with_limits(limits);
     let alice = Caller::new("t", "alice");

@@ -86,44 +86,32 @@ impl Env {
         let service = TaskService::new(Arc::new(MemoryStore::new()), agent.info().name);
         let (a2a, mcp, agui, cas) = {
             let _guard = rt.enter();
-            let a2a = A2aService::new(
-                service.clone(),
-                agent.clone(),
-                A2aConfig {
-                    push_notifications: false,
-                    blocking_timeout: Duration::ZERO,
-                    ..A2aConfig::default()
-                },
-            );
-            let mcp = McpAdapter::new(
-                service.clone(),
-                agent.clone(),
-                McpConfig {
-                    call_timeout: Duration::ZERO,
-                    result_timeout: Duration::ZERO,
-                    max_sessions_per_principal: 64,
-                    ..McpConfig::default()
-                },
-            )
+            let a2a = A2aService::new(service.clone(), agent.clone(), {
+                let mut v = A2aConfig::default();
+                v.push_notifications = false;
+                v.blocking_timeout = Duration::ZERO;
+                v
+            });
+            let mcp = McpAdapter::new(service.clone(), agent.clone(), {
+                let mut v = McpConfig::default();
+                v.call_timeout = Duration::ZERO;
+                v.result_timeout = Duration::ZERO;
+                v.max_sessions_per_principal = 64;
+                v
+            })
             .routes();
-            let agui = AguiAdapter::new(
-                service.clone(),
-                agent.clone(),
-                AguiConfig {
-                    max_runs_per_principal: 64,
-                    ..AguiConfig::default()
-                },
-            )
+            let agui = AguiAdapter::new(service.clone(), agent.clone(), {
+                let mut v = AguiConfig::default();
+                v.max_runs_per_principal = 64;
+                v
+            })
             .routes();
-            let cas = CasAdapter::new(
-                service.clone(),
-                agent,
-                CasConfig {
-                    max_wait: Duration::ZERO,
-                    recheck: Duration::ZERO,
-                    ..CasConfig::default()
-                },
-            )
+            let cas = CasAdapter::new(service.clone(), agent, {
+                let mut v = CasConfig::default();
+                v.max_wait = Duration::ZERO;
+                v.recheck = Duration::ZERO;
+                v
+            })
             .routes();
             (a2a, mcp, agui, cas)
         };

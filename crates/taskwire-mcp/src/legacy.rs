@@ -444,11 +444,9 @@ async fn dispatch(
                 Some(Value::String(c)) => Some(c.clone()),
                 Some(_) => return Err(RpcError::invalid_params("params.cursor must be a string")),
             };
-            let q = ListQuery {
-                page_size: 50,
-                cursor,
-                ..ListQuery::default()
-            };
+            let mut q = ListQuery::default();
+            q.page_size = 50;
+            q.cursor = cursor;
             let page = inner.service.list(caller, q).await.map_err(|e| match e {
                 taskwire_core::CoreError::InvalidInput { .. } => {
                     RpcError::invalid_params("invalid cursor: not one this server issued")

@@ -115,6 +115,7 @@ impl std::str::FromStr for TaskMode {
 
 /// Settings of the MCP adapter.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct McpConfig {
     /// When a `tools/call` becomes a task (tasks extension only).
     pub task_mode: TaskMode,

@@ -313,9 +313,10 @@ async fn input_required_results_continue_the_same_task() {
 
 #[tokio::test]
 async fn blocking_call_times_out_with_a_clear_error() {
-    let s = Server::with_config(McpConfig {
-        call_timeout: Duration::from_millis(200),
-        ..McpConfig::default()
+    let s = Server::with_config({
+        let mut v = McpConfig::default();
+        v.call_timeout = Duration::from_millis(200);
+        v
     })
     .await;
     let (st, r) = s.call("tools/call", call_params("sleep 5000"), false).await;
@@ -328,9 +329,10 @@ async fn blocking_call_times_out_with_a_clear_error() {
 
 #[tokio::test]
 async fn task_mode_after_returns_quick_results_directly() {
-    let s = Server::with_config(McpConfig {
-        task_mode: TaskMode::After(3000),
-        ..McpConfig::default()
+    let s = Server::with_config({
+        let mut v = McpConfig::default();
+        v.task_mode = TaskMode::After(3000);
+        v
     })
     .await;
     let (_, r) = s.call("tools/call", call_params("hello"), true).await;

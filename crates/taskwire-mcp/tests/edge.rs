@@ -62,9 +62,10 @@ fn list_body(pad: usize) -> String {
 
 #[tokio::test]
 async fn oversized_bodies_are_invalid_request_with_413() {
-    let s = Server::with_config(McpConfig {
-        max_body_bytes: 1024,
-        ..McpConfig::default()
+    let s = Server::with_config({
+        let mut v = McpConfig::default();
+        v.max_body_bytes = 1024;
+        v
     })
     .await;
     // Declared length over the limit.

@@ -51,9 +51,10 @@ async fn envelope_errors() {
 
 #[tokio::test]
 async fn oversized_bodies_are_refused() {
-    let s = Server::with_config(McpConfig {
-        max_body_bytes: 1024,
-        ..McpConfig::default()
+    let s = Server::with_config({
+        let mut v = McpConfig::default();
+        v.max_body_bytes = 1024;
+        v
     })
     .await;
     let big = format!(

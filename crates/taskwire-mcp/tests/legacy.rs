@@ -361,9 +361,10 @@ async fn blocking_call_delivers_the_elicitation_over_its_stream() {
 /// caller's open ones, are untouched.
 #[tokio::test]
 async fn sessions_are_bounded_per_caller() {
-    let s = Server::with_config(taskwire_mcp::McpConfig {
-        max_sessions_per_principal: 2,
-        ..taskwire_mcp::McpConfig::default()
+    let s = Server::with_config({
+        let mut v = taskwire_mcp::McpConfig::default();
+        v.max_sessions_per_principal = 2;
+        v
     })
     .await;
     let (a1, _) = Session::open(&s, "alice", false).await;

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 /// How the store connects and how large its pool is.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct PostgresOptions {
     /// Connections in the pool (at least 1). The LISTEN connection is one more.
     pub pool_size: usize,

@@ -53,23 +53,19 @@ async fn addresses_and_options_are_checked() {
         .await
         .unwrap_err();
     assert!(matches!(err, PostgresError::InvalidUrl(_)), "{err}");
-    let err = PostgresStore::open(
-        "postgres://x@127.0.0.1/db",
-        PostgresOptions {
-            pool_size: 0,
-            ..PostgresOptions::default()
-        },
-    )
+    let err = PostgresStore::open("postgres://x@127.0.0.1/db", {
+        let mut v = PostgresOptions::default();
+        v.pool_size = 0;
+        v
+    })
     .await
     .unwrap_err();
     assert!(matches!(err, PostgresError::InvalidOptions(_)), "{err}");
-    let err = PostgresStore::open(
-        "postgres://x@127.0.0.1/db",
-        PostgresOptions {
-            schema: Some("Robert'); DROP TABLE x; --".into()),
-            ..PostgresOptions::default()
-        },
-    )
+    let err = PostgresStore::open("postgres://x@127.0.0.1/db", {
+        let mut v = PostgresOptions::default();
+        v.schema = Some("Robert'); DROP TABLE x; --".into());
+        v
+    })
     .await
     .unwrap_err();
     assert!(matches!(err, PostgresError::InvalidOptions(_)), "{err}");
@@ -117,13 +113,11 @@ async fn migrations_are_recorded_and_applied_once() {
         )
         .await
         .unwrap();
-    let err = PostgresStore::open(
-        &url,
-        PostgresOptions {
-            schema: Some(schema.clone()),
-            ..PostgresOptions::default()
-        },
-    )
+    let err = PostgresStore::open(&url, {
+        let mut v = PostgresOptions::default();
+        v.schema = Some(schema.clone());
+        v
+    })
     .await
     .unwrap_err();
     assert!(
@@ -301,10 +295,11 @@ async fn claims_reaps_and_sweeps_race_safely() {
     };
     let schemas = common::Schemas::new(&url);
     let (a, b) = two_nodes(&schemas).await;
-    let svc = TaskService::new(a.clone(), "scripted").with_defaults(TaskDefaults {
-        ttl: Some(Duration::from_millis(1)),
-        idle_lifespan: None,
-    });
+    let svc = TaskService::new(a.clone(), "scripted").with_defaults(
+        TaskDefaults::default()
+            .with_ttl(Some(Duration::from_millis(1)))
+            .with_idle_lifespan(None),
+    );
     let n = 60;
     let mut ids = BTreeSet::new();
     for i in 0..n {
@@ -614,14 +609,11 @@ async fn a_task_created_on_one_node_runs_on_another() {
     let (a, b) = two_nodes(&schemas).await;
     let svc_a = TaskService::new(a.clone(), "scripted");
     let svc_b = TaskService::new(b.clone(), "scripted");
-    let rt = taskwire_core::Runtime::start(
-        svc_b,
-        Arc::new(taskwire_core::ScriptedAgent::new()),
-        taskwire_core::RuntimeConfig {
-            poll_interval: Duration::from_secs(30),
-            ..taskwire_core::RuntimeConfig::default()
-        },
-    );
+    let rt = taskwire_core::Runtime::start(svc_b, Arc::new(taskwire_core::ScriptedAgent::new()), {
+        let mut v = taskwire_core::RuntimeConfig::default();
+        v.poll_interval = Duration::from_secs(30);
+        v
+    });
     // Let B's claim loop find the queue empty and go to sleep first.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let started = std::time::Instant::now();
@@ -731,11 +723,12 @@ async fn nodes_recover_when_the_database_returns() {
     let via_proxy = format!("postgres://{user}@{}/{db}?connect_timeout=2", proxy.addr);
     let schemas = common::Schemas::new(&url);
     let schema = schemas.fresh();
-    let options = || PostgresOptions {
-        pool_size: 2,
-        schema: Some(schema.clone()),
-        wait_timeout: Duration::from_secs(3),
-        ..PostgresOptions::default()
+    let options = || {
+        let mut v = PostgresOptions::default();
+        v.pool_size = 2;
+        v.schema = Some(schema.clone());
+        v.wait_timeout = Duration::from_secs(3);
+        v
     };
     // Node A goes through the proxy; node B reaches the database directly.
     let a = Arc::new(PostgresStore::open(&via_proxy, options()).await.unwrap());

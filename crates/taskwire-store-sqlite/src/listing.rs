@@ -361,12 +361,13 @@ mod tests {
     }
 
     fn query(order: ListOrder, size: usize) -> ListQuery {
-        ListQuery {
-            tenant: "t".into(),
-            owner: Some("o".into()),
-            order,
-            page_size: size,
-            ..ListQuery::default()
+        {
+            let mut v = ListQuery::default();
+            v.tenant = "t".into();
+            v.owner = Some("o".into());
+            v.order = order;
+            v.page_size = size;
+            v
         }
     }
 

@@ -27,6 +27,7 @@ impl Synchronous {
 
 /// Options of [`SqliteStore::open_with`](crate::SqliteStore::open_with).
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct SqliteOptions {
     /// Commit durability; `Full` by default.
     pub synchronous: Synchronous,

@@ -138,43 +138,50 @@ impl Pair {
         }
         let mut queries = Vec::new();
         for tenant in ["t1", "t2"] {
-            queries.push(ListQuery {
-                tenant: tenant.into(),
-                ..ListQuery::default()
+            queries.push({
+                let mut v = ListQuery::default();
+                v.tenant = tenant.into();
+                v
             });
-            queries.push(ListQuery {
-                tenant: tenant.into(),
-                order: taskwire_core::store::ListOrder::StateChanged,
-                page_size: 3,
-                ..ListQuery::default()
+            queries.push({
+                let mut v = ListQuery::default();
+                v.tenant = tenant.into();
+                v.order = taskwire_core::store::ListOrder::StateChanged;
+                v.page_size = 3;
+                v
             });
             for owner in ["alice", "bob"] {
-                queries.push(ListQuery {
-                    tenant: tenant.into(),
-                    owner: Some(owner.into()),
-                    ..ListQuery::default()
+                queries.push({
+                    let mut v = ListQuery::default();
+                    v.tenant = tenant.into();
+                    v.owner = Some(owner.into());
+                    v
                 });
-                queries.push(ListQuery {
-                    tenant: tenant.into(),
-                    reviewer: Some(owner.into()),
-                    ..ListQuery::default()
+                queries.push({
+                    let mut v = ListQuery::default();
+                    v.tenant = tenant.into();
+                    v.reviewer = Some(owner.into());
+                    v
                 });
             }
-            queries.push(ListQuery {
-                tenant: tenant.into(),
-                context_id: Some("c1".into()),
-                ..ListQuery::default()
+            queries.push({
+                let mut v = ListQuery::default();
+                v.tenant = tenant.into();
+                v.context_id = Some("c1".into());
+                v
             });
-            queries.push(ListQuery {
-                tenant: tenant.into(),
-                state: Some(TaskState::Working),
-                ..ListQuery::default()
+            queries.push({
+                let mut v = ListQuery::default();
+                v.tenant = tenant.into();
+                v.state = Some(TaskState::Working);
+                v
             });
-            queries.push(ListQuery {
-                tenant: tenant.into(),
-                owner: Some("alice".into()),
-                state: Some(TaskState::Submitted),
-                ..ListQuery::default()
+            queries.push({
+                let mut v = ListQuery::default();
+                v.tenant = tenant.into();
+                v.owner = Some("alice".into());
+                v.state = Some(TaskState::Submitted);
+                v
             });
             // An owner's listings come from the SQLite store's in-memory listing:
             // every filter, in both orders.
@@ -183,55 +190,62 @@ impl Pair {
                 taskwire_core::store::ListOrder::StateChanged,
             ] {
                 for owner in ["alice", "bob", "nobody"] {
-                    queries.push(ListQuery {
-                        tenant: tenant.into(),
-                        owner: Some(owner.into()),
-                        order,
-                        ..ListQuery::default()
+                    queries.push({
+                        let mut v = ListQuery::default();
+                        v.tenant = tenant.into();
+                        v.owner = Some(owner.into());
+                        v.order = order;
+                        v
                     });
-                    queries.push(ListQuery {
-                        tenant: tenant.into(),
-                        owner: Some(owner.into()),
-                        context_id: Some("c1".into()),
-                        order,
-                        ..ListQuery::default()
+                    queries.push({
+                        let mut v = ListQuery::default();
+                        v.tenant = tenant.into();
+                        v.owner = Some(owner.into());
+                        v.context_id = Some("c1".into());
+                        v.order = order;
+                        v
                     });
-                    queries.push(ListQuery {
-                        tenant: tenant.into(),
-                        owner: Some(owner.into()),
-                        state: Some(TaskState::Working),
-                        order,
-                        ..ListQuery::default()
+                    queries.push({
+                        let mut v = ListQuery::default();
+                        v.tenant = tenant.into();
+                        v.owner = Some(owner.into());
+                        v.state = Some(TaskState::Working);
+                        v.order = order;
+                        v
                     });
                     for t in probe_times {
-                        queries.push(ListQuery {
-                            tenant: tenant.into(),
-                            owner: Some(owner.into()),
-                            updated_after: Some(*t),
-                            order,
-                            ..ListQuery::default()
+                        queries.push({
+                            let mut v = ListQuery::default();
+                            v.tenant = tenant.into();
+                            v.owner = Some(owner.into());
+                            v.updated_after = Some(*t);
+                            v.order = order;
+                            v
                         });
-                        queries.push(ListQuery {
-                            tenant: tenant.into(),
-                            owner: Some(owner.into()),
-                            changed_since: Some(*t),
-                            order,
-                            ..ListQuery::default()
+                        queries.push({
+                            let mut v = ListQuery::default();
+                            v.tenant = tenant.into();
+                            v.owner = Some(owner.into());
+                            v.changed_since = Some(*t);
+                            v.order = order;
+                            v
                         });
                     }
                 }
             }
             for t in probe_times {
-                queries.push(ListQuery {
-                    tenant: tenant.into(),
-                    updated_after: Some(*t),
-                    ..ListQuery::default()
+                queries.push({
+                    let mut v = ListQuery::default();
+                    v.tenant = tenant.into();
+                    v.updated_after = Some(*t);
+                    v
                 });
-                queries.push(ListQuery {
-                    tenant: tenant.into(),
-                    changed_since: Some(*t),
-                    order: taskwire_core::store::ListOrder::StateChanged,
-                    ..ListQuery::default()
+                queries.push({
+                    let mut v = ListQuery::default();
+                    v.tenant = tenant.into();
+                    v.changed_since = Some(*t);
+                    v.order = taskwire_core::store::ListOrder::StateChanged;
+                    v
                 });
             }
         }
@@ -267,20 +281,22 @@ async fn sqlite_matches_the_memory_store() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_without_snapshot_cache_matches_the_memory_store() {
-    run(SqliteOptions {
-        cache_tasks: 0,
-        ..SqliteOptions::default()
+    run({
+        let mut v = SqliteOptions::default();
+        v.cache_tasks = 0;
+        v
     })
     .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_with_a_tiny_cache_and_batches_matches_the_memory_store() {
-    run(SqliteOptions {
-        cache_tasks: 6,
-        max_batch: 3,
-        readers: 1,
-        ..SqliteOptions::default()
+    run({
+        let mut v = SqliteOptions::default();
+        v.cache_tasks = 6;
+        v.max_batch = 3;
+        v.readers = 1;
+        v
     })
     .await;
 }

@@ -374,13 +374,11 @@ async fn wakes_follow_the_commit() {
 async fn many_concurrent_creates_are_all_stored() {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(
-        SqliteStore::open_with(
-            dir.path().join("many.db"),
-            SqliteOptions {
-                synchronous: Synchronous::Full,
-                ..SqliteOptions::default()
-            },
-        )
+        SqliteStore::open_with(dir.path().join("many.db"), {
+            let mut v = SqliteOptions::default();
+            v.synchronous = Synchronous::Full;
+            v
+        })
         .unwrap(),
     );
     let svc = TaskService::new(store.clone(), "scripted");
@@ -423,13 +421,11 @@ async fn reads_are_monotonic_and_end_at_the_committed_state_under_concurrent_wri
     let path = dir.path().join("mono.db");
     // A tiny cache so that reads keep missing and racing the writer's puts.
     let store = Arc::new(
-        SqliteStore::open_with(
-            &path,
-            SqliteOptions {
-                cache_tasks: 4,
-                ..SqliteOptions::default()
-            },
-        )
+        SqliteStore::open_with(&path, {
+            let mut v = SqliteOptions::default();
+            v.cache_tasks = 4;
+            v
+        })
         .unwrap(),
     );
     let svc = TaskService::new(store.clone(), "scripted");

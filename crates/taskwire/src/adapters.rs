@@ -13,6 +13,7 @@ use crate::server::AdapterContext;
 
 /// Settings the adapters share, from `taskwire serve` flags.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct AdapterOptions {
     /// Public base url (`--public-url`); `http://<bound address>` when unset.
     pub public_url: Option<String>,
@@ -125,20 +126,22 @@ struct A2a {
 impl A2a {
     fn adapter(&self, ctx: &AdapterContext) -> &taskwire_a2a::A2aAdapter {
         self.built.get_or_init(|| {
-            let config = taskwire_a2a::A2aConfig {
-                public_url: self.opts.public_url(ctx),
-                grpc: cfg!(feature = "grpc"),
-                push_allow_private: self.opts.push_allow_private,
-                push_max_configs_per_principal: self.opts.quotas.push_configs,
-                bearer_auth: ctx.authenticated(),
-                max_body_bytes: ctx.body_limit(),
-                ..taskwire_a2a::A2aConfig::default()
+            let config = {
+                let mut v = taskwire_a2a::A2aConfig::default();
+                v.public_url = self.opts.public_url(ctx);
+                v.grpc = cfg!(feature = "grpc");
+                v.push_allow_private = self.opts.push_allow_private;
+                v.push_max_configs_per_principal = self.opts.quotas.push_configs;
+                v.bearer_auth = ctx.authenticated();
+                v.max_body_bytes = ctx.body_limit();
+                v
             };
             let config = match self.opts.push_lease {
-                Some(push_lease) => taskwire_a2a::A2aConfig {
-                    push_lease,
-                    ..config
-                },
+                Some(push_lease) => {
+                    let mut v = config;
+                    v.push_lease = push_lease;
+                    v
+                }
                 None => config,
             };
             taskwire_a2a::A2aAdapter::new(ctx.service().clone(), ctx.agent().clone(), config)
@@ -197,10 +200,11 @@ impl Adapter for Mcp {
     }
 
     fn routes(&self, ctx: &AdapterContext) -> Router {
-        let mut config = taskwire_mcp::McpConfig {
-            max_body_bytes: ctx.body_limit(),
-            max_sessions_per_principal: self.opts.quotas.mcp_sessions,
-            ..taskwire_mcp::McpConfig::default()
+        let mut config = {
+            let mut v = taskwire_mcp::McpConfig::default();
+            v.max_body_bytes = ctx.body_limit();
+            v.max_sessions_per_principal = self.opts.quotas.mcp_sessions;
+            v
         };
         // On loopback, DNS rebinding protection: only the loopback names (and
         // the public url's host) in Host and Origin.
@@ -246,14 +250,12 @@ impl Adapter for Agui {
     }
 
     fn routes(&self, ctx: &AdapterContext) -> Router {
-        taskwire_agui::AguiAdapter::new(
-            ctx.service().clone(),
-            ctx.agent().clone(),
-            taskwire_agui::AguiConfig {
-                max_body_bytes: ctx.body_limit(),
-                max_runs_per_principal: self.max_runs_per_principal,
-            },
-        )
+        taskwire_agui::AguiAdapter::new(ctx.service().clone(), ctx.agent().clone(), {
+            let mut c = taskwire_agui::AguiConfig::default();
+            c.max_body_bytes = ctx.body_limit();
+            c.max_runs_per_principal = self.max_runs_per_principal;
+            c
+        })
         .routes()
     }
 
@@ -281,9 +283,10 @@ impl Adapter for Cas {
 
     fn routes(&self, ctx: &AdapterContext) -> Router {
         taskwire_cas::CasAdapter::new(ctx.service().clone(), ctx.agent().clone(), {
-            let mut config = taskwire_cas::CasConfig {
-                max_body_bytes: ctx.body_limit(),
-                ..taskwire_cas::CasConfig::default()
+            let mut config = {
+                let mut v = taskwire_cas::CasConfig::default();
+                v.max_body_bytes = ctx.body_limit();
+                v
             };
             if let Some(lease) = self.push_lease {
                 config.push.lease = lease;

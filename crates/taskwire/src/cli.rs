@@ -645,13 +645,14 @@ pub async fn open_store(url: &str, pg: &PgArgs) -> Result<Arc<dyn TaskStore>, Er
     match scheme {
         #[cfg(feature = "postgres")]
         Some("postgres" | "postgresql") => {
-            let options = taskwire_store_postgres::PostgresOptions {
-                pool_size: pg.pg_pool_size,
-                statement_timeout: (!pg.pg_statement_timeout.is_zero())
-                    .then_some(pg.pg_statement_timeout),
-                max_batch: pg.pg_max_batch,
-                write_batches: pg.pg_write_batches,
-                ..taskwire_store_postgres::PostgresOptions::default()
+            let options = {
+                let mut v = taskwire_store_postgres::PostgresOptions::default();
+                v.pool_size = pg.pg_pool_size;
+                v.statement_timeout =
+                    (!pg.pg_statement_timeout.is_zero()).then_some(pg.pg_statement_timeout);
+                v.max_batch = pg.pg_max_batch;
+                v.write_batches = pg.pg_write_batches;
+                v
             };
             taskwire_store_postgres::PostgresStore::open(url, options)
                 .await
@@ -710,16 +711,18 @@ pub async fn build_server(args: &ServeArgs) -> Result<Server, Error> {
         ));
     }
     let store = open_store(&args.store, &args.pg).await?;
-    let runtime_config = RuntimeConfig {
-        max_concurrent_turns: args.max_concurrent_turns,
-        lease: args.lease,
-        sweep_interval: sweep_interval(args.task_ttl.0, args.idle_lifespan),
-        ..RuntimeConfig::default()
+    let runtime_config = {
+        let mut v = RuntimeConfig::default();
+        v.max_concurrent_turns = args.max_concurrent_turns;
+        v.lease = args.lease;
+        v.sweep_interval = sweep_interval(args.task_ttl.0, args.idle_lifespan);
+        v
     };
-    let limits = Limits {
-        max_message_bytes: args.max_message_bytes,
-        max_streams_per_principal: args.quotas.max_streams_per_principal,
-        ..Limits::default()
+    let limits = {
+        let mut v = Limits::default();
+        v.max_message_bytes = args.max_message_bytes;
+        v.max_streams_per_principal = args.quotas.max_streams_per_principal;
+        v
     };
     let mut builder = Server::builder()
         .agent(agent)
@@ -729,9 +732,11 @@ pub async fn build_server(args: &ServeArgs) -> Result<Server, Error> {
         .allow_unauthenticated_remote(args.insecure_no_auth)
         .runtime_config(runtime_config)
         .limits(limits)
-        .task_defaults(TaskDefaults {
-            ttl: args.task_ttl.0,
-            idle_lifespan: args.idle_lifespan,
+        .task_defaults({
+            let mut d = TaskDefaults::default();
+            d.ttl = args.task_ttl.0;
+            d.idle_lifespan = args.idle_lifespan;
+            d
         })
         .drain_timeout(args.drain_timeout)
         .listener_config(args.listener.config());

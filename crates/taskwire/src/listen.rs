@@ -46,6 +46,7 @@ use tracing::{debug, error, warn};
 /// environment variable); the defaults are safe for a server reachable by
 /// clients that are not trusted.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ListenerConfig {
     /// Most connections open at once; beyond it the listener stops accepting
     /// until one closes (the rest wait in the kernel's backlog).

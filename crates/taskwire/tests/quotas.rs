@@ -15,9 +15,10 @@ async fn open_streams_are_bounded_per_caller_across_protocols() {
     let server = Server::builder()
         .agent(Arc::new(ScriptedAgent::new()))
         .store(Arc::new(MemoryStore::new()))
-        .limits(Limits {
-            max_streams_per_principal: 1,
-            ..Limits::default()
+        .limits({
+            let mut v = Limits::default();
+            v.max_streams_per_principal = 1;
+            v
         })
         .all_adapters()
         .listen(listener)

@@ -55,10 +55,11 @@ fn base() -> ServerBuilder {
     Server::builder()
         .agent(Arc::new(ScriptedAgent::new()))
         .store(Arc::new(MemoryStore::new()))
-        .runtime_config(RuntimeConfig {
-            poll_interval: Duration::from_millis(20),
-            reap_interval: Duration::from_millis(100),
-            ..RuntimeConfig::default()
+        .runtime_config({
+            let mut v = RuntimeConfig::default();
+            v.poll_interval = Duration::from_millis(20);
+            v.reap_interval = Duration::from_millis(100);
+            v
         })
 }
 
@@ -415,9 +416,10 @@ async fn graceful_shutdown_lets_a_running_turn_finish() {
 async fn drain_timeout_releases_the_lease_of_an_unfinished_turn() {
     let s = start(
         base()
-            .runtime_config(RuntimeConfig {
-                lease: Duration::from_secs(60),
-                ..RuntimeConfig::default()
+            .runtime_config({
+                let mut v = RuntimeConfig::default();
+                v.lease = Duration::from_secs(60);
+                v
             })
             .drain_timeout(Duration::from_millis(200)),
     )
@@ -622,9 +624,10 @@ async fn the_builder_refuses_a_remote_address_without_auth() {
 
 #[tokio::test]
 async fn request_bodies_are_bounded_by_the_message_limit() {
-    let limits = taskwire_core::Limits {
-        max_message_bytes: 1000,
-        ..taskwire_core::Limits::default()
+    let limits = {
+        let mut v = taskwire_core::Limits::default();
+        v.max_message_bytes = 1000;
+        v
     };
     let limit = taskwire::body_limit(&limits);
     let echo_len = Router::new().route(

@@ -47,12 +47,13 @@ async fn caller_layer(mut req: Request, next: Next) -> Response {
 }
 
 pub fn test_config() -> A2aConfig {
-    A2aConfig {
-        push_allow_private: true,
-        push_base_backoff: Duration::from_millis(20),
-        blocking_timeout: Duration::from_secs(20),
-        max_body_bytes: 64 * 1024,
-        ..A2aConfig::default()
+    {
+        let mut v = A2aConfig::default();
+        v.push_allow_private = true;
+        v.push_base_backoff = Duration::from_millis(20);
+        v.blocking_timeout = Duration::from_secs(20);
+        v.max_body_bytes = 64 * 1024;
+        v
     }
 }
 

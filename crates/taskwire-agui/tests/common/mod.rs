@@ -60,15 +60,12 @@ impl Env {
     pub(crate) async fn with_agent_and_config(agent: Arc<dyn Agent>, config: AguiConfig) -> Self {
         let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
         let service = TaskService::new(store, "scripted");
-        let rt = Runtime::start(
-            service.clone(),
-            agent.clone(),
-            RuntimeConfig {
-                poll_interval: Duration::from_millis(20),
-                reap_interval: Duration::from_millis(50),
-                ..RuntimeConfig::default()
-            },
-        );
+        let rt = Runtime::start(service.clone(), agent.clone(), {
+            let mut v = RuntimeConfig::default();
+            v.poll_interval = Duration::from_millis(20);
+            v.reap_interval = Duration::from_millis(50);
+            v
+        });
         let adapter = AguiAdapter::new(service.clone(), agent, config);
         let app = adapter
             .routes()

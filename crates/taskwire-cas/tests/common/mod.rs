@@ -60,9 +60,10 @@ impl Harness {
         configure: impl FnOnce(TaskService) -> TaskService,
         rc: RuntimeConfig,
     ) -> Self {
-        let config = CasConfig {
-            recheck: Duration::from_millis(500),
-            ..CasConfig::default()
+        let config = {
+            let mut v = CasConfig::default();
+            v.recheck = Duration::from_millis(500);
+            v
         };
         Self::start_full(agent, configure, rc, config).await
     }

@@ -58,17 +58,14 @@ pub async fn start() -> Server {
     let addr = listener.local_addr().unwrap();
     let service = TaskService::new(Arc::new(MemoryStore::new()), agent.info().name);
     let runtime = Runtime::start(service.clone(), agent.clone(), RuntimeConfig::default());
-    let a2a = taskwire_a2a::A2aAdapter::new(
-        service.clone(),
-        agent.clone(),
-        taskwire_a2a::A2aConfig {
-            public_url: format!("http://{addr}"),
-            push_allow_private: true,
-            extended_card: true,
-            blocking_timeout: Duration::from_secs(20),
-            ..taskwire_a2a::A2aConfig::default()
-        },
-    );
+    let a2a = taskwire_a2a::A2aAdapter::new(service.clone(), agent.clone(), {
+        let mut v = taskwire_a2a::A2aConfig::default();
+        v.public_url = format!("http://{addr}");
+        v.push_allow_private = true;
+        v.extended_card = true;
+        v.blocking_timeout = Duration::from_secs(20);
+        v
+    });
     let grpc = taskwire_grpc::GrpcAdapter::new(a2a.service().clone());
     let mcp = taskwire_mcp::McpAdapter::new(
         service.clone(),
@@ -80,14 +77,11 @@ pub async fn start() -> Server {
         agent.clone(),
         taskwire_agui::AguiConfig::default(),
     );
-    let cas = taskwire_cas::CasAdapter::new(
-        service.clone(),
-        agent.clone(),
-        taskwire_cas::CasConfig {
-            recheck: Duration::from_millis(200),
-            ..taskwire_cas::CasConfig::default()
-        },
-    );
+    let cas = taskwire_cas::CasAdapter::new(service.clone(), agent.clone(), {
+        let mut v = taskwire_cas::CasConfig::default();
+        v.recheck = Duration::from_millis(200);
+        v
+    });
     let authed = a2a
         .routes()
         .merge(grpc.routes())

@@ -59,14 +59,11 @@ impl Server {
     pub async fn with_agent(agent: Arc<dyn taskwire_core::Agent>, config: McpConfig) -> Self {
         let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
         let svc = TaskService::new(store, agent.info().name);
-        let rt = Runtime::start(
-            svc.clone(),
-            agent.clone(),
-            RuntimeConfig {
-                poll_interval: Duration::from_millis(20),
-                ..RuntimeConfig::default()
-            },
-        );
+        let rt = Runtime::start(svc.clone(), agent.clone(), {
+            let mut v = RuntimeConfig::default();
+            v.poll_interval = Duration::from_millis(20);
+            v
+        });
         let adapter = McpAdapter::new(svc, agent, config);
         let app = adapter
             .routes()

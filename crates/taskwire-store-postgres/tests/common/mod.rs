@@ -52,14 +52,12 @@ impl Schemas {
 
     /// Opens a store on `schema` (creating it) with a small pool.
     pub async fn open(&self, schema: &str) -> PostgresStore {
-        PostgresStore::open(
-            &self.url,
-            PostgresOptions {
-                pool_size: 4,
-                schema: Some(schema.to_string()),
-                ..PostgresOptions::default()
-            },
-        )
+        PostgresStore::open(&self.url, {
+            let mut v = PostgresOptions::default();
+            v.pool_size = 4;
+            v.schema = Some(schema.to_string());
+            v
+        })
         .await
         .unwrap()
     }
