@@ -14,18 +14,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// `pub(crate) static INDEX` and `pub(crate) static FILES` (protocol, kind, text)
-/// for every committed file the index names; files not written yet are left out.
+/// `pub(crate) static INDEX`, and the committed files the index names (files not
+/// written yet are left out), each embedded once as a `const` and listed twice:
+/// `FILES` (protocol, kind, text) and `FILES_BY_PATH` (path below schemas/, text;
+/// index.json first) for the wire layer's validator.
 fn embedded(schemas: &Path) -> Result<String, Box<dyn std::error::Error>> {
     let index_path = schemas.join("index.json");
     let mut s = String::new();
+    let mut by_kind = String::new();
+    let mut by_path = String::new();
     let index: serde_json::Value = match std::fs::read_to_string(&index_path) {
         Ok(text) => {
             writeln!(
                 s,
-                "pub(crate) static INDEX: Option<&str> = Some(include_str!({:?}));",
+                "const INDEX_TEXT: &str = include_str!({:?});",
                 index_path.display()
             )?;
+            writeln!(
+                s,
+                "pub(crate) static INDEX: Option<&str> = Some(INDEX_TEXT);"
+            )?;
+            writeln!(by_path, "    (\"index.json\", INDEX_TEXT),")?;
             serde_json::from_str(&text)?
         }
         Err(_) => {
@@ -33,7 +42,7 @@ fn embedded(schemas: &Path) -> Result<String, Box<dyn std::error::Error>> {
             serde_json::Value::Null
         }
     };
-    writeln!(s, "pub(crate) static FILES: &[(&str, &str, &str)] = &[")?;
+    let mut n = 0usize;
     if let Some(protocols) = index.get("protocols").and_then(|p| p.as_object()) {
         for (protocol, entry) in protocols {
             let Some(kinds) = entry.get("schemas").and_then(|k| k.as_object()) else {
@@ -43,39 +52,21 @@ fn embedded(schemas: &Path) -> Result<String, Box<dyn std::error::Error>> {
                 let Some(file) = file.as_str() else { continue };
                 let path = schemas.join(file);
                 if path.is_file() {
-                    writeln!(
-                        s,
-                        "    ({protocol:?}, {kind:?}, include_str!({:?})),",
-                        path.display()
-                    )?;
+                    writeln!(s, "const F{n}: &str = include_str!({:?});", path.display())?;
+                    writeln!(by_kind, "    ({protocol:?}, {kind:?}, F{n}),")?;
+                    writeln!(by_path, "    ({file:?}, F{n}),")?;
+                    n += 1;
                 }
             }
         }
     }
-    writeln!(s, "];")?;
-    // The same files by their path below schemas/, index.json first, for the
-    // wire layer's validator.
-    writeln!(s, "pub(crate) static FILES_BY_PATH: &[(&str, &str)] = &[")?;
-    if index_path.is_file() {
-        writeln!(
-            s,
-            "    (\"index.json\", include_str!({:?})),",
-            index_path.display()
-        )?;
-    }
-    if let Some(protocols) = index.get("protocols").and_then(|p| p.as_object()) {
-        for entry in protocols.values() {
-            let Some(kinds) = entry.get("schemas").and_then(|k| k.as_object()) else {
-                continue;
-            };
-            for file in kinds.values().filter_map(|f| f.as_str()) {
-                let path = schemas.join(file);
-                if path.is_file() {
-                    writeln!(s, "    ({file:?}, include_str!({:?})),", path.display())?;
-                }
-            }
-        }
-    }
-    writeln!(s, "];")?;
+    writeln!(
+        s,
+        "pub(crate) static FILES: &[(&str, &str, &str)] = &[\n{by_kind}];"
+    )?;
+    writeln!(
+        s,
+        "pub(crate) static FILES_BY_PATH: &[(&str, &str)] = &[\n{by_path}];"
+    )?;
     Ok(s)
 }

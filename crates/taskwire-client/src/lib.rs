@@ -39,7 +39,8 @@
 //! # let service = TaskService::new(Arc::new(MemoryStore::new()), "scripted");
 //! # let agent = Arc::new(ScriptedAgent::new());
 //! # let _runtime = Runtime::start(service.clone(), agent.clone(), RuntimeConfig::default());
-//! # let config = taskwire_a2a::A2aConfig { public_url: base.clone(), ..Default::default() };
+//! # let mut config = taskwire_a2a::A2aConfig::default();
+//! # config.public_url = base.clone();
 //! # let a2a = taskwire_a2a::A2aAdapter::new(service, agent, config);
 //! # let app = a2a.routes().layer(axum::Extension(Caller::local())).merge(a2a.public_routes());
 //! # tokio::spawn(async move { axum::serve(listener, app).await });

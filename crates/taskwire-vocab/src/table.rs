@@ -1170,10 +1170,106 @@ fn events_table() -> Table {
     }
 }
 
+/// What a client of each protocol reads a peer's task state back as (the
+/// direction a bridge translates in): every A2A state, every MCP status, and
+/// each CAS phase with its terminal reasons and notifications, including the
+/// words a newer peer may send that this version does not name.
+fn readback_table() -> Table {
+    let mut rows = Vec::new();
+    for s in a2a::A2aState::ALL {
+        let cell = match a2a::state_from_a2a(s) {
+            Ok(st) => st.as_str().to_string(),
+            Err(_) => "refused: no core state".to_string(),
+        };
+        rows.push(vec![format!("A2A `{}`", s.name()), cell]);
+    }
+    for s in mcp::McpStatus::ALL {
+        rows.push(vec![
+            format!("MCP `{}`", s.as_str()),
+            mcp::state_from_status(s).as_str().to_string(),
+        ]);
+    }
+    rows.push(vec![
+        "MCP, a status word this version does not know".to_string(),
+        mcp::state_from_status(mcp::McpStatus::Unknown)
+            .as_str()
+            .to_string(),
+    ]);
+    use cas::{NotificationKind as N, Phase as P, TerminalReason as R};
+    let cas_rows: [(&str, P, Option<R>, &[N]); 10] = [
+        ("CAS `idle`", P::Idle, None, &[]),
+        ("CAS `processing`", P::Processing, None, &[]),
+        (
+            "CAS `processing` with `review_required`",
+            P::Processing,
+            None,
+            &[N::ReviewRequired],
+        ),
+        (
+            "CAS `processing` with `user_auth_required`",
+            P::Processing,
+            None,
+            &[N::UserAuthRequired],
+        ),
+        (
+            "CAS `terminal` `completed`",
+            P::Terminal,
+            Some(R::Completed),
+            &[],
+        ),
+        (
+            "CAS `terminal` `errored`",
+            P::Terminal,
+            Some(R::Errored),
+            &[],
+        ),
+        (
+            "CAS `terminal` `restricted`",
+            P::Terminal,
+            Some(R::Restricted),
+            &[],
+        ),
+        (
+            "CAS `terminal` `abandoned` (a later revision's reason)",
+            P::Terminal,
+            Some(R::Abandoned),
+            &[],
+        ),
+        (
+            "CAS `terminal` with a reason this version does not know",
+            P::Terminal,
+            Some(R::Unknown),
+            &[],
+        ),
+        (
+            "CAS, a phase this version does not know",
+            P::Unknown,
+            None,
+            &[],
+        ),
+    ];
+    for (label, phase, reason, notes) in cas_rows {
+        rows.push(vec![
+            label.to_string(),
+            cas::state_from_status(phase, reason, notes)
+                .as_str()
+                .to_string(),
+        ]);
+    }
+    Table {
+        name: "readback",
+        header: ["read from a peer", "core state"]
+            .map(String::from)
+            .to_vec(),
+        rows,
+    }
+}
+
 /// Every table of `docs/state-mapping.md`, in document order.
 pub fn tables() -> Vec<Table> {
     vec![
         states_table(),
+        readback_table(),
         interactions_table(),
         answers_table(),
         events_table(),
