@@ -273,6 +273,31 @@ pub struct ServeArgs {
     )]
     pub agent: String,
 
+    /// Bridge mode: serve the remote agent at URL instead of --agent, on every
+    /// protocol this server speaks. `a2a+http://HOST:PORT[/PATH]` (or
+    /// `a2a+https://…`) is an A2A agent over JSON-RPC, discovered at start from
+    /// `http://HOST:PORT[/PATH]/.well-known/agent-card.json` (its skills become
+    /// this server's). `a2a+grpc://`, `mcp+http(s)://…#tool` and
+    /// `agui+http(s)://…` are recognised but not supported yet (docs/bridging.md).
+    #[arg(
+        long,
+        env = "TASKWIRE_UPSTREAM",
+        value_name = "URL",
+        conflicts_with = "agent"
+    )]
+    pub upstream: Option<String>,
+
+    /// Bridge mode: bearer token sent to the upstream as `Authorization: Bearer
+    /// TOKEN` with every request (needs --upstream).
+    #[arg(
+        long,
+        env = "TASKWIRE_UPSTREAM_TOKEN",
+        value_name = "TOKEN",
+        requires = "upstream",
+        hide_env_values = true
+    )]
+    pub upstream_token: Option<String>,
+
     /// Bearer token file: one `TOKEN PRINCIPAL [TENANT]` per line, `#` comments,
     /// tenant `default` when omitted. Without it every caller is one local principal.
     #[arg(long, env = "TASKWIRE_AUTH_TOKENS", value_name = "FILE")]
@@ -632,6 +657,42 @@ pub fn agent_by_name(name: &str) -> Result<Arc<dyn Agent>, Error> {
     }
 }
 
+/// The bridge agent of `--upstream` (discovers the upstream).
+#[cfg(feature = "bridge")]
+async fn upstream_agent(
+    args: &ServeArgs,
+    store: &Arc<dyn TaskStore>,
+) -> Result<Arc<dyn Agent>, Error> {
+    let url = args.upstream.as_deref().unwrap_or_default();
+    let options = taskwire_bridge::UpstreamOptions {
+        bearer_token: args.upstream_token.clone(),
+        ..taskwire_bridge::UpstreamOptions::default()
+    };
+    taskwire_bridge::connect(url, &options, Some(store.clone()))
+        .await
+        .map_err(|e| upstream_error(url, &e))
+}
+
+/// This build has no bridge: `--upstream` is refused.
+#[cfg(not(feature = "bridge"))]
+async fn upstream_agent(
+    args: &ServeArgs,
+    _store: &Arc<dyn TaskStore>,
+) -> Result<Arc<dyn Agent>, Error> {
+    Err(Error::Upstream {
+        url: args.upstream.clone().unwrap_or_default(),
+        reason: "this build has no bridge support (the `bridge` feature)".into(),
+    })
+}
+
+#[cfg(feature = "bridge")]
+fn upstream_error(url: &str, e: &taskwire_bridge::BridgeError) -> Error {
+    Error::Upstream {
+        url: url.to_string(),
+        reason: e.to_string(),
+    }
+}
+
 /// Whether the store at `url` can be shared by several nodes.
 fn store_is_shared(url: &str) -> bool {
     url.starts_with("postgres://") || url.starts_with("postgresql://")
@@ -701,7 +762,18 @@ pub async fn build_server(args: &ServeArgs) -> Result<Server, Error> {
     };
     // Refuse before touching the store.
     check_listen_policy(args.listen, &auth, args.insecure_no_auth)?;
-    let agent = agent_by_name(&args.agent)?;
+    if args.upstream.is_none() && args.upstream_token.is_some() {
+        return Err(Error::Usage("--upstream-token needs --upstream".into()));
+    }
+    // Check the upstream's scheme before touching the store.
+    #[cfg(feature = "bridge")]
+    if let Some(url) = &args.upstream {
+        taskwire_bridge::UpstreamSpec::parse(url).map_err(|e| upstream_error(url, &e))?;
+    }
+    let scripted = match &args.upstream {
+        Some(_) => None,
+        None => Some(agent_by_name(&args.agent)?),
+    };
     if args.max_concurrent_turns == 0 && !store_is_shared(&args.store) {
         return Err(Error::Usage(
             "--max-concurrent-turns 0 runs no turns on this node, so it needs a store \
@@ -710,6 +782,10 @@ pub async fn build_server(args: &ServeArgs) -> Result<Server, Error> {
         ));
     }
     let store = open_store(&args.store, &args.pg).await?;
+    let agent = match scripted {
+        Some(a) => a,
+        None => upstream_agent(args, &store).await?,
+    };
     let runtime_config = RuntimeConfig {
         max_concurrent_turns: args.max_concurrent_turns,
         lease: args.lease,
