@@ -112,7 +112,7 @@ pub fn input_key(turn: u32) -> String {
 }
 
 /// An A2A agent reached over JSON-RPC, run as this server's agent.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct A2aUpstream {
     client: A2aClient,
     base_url: String,
@@ -120,6 +120,17 @@ pub struct A2aUpstream {
     store: Option<Arc<dyn TaskStore>>,
     backoff: BackoffPolicy,
     poll_interval: Duration,
+}
+
+impl std::fmt::Debug for A2aUpstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("A2aUpstream")
+            .field("base_url", &self.base_url)
+            .field("endpoint", &self.client.endpoint())
+            .field("agent", &self.info.name)
+            .field("store", &self.store.as_ref().map(|s| s.kind()))
+            .finish_non_exhaustive()
+    }
 }
 
 impl A2aUpstream {
