@@ -120,6 +120,53 @@ pub struct A2aUpstream {
     store: Option<Arc<dyn TaskStore>>,
     backoff: BackoffPolicy,
     poll_interval: Duration,
+    watcher: Option<Arc<AbortOnDrop>>,
+}
+
+/// Aborts the watcher task when the last agent clone goes.
+#[derive(Debug)]
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Cancels the upstream task of every linked downstream task that ends
+/// canceled (a downstream cancel or an inactivity expiry). A turn that was
+/// running cancels upstream itself too; a second CancelTask is harmless
+/// (refused by an upstream whose task is already canceled, and only logged).
+async fn watch_cancels(store: Arc<dyn TaskStore>, client: A2aClient) {
+    use tokio::sync::broadcast::error::RecvError;
+    let mut rx = store.hub().firehose();
+    loop {
+        let id = match rx.recv().await {
+            Ok((id, wake)) if wake.state == TaskState::Canceled => id,
+            Ok(_) => continue,
+            Err(RecvError::Lagged(n)) => {
+                warn!(missed = n, "the cancel watcher fell behind; some upstream tasks may not be canceled");
+                continue;
+            }
+            Err(RecvError::Closed) => return,
+        };
+        let task = match store.get_shared(&id).await {
+            Ok(Some(t)) => t,
+            Ok(None) => continue,
+            Err(e) => {
+                warn!(task = %id, error = %e, "reading a canceled task failed");
+                continue;
+            }
+        };
+        let Some(link) = UpstreamLink::read(task.agent_state.as_ref()) else {
+            continue;
+        };
+        match client.cancel_task(&link.task_id).await {
+            Ok(_) => info!(task = %id, upstream_task = %link.task_id, "upstream task canceled"),
+            Err(e) => debug!(task = %id, upstream_task = %link.task_id, error = %e,
+                "CancelTask upstream refused (already ended?)"),
+        }
+    }
 }
 
 impl std::fmt::Debug for A2aUpstream {
@@ -146,13 +193,28 @@ impl A2aUpstream {
         if let Some(t) = &opts.bearer_token {
             b = b.bearer_token(t.clone());
         }
-        let (client, card) =
-            A2aClient::discover(b.build())
-                .await
-                .map_err(|source| BridgeError::Discovery {
-                    url: base_url.to_string(),
-                    source,
-                })?;
+        let config = b.build();
+        // An upstream that is starting at the same time as the bridge gets the
+        // backoff policy's attempts to answer; other failures are final.
+        let mut attempt: u32 = 0;
+        let (client, card) = loop {
+            match A2aClient::discover(config.clone()).await {
+                Ok(found) => break found,
+                Err(e) if e.is_transient() && attempt < opts.backoff.max_attempts => {
+                    let wait = opts.backoff.delay(attempt);
+                    attempt += 1;
+                    warn!(upstream = %base_url, error = %e, attempt, retry_in = ?wait,
+                        "the upstream agent card could not be fetched; retrying");
+                    tokio::time::sleep(wait).await;
+                }
+                Err(source) => {
+                    return Err(BridgeError::Discovery {
+                        url: base_url.to_string(),
+                        source,
+                    })
+                }
+            }
+        };
         let info = info_of_card(&card, base_url);
         info!(upstream = %base_url, endpoint = %client.endpoint(), agent = %info.name,
             skills = info.skills.len(), "A2A upstream discovered");
@@ -163,6 +225,7 @@ impl A2aUpstream {
             store: None,
             backoff: opts.backoff.clone(),
             poll_interval: opts.poll_interval,
+            watcher: None,
         })
     }
 
@@ -171,7 +234,14 @@ impl A2aUpstream {
     /// (which it does not), and end a task canceled upstream as canceled.
     /// Without it, every stop of a turn cancels upstream and an upstream
     /// cancel ends the downstream task failed.
+    ///
+    /// It also starts a watcher of the store's changes (on the current tokio
+    /// runtime; it stops when the last clone of the agent is dropped): a
+    /// downstream task canceled while no turn runs (waiting for input or an
+    /// authorisation) has its upstream task canceled too.
     pub fn with_store(mut self, store: Arc<dyn TaskStore>) -> Self {
+        let watcher = tokio::spawn(watch_cancels(store.clone(), self.client.clone()));
+        self.watcher = Some(Arc::new(AbortOnDrop(watcher)));
         self.store = Some(store);
         self
     }

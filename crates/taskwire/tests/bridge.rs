@@ -312,6 +312,72 @@ async fn a_downstream_cancel_cancels_the_upstream_task() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_downstream_cancel_while_waiting_for_input_cancels_the_upstream_task() {
+    let (up, bridge) = pair().await;
+    let down = a2a_client(&bridge.base);
+    let direct = a2a_client(&up.base);
+
+    let t = task_of(down.send_text("ask anything?", false).await.expect("send").into_inner());
+    assert_eq!(state(&t), pb::TaskState::InputRequired, "{t:?}");
+    let ut = upstream_task_in(&direct, pb::TaskState::InputRequired).await;
+    // No turn runs now: the bridge's watcher of the store cancels upstream.
+    let canceled = down.cancel_task(&t.id).await.expect("cancel").into_inner();
+    assert_eq!(state(&canceled), pb::TaskState::Canceled);
+    let ut2 = upstream_task_in(&direct, pb::TaskState::Canceled).await;
+    assert_eq!(ut2.id, ut.id);
+    up.stop().await;
+    bridge.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_auth_required_becomes_a_provider_authorisation() {
+    let (up, bridge) = pair().await;
+    let down = a2a_client(&bridge.base);
+    let direct = a2a_client(&up.base);
+    let cas = CasClient::new(config(&bridge.base)).expect("cas client");
+
+    let t = task_of(
+        down.send_text("auth github\nhello after auth", false)
+            .await
+            .expect("send")
+            .into_inner(),
+    );
+    assert_eq!(state(&t), pb::TaskState::AuthRequired, "{t:?}");
+    assert_eq!(status_text(&t), "authorization required: github");
+    upstream_task_in(&direct, pb::TaskState::AuthRequired).await;
+    // CAS shows it as a user_auth_required notification for the provider `upstream`.
+    let status = cas.status(&t.id).await.expect("cas status");
+    let providers: Vec<Option<String>> = status
+        .status
+        .notifications
+        .iter()
+        .map(|n| n.provider.clone())
+        .collect();
+    assert_eq!(providers, vec![Some("upstream".to_string())], "{:?}", status.raw);
+
+    // A message granting both `upstream` (downstream) and `github` (carried
+    // upstream in the message's metadata) lets both continue.
+    let req: pb::SendMessageRequest = serde_json::from_value(serde_json::json!({
+        "message": {
+            "messageId": "grant-1", "role": "ROLE_USER", "taskId": t.id,
+            "parts": [{"text": "granted"}],
+            "metadata": {"authorization": {"providers": ["upstream", "github"]}}
+        }
+    }))
+    .expect("request");
+    down.send_message(req).await.expect("grant");
+    let ended = down.wait_task(&t.id, LIMIT).await.expect("wait").into_inner();
+    assert_eq!(state(&ended), pb::TaskState::Completed, "{ended:?}");
+    assert_eq!(
+        artifact_texts(&ended),
+        vec![("echo".to_string(), "hello after auth".to_string())]
+    );
+    upstream_task_in(&direct, pb::TaskState::Completed).await;
+    up.stop().await;
+    bridge.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upstream_cancel_ends_the_downstream_task_canceled() {
     let (up, bridge) = pair().await;
     let down = a2a_client(&bridge.base);
