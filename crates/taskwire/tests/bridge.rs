@@ -268,6 +268,56 @@ async fn input_required_round_trips_over_cas() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_upstream_skill_is_an_mcp_tool_and_input_round_trips_over_mcp() {
+    use taskwire_client::mcp::{elicit_accept, McpClient, McpTaskStatus, ToolCallOutcome};
+    let (up, bridge) = pair().await;
+    let direct = a2a_client(&up.base);
+    let mcp = McpClient::new(config(&bridge.base)).expect("mcp client");
+    let tools = mcp.list_tools().await.expect("tools/list");
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, vec!["run_script"]);
+
+    let created = mcp
+        .call_tool("run_script", serde_json::json!({"text": "ask your name?"}))
+        .await
+        .expect("tools/call");
+    let id = match &created.value {
+        ToolCallOutcome::Task(t) => t.task_id.clone(),
+        other => panic!("expected a task, got {other:?}"),
+    };
+    let asked = mcp.wait_task(&id, LIMIT).await.expect("wait");
+    assert_eq!(asked.status, McpTaskStatus::InputRequired, "{:?}", asked.raw);
+    let keys: Vec<String> = asked
+        .input_requests
+        .clone()
+        .expect("inputRequests")
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(keys, vec!["upstream-input-1".to_string()]);
+    upstream_task_in(&direct, pb::TaskState::InputRequired).await;
+
+    // The keyed answer goes upstream as the reply to the upstream's question.
+    let mut answers = serde_json::Map::new();
+    answers.insert(keys[0].clone(), elicit_accept(serde_json::json!({"answer": "Ada"})));
+    mcp.update_task(&id, answers).await.expect("tasks/update");
+    let done = mcp.wait_task(&id, LIMIT).await.expect("wait");
+    assert_eq!(done.status, McpTaskStatus::Completed, "{:?}", done.raw);
+    assert!(
+        done.result.as_ref().expect("result").text().contains("answer: Ada"),
+        "{:?}",
+        done.raw
+    );
+    let ut = upstream_task_in(&direct, pb::TaskState::Completed).await;
+    assert_eq!(
+        artifact_texts(&ut),
+        vec![("answer".to_string(), "answer: Ada".to_string())]
+    );
+    up.stop().await;
+    bridge.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failing_and_rejecting_directives_end_the_same_way() {
     let (up, bridge) = pair().await;
     let down = a2a_client(&bridge.base);
