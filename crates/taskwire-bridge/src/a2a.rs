@@ -145,7 +145,10 @@ async fn watch_cancels(store: Arc<dyn TaskStore>, client: A2aClient) {
             Ok((id, wake)) if wake.state == TaskState::Canceled => id,
             Ok(_) => continue,
             Err(RecvError::Lagged(n)) => {
-                warn!(missed = n, "the cancel watcher fell behind; some upstream tasks may not be canceled");
+                warn!(
+                    missed = n,
+                    "the cancel watcher fell behind; some upstream tasks may not be canceled"
+                );
                 continue;
             }
             Err(RecvError::Closed) => return,
@@ -210,7 +213,7 @@ impl A2aUpstream {
                 Err(source) => {
                     return Err(BridgeError::Discovery {
                         url: base_url.to_string(),
-                        source,
+                        source: Box::new(source),
                     })
                 }
             }
@@ -289,7 +292,12 @@ pub fn info_of_card(card: &pb::AgentCard, base_url: &str) -> AgentInfo {
         .filter(|s| !s.id.trim().is_empty())
         .map(|s| {
             let name = if s.name.is_empty() { &s.id } else { &s.name };
-            Skill::new(s.id.clone(), name.clone(), s.description.clone(), text_schema())
+            Skill::new(
+                s.id.clone(),
+                name.clone(),
+                s.description.clone(),
+                text_schema(),
+            )
         })
         .collect();
     info
@@ -390,7 +398,7 @@ impl<'a> Turn<'a> {
                     .await
                     .map_err(|source| BridgeError::Upstream {
                         operation: "SendStreamingMessage",
-                        source,
+                        source: Box::new(source),
                     })?
             }
             Plan::Reattach(id) => {
@@ -433,7 +441,7 @@ impl<'a> Turn<'a> {
                     None => {
                         return Err(BridgeError::Upstream {
                             operation: "SendStreamingMessage",
-                            source: e,
+                            source: Box::new(e),
                         })
                     }
                 },
@@ -487,7 +495,7 @@ impl<'a> Turn<'a> {
                     if failures >= backoff.max_attempts || !e.is_transient() {
                         return Err(BridgeError::Upstream {
                             operation: "GetTask",
-                            source: e,
+                            source: Box::new(e),
                         });
                     }
                     let d = backoff.delay(failures);
@@ -683,7 +691,10 @@ impl<'a> Turn<'a> {
     /// The turn's cancellation token fired: if the downstream task was
     /// canceled, cancel the upstream task; if the worker lost the task (lease,
     /// restart), leave the upstream alone for the next worker to re-attach.
-    async fn stopped(&mut self, stream: Option<&mut A2aStream>) -> Result<TurnOutcome, BridgeError> {
+    async fn stopped(
+        &mut self,
+        stream: Option<&mut A2aStream>,
+    ) -> Result<TurnOutcome, BridgeError> {
         let id = &self.ctx.task().id;
         let canceled = match &self.up.store {
             Some(store) => match store.get_shared(id).await {
@@ -722,7 +733,9 @@ impl<'a> Turn<'a> {
                 Err(e) => warn!(task = %id, upstream_task = %up, error = %e,
                     "canceling the upstream task failed"),
             },
-            None => warn!(task = %id, "canceled before the upstream named its task; nothing to cancel"),
+            None => {
+                warn!(task = %id, "canceled before the upstream named its task; nothing to cancel")
+            }
         }
         Err(BridgeError::Core(CoreError::Terminal {
             state: TaskState::Canceled,

@@ -36,18 +36,18 @@ pub enum BridgeError {
     Discovery {
         /// The base URL discovered from.
         url: String,
-        /// The client's error.
+        /// The client's error (boxed: it is large).
         #[source]
-        source: ClientError,
+        source: Box<ClientError>,
     },
     /// A call to the upstream failed during a turn.
     #[error("upstream {operation}: {source}")]
     Upstream {
         /// What was being done (for example `SendStreamingMessage`).
         operation: &'static str,
-        /// The client's error.
+        /// The client's error (boxed: it is large).
         #[source]
-        source: ClientError,
+        source: Box<ClientError>,
     },
     /// The upstream sent something the bridge cannot carry.
     #[error("upstream sent an unusable value: {0}")]

@@ -16,7 +16,13 @@ pub enum UpstreamSpec {
 }
 
 /// Schemes that name an upstream protocol the bridge does not speak yet.
-const NOT_YET: [&str; 5] = ["a2a+grpc", "mcp+http", "mcp+https", "agui+http", "agui+https"];
+const NOT_YET: [&str; 5] = [
+    "a2a+grpc",
+    "mcp+http",
+    "mcp+https",
+    "agui+http",
+    "agui+https",
+];
 
 impl UpstreamSpec {
     /// Parses an upstream URL. `a2a+http(s)://host[:port][/path]` is an A2A

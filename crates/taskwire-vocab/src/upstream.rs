@@ -264,11 +264,17 @@ mod tests {
             upstream_state_of_a2a(S::AuthRequired),
             UpstreamState::AuthRequired
         );
-        assert_eq!(upstream_state_of_a2a(S::Completed), UpstreamState::Completed);
+        assert_eq!(
+            upstream_state_of_a2a(S::Completed),
+            UpstreamState::Completed
+        );
         assert_eq!(upstream_state_of_a2a(S::Failed), UpstreamState::Failed);
         assert_eq!(upstream_state_of_a2a(S::Canceled), UpstreamState::Canceled);
         assert_eq!(upstream_state_of_a2a(S::Rejected), UpstreamState::Rejected);
-        assert_eq!(upstream_state_of_a2a(S::Unspecified), UpstreamState::Unknown);
+        assert_eq!(
+            upstream_state_of_a2a(S::Unspecified),
+            UpstreamState::Unknown
+        );
         assert_eq!(upstream_state_of_a2a_number(99), UpstreamState::Unknown);
         assert!(UpstreamState::Canceled.ends_turn());
         assert!(UpstreamState::AuthRequired.ends_turn());
