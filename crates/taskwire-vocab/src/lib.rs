@@ -21,6 +21,7 @@ pub mod mcp;
 /// Wire names shared by the servers and the clients (the wire layer's).
 pub use taskwire_wire::names;
 pub mod table;
+pub mod upstream;
 
 /// What a lossy mapping drops, in words a person can act on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

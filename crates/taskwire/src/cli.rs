@@ -62,6 +62,14 @@ pub struct Cli {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
+#[cfg_attr(
+    feature = "conformance",
+    expect(
+        clippy::large_enum_variant,
+        reason = "parsed once at start; the serve flags are about 200 bytes more than \
+                  conformance's, already boxing the PostgreSQL and bridge groups"
+    )
+)]
 pub enum Command {
     /// Serve an agent's tasks over HTTP (health, readiness, metrics and every
     /// adapter compiled in) until SIGTERM or Ctrl-C.
@@ -273,6 +281,11 @@ pub struct ServeArgs {
     )]
     pub agent: String,
 
+    /// Bridge mode (`--upstream`, `--upstream-token`); boxed, so that
+    /// `Command`'s variants stay close in size.
+    #[command(flatten)]
+    pub upstream: Box<UpstreamArgs>,
+
     /// Bearer token file: one `TOKEN PRINCIPAL [TENANT]` per line, `#` comments,
     /// tenant `default` when omitted. Without it every caller is one local principal.
     #[arg(long, env = "TASKWIRE_AUTH_TOKENS", value_name = "FILE")]
@@ -357,6 +370,36 @@ pub struct ServeArgs {
     /// so that `Command`'s variants stay close in size.
     #[command(flatten)]
     pub pg: Box<PgArgs>,
+}
+
+/// Bridge mode's flags: which upstream agent to serve, and how to reach it.
+#[derive(Clone, Debug, Default, Args)]
+pub struct UpstreamArgs {
+    /// Bridge mode: serve the remote agent at URL instead of --agent, on every
+    /// protocol this server speaks. `a2a+http://HOST:PORT[/PATH]` (or
+    /// `a2a+https://…`) is an A2A agent over JSON-RPC, discovered at start from
+    /// `http://HOST:PORT[/PATH]/.well-known/agent-card.json` (its skills become
+    /// this server's). `a2a+grpc://`, `mcp+http(s)://…#tool` and
+    /// `agui+http(s)://…` are recognised but not supported yet (docs/bridging.md).
+    #[arg(
+        id = "upstream",
+        long = "upstream",
+        env = "TASKWIRE_UPSTREAM",
+        value_name = "URL",
+        conflicts_with = "agent"
+    )]
+    pub url: Option<String>,
+
+    /// Bridge mode: bearer token sent to the upstream as `Authorization: Bearer
+    /// TOKEN` with every request (needs --upstream).
+    #[arg(
+        long = "upstream-token",
+        env = "TASKWIRE_UPSTREAM_TOKEN",
+        value_name = "TOKEN",
+        requires = "upstream",
+        hide_env_values = true
+    )]
+    pub token: Option<String>,
 }
 
 /// How the PostgreSQL store connects, as flags; ignored by the other stores.
@@ -632,6 +675,42 @@ pub fn agent_by_name(name: &str) -> Result<Arc<dyn Agent>, Error> {
     }
 }
 
+/// The bridge agent of `--upstream` (discovers the upstream).
+#[cfg(feature = "bridge")]
+async fn upstream_agent(
+    args: &ServeArgs,
+    store: &Arc<dyn TaskStore>,
+) -> Result<Arc<dyn Agent>, Error> {
+    let url = args.upstream.url.as_deref().unwrap_or_default();
+    let options = taskwire_bridge::UpstreamOptions {
+        bearer_token: args.upstream.token.clone(),
+        ..taskwire_bridge::UpstreamOptions::default()
+    };
+    taskwire_bridge::connect(url, &options, Some(store.clone()))
+        .await
+        .map_err(|e| upstream_error(url, &e))
+}
+
+/// This build has no bridge: `--upstream` is refused.
+#[cfg(not(feature = "bridge"))]
+async fn upstream_agent(
+    args: &ServeArgs,
+    _store: &Arc<dyn TaskStore>,
+) -> Result<Arc<dyn Agent>, Error> {
+    Err(Error::Upstream {
+        url: args.upstream.url.clone().unwrap_or_default(),
+        reason: "this build has no bridge support (the `bridge` feature)".into(),
+    })
+}
+
+#[cfg(feature = "bridge")]
+fn upstream_error(url: &str, e: &taskwire_bridge::BridgeError) -> Error {
+    Error::Upstream {
+        url: url.to_string(),
+        reason: e.to_string(),
+    }
+}
+
 /// Whether the store at `url` can be shared by several nodes.
 fn store_is_shared(url: &str) -> bool {
     url.starts_with("postgres://") || url.starts_with("postgresql://")
@@ -702,7 +781,18 @@ pub async fn build_server(args: &ServeArgs) -> Result<Server, Error> {
     };
     // Refuse before touching the store.
     check_listen_policy(args.listen, &auth, args.insecure_no_auth)?;
-    let agent = agent_by_name(&args.agent)?;
+    if args.upstream.url.is_none() && args.upstream.token.is_some() {
+        return Err(Error::Usage("--upstream-token needs --upstream".into()));
+    }
+    // Check the upstream's scheme before touching the store.
+    #[cfg(feature = "bridge")]
+    if let Some(url) = &args.upstream.url {
+        taskwire_bridge::UpstreamSpec::parse(url).map_err(|e| upstream_error(url, &e))?;
+    }
+    let scripted = match &args.upstream.url {
+        Some(_) => None,
+        None => Some(agent_by_name(&args.agent)?),
+    };
     if args.max_concurrent_turns == 0 && !store_is_shared(&args.store) {
         return Err(Error::Usage(
             "--max-concurrent-turns 0 runs no turns on this node, so it needs a store \
@@ -711,6 +801,10 @@ pub async fn build_server(args: &ServeArgs) -> Result<Server, Error> {
         ));
     }
     let store = open_store(&args.store, &args.pg).await?;
+    let agent = match scripted {
+        Some(a) => a,
+        None => upstream_agent(args, &store).await?,
+    };
     let runtime_config = {
         let mut v = RuntimeConfig::default();
         v.max_concurrent_turns = args.max_concurrent_turns;

@@ -65,6 +65,15 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// The upstream of bridge mode (`--upstream`) is unusable: an unknown or
+    /// unsupported scheme, or an agent that could not be discovered.
+    #[error("upstream {url}: {reason}")]
+    Upstream {
+        /// The URL given.
+        url: String,
+        /// Why.
+        reason: String,
+    },
     /// The agent name is not one this binary knows.
     #[error("unknown agent {name:?}: available agents are: {available}")]
     UnknownAgent {

@@ -6,7 +6,8 @@
 //! How a block is run:
 //! - `127.0.0.1:7420` and `localhost:7420` become the test server's address; a
 //!   block that starts its own server (`… serve … &`) gets a free port of its own
-//!   and its background commands are killed when the block ends.
+//!   and its background commands are killed when the block ends; port 7421 (a
+//!   second server, the upstream of a bridge) becomes another free port.
 //! - `cargo run [--release] -p taskwire --`, `./target/{debug,release}/taskwire`
 //!   become the binary under test; `cargo run … --example NAME --` the example
 //!   built beside it (`cargo test --workspace` builds the examples); `cargo build`
@@ -33,6 +34,9 @@ use serde_json::Value;
 const BIN: &str = env!("CARGO_BIN_EXE_taskwire");
 /// The port the documentation uses.
 const DOC_PORT: &str = "7420";
+/// The port of a second server a block starts (the upstream of a bridge); each
+/// block gets a free port for it too.
+const DOC_SECOND_PORT: &str = "7421";
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -260,7 +264,8 @@ curl() {
 }
 "#;
 
-fn substitute(cmd: &str, port: u16, tmp: &Path, state: &State) -> Option<String> {
+fn substitute(cmd: &str, ports: (u16, u16), tmp: &Path, state: &State) -> Option<String> {
+    let (port, second) = ports;
     // The docs' /tmp/ first: the paths substituted below may be under /tmp
     // themselves (a checkout there).
     let cmd = &cmd.replace("/tmp/", &format!("{}/", tmp.display()));
@@ -311,6 +316,14 @@ fn substitute(cmd: &str, port: u16, tmp: &Path, state: &State) -> Option<String>
         .replace(
             &format!("localhost:{DOC_PORT}"),
             &format!("localhost:{port}"),
+        )
+        .replace(
+            &format!("127.0.0.1:{DOC_SECOND_PORT}"),
+            &format!("127.0.0.1:{second}"),
+        )
+        .replace(
+            &format!("localhost:{DOC_SECOND_PORT}"),
+            &format!("localhost:{second}"),
         );
     if s.contains("<id>") || s.contains("$ID") {
         let id = state
@@ -385,9 +398,15 @@ fn run_block(block: &Block, server_port: u16) {
     // The block's own server runs in the background; nothing may answer on
     // its port before that.
     let port = if own_server { free_port() } else { server_port };
+    let second = loop {
+        let p = free_port();
+        if p != port {
+            break p;
+        }
+    };
     let mut state = State::default();
     for cmd in commands(block) {
-        let Some(script) = substitute(&cmd.text, port, tmp.path(), &state) else {
+        let Some(script) = substitute(&cmd.text, (port, second), tmp.path(), &state) else {
             continue;
         };
         let what = format!("{}: {}", block.place, cmd.text);

@@ -1,0 +1,808 @@
+//! The A2A JSON-RPC upstream executor: an [`Agent`] whose turns are run by a
+//! remote A2A agent.
+//!
+//! A turn sends the downstream input upstream with `SendStreamingMessage` (the
+//! first turn creates the upstream task; later turns continue it with its
+//! `taskId` and `contextId`), reads the stream, and turns upstream status
+//! updates, messages and artifacts into the core's turn API through
+//! `taskwire_vocab::upstream`. The client's stream resubscribes after a break
+//! and falls back to `GetTask` polling; if it still ends without a final
+//! state, the turn polls `GetTask` itself, with backoff, for a bounded number
+//! of failed attempts.
+//!
+//! The upstream link (task id, context id, the turn that last sent) is written
+//! to the downstream task's agent state and committed as soon as the first
+//! upstream event names the task, before anything else of the turn. A turn that
+//! finds a link for its own turn number (a re-run after a worker died or a
+//! restart) re-attaches (`SubscribeToTask`, else `GetTask` polling) instead of
+//! sending again; every upstream message id is derived from the downstream
+//! task id and turn number, so a send that is repeated anyway is the same
+//! message to an upstream that deduplicates.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::{json, Value};
+use taskwire_client::a2a::{self, pb, A2aClient, A2aStream};
+use taskwire_client::{BackoffPolicy, ClientConfig};
+use taskwire_core::types::InputResponse;
+use taskwire_core::{
+    async_trait, Access, Agent, AgentError, AgentInfo, CoreError, Message, Skill, TaskService,
+    TaskState, TaskStore, TurnContext, TurnOutcome,
+};
+use taskwire_vocab::upstream::{
+    self as vocab, upstream_state_of_a2a_number, UpstreamState, UPSTREAM_AUTH_PROVIDER,
+};
+use tracing::{debug, info, warn};
+
+use crate::error::BridgeError;
+
+/// How the bridge talks to an upstream.
+#[derive(Clone, Debug)]
+pub struct UpstreamOptions {
+    /// Sent as `Authorization: Bearer …` with every upstream request.
+    pub bearer_token: Option<String>,
+    /// Limit of one upstream request–response (for a stream: its response head).
+    pub request_timeout: Duration,
+    /// Limit for opening a connection to the upstream.
+    pub connect_timeout: Duration,
+    /// Reconnects of broken streams and retries of failed polls.
+    pub backoff: BackoffPolicy,
+    /// Interval between `GetTask` polls when following a task by polling.
+    pub poll_interval: Duration,
+}
+
+impl Default for UpstreamOptions {
+    fn default() -> Self {
+        Self {
+            bearer_token: None,
+            request_timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(10),
+            backoff: BackoffPolicy::default(),
+            poll_interval: Duration::from_millis(500),
+        }
+    }
+}
+
+/// The key of the agent-state object the upstream link is stored under.
+pub const LINK_KEY: &str = "upstream";
+
+/// The link of a downstream task to its upstream task, as stored in the
+/// downstream task's agent state under [`LINK_KEY`].
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpstreamLink {
+    /// `a2a`.
+    pub protocol: String,
+    /// The upstream task id.
+    pub task_id: String,
+    /// The upstream context id.
+    #[serde(default)]
+    pub context_id: String,
+    /// The downstream turn that last sent a message upstream.
+    pub turn: u32,
+    /// The key of the input request the last turn raised for an upstream
+    /// INPUT_REQUIRED, whose answer the next turn sends upstream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked: Option<String>,
+}
+
+impl UpstreamLink {
+    /// The link stored in an agent state, if any.
+    pub fn read(state: Option<&Value>) -> Option<Self> {
+        let v = state?.get(LINK_KEY)?;
+        serde_json::from_value(v.clone()).ok()
+    }
+
+    fn to_state(&self) -> Value {
+        json!({ LINK_KEY: self })
+    }
+}
+
+/// The upstream message id of a downstream turn: stable across re-runs of the
+/// turn, so a repeated send is the same message.
+pub fn upstream_message_id(downstream_task: &str, turn: u32) -> String {
+    format!("tw-{downstream_task}-turn-{turn}")
+}
+
+/// The key of the input request a turn raises for an upstream INPUT_REQUIRED.
+pub fn input_key(turn: u32) -> String {
+    format!("upstream-input-{turn}")
+}
+
+/// An A2A agent reached over JSON-RPC, run as this server's agent.
+#[derive(Clone)]
+pub struct A2aUpstream {
+    client: A2aClient,
+    base_url: String,
+    info: AgentInfo,
+    store: Option<Arc<dyn TaskStore>>,
+    backoff: BackoffPolicy,
+    poll_interval: Duration,
+    watcher: Option<Arc<AbortOnDrop>>,
+}
+
+/// Aborts the watcher task when the last agent clone goes.
+#[derive(Debug)]
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Cancels the upstream task of every linked downstream task that ends
+/// canceled (a downstream cancel or an inactivity expiry). A turn that was
+/// running cancels upstream itself too; a second CancelTask is harmless
+/// (refused by an upstream whose task is already canceled, and only logged).
+async fn watch_cancels(store: Arc<dyn TaskStore>, client: A2aClient) {
+    use tokio::sync::broadcast::error::RecvError;
+    let mut rx = store.hub().firehose();
+    loop {
+        let id = match rx.recv().await {
+            Ok((id, wake)) if wake.state == TaskState::Canceled => id,
+            Ok(_) => continue,
+            Err(RecvError::Lagged(n)) => {
+                warn!(
+                    missed = n,
+                    "the cancel watcher fell behind; some upstream tasks may not be canceled"
+                );
+                continue;
+            }
+            Err(RecvError::Closed) => return,
+        };
+        let task = match store.get_shared(&id).await {
+            Ok(Some(t)) => t,
+            Ok(None) => continue,
+            Err(e) => {
+                warn!(task = %id, error = %e, "reading a canceled task failed");
+                continue;
+            }
+        };
+        let Some(link) = UpstreamLink::read(task.agent_state.as_ref()) else {
+            continue;
+        };
+        match client.cancel_task(&link.task_id).await {
+            Ok(_) => info!(task = %id, upstream_task = %link.task_id, "upstream task canceled"),
+            Err(e) => debug!(task = %id, upstream_task = %link.task_id, error = %e,
+                "CancelTask upstream refused (already ended?)"),
+        }
+    }
+}
+
+impl std::fmt::Debug for A2aUpstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("A2aUpstream")
+            .field("base_url", &self.base_url)
+            .field("endpoint", &self.client.endpoint())
+            .field("agent", &self.info.name)
+            .field("store", &self.store.as_ref().map(|s| s.kind()))
+            .finish_non_exhaustive()
+    }
+}
+
+impl A2aUpstream {
+    /// Fetches the upstream's agent card from `base_url` and builds the agent:
+    /// the card's name, description, version and skills become its
+    /// [`AgentInfo`], and the card's JSONRPC interface is called.
+    pub async fn discover(base_url: &str, opts: &UpstreamOptions) -> Result<Self, BridgeError> {
+        let mut b = ClientConfig::builder(base_url)
+            .request_timeout(opts.request_timeout)
+            .connect_timeout(opts.connect_timeout)
+            .backoff(opts.backoff.clone())
+            .poll_interval(opts.poll_interval);
+        if let Some(t) = &opts.bearer_token {
+            b = b.bearer_token(t.clone());
+        }
+        let config = b.build();
+        // An upstream that is starting at the same time as the bridge gets the
+        // backoff policy's attempts to answer; other failures are final.
+        let mut attempt: u32 = 0;
+        let (client, card) = loop {
+            match A2aClient::discover(config.clone()).await {
+                Ok(found) => break found,
+                Err(e) if e.is_transient() && attempt < opts.backoff.max_attempts => {
+                    let wait = opts.backoff.delay(attempt);
+                    attempt += 1;
+                    warn!(upstream = %base_url, error = %e, attempt, retry_in = ?wait,
+                        "the upstream agent card could not be fetched; retrying");
+                    tokio::time::sleep(wait).await;
+                }
+                Err(source) => {
+                    return Err(BridgeError::Discovery {
+                        url: base_url.to_string(),
+                        source: Box::new(source),
+                    })
+                }
+            }
+        };
+        let info = info_of_card(&card, base_url);
+        info!(upstream = %base_url, endpoint = %client.endpoint(), agent = %info.name,
+            skills = info.skills.len(), "A2A upstream discovered");
+        Ok(Self {
+            client,
+            base_url: base_url.to_string(),
+            info,
+            store: None,
+            backoff: opts.backoff.clone(),
+            poll_interval: opts.poll_interval,
+            watcher: None,
+        })
+    }
+
+    /// Gives the agent the store its tasks live in, so that it can tell a
+    /// downstream cancel (which it propagates upstream) from a lost lease
+    /// (which it does not), and end a task canceled upstream as canceled.
+    /// Without it, every stop of a turn cancels upstream and an upstream
+    /// cancel ends the downstream task failed.
+    ///
+    /// It also starts a watcher of the store's changes (on the current tokio
+    /// runtime; it stops when the last clone of the agent is dropped): a
+    /// downstream task canceled while no turn runs (waiting for input or an
+    /// authorisation) has its upstream task canceled too.
+    pub fn with_store(mut self, store: Arc<dyn TaskStore>) -> Self {
+        let watcher = tokio::spawn(watch_cancels(store.clone(), self.client.clone()));
+        self.watcher = Some(Arc::new(AbortOnDrop(watcher)));
+        self.store = Some(store);
+        self
+    }
+
+    /// The A2A client the agent calls the upstream with.
+    pub fn client(&self) -> &A2aClient {
+        &self.client
+    }
+
+    /// The upstream's base URL.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+}
+
+/// The schema of a bridged skill's arguments: A2A skills declare none, so
+/// every skill takes one `text`, the message sent upstream.
+fn text_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"text": {"type": "string", "description": "The message to the upstream agent"}},
+        "required": ["text"]
+    })
+}
+
+/// The agent info of an upstream agent card.
+pub fn info_of_card(card: &pb::AgentCard, base_url: &str) -> AgentInfo {
+    let name = if card.name.trim().is_empty() {
+        "upstream".to_string()
+    } else {
+        card.name.clone()
+    };
+    let description = if card.description.trim().is_empty() {
+        format!("The A2A agent at {base_url}, bridged by taskwire")
+    } else {
+        card.description.clone()
+    };
+    let mut info = AgentInfo::new(name, description);
+    if !card.version.is_empty() {
+        info.version = card.version.clone();
+    }
+    info.skills = card
+        .skills
+        .iter()
+        .filter(|s| !s.id.trim().is_empty())
+        .map(|s| {
+            let name = if s.name.is_empty() { &s.id } else { &s.name };
+            Skill::new(
+                s.id.clone(),
+                name.clone(),
+                s.description.clone(),
+                text_schema(),
+            )
+        })
+        .collect();
+    info
+}
+
+#[async_trait]
+impl Agent for A2aUpstream {
+    fn info(&self) -> AgentInfo {
+        self.info.clone()
+    }
+
+    async fn run_turn(&self, ctx: &TurnContext) -> Result<TurnOutcome, AgentError> {
+        Ok(Turn::new(self, ctx).run().await?)
+    }
+}
+
+/// What a turn does first.
+enum Plan {
+    /// Send this message (creating or continuing the upstream task).
+    Send(Box<pb::Message>),
+    /// Follow the upstream task without sending anything.
+    Reattach(String),
+    /// Nothing to send and no upstream task.
+    Nothing,
+}
+
+/// One downstream turn.
+struct Turn<'a> {
+    up: &'a A2aUpstream,
+    ctx: &'a TurnContext,
+    /// This turn's number (stable across re-runs of the turn).
+    number: u32,
+    link: Option<UpstreamLink>,
+}
+
+impl<'a> Turn<'a> {
+    fn new(up: &'a A2aUpstream, ctx: &'a TurnContext) -> Self {
+        let task = ctx.task();
+        // A re-run of a turn that had started counts as the same turn.
+        let number = if task.turn_open {
+            task.turns
+        } else {
+            task.turns.saturating_add(1)
+        };
+        Self {
+            up,
+            ctx,
+            number,
+            link: UpstreamLink::read(ctx.state()),
+        }
+    }
+
+    fn task_id(&self) -> Option<String> {
+        self.link.as_ref().map(|l| l.task_id.clone())
+    }
+
+    fn plan(&self) -> Plan {
+        if let Some(l) = &self.link {
+            if l.turn >= self.number {
+                return Plan::Reattach(l.task_id.clone());
+            }
+        }
+        let answers: Vec<&InputResponse> = self
+            .link
+            .as_ref()
+            .and_then(|l| l.asked.as_ref())
+            .and_then(|k| self.ctx.answers().get(k))
+            .into_iter()
+            .collect();
+        let id = upstream_message_id(self.ctx.task().id.as_str(), self.number);
+        let message = vocab::upstream_message(
+            &id,
+            self.ctx.input(),
+            &answers,
+            self.link.as_ref().map(|l| l.task_id.as_str()),
+            self.link.as_ref().map(|l| l.context_id.as_str()),
+        );
+        match (message, &self.link) {
+            (Some(m), _) => Plan::Send(Box::new(m)),
+            (None, Some(l)) => Plan::Reattach(l.task_id.clone()),
+            (None, None) => Plan::Nothing,
+        }
+    }
+
+    async fn run(mut self) -> Result<TurnOutcome, BridgeError> {
+        let stream = match self.plan() {
+            Plan::Nothing => {
+                return Ok(TurnOutcome::Failed {
+                    message: "nothing to send to the upstream agent".into(),
+                })
+            }
+            Plan::Send(m) => {
+                debug!(task = %self.ctx.task().id, turn = self.number, message = %m.message_id,
+                    upstream_task = ?self.task_id(), "sending upstream");
+                self.up
+                    .client
+                    .send_streaming_message(a2a::send_request(*m))
+                    .await
+                    .map_err(|source| BridgeError::Upstream {
+                        operation: "SendStreamingMessage",
+                        source: Box::new(source),
+                    })?
+            }
+            Plan::Reattach(id) => {
+                info!(task = %self.ctx.task().id, upstream_task = %id, turn = self.number,
+                    "re-attaching to the upstream task");
+                match self.up.client.subscribe_to_task(&id).await {
+                    Ok(s) => s,
+                    Err(e) => {
+                        debug!(upstream_task = %id, error = %e, "SubscribeToTask refused; polling GetTask");
+                        return self.poll(id).await;
+                    }
+                }
+            }
+        };
+        self.follow(stream).await
+    }
+
+    /// Reads the stream until the turn ends.
+    async fn follow(&mut self, mut stream: A2aStream) -> Result<TurnOutcome, BridgeError> {
+        loop {
+            let item = tokio::select! {
+                biased;
+                _ = self.ctx.cancelled() => return self.stopped(Some(&mut stream)).await,
+                item = stream.next() => item,
+            };
+            match item {
+                Some(Ok(ev)) => match self.apply(ev.response).await {
+                    Ok(Some(outcome)) => return Ok(outcome),
+                    Ok(None) => {}
+                    Err(BridgeError::Core(_)) if self.ctx.is_cancelled() => {
+                        return self.stopped(Some(&mut stream)).await
+                    }
+                    Err(e) => return Err(e),
+                },
+                Some(Err(e)) => match self.task_id() {
+                    Some(id) => {
+                        warn!(upstream_task = %id, error = %e, "upstream stream broke; polling GetTask");
+                        return self.poll(id).await;
+                    }
+                    None => {
+                        return Err(BridgeError::Upstream {
+                            operation: "SendStreamingMessage",
+                            source: Box::new(e),
+                        })
+                    }
+                },
+                None => match self.task_id() {
+                    Some(id) => return self.poll(id).await,
+                    None => {
+                        return Err(BridgeError::Protocol(
+                            "the upstream stream ended before naming a task".into(),
+                        ))
+                    }
+                },
+            }
+        }
+    }
+
+    /// Follows the upstream task by polling `GetTask` until the turn ends;
+    /// failed polls are retried with backoff, at most the policy's attempts in a
+    /// row.
+    async fn poll(&mut self, id: String) -> Result<TurnOutcome, BridgeError> {
+        let backoff = self.up.backoff.clone();
+        let mut failures: u32 = 0;
+        let mut last: Option<pb::Task> = None;
+        loop {
+            let got = tokio::select! {
+                biased;
+                _ = self.ctx.cancelled() => return self.stopped(None).await,
+                r = self.up.client.get_task(&id, None) => r,
+            };
+            let wait = match got {
+                Ok(t) => {
+                    failures = 0;
+                    let t = t.into_inner();
+                    if last.as_ref() != Some(&t) {
+                        last = Some(t.clone());
+                        let payload = pb::stream_response::Payload::Task(t);
+                        let resp = pb::StreamResponse {
+                            payload: Some(payload),
+                        };
+                        match self.apply(resp).await {
+                            Ok(Some(outcome)) => return Ok(outcome),
+                            Ok(None) => {}
+                            Err(BridgeError::Core(_)) if self.ctx.is_cancelled() => {
+                                return self.stopped(None).await
+                            }
+                            Err(e) => return Err(e),
+                        }
+                    }
+                    self.up.poll_interval
+                }
+                Err(e) => {
+                    if failures >= backoff.max_attempts || !e.is_transient() {
+                        return Err(BridgeError::Upstream {
+                            operation: "GetTask",
+                            source: Box::new(e),
+                        });
+                    }
+                    let d = backoff.delay(failures);
+                    failures += 1;
+                    debug!(upstream_task = %id, error = %e, attempt = failures, "GetTask failed; retrying");
+                    d
+                }
+            };
+            tokio::select! {
+                biased;
+                _ = self.ctx.cancelled() => return self.stopped(None).await,
+                _ = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+
+    /// Stores the upstream link as soon as an event names the upstream task
+    /// (committed before anything else of the turn).
+    async fn note(&mut self, task_id: &str, context_id: &str) -> Result<(), BridgeError> {
+        if task_id.is_empty() {
+            return Ok(());
+        }
+        if let Some(l) = &self.link {
+            if l.task_id == task_id && l.turn >= self.number {
+                return Ok(());
+            }
+            if l.task_id != task_id {
+                warn!(task = %self.ctx.task().id, linked = %l.task_id, got = %task_id,
+                    "the upstream answered for another task than the linked one");
+            }
+        }
+        let link = UpstreamLink {
+            protocol: "a2a".into(),
+            task_id: task_id.to_string(),
+            context_id: context_id.to_string(),
+            turn: self.number,
+            asked: None,
+        };
+        self.ctx.set_state(link.to_state()).await?;
+        self.ctx.flush().await?;
+        debug!(task = %self.ctx.task().id, upstream_task = %task_id, turn = self.number,
+            "upstream link stored");
+        self.link = Some(link);
+        Ok(())
+    }
+
+    /// Applies one upstream event (streamed, or a polled `GetTask` snapshot);
+    /// `Some` when the turn ends with it.
+    async fn apply(
+        &mut self,
+        resp: pb::StreamResponse,
+    ) -> Result<Option<TurnOutcome>, BridgeError> {
+        use pb::stream_response::Payload;
+        let ctx = self.ctx;
+        match resp.payload {
+            None => Ok(None),
+            Some(Payload::Task(t)) => {
+                self.note(&t.id, &t.context_id).await?;
+                for a in &t.artifacts {
+                    let parts = vocab::parts_from_pb(&a.parts)?;
+                    let name = (!a.name.is_empty()).then_some(a.name.as_str());
+                    ctx.emit_artifact(&a.artifact_id, name, parts).await?;
+                }
+                self.settle(t.status.as_ref()).await
+            }
+            Some(Payload::StatusUpdate(s)) => {
+                self.note(&s.task_id, &s.context_id).await?;
+                let status = s.status.as_ref();
+                let state = status.map_or(UpstreamState::Unknown, |st| {
+                    upstream_state_of_a2a_number(st.state)
+                });
+                if state == UpstreamState::Running {
+                    // A progress message of a working upstream.
+                    if let Some(m) = status.and_then(|st| st.message.as_ref()) {
+                        if !m.parts.is_empty() {
+                            ctx.emit_message(vocab::agent_message_from_pb(m)?).await?;
+                        }
+                    }
+                }
+                self.settle(status).await
+            }
+            Some(Payload::ArtifactUpdate(a)) => {
+                self.note(&a.task_id, &a.context_id).await?;
+                if let Some(art) = &a.artifact {
+                    let parts = vocab::parts_from_pb(&art.parts)?;
+                    let name = (!art.name.is_empty()).then_some(art.name.as_str());
+                    ctx.emit_artifact_chunk(&art.artifact_id, name, parts, a.append, a.last_chunk)
+                        .await?;
+                }
+                Ok(None)
+            }
+            Some(Payload::Message(m)) => {
+                let message = vocab::agent_message_from_pb(&m)?;
+                if m.task_id.is_empty() {
+                    // A direct reply: the upstream made no task.
+                    return Ok(Some(TurnOutcome::Completed {
+                        message: Some(message),
+                    }));
+                }
+                self.note(&m.task_id, &m.context_id).await?;
+                ctx.emit_message(message).await?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// The turn's outcome for an upstream status, if the status ends the turn.
+    async fn settle(
+        &mut self,
+        status: Option<&pb::TaskStatus>,
+    ) -> Result<Option<TurnOutcome>, BridgeError> {
+        let Some(st) = status else {
+            return Ok(None);
+        };
+        let state = upstream_state_of_a2a_number(st.state);
+        let text = vocab::status_text(Some(st));
+        let status_message = st
+            .message
+            .as_ref()
+            .filter(|m| !m.parts.is_empty())
+            .map(vocab::agent_message_from_pb)
+            .transpose()?;
+        let ctx = self.ctx;
+        Ok(Some(match state {
+            UpstreamState::Running | UpstreamState::Unknown => return Ok(None),
+            UpstreamState::Completed => TurnOutcome::Completed {
+                message: status_message,
+            },
+            UpstreamState::Failed => TurnOutcome::Failed {
+                message: text.unwrap_or_else(|| "the upstream task failed".into()),
+            },
+            UpstreamState::Rejected => TurnOutcome::Rejected {
+                reason: text.unwrap_or_else(|| "the upstream agent rejected the task".into()),
+            },
+            UpstreamState::Canceled => return self.canceled_upstream().await.map(Some),
+            UpstreamState::InputRequired => {
+                let prompt = text.unwrap_or_else(|| "the upstream agent asks for input".into());
+                let key = input_key(self.number);
+                ctx.request_input(&key, &prompt, vocab::upstream_input_schema())?;
+                if let Some(mut l) = self.link.clone() {
+                    l.asked = Some(key);
+                    ctx.set_state(l.to_state()).await?;
+                    self.link = Some(l);
+                }
+                TurnOutcome::Waiting {
+                    message: Some(status_message.unwrap_or_else(|| Message::agent_text(prompt))),
+                }
+            }
+            UpstreamState::AuthRequired => {
+                // One authorisation per provider and task: a second
+                // AUTH_REQUIRED after `upstream` was granted waits on a
+                // provider named after the turn.
+                let provider = if ctx.is_granted(UPSTREAM_AUTH_PROVIDER) {
+                    format!("{UPSTREAM_AUTH_PROVIDER}-{}", self.number)
+                } else {
+                    UPSTREAM_AUTH_PROVIDER.to_string()
+                };
+                let prompt =
+                    text.unwrap_or_else(|| "the upstream agent requires an authorization".into());
+                ctx.require_auth(&provider, &format!("upstream-turn-{}", self.number), None)?;
+                TurnOutcome::Waiting {
+                    message: Some(status_message.unwrap_or_else(|| Message::agent_text(prompt))),
+                }
+            }
+        }))
+    }
+
+    /// The upstream task ended canceled: the downstream task ends canceled too
+    /// (failed, without a store to cancel it in).
+    async fn canceled_upstream(&mut self) -> Result<TurnOutcome, BridgeError> {
+        let Some(store) = &self.up.store else {
+            return Ok(TurnOutcome::Failed {
+                message: "the upstream task was canceled".into(),
+            });
+        };
+        let service = TaskService::new(store.clone(), self.up.info.name.clone());
+        match service
+            .cancel(
+                Access::System,
+                &self.ctx.task().id,
+                Some("the upstream task was canceled".into()),
+            )
+            .await
+        {
+            Ok(_) | Err(CoreError::NotCancelable { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+        Err(BridgeError::Core(CoreError::Terminal {
+            state: TaskState::Canceled,
+        }))
+    }
+
+    /// The turn's cancellation token fired: if the downstream task was
+    /// canceled, cancel the upstream task; if the worker lost the task (lease,
+    /// restart), leave the upstream alone for the next worker to re-attach.
+    async fn stopped(
+        &mut self,
+        stream: Option<&mut A2aStream>,
+    ) -> Result<TurnOutcome, BridgeError> {
+        let id = &self.ctx.task().id;
+        let canceled = match &self.up.store {
+            Some(store) => match store.get_shared(id).await {
+                Ok(Some(t)) => t.state == TaskState::Canceled,
+                Ok(None) => false,
+                Err(e) => {
+                    warn!(task = %id, error = %e, "reading the stopped task failed; not canceling upstream");
+                    false
+                }
+            },
+            None => true,
+        };
+        if !canceled {
+            debug!(task = %id, "turn stopped without a downstream cancel; the upstream task is left running");
+            return Err(BridgeError::Core(CoreError::LeaseLost));
+        }
+        let mut upstream = self.task_id();
+        if upstream.is_none() {
+            if let Some(s) = stream {
+                // The send went out but no event named the task yet: wait
+                // briefly for the first one, so the upstream task is not
+                // left running.
+                upstream = s.task_id();
+                if upstream.is_none() {
+                    let first = tokio::time::timeout(Duration::from_secs(5), s.next()).await;
+                    if let Ok(Some(Ok(ev))) = first {
+                        upstream = ev.task_id().map(str::to_string);
+                    }
+                }
+            }
+        }
+        match upstream {
+            Some(up) => match self.up.client.cancel_task(&up).await {
+                Ok(t) => info!(task = %id, upstream_task = %up,
+                    state = ?t.status.as_ref().map(|s| s.state()), "upstream task canceled"),
+                Err(e) => warn!(task = %id, upstream_task = %up, error = %e,
+                    "canceling the upstream task failed"),
+            },
+            None => {
+                warn!(task = %id, "canceled before the upstream named its task; nothing to cancel")
+            }
+        }
+        Err(BridgeError::Core(CoreError::Terminal {
+            state: TaskState::Canceled,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_link_round_trips_through_agent_state() {
+        let l = UpstreamLink {
+            protocol: "a2a".into(),
+            task_id: "up-1".into(),
+            context_id: "ctx".into(),
+            turn: 2,
+            asked: Some(input_key(2)),
+        };
+        let state = l.to_state();
+        assert_eq!(state["upstream"]["taskId"], "up-1");
+        assert_eq!(UpstreamLink::read(Some(&state)), Some(l));
+        assert_eq!(UpstreamLink::read(None), None);
+        assert_eq!(UpstreamLink::read(Some(&json!({"other": 1}))), None);
+        assert_eq!(
+            UpstreamLink::read(Some(&json!({"upstream": {"taskId": 5}}))),
+            None
+        );
+    }
+
+    #[test]
+    fn message_ids_are_stable_per_turn() {
+        assert_eq!(upstream_message_id("abc", 1), upstream_message_id("abc", 1));
+        assert_ne!(upstream_message_id("abc", 1), upstream_message_id("abc", 2));
+        assert_ne!(upstream_message_id("abc", 1), upstream_message_id("abd", 1));
+    }
+
+    #[test]
+    fn card_skills_become_agent_skills() {
+        let card = pb::AgentCard {
+            name: "scripted".into(),
+            description: "d".into(),
+            version: "1.2.3".into(),
+            skills: vec![
+                pb::AgentSkill {
+                    id: "run_script".into(),
+                    name: "Run a script".into(),
+                    description: "runs".into(),
+                    ..Default::default()
+                },
+                pb::AgentSkill {
+                    id: " ".into(),
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        };
+        let info = info_of_card(&card, "http://h");
+        assert_eq!(info.name, "scripted");
+        assert_eq!(info.version, "1.2.3");
+        assert_eq!(info.skills.len(), 1);
+        assert_eq!(info.skills[0].id, "run_script");
+        assert_eq!(info.skills[0].name, "Run a script");
+        assert_eq!(info.skills[0].input_schema["required"][0], "text");
+        let bare = info_of_card(&pb::AgentCard::default(), "http://h");
+        assert_eq!(bare.name, "upstream");
+        assert!(bare.description.contains("http://h"));
+    }
+}

@@ -1,0 +1,71 @@
+//! The bridge's one error type.
+
+use taskwire_client::ClientError;
+use taskwire_core::{AgentError, CoreError};
+use taskwire_vocab::VocabError;
+
+/// Everything that can go wrong in the bridge: a bad upstream spec, an upstream
+/// that cannot be discovered, and failures while a turn talks to it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BridgeError {
+    /// The upstream URL's scheme is not one the bridge knows.
+    #[error("unknown upstream scheme in {url:?}: expected a2a+http://…, a2a+https://… (a2a+grpc://, mcp+http(s)://…#tool and agui+http(s)://… are recognised but not supported yet)")]
+    UnknownScheme {
+        /// The URL as given.
+        url: String,
+    },
+    /// The scheme is recognised, but its upstream executor is not built yet.
+    #[error("upstream scheme {scheme}:// is not supported yet (in {url:?}); only a2a+http:// and a2a+https:// (A2A JSON-RPC) work in this version")]
+    NotSupported {
+        /// The scheme (for example `mcp+http`).
+        scheme: String,
+        /// The URL as given.
+        url: String,
+    },
+    /// The URL has a known scheme but is not usable.
+    #[error("invalid upstream URL {url:?}: {reason}")]
+    InvalidUrl {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The upstream's agent card could not be fetched or read.
+    #[error("discovering the upstream agent at {url}: {source}")]
+    Discovery {
+        /// The base URL discovered from.
+        url: String,
+        /// The client's error (boxed: it is large).
+        #[source]
+        source: Box<ClientError>,
+    },
+    /// A call to the upstream failed during a turn.
+    #[error("upstream {operation}: {source}")]
+    Upstream {
+        /// What was being done (for example `SendStreamingMessage`).
+        operation: &'static str,
+        /// The client's error (boxed: it is large).
+        #[source]
+        source: Box<ClientError>,
+    },
+    /// The upstream sent something the bridge cannot carry.
+    #[error("upstream sent an unusable value: {0}")]
+    Vocab(#[from] VocabError),
+    /// The upstream broke the protocol (for example a stream that ended before a
+    /// task was named).
+    #[error("upstream protocol: {0}")]
+    Protocol(String),
+    /// A core operation failed.
+    #[error(transparent)]
+    Core(#[from] CoreError),
+}
+
+impl From<BridgeError> for AgentError {
+    fn from(e: BridgeError) -> Self {
+        match e {
+            BridgeError::Core(c) => AgentError::Core(c),
+            other => AgentError::Internal(other.to_string()),
+        }
+    }
+}

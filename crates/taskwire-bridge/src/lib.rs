@@ -1,0 +1,47 @@
+//! Upstream executors: [`Agent`] implementations that forward each task to a
+//! remote agent, so that `taskwire serve --upstream URL` serves that agent on
+//! every protocol taskwire speaks.
+//!
+//! The upstream is chosen by the URL's scheme ([`UpstreamSpec::parse`]):
+//!
+//! | scheme | upstream | status |
+//! |---|---|---|
+//! | `a2a+http://…`, `a2a+https://…` | A2A 1.0 over JSON-RPC ([`a2a::A2aUpstream`]) | works |
+//! | `a2a+grpc://host:port` | A2A 1.0 over gRPC | refused: not supported yet |
+//! | `mcp+http(s)://…/mcp#tool` | an MCP tool | refused: not supported yet |
+//! | `agui+http(s)://…` | an AG-UI agent | refused: not supported yet |
+//!
+//! Translation between the upstream protocol and the core goes through
+//! `taskwire_vocab::upstream`; docs/bridging.md describes what crosses and what
+//! does not.
+
+pub mod a2a;
+mod error;
+pub mod spec;
+
+use std::sync::Arc;
+
+use taskwire_core::{Agent, TaskStore};
+
+pub use a2a::{A2aUpstream, UpstreamLink, UpstreamOptions};
+pub use error::BridgeError;
+pub use spec::UpstreamSpec;
+
+/// The agent for the upstream at `url`: parses the spec, discovers the
+/// upstream (its agent card), and gives the agent `store` (the store its tasks
+/// live in, see [`A2aUpstream::with_store`]).
+pub async fn connect(
+    url: &str,
+    options: &UpstreamOptions,
+    store: Option<Arc<dyn TaskStore>>,
+) -> Result<Arc<dyn Agent>, BridgeError> {
+    match UpstreamSpec::parse(url)? {
+        UpstreamSpec::A2aJsonRpc { base_url } => {
+            let mut agent = A2aUpstream::discover(&base_url, options).await?;
+            if let Some(s) = store {
+                agent = agent.with_store(s);
+            }
+            Ok(Arc::new(agent))
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! Upstream specs: which upstream executor a URL names, by its scheme.
+
+use crate::error::BridgeError;
+
+/// An upstream the bridge can forward tasks to, parsed from `--upstream URL`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum UpstreamSpec {
+    /// `a2a+http://…` or `a2a+https://…`: an A2A agent over JSON-RPC. The part
+    /// after `a2a+` is the base URL its agent card is discovered from
+    /// (`{base}/.well-known/agent-card.json`).
+    A2aJsonRpc {
+        /// The base URL, without a trailing slash.
+        base_url: String,
+    },
+}
+
+/// Schemes that name an upstream protocol the bridge does not speak yet.
+const NOT_YET: [&str; 5] = [
+    "a2a+grpc",
+    "mcp+http",
+    "mcp+https",
+    "agui+http",
+    "agui+https",
+];
+
+impl UpstreamSpec {
+    /// Parses an upstream URL. `a2a+http(s)://host[:port][/path]` is an A2A
+    /// JSON-RPC upstream; `a2a+grpc://`, `mcp+http(s)://…#tool` and
+    /// `agui+http(s)://…` are recognised and refused as not supported yet; any
+    /// other scheme is an error.
+    pub fn parse(url: &str) -> Result<Self, BridgeError> {
+        let trimmed = url.trim();
+        let Some((scheme, rest)) = trimmed.split_once("://") else {
+            return Err(BridgeError::UnknownScheme { url: url.into() });
+        };
+        let scheme_lc = scheme.to_ascii_lowercase();
+        if NOT_YET.contains(&scheme_lc.as_str()) {
+            return Err(BridgeError::NotSupported {
+                scheme: scheme_lc,
+                url: url.into(),
+            });
+        }
+        let inner = match scheme_lc.as_str() {
+            "a2a+http" => "http",
+            "a2a+https" => "https",
+            _ => return Err(BridgeError::UnknownScheme { url: url.into() }),
+        };
+        let invalid = |reason: &str| BridgeError::InvalidUrl {
+            url: url.into(),
+            reason: reason.into(),
+        };
+        if rest.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(invalid("contains whitespace or control characters"));
+        }
+        if rest.contains('#') {
+            return Err(invalid(
+                "an A2A upstream takes no #fragment (a #tool names an MCP tool)",
+            ));
+        }
+        if rest.contains('?') {
+            return Err(invalid("an A2A upstream's base URL takes no ?query"));
+        }
+        let authority = rest.split('/').next().unwrap_or_default();
+        if authority.is_empty() {
+            return Err(invalid("has no host"));
+        }
+        if authority.contains('@') {
+            return Err(invalid(
+                "credentials in the URL are not sent: use --upstream-token",
+            ));
+        }
+        let (host, port) = match authority.strip_prefix('[') {
+            // An IPv6 literal: `[addr]` or `[addr]:port`.
+            Some(v6) => match v6.split_once(']') {
+                Some((h, "")) => (h, None),
+                Some((h, after)) => match after.strip_prefix(':') {
+                    Some(p) => (h, Some(p)),
+                    None => return Err(invalid("junk after the IPv6 address")),
+                },
+                None => return Err(invalid("an unclosed [IPv6 address")),
+            },
+            None => match authority.split_once(':') {
+                Some((h, p)) => (h, Some(p)),
+                None => (authority, None),
+            },
+        };
+        if host.is_empty() {
+            return Err(invalid("has no host"));
+        }
+        if let Some(p) = port {
+            if p.is_empty() {
+                return Err(invalid("has an empty port"));
+            }
+            if !p.chars().all(|c| c.is_ascii_digit()) || p.parse::<u16>().is_err() {
+                return Err(invalid("the port is not a number from 0 to 65535"));
+            }
+        }
+        let base_url = format!("{inner}://{}", rest.trim_end_matches('/'));
+        Ok(UpstreamSpec::A2aJsonRpc { base_url })
+    }
+
+    /// The protocol name, for logs and the agent description.
+    pub fn protocol(&self) -> &'static str {
+        match self {
+            UpstreamSpec::A2aJsonRpc { .. } => "A2A JSON-RPC",
+        }
+    }
+
+    /// The URL the upstream is reached at (without the protocol prefix).
+    pub fn base_url(&self) -> &str {
+        match self {
+            UpstreamSpec::A2aJsonRpc { base_url } => base_url,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base(url: &str) -> String {
+        match UpstreamSpec::parse(url) {
+            Ok(UpstreamSpec::A2aJsonRpc { base_url }) => base_url,
+            Err(e) => panic!("{url}: {e}"),
+        }
+    }
+
+    #[test]
+    fn a2a_http_and_https_are_json_rpc_upstreams() {
+        assert_eq!(base("a2a+http://127.0.0.1:7420"), "http://127.0.0.1:7420");
+        assert_eq!(base("a2a+http://127.0.0.1:7420/"), "http://127.0.0.1:7420");
+        assert_eq!(
+            base("a2a+https://agents.example.com/team/a"),
+            "https://agents.example.com/team/a"
+        );
+        assert_eq!(base("A2A+HTTP://h:1"), "http://h:1");
+        assert_eq!(base("a2a+http://[::1]:8080/x"), "http://[::1]:8080/x");
+        assert_eq!(base("  a2a+http://h  "), "http://h");
+    }
+
+    #[test]
+    fn recognised_schemes_are_refused_as_not_supported_yet() {
+        for url in [
+            "a2a+grpc://127.0.0.1:50051",
+            "mcp+http://127.0.0.1:7420/mcp#run_script",
+            "mcp+https://h/mcp",
+            "agui+http://127.0.0.1:7420/agui",
+            "agui+https://h/agui",
+        ] {
+            match UpstreamSpec::parse(url) {
+                Err(e @ BridgeError::NotSupported { .. }) => {
+                    assert!(e.to_string().contains("not supported yet"), "{e}")
+                }
+                other => panic!("{url}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn other_schemes_and_bad_urls_are_errors() {
+        for url in [
+            "http://127.0.0.1:7420",
+            "ftp://h",
+            "a2a://h",
+            "a2a+ws://h",
+            "127.0.0.1:7420",
+            "",
+        ] {
+            assert!(
+                matches!(
+                    UpstreamSpec::parse(url),
+                    Err(BridgeError::UnknownScheme { .. })
+                ),
+                "{url}"
+            );
+        }
+        for url in [
+            "a2a+http://",
+            "a2a+http:///a2a",
+            "a2a+http://h:/",
+            "a2a+http://h:port",
+            "a2a+http://h/a#tool",
+            "a2a+http://h/a?x=1",
+            "a2a+http://user:pw@h",
+            "a2a+http://h /a",
+        ] {
+            assert!(
+                matches!(
+                    UpstreamSpec::parse(url),
+                    Err(BridgeError::InvalidUrl { .. })
+                ),
+                "{url}: {:?}",
+                UpstreamSpec::parse(url)
+            );
+        }
+    }
+}

@@ -1,0 +1,719 @@
+//! Bridge mode (#21, first slice): a `taskwire serve --upstream a2a+http://…`
+//! in front of another taskwire running the scripted agent, driven through the
+//! bridge's own surfaces (A2A JSON-RPC and CAS, with taskwire-client) and
+//! checked against the upstream directly.
+
+mod common;
+
+use std::time::Duration;
+
+use clap::Parser;
+use taskwire::cli::{Cli, Command};
+use taskwire_client::a2a::{self, pb, A2aClient};
+use taskwire_client::cas::{CasClient, CasInput, CasPhase, TerminalReason};
+use taskwire_client::ClientConfig;
+
+const LIMIT: Duration = Duration::from_secs(20);
+
+struct Running {
+    base: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    done: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Running {
+    /// Stops the server and waits until it has stopped.
+    async fn stop(mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(done) = self.done.take() {
+            let _ = tokio::time::timeout(LIMIT, done).await;
+        }
+    }
+}
+
+fn run(server: taskwire::Server) -> Running {
+    let base = format!("http://{}", server.local_addr());
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let done = tokio::spawn(async move {
+        let _ = server
+            .run(async move {
+                let _ = rx.await;
+            })
+            .await;
+    });
+    Running {
+        base,
+        stop: Some(tx),
+        done: Some(done),
+    }
+}
+
+async fn serve(extra: &[&str]) -> Running {
+    run(common::build_serve(extra).await)
+}
+
+/// An upstream taskwire (scripted agent) and a bridging taskwire in front of it.
+async fn pair() -> (Running, Running) {
+    let up = serve(&[]).await;
+    let url = format!("a2a+{}", up.base);
+    let bridge = serve(&["--upstream", &url]).await;
+    (up, bridge)
+}
+
+fn config(base: &str) -> ClientConfig {
+    ClientConfig::builder(base)
+        .request_timeout(LIMIT)
+        .poll_interval(Duration::from_millis(50))
+        .build()
+}
+
+fn a2a_client(base: &str) -> A2aClient {
+    A2aClient::new(config(base)).expect("a2a client")
+}
+
+fn task_of(r: pb::SendMessageResponse) -> pb::Task {
+    match r.payload {
+        Some(pb::send_message_response::Payload::Task(t)) => t,
+        other => panic!("expected a task, got {other:?}"),
+    }
+}
+
+fn state(t: &pb::Task) -> pb::TaskState {
+    t.status
+        .as_ref()
+        .map(|s| s.state())
+        .unwrap_or(pb::TaskState::Unspecified)
+}
+
+fn status_text(t: &pb::Task) -> String {
+    t.status
+        .as_ref()
+        .and_then(|s| s.message.as_ref())
+        .map(a2a::message_text)
+        .unwrap_or_default()
+}
+
+fn artifact_texts(t: &pb::Task) -> Vec<(String, String)> {
+    t.artifacts
+        .iter()
+        .map(|a| (a.name.clone(), a2a::parts_text(&a.parts)))
+        .collect()
+}
+
+/// Every task the upstream holds (the bridge's caller is the local principal).
+async fn upstream_tasks(up: &A2aClient) -> Vec<pb::Task> {
+    up.list_tasks(pb::ListTasksRequest {
+        include_artifacts: Some(true),
+        history_length: Some(10),
+        ..Default::default()
+    })
+    .await
+    .expect("upstream ListTasks")
+    .into_inner()
+    .tasks
+}
+
+/// The one task of the upstream, once it is in `want` (within LIMIT).
+async fn upstream_task_in(up: &A2aClient, want: pb::TaskState) -> pb::Task {
+    let deadline = tokio::time::Instant::now() + LIMIT;
+    loop {
+        let tasks = upstream_tasks(up).await;
+        assert!(tasks.len() <= 1, "more than one upstream task: {tasks:?}");
+        if let Some(t) = tasks.first() {
+            if state(t) == want {
+                return t.clone();
+            }
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the upstream task did not reach {want:?}: {tasks:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn text_to_task(text: &str, task_id: &str) -> pb::SendMessageRequest {
+    let mut m = a2a::text_message(text);
+    m.task_id = task_id.to_string();
+    a2a::send_request(m)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_task_completes_with_the_upstream_output() {
+    let (up, bridge) = pair().await;
+    let down = a2a_client(&bridge.base);
+    let direct = a2a_client(&up.base);
+
+    let t = task_of(
+        down.send_text("hello through the bridge", false)
+            .await
+            .expect("send")
+            .into_inner(),
+    );
+    assert_eq!(state(&t), pb::TaskState::Completed, "{t:?}");
+    let ut = upstream_task_in(&direct, pb::TaskState::Completed).await;
+    assert_eq!(
+        artifact_texts(&ut),
+        vec![("echo".to_string(), "hello through the bridge".to_string())]
+    );
+    // The downstream output is what the upstream produced.
+    assert_eq!(artifact_texts(&t), artifact_texts(&ut));
+    assert_eq!(t.artifacts[0].artifact_id, ut.artifacts[0].artifact_id);
+    // The upstream message id is derived from the downstream task and turn.
+    let first = ut.history.first().expect("upstream history");
+    assert_eq!(first.message_id, format!("tw-{}-turn-1", t.id));
+    // A streaming send through the bridge: chunked upstream artifact arrives whole.
+    let req = a2a::send_request(a2a::text_message("stream 3"));
+    let events = down
+        .send_streaming_message(req)
+        .await
+        .expect("stream")
+        .collect_all()
+        .await
+        .expect("events");
+    let last = events.iter().filter_map(|e| e.state()).next_back();
+    assert_eq!(last, Some(pb::TaskState::Completed));
+    let id = events
+        .iter()
+        .find_map(|e| e.task_id().map(str::to_string))
+        .expect("task id");
+    let got = down.get_task(&id, None).await.expect("get").into_inner();
+    let ups = upstream_tasks(&direct).await;
+    let ut = ups
+        .iter()
+        .find(|t| t.artifacts.iter().any(|a| a.name == "stream"))
+        .expect("the upstream stream task");
+    assert_eq!(state(ut), pb::TaskState::Completed);
+    // Three chunks upstream, the same three parts downstream.
+    assert_eq!(ut.artifacts[0].parts.len(), 3);
+    assert_eq!(got.artifacts.len(), 1);
+    assert_eq!(got.artifacts[0].artifact_id, ut.artifacts[0].artifact_id);
+    assert_eq!(got.artifacts[0].parts, ut.artifacts[0].parts);
+    assert_eq!(
+        a2a::parts_text(&got.artifacts[0].parts).replace("\n\n", "\n"),
+        "chunk 1 of 3\nchunk 2 of 3\nchunk 3 of 3\n"
+    );
+    up.stop().await;
+    bridge.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn input_required_round_trips_over_a2a() {
+    let (up, bridge) = pair().await;
+    let down = a2a_client(&bridge.base);
+    let direct = a2a_client(&up.base);
+
+    let t = task_of(
+        down.send_text("ask what colour?", false)
+            .await
+            .expect("send")
+            .into_inner(),
+    );
+    assert_eq!(state(&t), pb::TaskState::InputRequired, "{t:?}");
+    assert_eq!(status_text(&t), "what colour?");
+    let ut = upstream_task_in(&direct, pb::TaskState::InputRequired).await;
+
+    // The downstream answer goes upstream, to the same upstream task.
+    let t2 = task_of(
+        down.send_message(text_to_task("blue", &t.id))
+            .await
+            .expect("answer")
+            .into_inner(),
+    );
+    assert_eq!(t2.id, t.id);
+    assert_eq!(state(&t2), pb::TaskState::Completed, "{t2:?}");
+    assert_eq!(
+        artifact_texts(&t2),
+        vec![("answer".to_string(), "answer: blue".to_string())]
+    );
+    let ut2 = upstream_task_in(&direct, pb::TaskState::Completed).await;
+    assert_eq!(ut2.id, ut.id, "the answer continued the same upstream task");
+    assert_eq!(artifact_texts(&ut2), artifact_texts(&t2));
+    up.stop().await;
+    bridge.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn input_required_round_trips_over_cas() {
+    let (up, bridge) = pair().await;
+    let cas = CasClient::new(config(&bridge.base)).expect("cas client");
+    let direct = a2a_client(&up.base);
+
+    let created = cas
+        .create_task(&CasInput::text("ask favourite number?"), None)
+        .await
+        .expect("create");
+    let id = created.id.clone();
+    let idle = cas
+        .wait_until(&id, LIMIT, |s| s.status.phase == CasPhase::Idle)
+        .await
+        .expect("idle");
+    assert_eq!(idle.status.phase, CasPhase::Idle);
+    upstream_task_in(&direct, pb::TaskState::InputRequired).await;
+
+    cas.send_input(&id, &CasInput::text("7"), None)
+        .await
+        .expect("input");
+    let done = cas
+        .wait_until(&id, LIMIT, |s| s.is_terminal())
+        .await
+        .expect("terminal");
+    assert_eq!(done.status.terminal_reason, Some(TerminalReason::Completed));
+    // The same task over the bridge's A2A surface carries the upstream's answer artifact.
+    let t = a2a_client(&bridge.base)
+        .get_task(&id, None)
+        .await
+        .expect("get")
+        .into_inner();
+    assert_eq!(
+        artifact_texts(&t),
+        vec![("answer".to_string(), "answer: 7".to_string())]
+    );
+    let ut = upstream_task_in(&direct, pb::TaskState::Completed).await;
+    assert_eq!(artifact_texts(&ut), artifact_texts(&t));
+    up.stop().await;
+    bridge.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_upstream_skill_is_an_mcp_tool_and_input_round_trips_over_mcp() {
+    use taskwire_client::mcp::{elicit_accept, McpClient, McpTaskStatus, ToolCallOutcome};
+    let (up, bridge) = pair().await;
+    let direct = a2a_client(&up.base);
+    let mcp = McpClient::new(config(&bridge.base)).expect("mcp client");
+    let tools = mcp.list_tools().await.expect("tools/list");
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, vec!["run_script"]);
+
+    let created = mcp
+        .call_tool("run_script", serde_json::json!({"text": "ask your name?"}))
+        .await
+        .expect("tools/call");
+    let id = match &created.value {
+        ToolCallOutcome::Task(t) => t.task_id.clone(),
+        other => panic!("expected a task, got {other:?}"),
+    };
+    let asked = mcp.wait_task(&id, LIMIT).await.expect("wait");
+    assert_eq!(
+        asked.status,
+        McpTaskStatus::InputRequired,
+        "{:?}",
+        asked.raw
+    );
+    let keys: Vec<String> = asked
+        .input_requests
+        .clone()
+        .expect("inputRequests")
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(keys, vec!["upstream-input-1".to_string()]);
+    upstream_task_in(&direct, pb::TaskState::InputRequired).await;
+
+    // The keyed answer goes upstream as the reply to the upstream's question.
+    let mut answers = std::collections::BTreeMap::new();
+    let mut answer = serde_json::Map::new();
+    answer.insert("answer".into(), "Ada".into());
+    answers.insert(keys[0].clone(), elicit_accept(answer));
+    mcp.update_task(&id, answers).await.expect("tasks/update");
+    let done = mcp.wait_task(&id, LIMIT).await.expect("wait");
+    assert_eq!(done.status, McpTaskStatus::Completed, "{:?}", done.raw);
+    assert!(
+        done.result
+            .as_ref()
+            .expect("result")
+            .text()
+            .contains("answer: Ada"),
+        "{:?}",
+        done.raw
+    );
+    let ut = upstream_task_in(&direct, pb::TaskState::Completed).await;
+    assert_eq!(
+        artifact_texts(&ut),
+        vec![("answer".to_string(), "answer: Ada".to_string())]
+    );
+    up.stop().await;
+    bridge.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_and_rejecting_directives_end_the_same_way() {
+    let (up, bridge) = pair().await;
+    let down = a2a_client(&bridge.base);
+
+    let t = task_of(
+        down.send_text("fail boom", false)
+            .await
+            .expect("send")
+            .into_inner(),
+    );
+    assert_eq!(state(&t), pb::TaskState::Failed, "{t:?}");
+    assert_eq!(status_text(&t), "boom");
+
+    let t = task_of(
+        down.send_text("reject not today", false)
+            .await
+            .expect("send")
+            .into_inner(),
+    );
+    assert_eq!(state(&t), pb::TaskState::Rejected, "{t:?}");
+    assert_eq!(status_text(&t), "not today");
+
+    // Over CAS: the failure is terminal / errored.
+    let cas = CasClient::new(config(&bridge.base)).expect("cas client");
+    let created = cas
+        .create_task(&CasInput::text("fail again"), None)
+        .await
+        .expect("create");
+    let done = cas
+        .wait_until(&created.id, LIMIT, |s| s.is_terminal())
+        .await
+        .expect("terminal");
+    assert_eq!(done.status.terminal_reason, Some(TerminalReason::Errored));
+    up.stop().await;
+    bridge.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_downstream_cancel_cancels_the_upstream_task() {
+    let (up, bridge) = pair().await;
+    let down = a2a_client(&bridge.base);
+    let direct = a2a_client(&up.base);
+
+    let t = task_of(
+        down.send_text("sleep 30000", true)
+            .await
+            .expect("send")
+            .into_inner(),
+    );
+    let ut = upstream_task_in(&direct, pb::TaskState::Working).await;
+    let canceled = down.cancel_task(&t.id).await.expect("cancel").into_inner();
+    assert_eq!(state(&canceled), pb::TaskState::Canceled);
+    let ut2 = upstream_task_in(&direct, pb::TaskState::Canceled).await;
+    assert_eq!(ut2.id, ut.id);
+    up.stop().await;
+    bridge.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_downstream_cancel_while_waiting_for_input_cancels_the_upstream_task() {
+    let (up, bridge) = pair().await;
+    let down = a2a_client(&bridge.base);
+    let direct = a2a_client(&up.base);
+
+    let t = task_of(
+        down.send_text("ask anything?", false)
+            .await
+            .expect("send")
+            .into_inner(),
+    );
+    assert_eq!(state(&t), pb::TaskState::InputRequired, "{t:?}");
+    let ut = upstream_task_in(&direct, pb::TaskState::InputRequired).await;
+    // No turn runs now: the bridge's watcher of the store cancels upstream.
+    let canceled = down.cancel_task(&t.id).await.expect("cancel").into_inner();
+    assert_eq!(state(&canceled), pb::TaskState::Canceled);
+    let ut2 = upstream_task_in(&direct, pb::TaskState::Canceled).await;
+    assert_eq!(ut2.id, ut.id);
+    up.stop().await;
+    bridge.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_auth_required_becomes_a_provider_authorisation() {
+    let (up, bridge) = pair().await;
+    let down = a2a_client(&bridge.base);
+    let direct = a2a_client(&up.base);
+    let cas = CasClient::new(config(&bridge.base)).expect("cas client");
+
+    let t = task_of(
+        down.send_text("auth github\nhello after auth", false)
+            .await
+            .expect("send")
+            .into_inner(),
+    );
+    assert_eq!(state(&t), pb::TaskState::AuthRequired, "{t:?}");
+    assert_eq!(status_text(&t), "authorization required: github");
+    upstream_task_in(&direct, pb::TaskState::AuthRequired).await;
+    // CAS shows it as a user_auth_required notification for the provider `upstream`.
+    let status = cas.status(&t.id).await.expect("cas status");
+    let providers: Vec<Option<String>> = status
+        .status
+        .notifications
+        .iter()
+        .map(|n| n.provider.clone())
+        .collect();
+    assert_eq!(
+        providers,
+        vec![Some("upstream".to_string())],
+        "{:?}",
+        status.raw
+    );
+
+    // A message granting both `upstream` (downstream) and `github` (carried
+    // upstream in the message's metadata) lets both continue.
+    let req: pb::SendMessageRequest = serde_json::from_value(serde_json::json!({
+        "message": {
+            "messageId": "grant-1", "role": "ROLE_USER", "taskId": t.id,
+            "parts": [{"text": "granted"}],
+            "metadata": {"authorization": {"providers": ["upstream", "github"]}}
+        }
+    }))
+    .expect("request");
+    down.send_message(req).await.expect("grant");
+    let ended = down
+        .wait_task(&t.id, LIMIT)
+        .await
+        .expect("wait")
+        .into_inner();
+    assert_eq!(state(&ended), pb::TaskState::Completed, "{ended:?}");
+    assert_eq!(
+        artifact_texts(&ended),
+        vec![("echo".to_string(), "hello after auth".to_string())]
+    );
+    upstream_task_in(&direct, pb::TaskState::Completed).await;
+    up.stop().await;
+    bridge.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_cancel_ends_the_downstream_task_canceled() {
+    let (up, bridge) = pair().await;
+    let down = a2a_client(&bridge.base);
+    let direct = a2a_client(&up.base);
+
+    let t = task_of(
+        down.send_text("sleep 30000", true)
+            .await
+            .expect("send")
+            .into_inner(),
+    );
+    let ut = upstream_task_in(&direct, pb::TaskState::Working).await;
+    direct.cancel_task(&ut.id).await.expect("cancel upstream");
+    let ended = down
+        .wait_task(&t.id, LIMIT)
+        .await
+        .expect("wait")
+        .into_inner();
+    assert_eq!(state(&ended), pb::TaskState::Canceled, "{ended:?}");
+    up.stop().await;
+    bridge.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bridge_card_lists_the_upstream_skills() {
+    let (up, bridge) = pair().await;
+    let upstream_card = a2a_client(&up.base)
+        .agent_card()
+        .await
+        .expect("upstream card");
+    let card = a2a_client(&bridge.base)
+        .agent_card()
+        .await
+        .expect("bridge card");
+    assert_eq!(card.name, upstream_card.name);
+    let ids = |c: &pb::AgentCard| {
+        c.skills
+            .iter()
+            .map(|s| (s.id.clone(), s.name.clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ids(&card), ids(&upstream_card));
+    assert_eq!(
+        ids(&card),
+        vec![("run_script".to_string(), "Run a script".to_string())]
+    );
+    // The bridge's interfaces are its own, not the upstream's.
+    let url = a2a::interface_url(&card, a2a::BINDING_JSONRPC).expect("jsonrpc url");
+    assert!(url.starts_with(&bridge.base), "{url}");
+    up.stop().await;
+    bridge.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_upstream_token_is_sent_as_a_bearer_token() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, "up-secret bridge-user\n").expect("tokens");
+    let tokens = tokens.to_string_lossy().to_string();
+    let up = serve(&["--auth-tokens", &tokens]).await;
+    let url = format!("a2a+{}", up.base);
+
+    let with = serve(&["--upstream", &url, "--upstream-token", "up-secret"]).await;
+    let t = task_of(
+        a2a_client(&with.base)
+            .send_text("hello", false)
+            .await
+            .expect("send")
+            .into_inner(),
+    );
+    assert_eq!(state(&t), pb::TaskState::Completed, "{t:?}");
+    assert_eq!(artifact_texts(&t)[0].1, "hello");
+
+    // Without the token the upstream refuses the bridge: the task fails.
+    let without = serve(&["--upstream", &url]).await;
+    let t = task_of(
+        a2a_client(&without.base)
+            .send_text("hello", false)
+            .await
+            .expect("send")
+            .into_inner(),
+    );
+    assert_eq!(state(&t), pb::TaskState::Failed, "{t:?}");
+    up.stop().await;
+    with.stop().await;
+    without.stop().await;
+}
+
+fn serve_args(argv: &[&str]) -> Result<taskwire::cli::ServeArgs, clap::Error> {
+    let mut full = vec!["taskwire", "serve"];
+    full.extend_from_slice(argv);
+    Cli::try_parse_from(full).map(|c| match c.command {
+        Command::Serve(a) => a,
+        _ => panic!("parsed as another command"),
+    })
+}
+
+#[tokio::test]
+async fn bad_upstreams_are_clear_errors() {
+    let build = |url: &'static str| async move {
+        let args = serve_args(&[
+            "--listen",
+            "127.0.0.1:0",
+            "--store",
+            "memory://",
+            "--upstream",
+            url,
+        ])
+        .expect("parse");
+        match taskwire::cli::build_server(&args).await {
+            Ok(_) => panic!("{url} was accepted"),
+            Err(e) => e.to_string(),
+        }
+    };
+    let e = build("mcp+http://127.0.0.1:1/mcp#run_script").await;
+    assert!(e.contains("not supported yet"), "{e}");
+    let e = build("a2a+grpc://127.0.0.1:1").await;
+    assert!(e.contains("not supported yet"), "{e}");
+    let e = build("agui+http://127.0.0.1:1/agui").await;
+    assert!(e.contains("not supported yet"), "{e}");
+    let e = build("http://127.0.0.1:1").await;
+    assert!(e.contains("unknown upstream scheme"), "{e}");
+    // Nothing listens on port 1: discovery fails at start.
+    let e = build("a2a+http://127.0.0.1:1").await;
+    assert!(e.contains("discovering"), "{e}");
+
+    assert!(serve_args(&["--upstream-token", "t"]).is_err());
+    assert!(serve_args(&["--upstream", "a2a+http://h", "--agent", "tck"]).is_err());
+    let args = serve_args(&["--upstream", "a2a+http://h", "--upstream-token", "t"]).expect("parse");
+    assert_eq!(args.upstream.url.as_deref(), Some("a2a+http://h"));
+    assert_eq!(args.upstream.token.as_deref(), Some("t"));
+}
+
+/// The upstream link is stored before anything else happens upstream: a
+/// bridging `taskwire` process killed mid-task (SIGKILL) and started again on
+/// the same SQLite store re-attaches to the upstream task once the lease lapses,
+/// instead of sending again; the task completes once, with one upstream task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bridge_killed_mid_task_re_attaches_instead_of_re_sending() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+
+    let up = serve(&[]).await;
+    let direct = a2a_client(&up.base);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = format!("sqlite://{}", dir.path().join("bridge.db").display());
+    let url = format!("a2a+{}", up.base);
+    let start = |n: u32| {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_taskwire"));
+        cmd.args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--store",
+            store.as_str(),
+            "--upstream",
+            url.as_str(),
+            "--lease",
+            "1s",
+        ])
+        .env("RUST_LOG", "info,taskwire_bridge=debug")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(dir.path().join(format!("stderr-{n}.log"))).expect("log"))
+        .kill_on_drop(true);
+        for (k, _) in std::env::vars() {
+            if k.starts_with("TASKWIRE_") {
+                cmd.env_remove(k);
+            }
+        }
+        let mut child = cmd.spawn().expect("spawn taskwire");
+        let stdout = child.stdout.take().expect("stdout");
+        async move {
+            let mut lines = BufReader::new(stdout).lines();
+            let line = tokio::time::timeout(LIMIT, lines.next_line())
+                .await
+                .expect("address in time")
+                .expect("read")
+                .expect("an address line");
+            let addr = line
+                .strip_prefix("listening on ")
+                .expect("listening on ADDR")
+                .to_string();
+            (child, format!("http://{addr}"))
+        }
+    };
+    let logs = |n: u32| {
+        std::fs::read_to_string(dir.path().join(format!("stderr-{n}.log"))).unwrap_or_default()
+    };
+
+    let (mut first, base) = start(1).await;
+    let t = task_of(
+        a2a_client(&base)
+            .send_text("sleep 3000\nafter the nap", true)
+            .await
+            .expect("send")
+            .into_inner(),
+    );
+    let ut = upstream_task_in(&direct, pb::TaskState::Working).await;
+    // Kill it once the link is committed (before that, a restart sends again
+    // with the same upstream message id, which this upstream deduplicates).
+    let deadline = tokio::time::Instant::now() + LIMIT;
+    while !logs(1).contains("upstream link stored") {
+        assert!(tokio::time::Instant::now() < deadline, "{}", logs(1));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    first.start_kill().expect("SIGKILL");
+    let _ = tokio::time::timeout(LIMIT, first.wait()).await;
+
+    let (second, base) = start(2).await;
+    let ended = a2a_client(&base)
+        .wait_task(&t.id, LIMIT)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\nfirst:\n{}\nsecond:\n{}", logs(1), logs(2)))
+        .into_inner();
+    assert_eq!(
+        state(&ended),
+        pb::TaskState::Completed,
+        "{ended:?}\nsecond:\n{}",
+        logs(2)
+    );
+    assert_eq!(
+        artifact_texts(&ended),
+        vec![("echo".to_string(), "after the nap".to_string())]
+    );
+    assert!(logs(2).contains("re-attaching"), "{}", logs(2));
+    // One upstream task, sent to once.
+    let tasks = upstream_tasks(&direct).await;
+    assert_eq!(tasks.len(), 1, "{tasks:?}");
+    assert_eq!(tasks[0].id, ut.id);
+    let sent: Vec<&str> = tasks[0]
+        .history
+        .iter()
+        .filter(|m| m.role == pb::Role::User as i32)
+        .map(|m| m.message_id.as_str())
+        .collect();
+    assert_eq!(sent, vec![format!("tw-{}-turn-1", t.id).as_str()]);
+    drop(second);
+    up.stop().await;
+}
