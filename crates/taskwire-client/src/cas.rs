@@ -12,7 +12,7 @@ use std::time::Duration;
 use futures::stream::BoxStream;
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::config::{ClientConfig, Exchange, Received};
 use crate::error::ClientError;
@@ -368,24 +368,30 @@ impl CasClient {
         review_id: &str,
         approve: bool,
     ) -> Result<(), ClientError> {
-        let decision = if approve { "approve" } else { "reject" };
+        let body = taskwire_wire::cas::DecisionBody {
+            decision: if approve {
+                taskwire_wire::cas::Decision::Approve
+            } else {
+                taskwire_wire::cas::Decision::Reject
+            },
+        };
         self.no_content(
             &format!("/reviews/{task_id}/{review_id}"),
-            Some(json!({ "decision": decision })),
+            Some(crate::a2a::to_json(&body)?),
         )
         .await
     }
 
     /// `POST /cas/host/tasks/{id}/complete`: ends the task (host control).
     pub async fn complete(&self, id: &str, reason: Option<&str>) -> Result<(), ClientError> {
-        let body = reason.map(|r| json!({ "reason": r }));
+        let body = host_body(reason)?;
         self.no_content(&format!("/host/tasks/{id}/complete"), body)
             .await
     }
 
     /// `POST /cas/host/tasks/{id}/interrupt`: stops the turn in flight.
     pub async fn interrupt(&self, id: &str, reason: Option<&str>) -> Result<(), ClientError> {
-        let body = reason.map(|r| json!({ "reason": r }));
+        let body = host_body(reason)?;
         self.no_content(&format!("/host/tasks/{id}/interrupt"), body)
             .await
     }
@@ -397,9 +403,21 @@ fn typed<T: serde::de::DeserializeOwned>(raw: Value) -> Result<Received<T>, Clie
     Ok(Received { value, raw })
 }
 
+/// The optional body of a host lifecycle command.
+fn host_body(reason: Option<&str>) -> Result<Option<Value>, ClientError> {
+    reason
+        .map(|r| {
+            crate::a2a::to_json(&taskwire_wire::cas::HostBody {
+                reason: Some(r.to_string()),
+            })
+        })
+        .transpose()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn status_object_parses() {

@@ -58,7 +58,7 @@ pub mod event_type {
 
 /// The `CUSTOM` events this adapter emits for core events that have no AG-UI
 /// counterpart (so that nothing in the log is silently dropped): their names,
-/// and [`Custom`], their typed values.
+/// and [`Custom`](custom::Custom), their typed values.
 pub mod custom {
     use serde::{Deserialize, Serialize};
     use serde_json::Value;
