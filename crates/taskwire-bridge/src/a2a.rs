@@ -1,5 +1,7 @@
-//! The A2A JSON-RPC upstream executor: an [`Agent`] whose turns are run by a
-//! remote A2A agent.
+//! The A2A upstream executor: an [`Agent`] whose turns are run by a remote A2A
+//! agent, over JSON-RPC (`a2a+http(s)://`) or gRPC (`a2a+grpc://`); both
+//! bindings carry the same messages ([`A2aTransport`]), so one turn logic
+//! serves both.
 //!
 //! A turn sends the downstream input upstream with `SendStreamingMessage` (the
 //! first turn creates the upstream task; later turns continue it with its
@@ -25,7 +27,8 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde_json::{json, Value};
 use taskwire_client::a2a::{self, pb, A2aClient, A2aStream};
-use taskwire_client::{BackoffPolicy, ClientConfig};
+use taskwire_client::grpc::A2aGrpcClient;
+use taskwire_client::{BackoffPolicy, ClientConfig, ClientError, Received};
 use taskwire_core::types::InputResponse;
 use taskwire_core::{
     async_trait, Access, Agent, AgentError, AgentInfo, CoreError, Message, Skill, TaskService,
@@ -111,10 +114,78 @@ pub fn input_key(turn: u32) -> String {
     format!("upstream-input-{turn}")
 }
 
-/// An A2A agent reached over JSON-RPC, run as this server's agent.
+/// The binding an A2A upstream is called over: the same operations and
+/// messages, two transports.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum A2aTransport {
+    /// JSON-RPC over HTTP, streams as server-sent events.
+    JsonRpc(A2aClient),
+    /// gRPC (`lf.a2a.v1.A2AService`), streams as server streams.
+    Grpc(A2aGrpcClient),
+}
+
+impl A2aTransport {
+    /// Where the calls go (the JSON-RPC endpoint or the gRPC target).
+    pub fn endpoint(&self) -> &str {
+        match self {
+            A2aTransport::JsonRpc(c) => c.endpoint(),
+            A2aTransport::Grpc(c) => c.target(),
+        }
+    }
+
+    /// The binding's name, as agent cards spell it.
+    pub fn binding(&self) -> &'static str {
+        match self {
+            A2aTransport::JsonRpc(_) => "JSONRPC",
+            A2aTransport::Grpc(_) => "GRPC",
+        }
+    }
+
+    /// `SendStreamingMessage`.
+    pub async fn send_streaming_message(
+        &self,
+        req: pb::SendMessageRequest,
+    ) -> Result<A2aStream, ClientError> {
+        match self {
+            A2aTransport::JsonRpc(c) => c.send_streaming_message(req).await,
+            A2aTransport::Grpc(c) => c.send_streaming_message(req).await,
+        }
+    }
+
+    /// `SubscribeToTask`.
+    pub async fn subscribe_to_task(&self, id: &str) -> Result<A2aStream, ClientError> {
+        match self {
+            A2aTransport::JsonRpc(c) => c.subscribe_to_task(id).await,
+            A2aTransport::Grpc(c) => c.subscribe_to_task(id).await,
+        }
+    }
+
+    /// `GetTask`.
+    pub async fn get_task(
+        &self,
+        id: &str,
+        history_length: Option<i32>,
+    ) -> Result<Received<pb::Task>, ClientError> {
+        match self {
+            A2aTransport::JsonRpc(c) => c.get_task(id, history_length).await,
+            A2aTransport::Grpc(c) => c.get_task(id, history_length).await,
+        }
+    }
+
+    /// `CancelTask`.
+    pub async fn cancel_task(&self, id: &str) -> Result<Received<pb::Task>, ClientError> {
+        match self {
+            A2aTransport::JsonRpc(c) => c.cancel_task(id).await,
+            A2aTransport::Grpc(c) => c.cancel_task(id).await,
+        }
+    }
+}
+
+/// An A2A agent reached over JSON-RPC or gRPC, run as this server's agent.
 #[derive(Clone)]
 pub struct A2aUpstream {
-    client: A2aClient,
+    client: A2aTransport,
     base_url: String,
     info: AgentInfo,
     store: Option<Arc<dyn TaskStore>>,
@@ -137,7 +208,7 @@ impl Drop for AbortOnDrop {
 /// canceled (a downstream cancel or an inactivity expiry). A turn that was
 /// running cancels upstream itself too; a second CancelTask is harmless
 /// (refused by an upstream whose task is already canceled, and only logged).
-async fn watch_cancels(store: Arc<dyn TaskStore>, client: A2aClient) {
+async fn watch_cancels(store: Arc<dyn TaskStore>, client: A2aTransport) {
     use tokio::sync::broadcast::error::RecvError;
     let mut rx = store.hub().firehose();
     loop {
@@ -188,40 +259,87 @@ impl A2aUpstream {
     /// the card's name, description, version and skills become its
     /// [`AgentInfo`], and the card's JSONRPC interface is called.
     pub async fn discover(base_url: &str, opts: &UpstreamOptions) -> Result<Self, BridgeError> {
-        let mut b = ClientConfig::builder(base_url)
-            .request_timeout(opts.request_timeout)
-            .connect_timeout(opts.connect_timeout)
-            .backoff(opts.backoff.clone())
-            .poll_interval(opts.poll_interval);
-        if let Some(t) = &opts.bearer_token {
-            b = b.bearer_token(t.clone());
-        }
-        let config = b.build();
+        let config = client_config(base_url, opts);
         // An upstream that is starting at the same time as the bridge gets the
         // backoff policy's attempts to answer; other failures are final.
-        let mut attempt: u32 = 0;
-        let (client, card) = loop {
-            match A2aClient::discover(config.clone()).await {
-                Ok(found) => break found,
-                Err(e) if e.is_transient() && attempt < opts.backoff.max_attempts => {
-                    let wait = opts.backoff.delay(attempt);
-                    attempt += 1;
-                    warn!(upstream = %base_url, error = %e, attempt, retry_in = ?wait,
-                        "the upstream agent card could not be fetched; retrying");
-                    tokio::time::sleep(wait).await;
-                }
-                Err(source) => {
-                    return Err(BridgeError::Discovery {
-                        url: base_url.to_string(),
-                        source: Box::new(source),
-                    })
+        let (client, card) = retrying(base_url, opts, "agent card", || {
+            A2aClient::discover(config.clone())
+        })
+        .await?;
+        let info = info_of_card(&card, base_url);
+        Ok(Self::assemble(
+            A2aTransport::JsonRpc(client),
+            base_url,
+            info,
+            opts,
+        ))
+    }
+
+    /// Builds the agent for an A2A gRPC upstream at `target`
+    /// (`http://host:port`, h2c). A gRPC service has no well-known card URL,
+    /// so the agent card is read, in order, from `GetExtendedAgentCard` on the
+    /// service itself, then from `{target}/.well-known/agent-card.json` (an
+    /// agent serving both bindings on one port, as taskwire does). With neither,
+    /// the upstream is described by its URL with no skills (callers then see
+    /// one `run` skill taking `text`). The service must answer first: a
+    /// `GetTask` of an id no agent holds is sent until it is answered, with
+    /// any A2A error (task not found, unauthenticated, …) counting as an
+    /// answer.
+    pub async fn discover_grpc(target: &str, opts: &UpstreamOptions) -> Result<Self, BridgeError> {
+        let config = client_config(target, opts);
+        let grpc = A2aGrpcClient::with_target(config.clone(), target).map_err(|source| {
+            BridgeError::Discovery {
+                url: target.to_string(),
+                source: Box::new(source),
+            }
+        })?;
+        retrying(target, opts, "gRPC service", || async {
+            match grpc.get_task(PROBE_TASK_ID, None).await {
+                Ok(_) => Ok(()),
+                Err(e) if e.is_transient() => Err(e),
+                Err(ClientError::Grpc { .. } | ClientError::Rpc(_)) => Ok(()),
+                Err(e) => Err(e),
+            }
+        })
+        .await?;
+        let card = match grpc.extended_agent_card().await {
+            Ok(card) => Some(card.into_inner()),
+            Err(e) => {
+                debug!(upstream = %target, error = %e, "GetExtendedAgentCard refused; trying the HTTP card");
+                match A2aClient::new(config) {
+                    Ok(http) => match http.agent_card().await {
+                        Ok(card) => Some(card.into_inner()),
+                        Err(e) => {
+                            debug!(upstream = %target, error = %e, "no HTTP agent card either");
+                            None
+                        }
+                    },
+                    Err(_) => None,
                 }
             }
         };
-        let info = info_of_card(&card, base_url);
-        info!(upstream = %base_url, endpoint = %client.endpoint(), agent = %info.name,
-            skills = info.skills.len(), "A2A upstream discovered");
-        Ok(Self {
+        let info = match &card {
+            Some(card) => info_of_card(card, target),
+            None => {
+                warn!(upstream = %target, "the gRPC upstream serves no agent card; it is offered as one `run` skill");
+                AgentInfo::new(
+                    "upstream",
+                    format!("The A2A agent at {target} (gRPC), bridged by taskwire"),
+                )
+            }
+        };
+        Ok(Self::assemble(A2aTransport::Grpc(grpc), target, info, opts))
+    }
+
+    fn assemble(
+        client: A2aTransport,
+        base_url: &str,
+        info: AgentInfo,
+        opts: &UpstreamOptions,
+    ) -> Self {
+        info!(upstream = %base_url, endpoint = %client.endpoint(), binding = client.binding(),
+            agent = %info.name, skills = info.skills.len(), "A2A upstream discovered");
+        Self {
             client,
             base_url: base_url.to_string(),
             info,
@@ -229,7 +347,7 @@ impl A2aUpstream {
             backoff: opts.backoff.clone(),
             poll_interval: opts.poll_interval,
             watcher: None,
-        })
+        }
     }
 
     /// Gives the agent the store its tasks live in, so that it can tell a
@@ -250,13 +368,63 @@ impl A2aUpstream {
     }
 
     /// The A2A client the agent calls the upstream with.
-    pub fn client(&self) -> &A2aClient {
+    pub fn client(&self) -> &A2aTransport {
         &self.client
     }
 
     /// The upstream's base URL.
     pub fn base_url(&self) -> &str {
         &self.base_url
+    }
+}
+
+/// The id the gRPC discovery probe asks for: no agent holds it, so an
+/// answering service says "not found".
+const PROBE_TASK_ID: &str = "taskwire-bridge-probe";
+
+/// The client configuration of an upstream at `base_url`.
+fn client_config(base_url: &str, opts: &UpstreamOptions) -> ClientConfig {
+    let mut b = ClientConfig::builder(base_url)
+        .request_timeout(opts.request_timeout)
+        .connect_timeout(opts.connect_timeout)
+        .backoff(opts.backoff.clone())
+        .poll_interval(opts.poll_interval);
+    if let Some(t) = &opts.bearer_token {
+        b = b.bearer_token(t.clone());
+    }
+    b.build()
+}
+
+/// Runs `call` until it succeeds, retrying transient failures (an upstream
+/// still starting) with the backoff policy's delays, at most its attempts.
+async fn retrying<T, F, Fut>(
+    url: &str,
+    opts: &UpstreamOptions,
+    what: &str,
+    mut call: F,
+) -> Result<T, BridgeError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, ClientError>>,
+{
+    let mut attempt: u32 = 0;
+    loop {
+        match call().await {
+            Ok(v) => return Ok(v),
+            Err(e) if e.is_transient() && attempt < opts.backoff.max_attempts => {
+                let wait = opts.backoff.delay(attempt);
+                attempt += 1;
+                warn!(upstream = %url, error = %e, attempt, retry_in = ?wait,
+                    "the upstream did not answer ({what}); retrying");
+                tokio::time::sleep(wait).await;
+            }
+            Err(source) => {
+                return Err(BridgeError::Discovery {
+                    url: url.to_string(),
+                    source: Box::new(source),
+                })
+            }
+        }
     }
 }
 

@@ -10,13 +10,13 @@ use taskwire_vocab::VocabError;
 #[non_exhaustive]
 pub enum BridgeError {
     /// The upstream URL's scheme is not one the bridge knows.
-    #[error("unknown upstream scheme in {url:?}: expected a2a+http://…, a2a+https://… (a2a+grpc://, mcp+http(s)://…#tool and agui+http(s)://… are recognised but not supported yet)")]
+    #[error("unknown upstream scheme in {url:?}: expected a2a+http://…, a2a+https://… or a2a+grpc://host:port (mcp+http(s)://…#tool and agui+http(s)://… are recognised but not supported yet)")]
     UnknownScheme {
         /// The URL as given.
         url: String,
     },
     /// The scheme is recognised, but its upstream executor is not built yet.
-    #[error("upstream scheme {scheme}:// is not supported yet (in {url:?}); only a2a+http:// and a2a+https:// (A2A JSON-RPC) work in this version")]
+    #[error("upstream scheme {scheme}:// is not supported yet (in {url:?}); only a2a+http://, a2a+https:// (A2A JSON-RPC) and a2a+grpc:// (A2A gRPC) work in this version")]
     NotSupported {
         /// The scheme (for example `mcp+http`).
         scheme: String,

@@ -7,7 +7,7 @@
 //! | scheme | upstream | status |
 //! |---|---|---|
 //! | `a2a+http://…`, `a2a+https://…` | A2A 1.0 over JSON-RPC ([`a2a::A2aUpstream`]) | works |
-//! | `a2a+grpc://host:port` | A2A 1.0 over gRPC | refused: not supported yet |
+//! | `a2a+grpc://host:port` | A2A 1.0 over gRPC ([`a2a::A2aUpstream::discover_grpc`]) | works |
 //! | `mcp+http(s)://…/mcp#tool` | an MCP tool | refused: not supported yet |
 //! | `agui+http(s)://…` | an AG-UI agent | refused: not supported yet |
 //!
@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use taskwire_core::{Agent, TaskStore};
 
-pub use a2a::{A2aUpstream, UpstreamLink, UpstreamOptions};
+pub use a2a::{A2aTransport, A2aUpstream, UpstreamLink, UpstreamOptions};
 pub use error::BridgeError;
 pub use spec::UpstreamSpec;
 
@@ -35,13 +35,12 @@ pub async fn connect(
     options: &UpstreamOptions,
     store: Option<Arc<dyn TaskStore>>,
 ) -> Result<Arc<dyn Agent>, BridgeError> {
-    match UpstreamSpec::parse(url)? {
-        UpstreamSpec::A2aJsonRpc { base_url } => {
-            let mut agent = A2aUpstream::discover(&base_url, options).await?;
-            if let Some(s) = store {
-                agent = agent.with_store(s);
-            }
-            Ok(Arc::new(agent))
-        }
+    let mut agent = match UpstreamSpec::parse(url)? {
+        UpstreamSpec::A2aJsonRpc { base_url } => A2aUpstream::discover(&base_url, options).await?,
+        UpstreamSpec::A2aGrpc { target } => A2aUpstream::discover_grpc(&target, options).await?,
+    };
+    if let Some(s) = store {
+        agent = agent.with_store(s);
     }
+    Ok(Arc::new(agent))
 }

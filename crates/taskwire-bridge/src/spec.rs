@@ -13,20 +13,21 @@ pub enum UpstreamSpec {
         /// The base URL, without a trailing slash.
         base_url: String,
     },
+    /// `a2a+grpc://host:port`: an A2A agent over gRPC (h2c), at
+    /// `http://host:port`.
+    A2aGrpc {
+        /// `http://host:port`.
+        target: String,
+    },
 }
 
 /// Schemes that name an upstream protocol the bridge does not speak yet.
-const NOT_YET: [&str; 5] = [
-    "a2a+grpc",
-    "mcp+http",
-    "mcp+https",
-    "agui+http",
-    "agui+https",
-];
+const NOT_YET: [&str; 4] = ["mcp+http", "mcp+https", "agui+http", "agui+https"];
 
 impl UpstreamSpec {
     /// Parses an upstream URL. `a2a+http(s)://host[:port][/path]` is an A2A
-    /// JSON-RPC upstream; `a2a+grpc://`, `mcp+http(s)://…#tool` and
+    /// JSON-RPC upstream, `a2a+grpc://host:port` an A2A gRPC upstream;
+    /// `mcp+http(s)://…#tool` and
     /// `agui+http(s)://…` are recognised and refused as not supported yet; any
     /// other scheme is an error.
     pub fn parse(url: &str) -> Result<Self, BridgeError> {
@@ -44,6 +45,7 @@ impl UpstreamSpec {
         let inner = match scheme_lc.as_str() {
             "a2a+http" => "http",
             "a2a+https" => "https",
+            "a2a+grpc" => "grpc",
             _ => return Err(BridgeError::UnknownScheme { url: url.into() }),
         };
         let invalid = |reason: &str| BridgeError::InvalidUrl {
@@ -96,6 +98,20 @@ impl UpstreamSpec {
                 return Err(invalid("the port is not a number from 0 to 65535"));
             }
         }
+        if inner == "grpc" {
+            let path = &rest[authority.len()..];
+            if !path.is_empty() && path != "/" {
+                return Err(invalid(
+                    "a gRPC upstream is host:port only (the service path is fixed)",
+                ));
+            }
+            if port.is_none() {
+                return Err(invalid("a gRPC upstream needs a port (host:port)"));
+            }
+            return Ok(UpstreamSpec::A2aGrpc {
+                target: format!("http://{authority}"),
+            });
+        }
         let base_url = format!("{inner}://{}", rest.trim_end_matches('/'));
         Ok(UpstreamSpec::A2aJsonRpc { base_url })
     }
@@ -104,6 +120,7 @@ impl UpstreamSpec {
     pub fn protocol(&self) -> &'static str {
         match self {
             UpstreamSpec::A2aJsonRpc { .. } => "A2A JSON-RPC",
+            UpstreamSpec::A2aGrpc { .. } => "A2A gRPC",
         }
     }
 
@@ -111,6 +128,7 @@ impl UpstreamSpec {
     pub fn base_url(&self) -> &str {
         match self {
             UpstreamSpec::A2aJsonRpc { base_url } => base_url,
+            UpstreamSpec::A2aGrpc { target } => target,
         }
     }
 }
@@ -122,6 +140,7 @@ mod tests {
     fn base(url: &str) -> String {
         match UpstreamSpec::parse(url) {
             Ok(UpstreamSpec::A2aJsonRpc { base_url }) => base_url,
+            Ok(other) => panic!("{url}: {other:?}"),
             Err(e) => panic!("{url}: {e}"),
         }
     }
@@ -142,7 +161,6 @@ mod tests {
     #[test]
     fn recognised_schemes_are_refused_as_not_supported_yet() {
         for url in [
-            "a2a+grpc://127.0.0.1:50051",
             "mcp+http://127.0.0.1:7420/mcp#run_script",
             "mcp+https://h/mcp",
             "agui+http://127.0.0.1:7420/agui",
@@ -154,6 +172,33 @@ mod tests {
                 }
                 other => panic!("{url}: {other:?}"),
             }
+        }
+    }
+
+    #[test]
+    fn a2a_grpc_is_a_host_and_port() {
+        let grpc = |url: &str| match UpstreamSpec::parse(url) {
+            Ok(UpstreamSpec::A2aGrpc { target }) => target,
+            other => panic!("{url}: {other:?}"),
+        };
+        assert_eq!(grpc("a2a+grpc://127.0.0.1:50051"), "http://127.0.0.1:50051");
+        assert_eq!(grpc("a2a+grpc://h:1/"), "http://h:1");
+        assert_eq!(grpc("A2A+GRPC://[::1]:9"), "http://[::1]:9");
+        for url in [
+            "a2a+grpc://h",
+            "a2a+grpc://h:1/lf.a2a.v1.A2AService",
+            "a2a+grpc://h:1#x",
+            "a2a+grpc://h:1?x",
+            "a2a+grpc://u@h:1",
+        ] {
+            assert!(
+                matches!(
+                    UpstreamSpec::parse(url),
+                    Err(BridgeError::InvalidUrl { .. })
+                ),
+                "{url}: {:?}",
+                UpstreamSpec::parse(url)
+            );
         }
     }
 

@@ -1,7 +1,8 @@
-//! Bridge mode (#21, first slice): a `taskwire serve --upstream a2a+http://…`
-//! in front of another taskwire running the scripted agent, driven through the
-//! bridge's own surfaces (A2A JSON-RPC and CAS, with taskwire-client) and
-//! checked against the upstream directly.
+//! Bridge mode (#21): a `taskwire serve --upstream a2a+http://…` (or
+//! `a2a+grpc://…`) in front of another taskwire running the scripted agent,
+//! driven through the bridge's own surfaces (A2A JSON-RPC, MCP and CAS, with
+//! taskwire-client) and checked against the upstream directly. The lifecycle
+//! tests run once per upstream binding (`mod jsonrpc` and `mod grpc` of each).
 
 mod common;
 
@@ -54,12 +55,46 @@ async fn serve(extra: &[&str]) -> Running {
     run(common::build_serve(extra).await)
 }
 
-/// An upstream taskwire (scripted agent) and a bridging taskwire in front of it.
-async fn pair() -> (Running, Running) {
+/// The binding the bridge calls its upstream over.
+#[derive(Clone, Copy, Debug)]
+enum Over {
+    /// `a2a+http://…`.
+    JsonRpc,
+    /// `a2a+grpc://host:port` (taskwire serves gRPC on its one port).
+    Grpc,
+}
+
+/// The `--upstream` URL of a taskwire at `base` over `over`.
+fn upstream_url(base: &str, over: Over) -> String {
+    match over {
+        Over::JsonRpc => format!("a2a+{base}"),
+        Over::Grpc => format!("a2a+grpc://{}", base.trim_start_matches("http://")),
+    }
+}
+
+/// An upstream taskwire (scripted agent) and a bridging taskwire in front of
+/// it, calling it over `over`.
+async fn pair_over(over: Over) -> (Running, Running) {
     let up = serve(&[]).await;
-    let url = format!("a2a+{}", up.base);
+    let url = upstream_url(&up.base, over);
     let bridge = serve(&["--upstream", &url]).await;
     (up, bridge)
+}
+
+/// Runs a lifecycle test once per upstream binding.
+macro_rules! over_both {
+    ($case:ident) => {
+        mod $case {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn jsonrpc() {
+                super::$case(super::Over::JsonRpc).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn grpc() {
+                super::$case(super::Over::Grpc).await
+            }
+        }
+    };
 }
 
 fn config(base: &str) -> ClientConfig {
@@ -140,9 +175,9 @@ fn text_to_task(text: &str, task_id: &str) -> pb::SendMessageRequest {
     a2a::send_request(m)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_plain_task_completes_with_the_upstream_output() {
-    let (up, bridge) = pair().await;
+over_both!(a_plain_task_completes_with_the_upstream_output);
+async fn a_plain_task_completes_with_the_upstream_output(over: Over) {
+    let (up, bridge) = pair_over(over).await;
     let down = a2a_client(&bridge.base);
     let direct = a2a_client(&up.base);
 
@@ -199,9 +234,9 @@ async fn a_plain_task_completes_with_the_upstream_output() {
     bridge.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn input_required_round_trips_over_a2a() {
-    let (up, bridge) = pair().await;
+over_both!(input_required_round_trips_over_a2a);
+async fn input_required_round_trips_over_a2a(over: Over) {
+    let (up, bridge) = pair_over(over).await;
     let down = a2a_client(&bridge.base);
     let direct = a2a_client(&up.base);
 
@@ -235,9 +270,9 @@ async fn input_required_round_trips_over_a2a() {
     bridge.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn input_required_round_trips_over_cas() {
-    let (up, bridge) = pair().await;
+over_both!(input_required_round_trips_over_cas);
+async fn input_required_round_trips_over_cas(over: Over) {
+    let (up, bridge) = pair_over(over).await;
     let cas = CasClient::new(config(&bridge.base)).expect("cas client");
     let direct = a2a_client(&up.base);
 
@@ -277,10 +312,10 @@ async fn input_required_round_trips_over_cas() {
     bridge.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_upstream_skill_is_an_mcp_tool_and_input_round_trips_over_mcp() {
+over_both!(the_upstream_skill_is_an_mcp_tool_and_input_round_trips_over_mcp);
+async fn the_upstream_skill_is_an_mcp_tool_and_input_round_trips_over_mcp(over: Over) {
     use taskwire_client::mcp::{elicit_accept, McpClient, McpTaskStatus, ToolCallOutcome};
-    let (up, bridge) = pair().await;
+    let (up, bridge) = pair_over(over).await;
     let direct = a2a_client(&up.base);
     let mcp = McpClient::new(config(&bridge.base)).expect("mcp client");
     let tools = mcp.list_tools().await.expect("tools/list");
@@ -338,9 +373,9 @@ async fn the_upstream_skill_is_an_mcp_tool_and_input_round_trips_over_mcp() {
     bridge.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn failing_and_rejecting_directives_end_the_same_way() {
-    let (up, bridge) = pair().await;
+over_both!(failing_and_rejecting_directives_end_the_same_way);
+async fn failing_and_rejecting_directives_end_the_same_way(over: Over) {
+    let (up, bridge) = pair_over(over).await;
     let down = a2a_client(&bridge.base);
 
     let t = task_of(
@@ -376,9 +411,9 @@ async fn failing_and_rejecting_directives_end_the_same_way() {
     bridge.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_downstream_cancel_cancels_the_upstream_task() {
-    let (up, bridge) = pair().await;
+over_both!(a_downstream_cancel_cancels_the_upstream_task);
+async fn a_downstream_cancel_cancels_the_upstream_task(over: Over) {
+    let (up, bridge) = pair_over(over).await;
     let down = a2a_client(&bridge.base);
     let direct = a2a_client(&up.base);
 
@@ -397,9 +432,9 @@ async fn a_downstream_cancel_cancels_the_upstream_task() {
     bridge.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_downstream_cancel_while_waiting_for_input_cancels_the_upstream_task() {
-    let (up, bridge) = pair().await;
+over_both!(a_downstream_cancel_while_waiting_for_input_cancels_the_upstream_task);
+async fn a_downstream_cancel_while_waiting_for_input_cancels_the_upstream_task(over: Over) {
+    let (up, bridge) = pair_over(over).await;
     let down = a2a_client(&bridge.base);
     let direct = a2a_client(&up.base);
 
@@ -420,9 +455,9 @@ async fn a_downstream_cancel_while_waiting_for_input_cancels_the_upstream_task()
     bridge.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn upstream_auth_required_becomes_a_provider_authorisation() {
-    let (up, bridge) = pair().await;
+over_both!(upstream_auth_required_becomes_a_provider_authorisation);
+async fn upstream_auth_required_becomes_a_provider_authorisation(over: Over) {
+    let (up, bridge) = pair_over(over).await;
     let down = a2a_client(&bridge.base);
     let direct = a2a_client(&up.base);
     let cas = CasClient::new(config(&bridge.base)).expect("cas client");
@@ -477,9 +512,9 @@ async fn upstream_auth_required_becomes_a_provider_authorisation() {
     bridge.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_upstream_cancel_ends_the_downstream_task_canceled() {
-    let (up, bridge) = pair().await;
+over_both!(an_upstream_cancel_ends_the_downstream_task_canceled);
+async fn an_upstream_cancel_ends_the_downstream_task_canceled(over: Over) {
+    let (up, bridge) = pair_over(over).await;
     let down = a2a_client(&bridge.base);
     let direct = a2a_client(&up.base);
 
@@ -501,9 +536,9 @@ async fn an_upstream_cancel_ends_the_downstream_task_canceled() {
     bridge.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_bridge_card_lists_the_upstream_skills() {
-    let (up, bridge) = pair().await;
+over_both!(the_bridge_card_lists_the_upstream_skills);
+async fn the_bridge_card_lists_the_upstream_skills(over: Over) {
+    let (up, bridge) = pair_over(over).await;
     let upstream_card = a2a_client(&up.base)
         .agent_card()
         .await
@@ -594,8 +629,6 @@ async fn bad_upstreams_are_clear_errors() {
     };
     let e = build("mcp+http://127.0.0.1:1/mcp#run_script").await;
     assert!(e.contains("not supported yet"), "{e}");
-    let e = build("a2a+grpc://127.0.0.1:1").await;
-    assert!(e.contains("not supported yet"), "{e}");
     let e = build("agui+http://127.0.0.1:1/agui").await;
     assert!(e.contains("not supported yet"), "{e}");
     let e = build("http://127.0.0.1:1").await;
@@ -603,6 +636,10 @@ async fn bad_upstreams_are_clear_errors() {
     // Nothing listens on port 1: discovery fails at start.
     let e = build("a2a+http://127.0.0.1:1").await;
     assert!(e.contains("discovering"), "{e}");
+    let e = build("a2a+grpc://127.0.0.1:1").await;
+    assert!(e.contains("discovering"), "{e}");
+    let e = build("a2a+grpc://127.0.0.1").await;
+    assert!(e.contains("needs a port"), "{e}");
 
     assert!(serve_args(&["--upstream-token", "t"]).is_err());
     assert!(serve_args(&["--upstream", "a2a+http://h", "--agent", "tck"]).is_err());
