@@ -71,11 +71,6 @@ echo "== conformance: a2a-sdk target"
 bash "$ROOT/.ci/setup-a2a.sh"
 VENV="${TASKWIRE_A2A_VENV:-$ROOT/target/a2a-interop-venv}"
 PY="$VENV/bin/python"
-UVICORN_VERSION="${UVICORN_VERSION:-0.54.0}"
-if ! "$PY" -c 'import uvicorn' 2>/dev/null; then
-  # a2a-sdk[http-server] brings Starlette but no ASGI server.
-  "$PY" -m pip install --quiet "uvicorn==$UVICORN_VERSION"
-fi
 free_port() {
   "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
 }

@@ -31,8 +31,8 @@ use taskwire_client::grpc::A2aGrpcClient;
 use taskwire_client::{BackoffPolicy, ClientConfig, ClientError, Received};
 use taskwire_core::types::InputResponse;
 use taskwire_core::{
-    async_trait, Access, Agent, AgentError, AgentInfo, CoreError, Message, Skill, TaskService,
-    TaskState, TaskStore, TurnContext, TurnOutcome,
+    async_trait, Agent, AgentError, AgentInfo, CoreError, Message, Skill, TaskState, TaskStore,
+    TurnContext, TurnOutcome,
 };
 use taskwire_vocab::upstream::{
     self as vocab, upstream_state_of_a2a_number, UpstreamState, UPSTREAM_AUTH_PROVIDER,
@@ -191,56 +191,7 @@ pub struct A2aUpstream {
     store: Option<Arc<dyn TaskStore>>,
     backoff: BackoffPolicy,
     poll_interval: Duration,
-    watcher: Option<Arc<AbortOnDrop>>,
-}
-
-/// Aborts the watcher task when the last agent clone goes.
-#[derive(Debug)]
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-/// Cancels the upstream task of every linked downstream task that ends
-/// canceled (a downstream cancel or an inactivity expiry). A turn that was
-/// running cancels upstream itself too; a second CancelTask is harmless
-/// (refused by an upstream whose task is already canceled, and only logged).
-async fn watch_cancels(store: Arc<dyn TaskStore>, client: A2aTransport) {
-    use tokio::sync::broadcast::error::RecvError;
-    let mut rx = store.hub().firehose();
-    loop {
-        let id = match rx.recv().await {
-            Ok((id, wake)) if wake.state == TaskState::Canceled => id,
-            Ok(_) => continue,
-            Err(RecvError::Lagged(n)) => {
-                warn!(
-                    missed = n,
-                    "the cancel watcher fell behind; some upstream tasks may not be canceled"
-                );
-                continue;
-            }
-            Err(RecvError::Closed) => return,
-        };
-        let task = match store.get_shared(&id).await {
-            Ok(Some(t)) => t,
-            Ok(None) => continue,
-            Err(e) => {
-                warn!(task = %id, error = %e, "reading a canceled task failed");
-                continue;
-            }
-        };
-        let Some(link) = UpstreamLink::read(task.agent_state.as_ref()) else {
-            continue;
-        };
-        match client.cancel_task(&link.task_id).await {
-            Ok(_) => info!(task = %id, upstream_task = %link.task_id, "upstream task canceled"),
-            Err(e) => debug!(task = %id, upstream_task = %link.task_id, error = %e,
-                "CancelTask upstream refused (already ended?)"),
-        }
-    }
+    watcher: Option<Arc<crate::common::AbortOnDrop>>,
 }
 
 impl std::fmt::Debug for A2aUpstream {
@@ -361,8 +312,12 @@ impl A2aUpstream {
     /// downstream task canceled while no turn runs (waiting for input or an
     /// authorisation) has its upstream task canceled too.
     pub fn with_store(mut self, store: Arc<dyn TaskStore>) -> Self {
-        let watcher = tokio::spawn(watch_cancels(store.clone(), self.client.clone()));
-        self.watcher = Some(Arc::new(AbortOnDrop(watcher)));
+        let client = self.client.clone();
+        let watcher = crate::common::watch_cancels(store.clone(), "a2a", move |task_id| {
+            let client = client.clone();
+            async move { client.cancel_task(&task_id).await.map(|_| ()) }
+        });
+        self.watcher = Some(Arc::new(watcher));
         self.store = Some(store);
         self
     }
@@ -383,7 +338,7 @@ impl A2aUpstream {
 const PROBE_TASK_ID: &str = "taskwire-bridge-probe";
 
 /// The client configuration of an upstream at `base_url`.
-fn client_config(base_url: &str, opts: &UpstreamOptions) -> ClientConfig {
+pub(crate) fn client_config(base_url: &str, opts: &UpstreamOptions) -> ClientConfig {
     let mut b = ClientConfig::builder(base_url)
         .request_timeout(opts.request_timeout)
         .connect_timeout(opts.connect_timeout)
@@ -397,7 +352,7 @@ fn client_config(base_url: &str, opts: &UpstreamOptions) -> ClientConfig {
 
 /// Runs `call` until it succeeds, retrying transient failures (an upstream
 /// still starting) with the backoff policy's delays, at most its attempts.
-async fn retrying<T, F, Fut>(
+pub(crate) async fn retrying<T, F, Fut>(
     url: &str,
     opts: &UpstreamOptions,
     what: &str,
@@ -834,26 +789,12 @@ impl<'a> Turn<'a> {
     /// The upstream task ended canceled: the downstream task ends canceled too
     /// (failed, without a store to cancel it in).
     async fn canceled_upstream(&mut self) -> Result<TurnOutcome, BridgeError> {
-        let Some(store) = &self.up.store else {
-            return Ok(TurnOutcome::Failed {
-                message: "the upstream task was canceled".into(),
-            });
-        };
-        let service = TaskService::new(store.clone(), self.up.info.name.clone());
-        match service
-            .cancel(
-                Access::System,
-                &self.ctx.task().id,
-                Some("the upstream task was canceled".into()),
-            )
-            .await
-        {
-            Ok(_) | Err(CoreError::NotCancelable { .. }) => {}
-            Err(e) => return Err(e.into()),
-        }
-        Err(BridgeError::Core(CoreError::Terminal {
-            state: TaskState::Canceled,
-        }))
+        crate::common::end_canceled(
+            self.up.store.as_ref(),
+            &self.up.info.name,
+            &self.ctx.task().id,
+        )
+        .await
     }
 
     /// The turn's cancellation token fired: if the downstream task was
@@ -864,17 +805,7 @@ impl<'a> Turn<'a> {
         stream: Option<&mut A2aStream>,
     ) -> Result<TurnOutcome, BridgeError> {
         let id = &self.ctx.task().id;
-        let canceled = match &self.up.store {
-            Some(store) => match store.get_shared(id).await {
-                Ok(Some(t)) => t.state == TaskState::Canceled,
-                Ok(None) => false,
-                Err(e) => {
-                    warn!(task = %id, error = %e, "reading the stopped task failed; not canceling upstream");
-                    false
-                }
-            },
-            None => true,
-        };
+        let canceled = crate::common::downstream_canceled(self.up.store.as_ref(), id).await;
         if !canceled {
             debug!(task = %id, "turn stopped without a downstream cancel; the upstream task is left running");
             return Err(BridgeError::Core(CoreError::LeaseLost));

@@ -10,13 +10,13 @@ use taskwire_vocab::VocabError;
 #[non_exhaustive]
 pub enum BridgeError {
     /// The upstream URL's scheme is not one the bridge knows.
-    #[error("unknown upstream scheme in {url:?}: expected a2a+http://…, a2a+https://… or a2a+grpc://host:port (mcp+http(s)://…#tool and agui+http(s)://… are recognised but not supported yet)")]
+    #[error("unknown upstream scheme in {url:?}: expected a2a+http://…, a2a+https://…, a2a+grpc://host:port or mcp+http(s)://…[#tool] (agui+http(s)://… is recognised but not supported yet)")]
     UnknownScheme {
         /// The URL as given.
         url: String,
     },
     /// The scheme is recognised, but its upstream executor is not built yet.
-    #[error("upstream scheme {scheme}:// is not supported yet (in {url:?}); only a2a+http://, a2a+https:// (A2A JSON-RPC) and a2a+grpc:// (A2A gRPC) work in this version")]
+    #[error("upstream scheme {scheme}:// is not supported yet (in {url:?}); only a2a+http://, a2a+https:// (A2A JSON-RPC), a2a+grpc:// (A2A gRPC) and mcp+http(s):// (MCP) work in this version")]
     NotSupported {
         /// The scheme (for example `mcp+http`).
         scheme: String,
@@ -30,6 +30,14 @@ pub enum BridgeError {
         url: String,
         /// What is wrong with it.
         reason: String,
+    },
+    /// The MCP upstream has no tool of the URL's `#tool` name.
+    #[error("the upstream MCP server has no tool {tool:?}; its tools: {}", tools.join(", "))]
+    NoSuchTool {
+        /// The tool asked for.
+        tool: String,
+        /// The tools it has.
+        tools: Vec<String>,
     },
     /// The upstream's agent card could not be fetched or read.
     #[error("discovering the upstream agent at {url}: {source}")]

@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | `a2a+http://…`, `a2a+https://…` | A2A 1.0 over JSON-RPC ([`a2a::A2aUpstream`]) | works |
 //! | `a2a+grpc://host:port` | A2A 1.0 over gRPC ([`a2a::A2aUpstream::discover_grpc`]) | works |
-//! | `mcp+http(s)://…/mcp#tool` | an MCP tool | refused: not supported yet |
+//! | `mcp+http(s)://…/mcp[#tool]` | an MCP server's tools, 2026-07-28 ([`mcp::McpUpstream`]) | works (tasks extension, else blocking `tools/call`) |
 //! | `agui+http(s)://…` | an AG-UI agent | refused: not supported yet |
 //!
 //! Translation between the upstream protocol and the core goes through
@@ -16,7 +16,9 @@
 //! does not.
 
 pub mod a2a;
+mod common;
 mod error;
+pub mod mcp;
 pub mod spec;
 
 use std::sync::Arc;
@@ -25,6 +27,7 @@ use taskwire_core::{Agent, TaskStore};
 
 pub use a2a::{A2aTransport, A2aUpstream, UpstreamLink, UpstreamOptions};
 pub use error::BridgeError;
+pub use mcp::McpUpstream;
 pub use spec::UpstreamSpec;
 
 /// The agent for the upstream at `url`: parses the spec, discovers the
@@ -38,6 +41,13 @@ pub async fn connect(
     let mut agent = match UpstreamSpec::parse(url)? {
         UpstreamSpec::A2aJsonRpc { base_url } => A2aUpstream::discover(&base_url, options).await?,
         UpstreamSpec::A2aGrpc { target } => A2aUpstream::discover_grpc(&target, options).await?,
+        UpstreamSpec::Mcp { endpoint, tool } => {
+            let mut agent = McpUpstream::discover(&endpoint, tool.as_deref(), options).await?;
+            if let Some(s) = store {
+                agent = agent.with_store(s);
+            }
+            return Ok(Arc::new(agent));
+        }
     };
     if let Some(s) = store {
         agent = agent.with_store(s);

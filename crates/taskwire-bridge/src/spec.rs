@@ -19,16 +19,26 @@ pub enum UpstreamSpec {
         /// `http://host:port`.
         target: String,
     },
+    /// `mcp+http://…/mcp[#tool]` or `mcp+https://…`: an MCP server over
+    /// Streamable HTTP; the URL without `mcp+` and the fragment is its
+    /// endpoint, the fragment the one tool to serve (all tools without it).
+    Mcp {
+        /// The endpoint URL.
+        endpoint: String,
+        /// The tool of `#tool`.
+        tool: Option<String>,
+    },
 }
 
 /// Schemes that name an upstream protocol the bridge does not speak yet.
-const NOT_YET: [&str; 4] = ["mcp+http", "mcp+https", "agui+http", "agui+https"];
+const NOT_YET: [&str; 2] = ["agui+http", "agui+https"];
 
 impl UpstreamSpec {
     /// Parses an upstream URL. `a2a+http(s)://host[:port][/path]` is an A2A
     /// JSON-RPC upstream, `a2a+grpc://host:port` an A2A gRPC upstream;
-    /// `mcp+http(s)://…#tool` and
-    /// `agui+http(s)://…` are recognised and refused as not supported yet; any
+    /// `mcp+http(s)://…/mcp[#tool]` an MCP server (its one `#tool`, or all of
+    /// its tools); `agui+http(s)://…` is recognised and refused as not
+    /// supported yet; any
     /// other scheme is an error.
     pub fn parse(url: &str) -> Result<Self, BridgeError> {
         let trimmed = url.trim();
@@ -46,6 +56,8 @@ impl UpstreamSpec {
             "a2a+http" => "http",
             "a2a+https" => "https",
             "a2a+grpc" => "grpc",
+            "mcp+http" => "mcp-http",
+            "mcp+https" => "mcp-https",
             _ => return Err(BridgeError::UnknownScheme { url: url.into() }),
         };
         let invalid = |reason: &str| BridgeError::InvalidUrl {
@@ -55,12 +67,24 @@ impl UpstreamSpec {
         if rest.chars().any(|c| c.is_whitespace() || c.is_control()) {
             return Err(invalid("contains whitespace or control characters"));
         }
+        let (rest, fragment) = match inner {
+            "mcp-http" | "mcp-https" => match rest.split_once('#') {
+                Some((r, f)) => {
+                    if f.is_empty() || f.contains('#') {
+                        return Err(invalid("the #tool after the endpoint is empty or repeated"));
+                    }
+                    (r, Some(f))
+                }
+                None => (rest, None),
+            },
+            _ => (rest, None),
+        };
         if rest.contains('#') {
             return Err(invalid(
                 "an A2A upstream takes no #fragment (a #tool names an MCP tool)",
             ));
         }
-        if rest.contains('?') {
+        if rest.contains('?') && !inner.starts_with("mcp") {
             return Err(invalid("an A2A upstream's base URL takes no ?query"));
         }
         let authority = rest.split('/').next().unwrap_or_default();
@@ -112,6 +136,12 @@ impl UpstreamSpec {
                 target: format!("http://{authority}"),
             });
         }
+        if let Some(scheme) = inner.strip_prefix("mcp-") {
+            return Ok(UpstreamSpec::Mcp {
+                endpoint: format!("{scheme}://{rest}"),
+                tool: fragment.map(str::to_string),
+            });
+        }
         let base_url = format!("{inner}://{}", rest.trim_end_matches('/'));
         Ok(UpstreamSpec::A2aJsonRpc { base_url })
     }
@@ -121,6 +151,7 @@ impl UpstreamSpec {
         match self {
             UpstreamSpec::A2aJsonRpc { .. } => "A2A JSON-RPC",
             UpstreamSpec::A2aGrpc { .. } => "A2A gRPC",
+            UpstreamSpec::Mcp { .. } => "MCP",
         }
     }
 
@@ -129,6 +160,7 @@ impl UpstreamSpec {
         match self {
             UpstreamSpec::A2aJsonRpc { base_url } => base_url,
             UpstreamSpec::A2aGrpc { target } => target,
+            UpstreamSpec::Mcp { endpoint, .. } => endpoint,
         }
     }
 }
@@ -160,12 +192,7 @@ mod tests {
 
     #[test]
     fn recognised_schemes_are_refused_as_not_supported_yet() {
-        for url in [
-            "mcp+http://127.0.0.1:7420/mcp#run_script",
-            "mcp+https://h/mcp",
-            "agui+http://127.0.0.1:7420/agui",
-            "agui+https://h/agui",
-        ] {
+        for url in ["agui+http://127.0.0.1:7420/agui", "agui+https://h/agui"] {
             match UpstreamSpec::parse(url) {
                 Err(e @ BridgeError::NotSupported { .. }) => {
                     assert!(e.to_string().contains("not supported yet"), "{e}")
@@ -190,6 +217,44 @@ mod tests {
             "a2a+grpc://h:1#x",
             "a2a+grpc://h:1?x",
             "a2a+grpc://u@h:1",
+        ] {
+            assert!(
+                matches!(
+                    UpstreamSpec::parse(url),
+                    Err(BridgeError::InvalidUrl { .. })
+                ),
+                "{url}: {:?}",
+                UpstreamSpec::parse(url)
+            );
+        }
+    }
+
+    #[test]
+    fn mcp_is_an_endpoint_and_an_optional_tool() {
+        let mcp = |url: &str| match UpstreamSpec::parse(url) {
+            Ok(UpstreamSpec::Mcp { endpoint, tool }) => (endpoint, tool),
+            other => panic!("{url}: {other:?}"),
+        };
+        assert_eq!(
+            mcp("mcp+http://127.0.0.1:7420/mcp#run_script"),
+            (
+                "http://127.0.0.1:7420/mcp".into(),
+                Some("run_script".into())
+            )
+        );
+        assert_eq!(
+            mcp("mcp+https://h/team/mcp"),
+            ("https://h/team/mcp".into(), None)
+        );
+        assert_eq!(
+            mcp("mcp+http://h:1/mcp?key=v#t"),
+            ("http://h:1/mcp?key=v".into(), Some("t".into()))
+        );
+        for url in [
+            "mcp+http://h/mcp#",
+            "mcp+http://h/mcp#a#b",
+            "mcp+http://",
+            "mcp+http://u@h/mcp",
         ] {
             assert!(
                 matches!(

@@ -17,7 +17,7 @@ pub const MCP_CONFORMANCE_AGENT_NAME: &str = "taskwire-mcp-conformance";
 
 /// The task metadata key under which the MCP adapter records the tool called
 /// (set by `tools/call`, read by this agent).
-pub const TOOL_METADATA_KEY: &str = "mcpTool";
+pub use taskwire_vocab::mcp::TOOL_METADATA_KEY;
 
 /// A 1×1 red PNG.
 const PNG: [u8; 69] = [

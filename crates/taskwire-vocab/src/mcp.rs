@@ -30,6 +30,10 @@ pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 pub const RELATED_TASK_META: &str = crate::names::mcp::meta::RELATED_TASK;
 /// Prefix of the input-request key of a provider authorisation.
 pub const AUTH_KEY_PREFIX: &str = "taskwire.auth/";
+/// The task metadata key under which the MCP adapter records the tool a
+/// `tools/call` called (read by agents that serve several tools, and by the
+/// bridge to choose the upstream tool).
+pub const TOOL_METADATA_KEY: &str = "mcpTool";
 /// Prefix of the input-request key of a review.
 pub const REVIEW_KEY_PREFIX: &str = "taskwire.review/";
 /// The JSON-RPC code of an internal error.

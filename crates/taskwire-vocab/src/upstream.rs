@@ -7,6 +7,8 @@
 //!
 //! Wire types are the wire layer's `lf.a2a.v1` messages (`taskwire_wire::a2a::pb`).
 
+pub mod mcp;
+
 use serde_json::{json, Map, Value};
 use taskwire_core::types::{InputAction, InputResponse, Message, Part, Role};
 use taskwire_wire::a2a::pb;

@@ -379,9 +379,10 @@ pub struct UpstreamArgs {
     /// protocol this server speaks. `a2a+http://HOST:PORT[/PATH]` (or
     /// `a2a+https://…`) is an A2A agent over JSON-RPC, discovered at start from
     /// `http://HOST:PORT[/PATH]/.well-known/agent-card.json` (its skills become
-    /// this server's); `a2a+grpc://HOST:PORT` is an A2A agent over gRPC (h2c).
-    /// `mcp+http(s)://…#tool` and `agui+http(s)://…` are recognised but not
-    /// supported yet (docs/bridging.md).
+    /// this server's); `a2a+grpc://HOST:PORT` is an A2A agent over gRPC (h2c);
+    /// `mcp+http(s)://HOST:PORT/PATH[#TOOL]` is an MCP server (revision
+    /// 2026-07-28) whose tools (or its one TOOL) become this server's skills.
+    /// `agui+http(s)://…` is recognised but not supported yet (docs/bridging.md).
     #[arg(
         id = "upstream",
         long = "upstream",

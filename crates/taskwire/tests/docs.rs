@@ -532,6 +532,7 @@ fn every_shell_block_that_talks_to_a_server_runs() {
         "docs/cas.md",
         "docs/mcp.md",
         "docs/conformance.md",
+        "docs/bridging.md",
     ] {
         assert!(
             places.iter().any(|p| p.starts_with(expected)),

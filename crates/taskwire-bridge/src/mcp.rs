@@ -1,0 +1,626 @@
+//! The MCP upstream executor: an [`Agent`] whose turns call a tool of a remote
+//! MCP server (revision 2026-07-28 over Streamable HTTP).
+//!
+//! When the server offers the tasks extension, a turn's `tools/call` is
+//! answered with a task, which the turn follows by polling `tasks/get`; an
+//! `input_required` upstream task's input requests become the downstream
+//! task's (form elicitations as keyed input requests with the same key, prompt
+//! and schema; URL elicitations as provider authorisations), and the next
+//! turn sends the downstream answers back with `tasks/update`. A server
+//! without the extension is called with a plain blocking `tools/call`.
+//!
+//! The upstream link (task id, tool, turn, the keys asked) is stored in the
+//! downstream task's agent state under `upstream` with `protocol: "mcp"` and
+//! committed as soon as `tools/call` names the task; a re-run of the turn
+//! follows that task instead of calling again. Translation goes through
+//! `taskwire_vocab::upstream::mcp`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+use taskwire_client::mcp::{DetailedTask, ElicitResult, McpClient, ToolCallOutcome};
+use taskwire_client::BackoffPolicy;
+use taskwire_core::{
+    async_trait, Agent, AgentError, AgentInfo, CoreError, Message, Skill, TaskStore, TurnContext,
+    TurnOutcome,
+};
+use taskwire_vocab::upstream::mcp::{self as vocab, UpstreamAsk};
+use taskwire_vocab::upstream::UpstreamState;
+use tracing::{debug, info, warn};
+
+use crate::a2a::{client_config, retrying, UpstreamOptions, LINK_KEY};
+use crate::common::{downstream_canceled, end_canceled, watch_cancels, AbortOnDrop};
+use crate::error::BridgeError;
+
+/// The link protocol name of MCP upstream tasks.
+const PROTOCOL: &str = "mcp";
+
+/// The longest wait between two `tasks/get` polls, whatever the upstream
+/// suggests.
+const MAX_POLL: Duration = Duration::from_secs(5);
+
+/// What a turn asked its caller on behalf of the upstream task.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Asked {
+    /// The upstream input request key.
+    pub key: String,
+    /// For a URL elicitation: the downstream provider whose grant answers it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// For a form: its schema (to read a plain-text answer against).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<Value>,
+}
+
+/// The link of a downstream task to its upstream MCP task, as stored in the
+/// downstream task's agent state under [`LINK_KEY`].
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpLink {
+    /// `mcp`.
+    pub protocol: String,
+    /// The upstream task id.
+    pub task_id: String,
+    /// The tool called.
+    pub tool: String,
+    /// The downstream turn that last sent something upstream.
+    pub turn: u32,
+    /// The upstream input requests the last turn raised downstream.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub asked: Vec<Asked>,
+}
+
+impl McpLink {
+    /// The MCP link stored in an agent state, if any.
+    pub fn read(state: Option<&Value>) -> Option<Self> {
+        let v = state?.get(LINK_KEY)?;
+        if v.get("protocol").and_then(Value::as_str) != Some(PROTOCOL) {
+            return None;
+        }
+        serde_json::from_value(v.clone()).ok()
+    }
+
+    fn to_state(&self) -> Value {
+        json!({ LINK_KEY: self })
+    }
+}
+
+/// An MCP server's tools, run as this server's agent.
+#[derive(Clone)]
+pub struct McpUpstream {
+    client: McpClient,
+    endpoint: String,
+    /// The tools served (all of the server's, or the URL's `#tool`), with
+    /// their input schemas.
+    tools: Vec<(String, Value)>,
+    /// The server offers the tasks extension.
+    tasks: bool,
+    info: AgentInfo,
+    store: Option<Arc<dyn TaskStore>>,
+    backoff: BackoffPolicy,
+    poll_interval: Duration,
+    watcher: Option<Arc<AbortOnDrop>>,
+}
+
+impl std::fmt::Debug for McpUpstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpUpstream")
+            .field("endpoint", &self.endpoint)
+            .field("tools", &self.tool_names())
+            .field("tasks", &self.tasks)
+            .field("store", &self.store.as_ref().map(|s| s.kind()))
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpUpstream {
+    /// Discovers the MCP server at `endpoint` (`server/discover`, then
+    /// `tools/list`) and builds the agent: with `tool`, that tool is its one
+    /// skill; without, every tool of the server is one.
+    pub async fn discover(
+        endpoint: &str,
+        tool: Option<&str>,
+        opts: &UpstreamOptions,
+    ) -> Result<Self, BridgeError> {
+        let config = client_config(endpoint, opts);
+        let client = McpClient::with_endpoint(config, endpoint).map_err(|source| {
+            BridgeError::Discovery {
+                url: endpoint.to_string(),
+                source: Box::new(source),
+            }
+        })?;
+        let discovered = retrying(endpoint, opts, "server/discover", || client.discover())
+            .await?
+            .into_inner();
+        let tasks = McpClient::offers_tasks(&discovered);
+        let listed = retrying(endpoint, opts, "tools/list", || client.list_tools())
+            .await?
+            .into_inner();
+        let all: Vec<String> = listed.iter().map(|t| t.name.clone()).collect();
+        let chosen: Vec<_> = match tool {
+            Some(name) => {
+                let found: Vec<_> = listed.into_iter().filter(|t| t.name == name).collect();
+                if found.is_empty() {
+                    return Err(BridgeError::NoSuchTool {
+                        tool: name.to_string(),
+                        tools: all,
+                    });
+                }
+                found
+            }
+            None => listed,
+        };
+        let (name, version) = discovered
+            .meta
+            .as_ref()
+            .map(|m| (m.server_info.name.clone(), m.server_info.version.clone()))
+            .unwrap_or_else(|| ("upstream".to_string(), String::new()));
+        let description = discovered
+            .instructions
+            .clone()
+            .filter(|s| !s.trim().is_empty())
+            .unwrap_or_else(|| format!("The MCP server at {endpoint}, bridged by taskwire"));
+        let mut info = AgentInfo::new(
+            if name.trim().is_empty() {
+                "upstream".to_string()
+            } else {
+                name
+            },
+            description,
+        );
+        if !version.is_empty() {
+            info.version = version;
+        }
+        let mut tools = Vec::new();
+        for t in chosen {
+            let schema = Value::Object(t.input_schema.clone());
+            info.skills.push(Skill::new(
+                t.name.clone(),
+                t.title.clone().unwrap_or_else(|| t.name.clone()),
+                t.description.clone().unwrap_or_default(),
+                schema.clone(),
+            ));
+            tools.push((t.name, schema));
+        }
+        info!(upstream = %endpoint, tasks, tools = ?tools.iter().map(|t| &t.0).collect::<Vec<_>>(),
+            "MCP upstream discovered");
+        Ok(Self {
+            client: client.declare_tasks_extension(tasks),
+            endpoint: endpoint.to_string(),
+            tools,
+            tasks,
+            info,
+            store: None,
+            backoff: opts.backoff.clone(),
+            poll_interval: opts.poll_interval,
+            watcher: None,
+        })
+    }
+
+    /// Gives the agent the store its tasks live in (as
+    /// [`crate::A2aUpstream::with_store`]): a downstream cancel is told from a
+    /// lost lease, an upstream cancel ends the downstream task canceled, and a
+    /// watcher cancels the upstream task of a downstream task canceled while no
+    /// turn runs.
+    pub fn with_store(mut self, store: Arc<dyn TaskStore>) -> Self {
+        let client = self.client.clone();
+        let watcher = watch_cancels(store.clone(), PROTOCOL, move |task_id| {
+            let client = client.clone();
+            async move { client.cancel_task(&task_id).await.map(|_| ()) }
+        });
+        self.watcher = Some(Arc::new(watcher));
+        self.store = Some(store);
+        self
+    }
+
+    /// The MCP endpoint.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// Whether the upstream offers the tasks extension.
+    pub fn offers_tasks(&self) -> bool {
+        self.tasks
+    }
+
+    fn tool_names(&self) -> Vec<String> {
+        self.tools.iter().map(|t| t.0.clone()).collect()
+    }
+}
+
+#[async_trait]
+impl Agent for McpUpstream {
+    fn info(&self) -> AgentInfo {
+        self.info.clone()
+    }
+
+    async fn run_turn(&self, ctx: &TurnContext) -> Result<TurnOutcome, AgentError> {
+        Ok(Turn::new(self, ctx).run().await?)
+    }
+}
+
+/// One downstream turn.
+struct Turn<'a> {
+    up: &'a McpUpstream,
+    ctx: &'a TurnContext,
+    number: u32,
+    link: Option<McpLink>,
+}
+
+impl<'a> Turn<'a> {
+    fn new(up: &'a McpUpstream, ctx: &'a TurnContext) -> Self {
+        let task = ctx.task();
+        let number = if task.turn_open {
+            task.turns
+        } else {
+            task.turns.saturating_add(1)
+        };
+        Self {
+            up,
+            ctx,
+            number,
+            link: McpLink::read(ctx.state()),
+        }
+    }
+
+    async fn run(mut self) -> Result<TurnOutcome, BridgeError> {
+        match self.link.clone() {
+            Some(l) if l.turn >= self.number => {
+                info!(task = %self.ctx.task().id, upstream_task = %l.task_id, turn = self.number,
+                    "re-attaching to the upstream MCP task");
+                self.follow(&l.task_id).await
+            }
+            Some(l) => {
+                let responses = self.responses(&l);
+                if !responses.is_empty() {
+                    debug!(task = %self.ctx.task().id, upstream_task = %l.task_id,
+                        keys = ?responses.keys().collect::<Vec<_>>(), "answering upstream");
+                    self.up
+                        .client
+                        .update_task(&l.task_id, responses)
+                        .await
+                        .map_err(|source| BridgeError::Upstream {
+                            operation: "tasks/update",
+                            source: Box::new(source),
+                        })?;
+                }
+                let next = McpLink {
+                    turn: self.number,
+                    asked: Vec::new(),
+                    ..l.clone()
+                };
+                self.store_link(next).await?;
+                // Without a usable answer the upstream task still asks: the
+                // follow raises its requests again.
+                self.follow(&l.task_id).await
+            }
+            None => self.call().await,
+        }
+    }
+
+    /// The first turn: calls the tool.
+    async fn call(&mut self) -> Result<TurnOutcome, BridgeError> {
+        let names = self.up.tool_names();
+        let Some(tool) = vocab::tool_of_task(&self.ctx.task().metadata, &names) else {
+            return Ok(TurnOutcome::Rejected {
+                reason: format!(
+                    "the upstream MCP server has several tools ({}): call one of them as an MCP tool, or bridge one with --upstream URL#tool",
+                    names.join(", ")
+                ),
+            });
+        };
+        let tool = tool.to_string();
+        let schema = self
+            .up
+            .tools
+            .iter()
+            .find(|t| t.0 == tool)
+            .map(|t| t.1.clone())
+            .unwrap_or(Value::Null);
+        let first = self.ctx.task().history.first().or(self.ctx.input().first());
+        let args = vocab::tool_arguments(&schema, first);
+        debug!(task = %self.ctx.task().id, tool = %tool, tasks = self.up.tasks, "calling the upstream tool");
+        let called = tokio::select! {
+            biased;
+            _ = self.ctx.cancelled() => return self.stopped().await,
+            r = self.up.client.call_tool(&tool, Value::Object(args)) => r,
+        };
+        let outcome = called.map_err(|source| BridgeError::Upstream {
+            operation: "tools/call",
+            source: Box::new(source),
+        })?;
+        match outcome.into_inner() {
+            ToolCallOutcome::Task(t) => {
+                self.store_link(McpLink {
+                    protocol: PROTOCOL.into(),
+                    task_id: t.task_id.clone(),
+                    tool,
+                    turn: self.number,
+                    asked: Vec::new(),
+                })
+                .await?;
+                self.follow(&t.task_id).await
+            }
+            ToolCallOutcome::Complete(r) => self.finish(&r).await,
+            ToolCallOutcome::InputRequired(_) => Ok(TurnOutcome::Failed {
+                message: "the upstream tool asked for input without a task (SEP-2322), which the bridge does not carry yet".into(),
+            }),
+        }
+    }
+
+    /// Stores the link and commits it before anything else of the turn.
+    async fn store_link(&mut self, link: McpLink) -> Result<(), BridgeError> {
+        self.ctx.set_state(link.to_state()).await?;
+        self.ctx.flush().await?;
+        debug!(task = %self.ctx.task().id, upstream_task = %link.task_id, turn = link.turn,
+            "upstream link stored");
+        self.link = Some(link);
+        Ok(())
+    }
+
+    /// The downstream answers to what the last turn asked, as input responses.
+    fn responses(&self, link: &McpLink) -> BTreeMap<String, ElicitResult> {
+        let text: String = self
+            .ctx
+            .input()
+            .iter()
+            .map(Message::text)
+            .filter(|t| !t.trim().is_empty())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let mut out = BTreeMap::new();
+        let mut text_used = false;
+        for a in &link.asked {
+            if let Some(provider) = &a.provider {
+                if self.ctx.is_granted(provider) {
+                    out.insert(a.key.clone(), ElicitResult::accept(Map::new()));
+                }
+                continue;
+            }
+            if let Some(r) = self.ctx.answers().get(&a.key) {
+                out.insert(a.key.clone(), vocab::elicit_result(r));
+                continue;
+            }
+            if text_used || text.is_empty() {
+                continue;
+            }
+            let schema = a.schema.clone().unwrap_or(Value::Null);
+            if let Some(content) = vocab::content_of_text(&schema, &text) {
+                out.insert(a.key.clone(), ElicitResult::accept(content));
+                text_used = true;
+            }
+        }
+        out
+    }
+
+    /// Follows the upstream task by polling `tasks/get` until the turn ends.
+    async fn follow(&mut self, task_id: &str) -> Result<TurnOutcome, BridgeError> {
+        let backoff = self.up.backoff.clone();
+        let mut failures: u32 = 0;
+        let mut last_message: Option<String> = None;
+        loop {
+            let got = tokio::select! {
+                biased;
+                _ = self.ctx.cancelled() => return self.stopped().await,
+                r = self.up.client.get_task(task_id) => r,
+            };
+            let wait = match got {
+                Ok(t) => {
+                    failures = 0;
+                    let t = t.into_inner();
+                    let suggested = t.poll_interval_ms.map(Duration::from_millis);
+                    match self.apply(t, &mut last_message).await {
+                        Ok(Some(outcome)) => return Ok(outcome),
+                        Ok(None) => {}
+                        Err(BridgeError::Core(_)) if self.ctx.is_cancelled() => {
+                            return self.stopped().await
+                        }
+                        Err(e) => return Err(e),
+                    }
+                    suggested.unwrap_or(self.up.poll_interval).min(MAX_POLL)
+                }
+                Err(e) => {
+                    if failures >= backoff.max_attempts || !e.is_transient() {
+                        return Err(BridgeError::Upstream {
+                            operation: "tasks/get",
+                            source: Box::new(e),
+                        });
+                    }
+                    let d = backoff.delay(failures);
+                    failures += 1;
+                    debug!(upstream_task = %task_id, error = %e, attempt = failures, "tasks/get failed; retrying");
+                    d
+                }
+            };
+            tokio::select! {
+                biased;
+                _ = self.ctx.cancelled() => return self.stopped().await,
+                _ = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+
+    /// Applies one polled upstream task; `Some` when the turn ends with it.
+    async fn apply(
+        &mut self,
+        t: DetailedTask,
+        last_message: &mut Option<String>,
+    ) -> Result<Option<TurnOutcome>, BridgeError> {
+        let ctx = self.ctx;
+        let t = t.task;
+        match vocab::upstream_state_of_mcp(t.status) {
+            UpstreamState::Running | UpstreamState::Unknown => {
+                // A working upstream's new status message is progress.
+                if let Some(m) = t.status_message.filter(|m| !m.trim().is_empty()) {
+                    if last_message.as_ref() != Some(&m) {
+                        ctx.emit_message(Message::agent_text(m.clone())).await?;
+                        *last_message = Some(m);
+                    }
+                }
+                Ok(None)
+            }
+            UpstreamState::Completed => match &t.result {
+                Some(r) => self.finish(r).await.map(Some),
+                None => Ok(Some(TurnOutcome::Completed { message: None })),
+            },
+            UpstreamState::Failed => Ok(Some(TurnOutcome::Failed {
+                message: t
+                    .error
+                    .map(|e| e.message)
+                    .or(t.status_message)
+                    .unwrap_or_else(|| "the upstream task failed".into()),
+            })),
+            UpstreamState::Canceled => end_canceled(
+                self.up.store.as_ref(),
+                &self.up.info.name,
+                &self.ctx.task().id,
+            )
+            .await
+            .map(Some),
+            UpstreamState::InputRequired | UpstreamState::AuthRequired => {
+                let requests = t.input_requests.unwrap_or_default();
+                let asks = vocab::asks_of(&requests);
+                if asks.is_empty() {
+                    // input_required without requests: wait for the next poll.
+                    return Ok(None);
+                }
+                let mut asked = Vec::new();
+                let mut prompts = Vec::new();
+                for a in asks {
+                    match a {
+                        UpstreamAsk::Form {
+                            key,
+                            prompt,
+                            schema,
+                        } => {
+                            ctx.request_input(&key, &prompt, schema.clone())?;
+                            prompts.push(prompt);
+                            asked.push(Asked {
+                                key,
+                                provider: None,
+                                schema: Some(schema),
+                            });
+                        }
+                        UpstreamAsk::Auth {
+                            key,
+                            provider,
+                            prompt,
+                            url,
+                        } => {
+                            ctx.require_auth(&provider, &key, Some(&url))?;
+                            prompts.push(prompt);
+                            asked.push(Asked {
+                                key,
+                                provider: Some(provider),
+                                schema: None,
+                            });
+                        }
+                        UpstreamAsk::Unsupported { key, method } => {
+                            warn!(task = %ctx.task().id, key = %key, method, "the upstream asked for something the bridge does not carry");
+                            return Ok(Some(TurnOutcome::Failed {
+                                message: format!(
+                                    "the upstream asked for {method} (input request {key}), which the bridge does not carry"
+                                ),
+                            }));
+                        }
+                    }
+                }
+                if let Some(mut l) = self.link.clone() {
+                    l.asked = asked;
+                    ctx.set_state(l.to_state()).await?;
+                    self.link = Some(l);
+                }
+                let prompt = t.status_message.unwrap_or_else(|| prompts.join("\n"));
+                Ok(Some(TurnOutcome::Waiting {
+                    message: Some(Message::agent_text(prompt)),
+                }))
+            }
+            UpstreamState::Rejected => Ok(Some(TurnOutcome::Rejected {
+                reason: t
+                    .status_message
+                    .unwrap_or_else(|| "the upstream rejected the task".into()),
+            })),
+        }
+    }
+
+    /// Ends the turn with an upstream tool result: a failure for `isError`,
+    /// else its content as one artifact.
+    async fn finish(
+        &mut self,
+        r: &taskwire_client::mcp::CallToolResult,
+    ) -> Result<TurnOutcome, BridgeError> {
+        if r.is_error == Some(true) {
+            let text = vocab::result_text(r);
+            return Ok(TurnOutcome::Failed {
+                message: if text.trim().is_empty() {
+                    "the upstream tool failed".into()
+                } else {
+                    text
+                },
+            });
+        }
+        let parts = vocab::parts_of_result(r)?;
+        if !parts.is_empty() {
+            self.ctx
+                .emit_artifact(
+                    &vocab::result_artifact_id(self.number),
+                    Some(vocab::RESULT_ARTIFACT_NAME),
+                    parts,
+                )
+                .await?;
+        }
+        Ok(TurnOutcome::Completed { message: None })
+    }
+
+    /// The turn's cancellation token fired: cancel upstream if the downstream
+    /// task was canceled; leave it for the next worker otherwise.
+    async fn stopped(&mut self) -> Result<TurnOutcome, BridgeError> {
+        let id = &self.ctx.task().id;
+        if !downstream_canceled(self.up.store.as_ref(), id).await {
+            debug!(task = %id, "turn stopped without a downstream cancel; the upstream task is left running");
+            return Err(BridgeError::Core(CoreError::LeaseLost));
+        }
+        match &self.link {
+            Some(l) => match self.up.client.cancel_task(&l.task_id).await {
+                Ok(_) => info!(task = %id, upstream_task = %l.task_id, "upstream task canceled"),
+                Err(e) => warn!(task = %id, upstream_task = %l.task_id, error = %e,
+                    "canceling the upstream task failed"),
+            },
+            None => {
+                warn!(task = %id, "canceled before the upstream named its task; nothing to cancel")
+            }
+        }
+        Err(BridgeError::Core(CoreError::Terminal {
+            state: taskwire_core::TaskState::Canceled,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_link_round_trips_and_is_told_from_an_a2a_link() {
+        let l = McpLink {
+            protocol: PROTOCOL.into(),
+            task_id: "t-1".into(),
+            tool: "run_script".into(),
+            turn: 2,
+            asked: vec![Asked {
+                key: "ask-0".into(),
+                provider: None,
+                schema: Some(json!({"type": "object"})),
+            }],
+        };
+        let state = l.to_state();
+        assert_eq!(state["upstream"]["protocol"], "mcp");
+        assert_eq!(McpLink::read(Some(&state)), Some(l));
+        let a2a = json!({"upstream": {"protocol": "a2a", "taskId": "x", "turn": 1}});
+        assert_eq!(McpLink::read(Some(&a2a)), None);
+        assert_eq!(McpLink::read(None), None);
+    }
+}
