@@ -54,6 +54,10 @@ pub struct UpstreamOptions {
     pub backoff: BackoffPolicy,
     /// Interval between `GetTask` polls when following a task by polling.
     pub poll_interval: Duration,
+    /// Call an MCP upstream's tools as tasks when it offers the tasks
+    /// extension (default true); false calls them blocking, with SEP-2322
+    /// repeats for input.
+    pub mcp_tasks: bool,
 }
 
 impl Default for UpstreamOptions {
@@ -64,6 +68,7 @@ impl Default for UpstreamOptions {
             connect_timeout: Duration::from_secs(10),
             backoff: BackoffPolicy::default(),
             poll_interval: Duration::from_millis(500),
+            mcp_tasks: true,
         }
     }
 }
@@ -433,7 +438,7 @@ impl Agent for A2aUpstream {
     }
 
     async fn run_turn(&self, ctx: &TurnContext) -> Result<TurnOutcome, AgentError> {
-        Ok(Turn::new(self, ctx).run().await?)
+        crate::common::turn_result(Turn::new(self, ctx).run().await)
     }
 }
 

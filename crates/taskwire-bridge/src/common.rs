@@ -133,3 +133,22 @@ pub(crate) async fn end_canceled(
         state: TaskState::Canceled,
     }))
 }
+
+/// A turn's result as the core takes it: an upstream's refusal (a JSON-RPC
+/// or gRPC error answering a call) fails the task with the upstream's words,
+/// which the caller needs to see; other failures are internal errors, whose
+/// details the core keeps out of the task.
+pub(crate) fn turn_result(
+    r: Result<TurnOutcome, BridgeError>,
+) -> Result<TurnOutcome, taskwire_core::AgentError> {
+    match r {
+        Err(BridgeError::Upstream { operation, source })
+            if matches!(*source, ClientError::Rpc(_) | ClientError::Grpc { .. }) =>
+        {
+            Ok(TurnOutcome::Failed {
+                message: format!("the upstream refused {operation}: {source}"),
+            })
+        }
+        other => Ok(other?),
+    }
+}

@@ -71,6 +71,13 @@ pub struct McpLink {
     /// The upstream input requests the last turn raised downstream.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub asked: Vec<Asked>,
+    /// The tool answered `input_required` without a task (SEP-2322): the
+    /// next turn calls it again with the answers (and this `requestState`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub repeat: bool,
+    /// The `requestState` of that answer, sent back with the repeated call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
 }
 
 impl McpLink {
@@ -135,7 +142,7 @@ impl McpUpstream {
         let discovered = retrying(endpoint, opts, "server/discover", || client.discover())
             .await?
             .into_inner();
-        let tasks = McpClient::offers_tasks(&discovered);
+        let tasks = McpClient::offers_tasks(&discovered) && opts.mcp_tasks;
         let listed = retrying(endpoint, opts, "tools/list", || client.list_tools())
             .await?
             .into_inner();
@@ -188,7 +195,12 @@ impl McpUpstream {
         info!(upstream = %endpoint, tasks, tools = ?tools.iter().map(|t| &t.0).collect::<Vec<_>>(),
             "MCP upstream discovered");
         Ok(Self {
-            client: client.declare_tasks_extension(tasks),
+            // The bridge carries form and URL elicitations (as input
+            // requests and provider authorisations), asked in a task or in a
+            // SEP-2322 `input_required` answer.
+            client: client
+                .declare_tasks_extension(tasks)
+                .capability("elicitation", json!({"form": {}, "url": {}})),
             endpoint: endpoint.to_string(),
             tools,
             tasks,
@@ -238,7 +250,7 @@ impl Agent for McpUpstream {
     }
 
     async fn run_turn(&self, ctx: &TurnContext) -> Result<TurnOutcome, AgentError> {
-        Ok(Turn::new(self, ctx).run().await?)
+        crate::common::turn_result(Turn::new(self, ctx).run().await)
     }
 }
 
@@ -268,6 +280,12 @@ impl<'a> Turn<'a> {
 
     async fn run(mut self) -> Result<TurnOutcome, BridgeError> {
         match self.link.clone() {
+            Some(l) if l.repeat => {
+                let responses = self.responses(&l);
+                let tool = l.tool.clone();
+                self.call_tool(tool, Some(responses), l.request_state.clone())
+                    .await
+            }
             Some(l) if l.turn >= self.number => {
                 info!(task = %self.ctx.task().id, upstream_task = %l.task_id, turn = self.number,
                     "re-attaching to the upstream MCP task");
@@ -313,6 +331,18 @@ impl<'a> Turn<'a> {
             });
         };
         let tool = tool.to_string();
+        self.call_tool(tool, None, None).await
+    }
+
+    /// Calls `tool` with the arguments of the task's first message (the
+    /// first call, or a repeat with answers after an `input_required`
+    /// answer) and continues with what it answers.
+    async fn call_tool(
+        &mut self,
+        tool: String,
+        input_responses: Option<BTreeMap<String, ElicitResult>>,
+        request_state: Option<String>,
+    ) -> Result<TurnOutcome, BridgeError> {
         let schema = self
             .up
             .tools
@@ -322,11 +352,12 @@ impl<'a> Turn<'a> {
             .unwrap_or(Value::Null);
         let first = self.ctx.task().history.first().or(self.ctx.input().first());
         let args = vocab::tool_arguments(&schema, first);
-        debug!(task = %self.ctx.task().id, tool = %tool, tasks = self.up.tasks, "calling the upstream tool");
+        debug!(task = %self.ctx.task().id, tool = %tool, tasks = self.up.tasks,
+            repeat = input_responses.is_some(), "calling the upstream tool");
         let called = tokio::select! {
             biased;
             _ = self.ctx.cancelled() => return self.stopped().await,
-            r = self.up.client.call_tool(&tool, Value::Object(args)) => r,
+            r = self.up.client.call_tool_answering(&tool, Value::Object(args), input_responses, request_state) => r,
         };
         let outcome = called.map_err(|source| BridgeError::Upstream {
             operation: "tools/call",
@@ -340,14 +371,38 @@ impl<'a> Turn<'a> {
                     tool,
                     turn: self.number,
                     asked: Vec::new(),
+                    repeat: false,
+                    request_state: None,
                 })
                 .await?;
                 self.follow(&t.task_id).await
             }
             ToolCallOutcome::Complete(r) => self.finish(&r).await,
-            ToolCallOutcome::InputRequired(_) => Ok(TurnOutcome::Failed {
-                message: "the upstream tool asked for input without a task (SEP-2322), which the bridge does not carry yet".into(),
-            }),
+            ToolCallOutcome::InputRequired(r) => {
+                let asks = vocab::asks_of(&r.input_requests);
+                let (asked, prompt) = match self.raise(asks)? {
+                    Ok(raised) => raised,
+                    Err(refused) => return Ok(refused),
+                };
+                let link = McpLink {
+                    protocol: PROTOCOL.into(),
+                    task_id: String::new(),
+                    tool,
+                    turn: self.number,
+                    asked,
+                    repeat: true,
+                    request_state: r.request_state,
+                };
+                self.ctx.set_state(link.to_state()).await?;
+                self.link = Some(link);
+                Ok(TurnOutcome::Waiting {
+                    message: Some(Message::agent_text(if prompt.is_empty() {
+                        "the upstream tool asks for input".to_string()
+                    } else {
+                        prompt
+                    })),
+                })
+            }
         }
     }
 
@@ -487,53 +542,16 @@ impl<'a> Turn<'a> {
                     // input_required without requests: wait for the next poll.
                     return Ok(None);
                 }
-                let mut asked = Vec::new();
-                let mut prompts = Vec::new();
-                for a in asks {
-                    match a {
-                        UpstreamAsk::Form {
-                            key,
-                            prompt,
-                            schema,
-                        } => {
-                            ctx.request_input(&key, &prompt, schema.clone())?;
-                            prompts.push(prompt);
-                            asked.push(Asked {
-                                key,
-                                provider: None,
-                                schema: Some(schema),
-                            });
-                        }
-                        UpstreamAsk::Auth {
-                            key,
-                            provider,
-                            prompt,
-                            url,
-                        } => {
-                            ctx.require_auth(&provider, &key, Some(&url))?;
-                            prompts.push(prompt);
-                            asked.push(Asked {
-                                key,
-                                provider: Some(provider),
-                                schema: None,
-                            });
-                        }
-                        UpstreamAsk::Unsupported { key, method } => {
-                            warn!(task = %ctx.task().id, key = %key, method, "the upstream asked for something the bridge does not carry");
-                            return Ok(Some(TurnOutcome::Failed {
-                                message: format!(
-                                    "the upstream asked for {method} (input request {key}), which the bridge does not carry"
-                                ),
-                            }));
-                        }
-                    }
-                }
+                let (asked, prompt) = match self.raise(asks)? {
+                    Ok(raised) => raised,
+                    Err(refused) => return Ok(Some(refused)),
+                };
                 if let Some(mut l) = self.link.clone() {
                     l.asked = asked;
                     ctx.set_state(l.to_state()).await?;
                     self.link = Some(l);
                 }
-                let prompt = t.status_message.unwrap_or_else(|| prompts.join("\n"));
+                let prompt = t.status_message.unwrap_or(prompt);
                 Ok(Some(TurnOutcome::Waiting {
                     message: Some(Message::agent_text(prompt)),
                 }))
@@ -544,6 +562,59 @@ impl<'a> Turn<'a> {
                     .unwrap_or_else(|| "the upstream rejected the task".into()),
             })),
         }
+    }
+
+    /// Raises the upstream's input requests on the downstream task: forms as
+    /// input requests of the same key, URL elicitations as provider
+    /// authorisations. `Err` with the turn's outcome for a request the bridge
+    /// does not carry; else what was asked and the prompts, one per line.
+    fn raise(
+        &self,
+        asks: Vec<UpstreamAsk>,
+    ) -> Result<Result<(Vec<Asked>, String), TurnOutcome>, BridgeError> {
+        let ctx = self.ctx;
+        let mut asked = Vec::new();
+        let mut prompts = Vec::new();
+        for a in asks {
+            match a {
+                UpstreamAsk::Form {
+                    key,
+                    prompt,
+                    schema,
+                } => {
+                    ctx.request_input(&key, &prompt, schema.clone())?;
+                    prompts.push(prompt);
+                    asked.push(Asked {
+                        key,
+                        provider: None,
+                        schema: Some(schema),
+                    });
+                }
+                UpstreamAsk::Auth {
+                    key,
+                    provider,
+                    prompt,
+                    url,
+                } => {
+                    ctx.require_auth(&provider, &key, Some(&url))?;
+                    prompts.push(prompt);
+                    asked.push(Asked {
+                        key,
+                        provider: Some(provider),
+                        schema: None,
+                    });
+                }
+                UpstreamAsk::Unsupported { key, method } => {
+                    warn!(task = %ctx.task().id, key = %key, method, "the upstream asked for something the bridge does not carry");
+                    return Ok(Err(TurnOutcome::Failed {
+                        message: format!(
+                            "the upstream asked for {method} (input request {key}), which the bridge does not carry"
+                        ),
+                    }));
+                }
+            }
+        }
+        Ok(Ok((asked, prompts.join("\n"))))
     }
 
     /// Ends the turn with an upstream tool result: a failure for `isError`,
@@ -583,14 +654,14 @@ impl<'a> Turn<'a> {
             debug!(task = %id, "turn stopped without a downstream cancel; the upstream task is left running");
             return Err(BridgeError::Core(CoreError::LeaseLost));
         }
-        match &self.link {
+        match self.link.as_ref().filter(|l| !l.task_id.is_empty()) {
             Some(l) => match self.up.client.cancel_task(&l.task_id).await {
                 Ok(_) => info!(task = %id, upstream_task = %l.task_id, "upstream task canceled"),
                 Err(e) => warn!(task = %id, upstream_task = %l.task_id, error = %e,
                     "canceling the upstream task failed"),
             },
             None => {
-                warn!(task = %id, "canceled before the upstream named its task; nothing to cancel")
+                debug!(task = %id, "no upstream task to cancel (none named yet, or a call without a task)")
             }
         }
         Err(BridgeError::Core(CoreError::Terminal {
@@ -615,6 +686,8 @@ mod tests {
                 provider: None,
                 schema: Some(json!({"type": "object"})),
             }],
+            repeat: false,
+            request_state: None,
         };
         let state = l.to_state();
         assert_eq!(state["upstream"]["protocol"], "mcp");

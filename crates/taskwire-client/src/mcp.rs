@@ -338,6 +338,7 @@ pub struct McpClient {
     inner: Arc<Transport>,
     client_info: Implementation,
     declare_tasks: bool,
+    capabilities: Map<String, Value>,
 }
 
 impl McpClient {
@@ -352,6 +353,7 @@ impl McpClient {
             inner: Arc::new(Transport::new(config, url)?),
             client_info: own_info(),
             declare_tasks: true,
+            capabilities: Map::new(),
         })
     }
 
@@ -359,6 +361,14 @@ impl McpClient {
     /// it, `tools/call` blocks and answers with the result.
     pub fn declare_tasks_extension(mut self, yes: bool) -> Self {
         self.declare_tasks = yes;
+        self
+    }
+
+    /// Declares a client capability in every request's `_meta` (for example
+    /// `elicitation`: `{"form": {}, "url": {}}`, without which a server may
+    /// not ask for input in a SEP-2322 `input_required` answer).
+    pub fn capability(mut self, name: &str, value: Value) -> Self {
+        self.capabilities.insert(name.to_string(), value);
         self
     }
 
@@ -385,7 +395,7 @@ impl McpClient {
             client_info: Some(self.client_info.clone()),
             client_capabilities: ClientCapabilities {
                 extensions,
-                other: Map::new(),
+                other: self.capabilities.clone(),
             },
             other: Map::new(),
         }
@@ -493,14 +503,35 @@ impl McpClient {
         name: &str,
         arguments: Value,
     ) -> Result<Received<ToolCallOutcome>, ClientError> {
+        self.call_tool_answering(name, arguments, None, None).await
+    }
+
+    /// `tools/call` repeated after an [`ToolCallOutcome::InputRequired`]
+    /// (SEP-2322): the same tool and arguments with the answers by input
+    /// request key and the `requestState` the server gave.
+    pub async fn call_tool_answering(
+        &self,
+        name: &str,
+        arguments: Value,
+        input_responses: Option<BTreeMap<String, ElicitResult>>,
+        request_state: Option<String>,
+    ) -> Result<Received<ToolCallOutcome>, ClientError> {
+        let input_responses = match input_responses {
+            Some(r) => Some(
+                r.into_iter()
+                    .map(|(k, v)| params(&v).map(|v| (k, v)))
+                    .collect::<Result<Map<String, Value>, _>>()?,
+            ),
+            None => None,
+        };
         let r = self
             .call_raw(
                 method::TOOLS_CALL,
                 params(&wire::CallToolRequestParams {
                     name: name.to_string(),
                     arguments: self::arguments(arguments)?,
-                    input_responses: None,
-                    request_state: None,
+                    input_responses,
+                    request_state,
                     meta: self.request_meta(),
                 })?,
                 Some(name),

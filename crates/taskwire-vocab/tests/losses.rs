@@ -427,3 +427,53 @@ fn every_loss_constant_is_pinned_here() {
         "losses without a pinning test: {missing:?}"
     );
 }
+
+/// Every loss of the bridge's inbound mappings (`upstream`, `upstream::mcp`)
+/// is listed by name in docs/state-mapping.md.
+#[test]
+fn every_upstream_loss_is_listed_in_the_state_mapping() {
+    let doc = include_str!("../../../docs/state-mapping.md");
+    let sources = [
+        ("upstream::", include_str!("../src/upstream.rs")),
+        ("upstream::mcp::", include_str!("../src/upstream/mcp.rs")),
+    ];
+    let mut count = 0;
+    let mut missing = Vec::new();
+    for (module, src) in sources {
+        for line in src.lines() {
+            let Some(rest) = line.trim().strip_prefix("pub const LOSS_") else {
+                continue;
+            };
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            count += 1;
+            let path = format!("`{module}LOSS_{name}`");
+            if !doc.contains(&path) {
+                missing.push(path);
+            }
+        }
+    }
+    assert!(count >= 10, "the scan found only {count} upstream losses");
+    assert!(
+        missing.is_empty(),
+        "not in docs/state-mapping.md: {missing:?}"
+    );
+    // And each is a real constant with its text.
+    use taskwire_vocab::upstream::{self, mcp};
+    for l in [
+        upstream::LOSS_UPSTREAM_AUTH_PROVIDER,
+        upstream::LOSS_UPSTREAM_INPUT_SCHEMA,
+        upstream::LOSS_DECLINE_AS_DATA,
+        upstream::LOSS_UPSTREAM_HISTORY,
+        mcp::LOSS_MCP_RESULT_FRAMING,
+        mcp::LOSS_MCP_SAMPLING_ROOTS,
+        mcp::LOSS_MCP_CALL_IDEMPOTENCY,
+        mcp::LOSS_MCP_TOOL_CHOICE,
+        mcp::LOSS_MCP_PROGRESS,
+        mcp::LOSS_MCP_BLOCKING_CANCEL,
+    ] {
+        assert!(!l.0.is_empty());
+    }
+}

@@ -870,7 +870,23 @@ async fn an_mcp_upstream_runs_every_directive() {
     assert_eq!(state(&ended), pb::TaskState::Completed, "{ended:?}");
     assert_eq!(artifact_texts(&ended)[0].1, "reviewed text");
 
-    // One upstream task per bridged task, none sent twice.
+    // An upstream refusal (the tool's required `text` is missing: the message
+    // has only data) fails the bridged task with the upstream's own words.
+    let req: pb::SendMessageRequest = serde_json::from_value(serde_json::json!({
+        "message": {"messageId": "data-only-1", "role": "ROLE_USER",
+            "parts": [{"data": {"colour": "red"}}]}
+    }))
+    .expect("request");
+    let t = task_of(down.send_message(req).await.expect("send").into_inner());
+    assert_eq!(state(&t), pb::TaskState::Failed, "{t:?}");
+    assert!(
+        status_text(&t).contains("the upstream refused tools/call")
+            && status_text(&t).contains("text"),
+        "{t:?}"
+    );
+
+    // One upstream task per bridged task, none sent twice (the refused call
+    // made none).
     let tasks = upstream_tasks(&direct).await;
     assert_eq!(tasks.len(), 7, "{tasks:?}");
     up.stop().await;
@@ -1016,4 +1032,83 @@ async fn a_missing_mcp_tool_is_a_clear_error() {
     assert!(e.contains("no tool \"no_such_tool\""), "{e}");
     assert!(e.contains("run_script"), "{e}");
     up.stop().await;
+}
+
+/// A bridge to an MCP upstream that calls its tools without the tasks
+/// extension: plain blocking `tools/call`s, and for input the SEP-2322
+/// exchange (`input_required` with a `requestState`, repeated with the
+/// answers), which taskwire's MCP adapter answers to a caller that does not
+/// declare the extension.
+async fn mcp_blocking_bridge(up: &Running) -> Running {
+    use std::sync::Arc;
+    let options = taskwire_bridge::UpstreamOptions {
+        mcp_tasks: false,
+        poll_interval: Duration::from_millis(50),
+        ..Default::default()
+    };
+    let store: Arc<dyn taskwire::core::TaskStore> = Arc::new(taskwire::MemoryStore::new());
+    let agent = taskwire_bridge::McpUpstream::discover(&format!("{}/mcp", up.base), None, &options)
+        .await
+        .expect("discover")
+        .with_store(store.clone());
+    assert!(!agent.offers_tasks());
+    let server = taskwire::Server::builder()
+        .agent(Arc::new(agent))
+        .store(store)
+        .listen("127.0.0.1:0".parse::<std::net::SocketAddr>().expect("addr"))
+        .all_adapters()
+        .build()
+        .await
+        .expect("build");
+    run(server)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_upstream_without_tasks_is_called_blocking_with_input_round_trips() {
+    let up = serve(&[]).await;
+    let bridge = mcp_blocking_bridge(&up).await;
+    let down = a2a_client(&bridge.base);
+    let direct = a2a_client(&up.base);
+
+    let t = task_of(
+        down.send_text("hello, blocking", false)
+            .await
+            .expect("send")
+            .into_inner(),
+    );
+    assert_eq!(state(&t), pb::TaskState::Completed, "{t:?}");
+    assert_eq!(
+        artifact_texts(&t),
+        vec![("result".to_string(), "hello, blocking".to_string())]
+    );
+    upstream_task_in(&direct, pb::TaskState::Completed).await;
+
+    // input_required without a task: the bridged task asks; the answer goes
+    // back with the repeated call, which continues the same upstream task.
+    let t = task_of(
+        down.send_text("ask what colour?", false)
+            .await
+            .expect("send")
+            .into_inner(),
+    );
+    assert_eq!(state(&t), pb::TaskState::InputRequired, "{t:?}");
+    assert!(status_text(&t).contains("what colour?"), "{t:?}");
+    down.send_message(text_to_task("green", &t.id))
+        .await
+        .expect("answer");
+    let ended = settled(&down, &t.id).await;
+    assert_eq!(state(&ended), pb::TaskState::Completed, "{ended:?}");
+    assert_eq!(
+        artifact_texts(&ended),
+        vec![("result".to_string(), "answer: green".to_string())]
+    );
+    // Two upstream tasks (one per bridged task), both completed.
+    let tasks = upstream_tasks(&direct).await;
+    assert_eq!(tasks.len(), 2, "{tasks:?}");
+    assert!(
+        tasks.iter().all(|t| state(t) == pb::TaskState::Completed),
+        "{tasks:?}"
+    );
+    up.stop().await;
+    bridge.stop().await;
 }

@@ -32,6 +32,10 @@ pub const LOSS_MCP_CALL_IDEMPOTENCY: Loss = Loss(
 pub const LOSS_MCP_TOOL_CHOICE: Loss = Loss(
     "only an MCP caller names the tool: callers of other protocols get the upstream's only tool, the #tool of the URL, or a rejection listing the tools",
 );
+/// Lost: a downstream cancel of a blocking call can only drop its connection.
+pub const LOSS_MCP_BLOCKING_CANCEL: Loss = Loss(
+    "a blocking tools/call (an upstream without the tasks extension) is canceled by dropping its connection: 2026-07-28 has no cancel message for it",
+);
 /// Lost: a working upstream task's intermediate status messages.
 pub const LOSS_MCP_PROGRESS: Loss = Loss(
     "a working MCP upstream task's statusMessage changes are sent downstream as agent messages; progress numbers are not",
