@@ -37,8 +37,9 @@ use taskwire_core::{
 use taskwire_vocab::upstream::{
     self as vocab, upstream_state_of_a2a_number, UpstreamState, UPSTREAM_AUTH_PROVIDER,
 };
-use tracing::{debug, info, warn};
+use tracing::{debug, info, info_span, warn, Instrument};
 
+use crate::common::{answered, reattached, timed, ReadyCache};
 use crate::error::BridgeError;
 
 /// How the bridge talks to an upstream.
@@ -147,23 +148,37 @@ impl A2aTransport {
         }
     }
 
-    /// `SendStreamingMessage`.
+    /// The protocol label of the upstream metrics.
+    pub fn metric_protocol(&self) -> &'static str {
+        match self {
+            A2aTransport::JsonRpc(_) => "a2a",
+            A2aTransport::Grpc(_) => "a2a-grpc",
+        }
+    }
+
+    /// `SendStreamingMessage` (timed until the stream's response head).
     pub async fn send_streaming_message(
         &self,
         req: pb::SendMessageRequest,
     ) -> Result<A2aStream, ClientError> {
-        match self {
-            A2aTransport::JsonRpc(c) => c.send_streaming_message(req).await,
-            A2aTransport::Grpc(c) => c.send_streaming_message(req).await,
-        }
+        let call = async {
+            match self {
+                A2aTransport::JsonRpc(c) => c.send_streaming_message(req).await,
+                A2aTransport::Grpc(c) => c.send_streaming_message(req).await,
+            }
+        };
+        timed(self.metric_protocol(), "SendStreamingMessage", call).await
     }
 
-    /// `SubscribeToTask`.
+    /// `SubscribeToTask` (timed until the stream's response head).
     pub async fn subscribe_to_task(&self, id: &str) -> Result<A2aStream, ClientError> {
-        match self {
-            A2aTransport::JsonRpc(c) => c.subscribe_to_task(id).await,
-            A2aTransport::Grpc(c) => c.subscribe_to_task(id).await,
-        }
+        let call = async {
+            match self {
+                A2aTransport::JsonRpc(c) => c.subscribe_to_task(id).await,
+                A2aTransport::Grpc(c) => c.subscribe_to_task(id).await,
+            }
+        };
+        timed(self.metric_protocol(), "SubscribeToTask", call).await
     }
 
     /// `GetTask`.
@@ -172,17 +187,40 @@ impl A2aTransport {
         id: &str,
         history_length: Option<i32>,
     ) -> Result<Received<pb::Task>, ClientError> {
-        match self {
-            A2aTransport::JsonRpc(c) => c.get_task(id, history_length).await,
-            A2aTransport::Grpc(c) => c.get_task(id, history_length).await,
-        }
+        let call = async {
+            match self {
+                A2aTransport::JsonRpc(c) => c.get_task(id, history_length).await,
+                A2aTransport::Grpc(c) => c.get_task(id, history_length).await,
+            }
+        };
+        timed(self.metric_protocol(), "GetTask", call).await
     }
 
     /// `CancelTask`.
     pub async fn cancel_task(&self, id: &str) -> Result<Received<pb::Task>, ClientError> {
+        let call = async {
+            match self {
+                A2aTransport::JsonRpc(c) => c.cancel_task(id).await,
+                A2aTransport::Grpc(c) => c.cancel_task(id).await,
+            }
+        };
+        timed(self.metric_protocol(), "CancelTask", call).await
+    }
+
+    /// Whether the upstream answers: its agent card over JSON-RPC; a
+    /// `GetTask` of an id no agent holds over gRPC (any A2A error is an
+    /// answer).
+    async fn probe(&self) -> Result<(), String> {
         match self {
-            A2aTransport::JsonRpc(c) => c.cancel_task(id).await,
-            A2aTransport::Grpc(c) => c.cancel_task(id).await,
+            A2aTransport::JsonRpc(c) => timed("a2a", "GetAgentCard", c.agent_card())
+                .await
+                .map(|_| ())
+                .map_err(|e| format!("upstream {}: {e}", c.endpoint())),
+            A2aTransport::Grpc(c) => match self.get_task(PROBE_TASK_ID, None).await {
+                Ok(_) => Ok(()),
+                Err(e) if answered(&e) => Ok(()),
+                Err(e) => Err(format!("upstream {}: {e}", c.target())),
+            },
         }
     }
 }
@@ -197,6 +235,7 @@ pub struct A2aUpstream {
     backoff: BackoffPolicy,
     poll_interval: Duration,
     watcher: Option<Arc<crate::common::AbortOnDrop>>,
+    ready: Arc<ReadyCache>,
 }
 
 impl std::fmt::Debug for A2aUpstream {
@@ -303,6 +342,7 @@ impl A2aUpstream {
             backoff: opts.backoff.clone(),
             poll_interval: opts.poll_interval,
             watcher: None,
+            ready: Arc::new(ReadyCache::default()),
         }
     }
 
@@ -438,7 +478,17 @@ impl Agent for A2aUpstream {
     }
 
     async fn run_turn(&self, ctx: &TurnContext) -> Result<TurnOutcome, AgentError> {
-        crate::common::turn_result(Turn::new(self, ctx).run().await)
+        let turn = Turn::new(self, ctx);
+        let span = info_span!("bridged_turn", protocol = self.client.metric_protocol(),
+            task = %ctx.task().id, turn = turn.number, upstream_task = tracing::field::Empty);
+        if let Some(l) = &turn.link {
+            span.record("upstream_task", l.task_id.as_str());
+        }
+        crate::common::turn_result(turn.run().instrument(span).await)
+    }
+
+    async fn ready(&self) -> Result<(), String> {
+        self.ready.check(|| self.client.probe()).await
     }
 }
 
@@ -532,6 +582,7 @@ impl<'a> Turn<'a> {
             Plan::Reattach(id) => {
                 info!(task = %self.ctx.task().id, upstream_task = %id, turn = self.number,
                     "re-attaching to the upstream task");
+                reattached(self.up.client.metric_protocol());
                 match self.up.client.subscribe_to_task(&id).await {
                     Ok(s) => s,
                     Err(e) => {
@@ -664,6 +715,7 @@ impl<'a> Turn<'a> {
         };
         self.ctx.set_state(link.to_state()).await?;
         self.ctx.flush().await?;
+        tracing::Span::current().record("upstream_task", task_id);
         debug!(task = %self.ctx.task().id, upstream_task = %task_id, turn = self.number,
             "upstream link stored");
         self.link = Some(link);

@@ -152,3 +152,72 @@ pub(crate) fn turn_result(
         other => Ok(other?),
     }
 }
+
+/// The bridge's metric names.
+pub mod metric {
+    /// Histogram: latency of each call to an upstream (for a stream: until its
+    /// response head), by `protocol` and `operation`.
+    pub const REQUEST_SECONDS: &str = "taskwire_upstream_request_duration_seconds";
+    /// Counter: calls to an upstream that failed, by `protocol` and `operation`.
+    pub const ERRORS: &str = "taskwire_upstream_errors_total";
+    /// Counter: turns that followed an existing upstream task instead of
+    /// sending (re-runs after a restart or a lost lease), by `protocol`.
+    pub const REATTACHMENTS: &str = "taskwire_upstream_reattachments_total";
+}
+
+/// Runs one upstream call, recording its latency and, if it fails, an error.
+pub(crate) async fn timed<T>(
+    protocol: &'static str,
+    operation: &'static str,
+    call: impl Future<Output = Result<T, ClientError>>,
+) -> Result<T, ClientError> {
+    let start = std::time::Instant::now();
+    let r = call.await;
+    metrics::histogram!(metric::REQUEST_SECONDS, "protocol" => protocol, "operation" => operation)
+        .record(start.elapsed().as_secs_f64());
+    if r.is_err() {
+        metrics::counter!(metric::ERRORS, "protocol" => protocol, "operation" => operation)
+            .increment(1);
+    }
+    r
+}
+
+/// Counts a re-attachment.
+pub(crate) fn reattached(protocol: &'static str) {
+    metrics::counter!(metric::REATTACHMENTS, "protocol" => protocol).increment(1);
+}
+
+/// How long a readiness answer is reused: `/readyz` is public, so a client
+/// polling it fast makes at most one upstream call a second.
+const READY_REUSE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The last readiness probe of an upstream, reused for [`READY_REUSE`].
+#[derive(Debug, Default)]
+pub(crate) struct ReadyCache {
+    last: tokio::sync::Mutex<Option<(std::time::Instant, Result<(), String>)>>,
+}
+
+impl ReadyCache {
+    /// The upstream's readiness: the last answer if fresh, else `probe`'s
+    /// (concurrent callers wait for one probe).
+    pub(crate) async fn check<Fut>(&self, probe: impl FnOnce() -> Fut) -> Result<(), String>
+    where
+        Fut: Future<Output = Result<(), String>>,
+    {
+        let mut last = self.last.lock().await;
+        if let Some((at, r)) = last.as_ref() {
+            if at.elapsed() < READY_REUSE {
+                return r.clone();
+            }
+        }
+        let r = probe().await;
+        *last = Some((std::time::Instant::now(), r.clone()));
+        r
+    }
+}
+
+/// Whether a probe's error still shows a server that answers (an A2A or
+/// JSON-RPC error) rather than one that cannot be reached.
+pub(crate) fn answered(e: &ClientError) -> bool {
+    !e.is_transient() && matches!(e, ClientError::Rpc(_) | ClientError::Grpc { .. })
+}

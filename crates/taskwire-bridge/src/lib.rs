@@ -26,6 +26,7 @@ use std::sync::Arc;
 use taskwire_core::{Agent, TaskStore};
 
 pub use a2a::{A2aTransport, A2aUpstream, UpstreamLink, UpstreamOptions};
+pub use common::metric;
 pub use error::BridgeError;
 pub use mcp::McpUpstream;
 pub use spec::UpstreamSpec;

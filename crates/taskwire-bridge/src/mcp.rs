@@ -28,10 +28,13 @@ use taskwire_core::{
 };
 use taskwire_vocab::upstream::mcp::{self as vocab, UpstreamAsk};
 use taskwire_vocab::upstream::UpstreamState;
-use tracing::{debug, info, warn};
+use tracing::{debug, info, info_span, warn, Instrument};
 
 use crate::a2a::{client_config, retrying, UpstreamOptions, LINK_KEY};
-use crate::common::{downstream_canceled, end_canceled, watch_cancels, AbortOnDrop};
+use crate::common::{
+    answered, downstream_canceled, end_canceled, reattached, timed, watch_cancels, AbortOnDrop,
+    ReadyCache,
+};
 use crate::error::BridgeError;
 
 /// The link protocol name of MCP upstream tasks.
@@ -110,6 +113,7 @@ pub struct McpUpstream {
     backoff: BackoffPolicy,
     poll_interval: Duration,
     watcher: Option<Arc<AbortOnDrop>>,
+    ready: Arc<ReadyCache>,
 }
 
 impl std::fmt::Debug for McpUpstream {
@@ -209,6 +213,7 @@ impl McpUpstream {
             backoff: opts.backoff.clone(),
             poll_interval: opts.poll_interval,
             watcher: None,
+            ready: Arc::new(ReadyCache::default()),
         })
     }
 
@@ -221,7 +226,11 @@ impl McpUpstream {
         let client = self.client.clone();
         let watcher = watch_cancels(store.clone(), PROTOCOL, move |task_id| {
             let client = client.clone();
-            async move { client.cancel_task(&task_id).await.map(|_| ()) }
+            async move {
+                timed(PROTOCOL, "tasks/cancel", client.cancel_task(&task_id))
+                    .await
+                    .map(|_| ())
+            }
         });
         self.watcher = Some(Arc::new(watcher));
         self.store = Some(store);
@@ -250,7 +259,26 @@ impl Agent for McpUpstream {
     }
 
     async fn run_turn(&self, ctx: &TurnContext) -> Result<TurnOutcome, AgentError> {
-        crate::common::turn_result(Turn::new(self, ctx).run().await)
+        let turn = Turn::new(self, ctx);
+        let span = info_span!("bridged_turn", protocol = PROTOCOL, task = %ctx.task().id,
+            turn = turn.number, upstream_task = tracing::field::Empty);
+        if let Some(l) = turn.link.as_ref().filter(|l| !l.task_id.is_empty()) {
+            span.record("upstream_task", l.task_id.as_str());
+        }
+        crate::common::turn_result(turn.run().instrument(span).await)
+    }
+
+    /// Ready when `server/discover` is answered (any JSON-RPC answer counts).
+    async fn ready(&self) -> Result<(), String> {
+        self.ready
+            .check(|| async {
+                match timed(PROTOCOL, "server/discover", self.client.discover()).await {
+                    Ok(_) => Ok(()),
+                    Err(e) if answered(&e) => Ok(()),
+                    Err(e) => Err(format!("upstream {}: {e}", self.endpoint)),
+                }
+            })
+            .await
     }
 }
 
@@ -289,6 +317,7 @@ impl<'a> Turn<'a> {
             Some(l) if l.turn >= self.number => {
                 info!(task = %self.ctx.task().id, upstream_task = %l.task_id, turn = self.number,
                     "re-attaching to the upstream MCP task");
+                reattached(PROTOCOL);
                 self.follow(&l.task_id).await
             }
             Some(l) => {
@@ -296,14 +325,16 @@ impl<'a> Turn<'a> {
                 if !responses.is_empty() {
                     debug!(task = %self.ctx.task().id, upstream_task = %l.task_id,
                         keys = ?responses.keys().collect::<Vec<_>>(), "answering upstream");
-                    self.up
-                        .client
-                        .update_task(&l.task_id, responses)
-                        .await
-                        .map_err(|source| BridgeError::Upstream {
-                            operation: "tasks/update",
-                            source: Box::new(source),
-                        })?;
+                    timed(
+                        PROTOCOL,
+                        "tasks/update",
+                        self.up.client.update_task(&l.task_id, responses),
+                    )
+                    .await
+                    .map_err(|source| BridgeError::Upstream {
+                        operation: "tasks/update",
+                        source: Box::new(source),
+                    })?;
                 }
                 let next = McpLink {
                     turn: self.number,
@@ -357,7 +388,7 @@ impl<'a> Turn<'a> {
         let called = tokio::select! {
             biased;
             _ = self.ctx.cancelled() => return self.stopped().await,
-            r = self.up.client.call_tool_answering(&tool, Value::Object(args), input_responses, request_state) => r,
+            r = timed(PROTOCOL, "tools/call", self.up.client.call_tool_answering(&tool, Value::Object(args), input_responses, request_state)) => r,
         };
         let outcome = called.map_err(|source| BridgeError::Upstream {
             operation: "tools/call",
@@ -410,6 +441,7 @@ impl<'a> Turn<'a> {
     async fn store_link(&mut self, link: McpLink) -> Result<(), BridgeError> {
         self.ctx.set_state(link.to_state()).await?;
         self.ctx.flush().await?;
+        tracing::Span::current().record("upstream_task", link.task_id.as_str());
         debug!(task = %self.ctx.task().id, upstream_task = %link.task_id, turn = link.turn,
             "upstream link stored");
         self.link = Some(link);
@@ -460,7 +492,7 @@ impl<'a> Turn<'a> {
             let got = tokio::select! {
                 biased;
                 _ = self.ctx.cancelled() => return self.stopped().await,
-                r = self.up.client.get_task(task_id) => r,
+                r = timed(PROTOCOL, "tasks/get", self.up.client.get_task(task_id)) => r,
             };
             let wait = match got {
                 Ok(t) => {
@@ -655,7 +687,13 @@ impl<'a> Turn<'a> {
             return Err(BridgeError::Core(CoreError::LeaseLost));
         }
         match self.link.as_ref().filter(|l| !l.task_id.is_empty()) {
-            Some(l) => match self.up.client.cancel_task(&l.task_id).await {
+            Some(l) => match timed(
+                PROTOCOL,
+                "tasks/cancel",
+                self.up.client.cancel_task(&l.task_id),
+            )
+            .await
+            {
                 Ok(_) => info!(task = %id, upstream_task = %l.task_id, "upstream task canceled"),
                 Err(e) => warn!(task = %id, upstream_task = %l.task_id, error = %e,
                     "canceling the upstream task failed"),

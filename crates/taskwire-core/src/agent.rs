@@ -208,6 +208,12 @@ pub trait Agent: Send + Sync + 'static {
     async fn direct_reply(&self, _caller: &Caller, _message: &Message) -> Option<Message> {
         None
     }
+
+    /// Whether the agent can take work now, for `/readyz`: `Err` says why not
+    /// (a bridged agent whose upstream does not answer). The default is ready.
+    async fn ready(&self) -> std::result::Result<(), String> {
+        Ok(())
+    }
 }
 
 /// Checks input before anything is stored or seen by the agent.

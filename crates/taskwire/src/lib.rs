@@ -50,8 +50,9 @@
 //! # What the listener serves
 //!
 //! - `GET /healthz`: 200 `ok` while the process runs.
-//! - `GET /readyz`: 200 when the store answers, 503 when it does not or once
-//!   shutdown has begun.
+//! - `GET /readyz`: 200 when the store and the agent answer ([`Agent::ready`]:
+//!   a bridged agent's upstream), 503 when one does not or once shutdown has
+//!   begun.
 //! - `GET /metrics`: Prometheus text; every name starts with `taskwire_` (see
 //!   [`telemetry::names`]).
 //! - Everything mounted with [`ServerBuilder::adapter`] or [`ServerBuilder::mount`],

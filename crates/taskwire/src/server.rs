@@ -390,6 +390,7 @@ impl ServerBuilder {
         }
         let shared = Arc::new(Shared {
             store,
+            agent: agent.clone(),
             shutting_down: AtomicBool::new(false),
             metrics,
         });
@@ -498,6 +499,7 @@ pub fn check_listen_policy(
 
 struct Shared {
     store: Arc<dyn TaskStore>,
+    agent: Arc<dyn Agent>,
     shutting_down: AtomicBool,
     metrics: PrometheusHandle,
 }
@@ -506,10 +508,36 @@ async fn healthz() -> &'static str {
     "ok"
 }
 
-async fn readyz(State(s): State<Arc<Shared>>) -> (StatusCode, &'static str) {
+async fn readyz(State(s): State<Arc<Shared>>) -> (StatusCode, std::borrow::Cow<'static, str>) {
     if s.shutting_down.load(Ordering::SeqCst) {
-        return (StatusCode::SERVICE_UNAVAILABLE, "shutting down");
+        return (StatusCode::SERVICE_UNAVAILABLE, "shutting down".into());
     }
+    let (code, text) = store_ready(&s).await;
+    if code != StatusCode::OK {
+        return (code, text.into());
+    }
+    // The agent: a bridged agent answers whether its upstream does.
+    match tokio::time::timeout(READY_TIMEOUT, s.agent.ready()).await {
+        Ok(Ok(())) => (StatusCode::OK, "ready".into()),
+        Ok(Err(why)) => {
+            warn!(reason = %why, "readiness: the agent is not ready");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("agent not ready: {why}").into(),
+            )
+        }
+        Err(_) => {
+            warn!("readiness: the agent did not answer in time");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "agent did not answer in time".into(),
+            )
+        }
+    }
+}
+
+/// The store's part of `/readyz`.
+async fn store_ready(s: &Shared) -> (StatusCode, &'static str) {
     match tokio::time::timeout(READY_TIMEOUT, s.store.queue_depth()).await {
         Ok(Ok(_)) => (StatusCode::OK, "ready"),
         Ok(Err(e)) => {

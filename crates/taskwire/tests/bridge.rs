@@ -740,6 +740,19 @@ async fn a_bridge_killed_mid_task_re_attaches_instead_of_re_sending() {
         vec![("echo".to_string(), "after the nap".to_string())]
     );
     assert!(logs(2).contains("re-attaching"), "{}", logs(2));
+    // The re-attachment is counted.
+    let metrics = reqwest::get(format!("{base}/metrics"))
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("metrics text");
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("taskwire_upstream_reattachments_total{protocol=\"a2a\"} 1")),
+        "{metrics}"
+    );
     // One upstream task, sent to once.
     let tasks = upstream_tasks(&direct).await;
     assert_eq!(tasks.len(), 1, "{tasks:?}");
@@ -1111,4 +1124,76 @@ async fn an_mcp_upstream_without_tasks_is_called_blocking_with_input_round_trips
     );
     up.stop().await;
     bridge.stop().await;
+}
+
+/// `/readyz` of a bridge reports its upstream: ready while it answers, 503
+/// naming it once it stops; each call to the upstream is measured.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_and_metrics_report_the_upstream() {
+    for over in ["a2a", "a2a-grpc", "mcp"] {
+        let up = serve(&[]).await;
+        let url = match over {
+            "a2a" => upstream_url(&up.base, Over::JsonRpc),
+            "a2a-grpc" => upstream_url(&up.base, Over::Grpc),
+            _ => format!("mcp+{}/mcp", up.base),
+        };
+        let bridge = serve(&["--upstream", &url]).await;
+        let http = reqwest::Client::new();
+        let ready = |base: String| {
+            let http = http.clone();
+            async move {
+                let r = http
+                    .get(format!("{base}/readyz"))
+                    .send()
+                    .await
+                    .expect("readyz");
+                (r.status().as_u16(), r.text().await.unwrap_or_default())
+            }
+        };
+        assert_eq!(
+            ready(bridge.base.clone()).await,
+            (200, "ready".to_string()),
+            "{over}"
+        );
+
+        let t = task_of(
+            a2a_client(&bridge.base)
+                .send_text("hello, metrics", false)
+                .await
+                .expect("send")
+                .into_inner(),
+        );
+        assert_eq!(state(&t), pb::TaskState::Completed, "{over}: {t:?}");
+        let metrics = http
+            .get(format!("{}/metrics", bridge.base))
+            .send()
+            .await
+            .expect("metrics")
+            .text()
+            .await
+            .expect("text");
+        let operation = match over {
+            "mcp" => "tools/call",
+            _ => "SendStreamingMessage",
+        };
+        assert!(
+            metrics.lines().any(|l| {
+                l.starts_with("taskwire_upstream_request_duration_seconds_count")
+                    && l.contains(&format!("operation=\"{operation}\""))
+                    && l.contains(&format!("protocol=\"{over}\""))
+            }),
+            "{over}: {metrics}"
+        );
+
+        up.stop().await;
+        // The answer is reused for a second; then the upstream is asked again.
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        let (code, text) = ready(bridge.base.clone()).await;
+        assert_eq!(code, 503, "{over}: {text}");
+        assert!(
+            text.starts_with("agent not ready: upstream"),
+            "{over}: {text}"
+        );
+        bridge.stop().await;
+    }
 }
