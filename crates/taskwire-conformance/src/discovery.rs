@@ -322,6 +322,13 @@ pub async fn discover(target: &str, config: &Config, wire: &Wire) -> Result<Foun
                 scripted = Some(format!(
                     "agent card: name `{SCRIPTED_AGENT_NAME}`, skill `{SCRIPTED_SKILL}`"
                 ));
+            } else if config.upstream.as_deref() == Some("mcp")
+                && skills.iter().any(|s| s == SCRIPTED_SKILL)
+            {
+                // An MCP hop carries tools, not the agent's name.
+                scripted = Some(format!(
+                    "agent card: skill `{SCRIPTED_SKILL}` behind the bridge's MCP upstream (an MCP server names no agent)"
+                ));
             } else {
                 not_scripted.push(format!("agent card name `{name}`, skills {skills:?}"));
             }
@@ -586,6 +593,7 @@ pub async fn discover(target: &str, config: &Config, wire: &Wire) -> Result<Foun
         echo,
         wire: wire.clone(),
         no_second_reason: no_second,
+        upstream: config.upstream.clone(),
     };
     Ok(Found {
         suite,

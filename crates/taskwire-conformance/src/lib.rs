@@ -80,6 +80,10 @@ pub struct Config {
     pub schemas_dir: Option<PathBuf>,
     /// Print progress (one line per cell) to stderr.
     pub progress: bool,
+    /// The target is a bridge (`taskwire serve --upstream`) to an upstream of
+    /// this protocol (`a2a` or `mcp`): scenarios that protocol cannot carry
+    /// (a scenario's `lost_upstream`) are skipped with the named loss.
+    pub upstream: Option<String>,
 }
 
 impl Config {
@@ -96,6 +100,7 @@ impl Config {
             request_timeout: Duration::from_secs(30),
             schemas_dir: std::env::var_os("TASKWIRE_SCHEMAS_DIR").map(PathBuf::from),
             progress: false,
+            upstream: None,
         })
     }
 }

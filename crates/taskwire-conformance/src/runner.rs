@@ -38,6 +38,8 @@ pub struct Suite {
     pub wire: Wire,
     /// Why no second principal is available (when `second` is empty).
     pub no_second_reason: String,
+    /// The upstream protocol of a bridged target (`--upstream`).
+    pub upstream: Option<String>,
 }
 
 impl std::fmt::Debug for Suite {
@@ -95,6 +97,11 @@ fn skip_reason(suite: &Suite, s: &Scenario, p: Protocol) -> Option<String> {
     }
     if let Some(r) = s.not_applicable.get(&p) {
         return Some(format!("not applicable: {r}"));
+    }
+    if let Some(u) = &suite.upstream {
+        if let Some(r) = s.lost_upstream.get(u) {
+            return Some(format!("lost over the bridge's {u} upstream: {r}"));
+        }
     }
     for r in &s.requires {
         match r {
@@ -995,6 +1002,7 @@ mod tests {
             echo: true,
             wire: Wire::default(),
             no_second_reason: "none".into(),
+            upstream: None,
         }
     }
 
@@ -1043,6 +1051,28 @@ checks = "pauses"
             Verdict::Fail(f) => assert!(f.invariant.starts_with("pauses"), "{f:?}"),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_scenario_lost_over_the_bridges_upstream_is_skipped_naming_the_loss() {
+        let text = format!(
+            "{CROSS}\n[lost_upstream]\na2a = \"upstream::LOSS_X: the upstream cannot say it\"\n"
+        );
+        let s = Scenario::parse("cross-x.toml", &text).expect("parses");
+        let mut bridged = suite(&[
+            (Protocol::A2a, "TASK_STATE_INPUT_REQUIRED"),
+            (Protocol::Cas, "idle"),
+        ]);
+        assert_eq!(skip_reason(&bridged, &s, Protocol::A2a), None);
+        bridged.upstream = Some("a2a".into());
+        assert_eq!(
+            skip_reason(&bridged, &s, Protocol::A2a).as_deref(),
+            Some(
+                "lost over the bridge's a2a upstream: upstream::LOSS_X: the upstream cannot say it"
+            )
+        );
+        bridged.upstream = Some("mcp".into());
+        assert_eq!(skip_reason(&bridged, &s, Protocol::A2a), None);
     }
 
     #[test]

@@ -345,6 +345,11 @@ pub struct Scenario {
     /// Per protocol: why the scenario does not apply there (a skip with this reason).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub not_applicable: std::collections::BTreeMap<Protocol, String>,
+    /// Per upstream protocol of a bridged target (`a2a`, `mcp`): the named loss
+    /// that keeps the scenario from passing through such a bridge (a skip on
+    /// every protocol, with this reason, when the run says `--upstream`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub lost_upstream: std::collections::BTreeMap<String, String>,
     /// The invariants it checks.
     pub invariants: Vec<Invariant>,
     /// The steps, run in order; the first broken invariant ends the run.

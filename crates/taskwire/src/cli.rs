@@ -62,14 +62,6 @@ pub struct Cli {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
-#[cfg_attr(
-    feature = "conformance",
-    expect(
-        clippy::large_enum_variant,
-        reason = "parsed once at start; the serve flags are about 200 bytes more than \
-                  conformance's, already boxing the PostgreSQL and bridge groups"
-    )
-)]
 pub enum Command {
     /// Serve an agent's tasks over HTTP (health, readiness, metrics and every
     /// adapter compiled in) until SIGTERM or Ctrl-C.
@@ -157,6 +149,12 @@ pub struct ConformanceArgs {
     /// Do not print progress lines on stderr.
     #[arg(long, env = "TASKWIRE_CONFORMANCE_QUIET")]
     pub quiet: bool,
+
+    /// The target is a bridge (`taskwire serve --upstream`) to an upstream of
+    /// this protocol: a2a (JSON-RPC or gRPC) or mcp. Scenarios that protocol
+    /// cannot carry are skipped, naming the loss (docs/bridging.md).
+    #[arg(long, env = "TASKWIRE_CONFORMANCE_UPSTREAM", value_name = "PROTOCOL", value_parser = ["a2a", "mcp"])]
+    pub upstream: Option<String>,
 }
 
 #[cfg(feature = "conformance")]
@@ -185,6 +183,7 @@ pub fn conformance_config(
     }
     c.request_timeout = args.timeout;
     c.progress = !args.quiet;
+    c.upstream = args.upstream.clone();
     Ok(c)
 }
 
