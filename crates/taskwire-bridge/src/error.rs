@@ -31,6 +31,9 @@ pub enum BridgeError {
         /// What is wrong with it.
         reason: String,
     },
+    /// The upstreams as configured cannot be served (names, tools).
+    #[error("{0}")]
+    Config(String),
     /// The MCP upstream has no tool of the URL's `#tool` name.
     #[error("the upstream MCP server has no tool {tool:?}; its tools: {}", tools.join(", "))]
     NoSuchTool {

@@ -18,6 +18,7 @@
 pub mod a2a;
 mod common;
 mod error;
+pub mod many;
 pub mod mcp;
 pub mod spec;
 
@@ -28,6 +29,7 @@ use taskwire_core::{Agent, TaskStore};
 pub use a2a::{A2aTransport, A2aUpstream, UpstreamLink, UpstreamOptions};
 pub use common::metric;
 pub use error::BridgeError;
+pub use many::{Member, Upstreams};
 pub use mcp::McpUpstream;
 pub use spec::UpstreamSpec;
 
@@ -54,4 +56,32 @@ pub async fn connect(
         agent = agent.with_store(s);
     }
     Ok(Arc::new(agent))
+}
+
+/// The agent for several named upstreams (`--upstream NAME=URL`, repeated):
+/// each is discovered with its own options and becomes one skill `NAME`
+/// ([`Upstreams`]). An MCP upstream must offer one tool (`#TOOL`).
+pub async fn connect_many(
+    upstreams: &[(String, String, UpstreamOptions)],
+    store: Option<Arc<dyn TaskStore>>,
+) -> Result<Arc<dyn Agent>, BridgeError> {
+    let mut members = Vec::with_capacity(upstreams.len());
+    for (name, url, options) in upstreams {
+        let agent = connect(url, options, store.clone()).await?;
+        if matches!(UpstreamSpec::parse(url)?, UpstreamSpec::Mcp { .. }) {
+            let tools = agent.info().skills;
+            if tools.len() != 1 {
+                return Err(BridgeError::Config(format!(
+                    "upstream {name}: the MCP server at {url} has {} tools ({}); name one with #TOOL",
+                    tools.len(),
+                    tools.iter().map(|t| t.id.as_str()).collect::<Vec<_>>().join(", ")
+                )));
+            }
+        }
+        members.push(Member {
+            name: name.clone(),
+            agent,
+        });
+    }
+    Ok(Arc::new(Upstreams::new(members)?))
 }

@@ -17,6 +17,11 @@ use taskwire_wire::wkt;
 use crate::a2a::{part_content_to_a2a, part_from_a2a, A2aPart, A2aPartContent};
 use crate::{Loss, VocabError};
 
+/// The task metadata key an A2A caller names the upstream with, on a bridge
+/// to several (`--upstream NAME=URL`): the request's `metadata`
+/// `{"skill": "NAME"}` (an MCP caller names it by calling the tool `NAME`).
+pub const SKILL_METADATA_KEY: &str = "skill";
+
 /// What the state of an upstream A2A task means for the bridged downstream task.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum UpstreamState {

@@ -382,17 +382,21 @@ pub struct UpstreamArgs {
     /// `mcp+http(s)://HOST:PORT/PATH[#TOOL]` is an MCP server (revision
     /// 2026-07-28) whose tools (or its one TOOL) become this server's skills.
     /// `agui+http(s)://…` is recognised but not supported yet (docs/bridging.md).
+    /// Repeat as `--upstream NAME=URL` to serve several upstreams, each as one
+    /// skill NAME (an MCP caller calls the tool NAME; an A2A caller sends
+    /// `"metadata": {"skill": "NAME"}`).
     #[arg(
         id = "upstream",
         long = "upstream",
         env = "TASKWIRE_UPSTREAM",
-        value_name = "URL",
+        value_name = "[NAME=]URL",
         conflicts_with = "agent"
     )]
-    pub url: Option<String>,
+    pub url: Vec<String>,
 
-    /// Bridge mode: bearer token sent to the upstream as `Authorization: Bearer
-    /// TOKEN` with every request (needs --upstream).
+    /// Bridge mode: bearer token sent to every upstream as `Authorization:
+    /// Bearer TOKEN` (needs --upstream; an --upstream-token-file of an upstream
+    /// overrides it).
     #[arg(
         long = "upstream-token",
         env = "TASKWIRE_UPSTREAM_TOKEN",
@@ -401,6 +405,33 @@ pub struct UpstreamArgs {
         hide_env_values = true
     )]
     pub token: Option<String>,
+
+    /// Bridge mode: a file whose content (trimmed) is the bearer token of the
+    /// upstream NAME, or of every upstream without NAME=; repeatable. Read at
+    /// start; keeps the token out of the process list.
+    #[arg(
+        long = "upstream-token-file",
+        env = "TASKWIRE_UPSTREAM_TOKEN_FILE",
+        value_name = "[NAME=]FILE",
+        requires = "upstream"
+    )]
+    pub token_file: Vec<String>,
+}
+
+/// `NAME=REST` when the part before the first `=` names an upstream (letters,
+/// digits, `_` and `-` only, so a URL, whose scheme has `:`, never does).
+pub fn split_named(arg: &str) -> (Option<&str>, &str) {
+    match arg.split_once('=') {
+        Some((name, rest))
+            if !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') =>
+        {
+            (Some(name), rest)
+        }
+        _ => (None, arg),
+    }
 }
 
 /// How the PostgreSQL store connects, as flags; ignored by the other stores.
@@ -676,20 +707,96 @@ pub fn agent_by_name(name: &str) -> Result<Arc<dyn Agent>, Error> {
     }
 }
 
-/// The bridge agent of `--upstream` (discovers the upstream).
+/// The upstreams of `--upstream` as (name, URL, bearer token), checked: one
+/// unnamed upstream, or several with distinct names; token files name
+/// upstreams that exist, are readable and not empty.
+pub fn upstreams_of(
+    args: &UpstreamArgs,
+) -> Result<Vec<(Option<String>, String, Option<String>)>, Error> {
+    let list: Vec<(Option<String>, String)> = args
+        .url
+        .iter()
+        .map(|a| {
+            let (n, u) = split_named(a);
+            (n.map(str::to_string), u.trim().to_string())
+        })
+        .collect();
+    if list.len() > 1 {
+        for (i, (n, u)) in list.iter().enumerate() {
+            let Some(n) = n else {
+                return Err(Error::Usage(format!(
+                    "several --upstream need a name each (--upstream NAME=URL); {u} has none"
+                )));
+            };
+            if list[..i]
+                .iter()
+                .any(|(o, _)| o.as_deref() == Some(n.as_str()))
+            {
+                return Err(Error::Usage(format!("two --upstream are named {n}")));
+            }
+        }
+    }
+    let mut tokens: Vec<Option<String>> = vec![args.token.clone(); list.len()];
+    for f in &args.token_file {
+        let (name, path) = split_named(f);
+        let token = std::fs::read_to_string(path)
+            .map_err(|e| Error::Usage(format!("--upstream-token-file {path}: {e}")))?
+            .trim()
+            .to_string();
+        if token.is_empty() {
+            return Err(Error::Usage(format!(
+                "--upstream-token-file {path} is empty"
+            )));
+        }
+        match name {
+            None => tokens.iter_mut().for_each(|t| *t = Some(token.clone())),
+            Some(n) => match list.iter().position(|(o, _)| o.as_deref() == Some(n)) {
+                Some(i) => tokens[i] = Some(token),
+                None => {
+                    return Err(Error::Usage(format!(
+                        "--upstream-token-file names {n}, which no --upstream NAME=URL names"
+                    )))
+                }
+            },
+        }
+    }
+    Ok(list
+        .into_iter()
+        .zip(tokens)
+        .map(|((n, u), t)| (n, u, t))
+        .collect())
+}
+
+/// The bridge agent of `--upstream` (discovers the upstreams).
 #[cfg(feature = "bridge")]
 async fn upstream_agent(
     args: &ServeArgs,
     store: &Arc<dyn TaskStore>,
 ) -> Result<Arc<dyn Agent>, Error> {
-    let url = args.upstream.url.as_deref().unwrap_or_default();
-    let options = taskwire_bridge::UpstreamOptions {
-        bearer_token: args.upstream.token.clone(),
+    let list = upstreams_of(&args.upstream)?;
+    let options = |token: &Option<String>| taskwire_bridge::UpstreamOptions {
+        bearer_token: token.clone(),
         ..taskwire_bridge::UpstreamOptions::default()
     };
-    taskwire_bridge::connect(url, &options, Some(store.clone()))
-        .await
-        .map_err(|e| upstream_error(url, &e))
+    match list.as_slice() {
+        [(_, url, token)] => taskwire_bridge::connect(url, &options(token), Some(store.clone()))
+            .await
+            .map_err(|e| upstream_error(url, &e)),
+        _ => {
+            let named: Vec<_> = list
+                .iter()
+                .map(|(n, u, t)| (n.clone().unwrap_or_default(), u.clone(), options(t)))
+                .collect();
+            let urls = list
+                .iter()
+                .map(|(_, u, _)| u.as_str())
+                .collect::<Vec<_>>()
+                .join(", ");
+            taskwire_bridge::connect_many(&named, Some(store.clone()))
+                .await
+                .map_err(|e| upstream_error(&urls, &e))
+        }
+    }
 }
 
 /// This build has no bridge: `--upstream` is refused.
@@ -699,7 +806,7 @@ async fn upstream_agent(
     _store: &Arc<dyn TaskStore>,
 ) -> Result<Arc<dyn Agent>, Error> {
     Err(Error::Upstream {
-        url: args.upstream.url.clone().unwrap_or_default(),
+        url: args.upstream.url.join(", "),
         reason: "this build has no bridge support (the `bridge` feature)".into(),
     })
 }
@@ -782,17 +889,29 @@ pub async fn build_server(args: &ServeArgs) -> Result<Server, Error> {
     };
     // Refuse before touching the store.
     check_listen_policy(args.listen, &auth, args.insecure_no_auth)?;
-    if args.upstream.url.is_none() && args.upstream.token.is_some() {
-        return Err(Error::Usage("--upstream-token needs --upstream".into()));
+    if args.upstream.url.is_empty()
+        && (args.upstream.token.is_some() || !args.upstream.token_file.is_empty())
+    {
+        return Err(Error::Usage(
+            "--upstream-token and --upstream-token-file need --upstream".into(),
+        ));
     }
-    // Check the upstream's scheme before touching the store.
+    // Check the upstreams (names, token files, schemes) before touching the store.
+    let upstreams = upstreams_of(&args.upstream)?;
     #[cfg(feature = "bridge")]
-    if let Some(url) = &args.upstream.url {
+    for (name, url, _) in &upstreams {
         taskwire_bridge::UpstreamSpec::parse(url).map_err(|e| upstream_error(url, &e))?;
+        if let Some(n) = name {
+            if !taskwire_bridge::many::valid_name(n) {
+                return Err(Error::Usage(format!(
+                    "upstream name {n:?}: use 1 to 64 letters, digits, `_` or `-`"
+                )));
+            }
+        }
     }
-    let scripted = match &args.upstream.url {
-        Some(_) => None,
-        None => Some(agent_by_name(&args.agent)?),
+    let scripted = match upstreams.is_empty() {
+        false => None,
+        true => Some(agent_by_name(&args.agent)?),
     };
     if args.max_concurrent_turns == 0 && !store_is_shared(&args.store) {
         return Err(Error::Usage(

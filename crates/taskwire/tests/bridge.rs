@@ -644,7 +644,7 @@ async fn bad_upstreams_are_clear_errors() {
     assert!(serve_args(&["--upstream-token", "t"]).is_err());
     assert!(serve_args(&["--upstream", "a2a+http://h", "--agent", "tck"]).is_err());
     let args = serve_args(&["--upstream", "a2a+http://h", "--upstream-token", "t"]).expect("parse");
-    assert_eq!(args.upstream.url.as_deref(), Some("a2a+http://h"));
+    assert_eq!(args.upstream.url, vec!["a2a+http://h".to_string()]);
     assert_eq!(args.upstream.token.as_deref(), Some("t"));
 }
 
@@ -1196,4 +1196,177 @@ async fn readyz_and_metrics_report_the_upstream() {
         );
         bridge.stop().await;
     }
+}
+
+/// Several named upstreams behind one bridge: each is one skill; MCP callers
+/// choose by tool, A2A callers by request metadata; each upstream gets its own
+/// token from its own file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_named_upstreams_are_one_skill_each() {
+    use taskwire_client::mcp::{McpClient, ToolCallOutcome};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, "writer-secret bridge\n").expect("tokens");
+    let writer = serve(&["--auth-tokens", &tokens.to_string_lossy()]).await;
+    let tool = serve(&[]).await;
+    let token_file = dir.path().join("writer.token");
+    std::fs::write(&token_file, "  writer-secret\n").expect("token file");
+    let writer_url = format!("writer=a2a+{}", writer.base);
+    let tool_url = format!("tool=mcp+{}/mcp#run_script", tool.base);
+    let token_arg = format!("writer={}", token_file.display());
+    let bridge = serve(&[
+        "--upstream",
+        &writer_url,
+        "--upstream",
+        &tool_url,
+        "--upstream-token-file",
+        &token_arg,
+    ])
+    .await;
+
+    let card = a2a_client(&bridge.base).agent_card().await.expect("card");
+    let ids: Vec<&str> = card.skills.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(ids, vec!["writer", "tool"]);
+
+    // MCP: the tool named after the upstream runs there.
+    let mcp = McpClient::new(config(&bridge.base)).expect("mcp");
+    let called = mcp
+        .call_tool("writer", serde_json::json!({"text": "to the writer"}))
+        .await
+        .expect("tools/call");
+    let id = match &called.value {
+        ToolCallOutcome::Task(t) => t.task_id.clone(),
+        other => panic!("{other:?}"),
+    };
+    let done = mcp.wait_task(&id, LIMIT).await.expect("wait");
+    assert!(
+        done.result
+            .as_ref()
+            .expect("result")
+            .text()
+            .contains("to the writer"),
+        "{:?}",
+        done.raw
+    );
+    let writer_direct = A2aClient::new(
+        ClientConfig::builder(&writer.base)
+            .request_timeout(LIMIT)
+            .bearer_token("writer-secret")
+            .build(),
+    )
+    .expect("client");
+    assert_eq!(upstream_tasks(&writer_direct).await.len(), 1);
+    assert_eq!(upstream_tasks(&a2a_client(&tool.base)).await.len(), 0);
+
+    // A2A: the request's metadata names the upstream.
+    let req: pb::SendMessageRequest = serde_json::from_value(serde_json::json!({
+        "message": {"messageId": "multi-1", "role": "ROLE_USER", "parts": [{"text": "to the tool"}]},
+        "metadata": {"skill": "tool"}
+    }))
+    .expect("request");
+    let t = task_of(
+        a2a_client(&bridge.base)
+            .send_message(req)
+            .await
+            .expect("send")
+            .into_inner(),
+    );
+    assert_eq!(state(&t), pb::TaskState::Completed, "{t:?}");
+    assert_eq!(
+        artifact_texts(&t),
+        vec![("result".to_string(), "to the tool".to_string())]
+    );
+    assert_eq!(upstream_tasks(&a2a_client(&tool.base)).await.len(), 1);
+
+    // Naming none of several: rejected, listing them.
+    let t = task_of(
+        a2a_client(&bridge.base)
+            .send_text("to whom?", false)
+            .await
+            .expect("send")
+            .into_inner(),
+    );
+    assert_eq!(state(&t), pb::TaskState::Rejected, "{t:?}");
+    assert!(status_text(&t).contains("writer, tool"), "{t:?}");
+
+    writer.stop().await;
+    tool.stop().await;
+    bridge.stop().await;
+}
+
+#[tokio::test]
+async fn bad_upstream_lists_are_usage_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let empty = dir.path().join("empty");
+    std::fs::write(&empty, "\n").expect("file");
+    let empty_arg = format!("a={}", empty.display());
+    let build = |argv: Vec<String>| async move {
+        let mut full = vec![
+            "--listen".to_string(),
+            "127.0.0.1:0".into(),
+            "--store".into(),
+            "memory://".into(),
+        ];
+        full.extend(argv);
+        let refs: Vec<&str> = full.iter().map(String::as_str).collect();
+        let args = serve_args(&refs).expect("parse");
+        match taskwire::cli::build_server(&args).await {
+            Ok(_) => panic!("accepted: {full:?}"),
+            Err(e) => e.to_string(),
+        }
+    };
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let e = build(s(&[
+        "--upstream",
+        "a2a+http://127.0.0.1:1",
+        "--upstream",
+        "b=a2a+http://127.0.0.1:2",
+    ]))
+    .await;
+    assert!(e.contains("need a name each"), "{e}");
+    let e = build(s(&[
+        "--upstream",
+        "a=a2a+http://127.0.0.1:1",
+        "--upstream",
+        "a=a2a+http://127.0.0.1:2",
+    ]))
+    .await;
+    assert!(e.contains("two --upstream are named a"), "{e}");
+    let e = build(s(&[
+        "--upstream",
+        "a=a2a+http://127.0.0.1:1",
+        "--upstream-token-file",
+        "zz=/nonexistent",
+    ]))
+    .await;
+    assert!(e.contains("/nonexistent"), "{e}");
+    let e = build(s(&[
+        "--upstream",
+        "a=a2a+http://127.0.0.1:1",
+        "--upstream-token-file",
+        &empty_arg,
+    ]))
+    .await;
+    assert!(e.contains("is empty"), "{e}");
+    let token = dir.path().join("token");
+    std::fs::write(&token, "t\n").expect("file");
+    let e = build(s(&[
+        "--upstream",
+        "a=a2a+http://127.0.0.1:1",
+        "--upstream",
+        "b=a2a+http://127.0.0.1:2",
+        "--upstream-token-file",
+        &format!("zz={}", token.display()),
+    ]))
+    .await;
+    assert!(e.contains("zz, which no --upstream NAME=URL names"), "{e}");
+    // A query's `=` is not a name.
+    assert_eq!(
+        taskwire::cli::split_named("mcp+http://h/mcp?k=v"),
+        (None, "mcp+http://h/mcp?k=v")
+    );
+    assert_eq!(
+        taskwire::cli::split_named("n_1=mcp+http://h/mcp?k=v"),
+        (Some("n_1"), "mcp+http://h/mcp?k=v")
+    );
 }
