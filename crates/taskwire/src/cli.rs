@@ -707,12 +707,21 @@ pub fn agent_by_name(name: &str) -> Result<Arc<dyn Agent>, Error> {
     }
 }
 
-/// The upstreams of `--upstream` as (name, URL, bearer token), checked: one
-/// unnamed upstream, or several with distinct names; token files name
-/// upstreams that exist, are readable and not empty.
-pub fn upstreams_of(
-    args: &UpstreamArgs,
-) -> Result<Vec<(Option<String>, String, Option<String>)>, Error> {
+/// One upstream of `--upstream`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UpstreamEntry {
+    /// Its `NAME=` (several upstreams), or none (one).
+    pub name: Option<String>,
+    /// Its URL.
+    pub url: String,
+    /// Its bearer token (`--upstream-token`, or its `--upstream-token-file`).
+    pub token: Option<String>,
+}
+
+/// The upstreams of `--upstream`, checked: one unnamed upstream, or several
+/// with distinct names; token files name upstreams that exist, are readable
+/// and not empty.
+pub fn upstreams_of(args: &UpstreamArgs) -> Result<Vec<UpstreamEntry>, Error> {
     let list: Vec<(Option<String>, String)> = args
         .url
         .iter()
@@ -763,7 +772,7 @@ pub fn upstreams_of(
     Ok(list
         .into_iter()
         .zip(tokens)
-        .map(|((n, u), t)| (n, u, t))
+        .map(|((name, url), token)| UpstreamEntry { name, url, token })
         .collect())
 }
 
@@ -779,17 +788,23 @@ async fn upstream_agent(
         ..taskwire_bridge::UpstreamOptions::default()
     };
     match list.as_slice() {
-        [(_, url, token)] => taskwire_bridge::connect(url, &options(token), Some(store.clone()))
+        [one] => taskwire_bridge::connect(&one.url, &options(&one.token), Some(store.clone()))
             .await
-            .map_err(|e| upstream_error(url, &e)),
+            .map_err(|e| upstream_error(&one.url, &e)),
         _ => {
             let named: Vec<_> = list
                 .iter()
-                .map(|(n, u, t)| (n.clone().unwrap_or_default(), u.clone(), options(t)))
+                .map(|e| {
+                    (
+                        e.name.clone().unwrap_or_default(),
+                        e.url.clone(),
+                        options(&e.token),
+                    )
+                })
                 .collect();
             let urls = list
                 .iter()
-                .map(|(_, u, _)| u.as_str())
+                .map(|e| e.url.as_str())
                 .collect::<Vec<_>>()
                 .join(", ");
             taskwire_bridge::connect_many(&named, Some(store.clone()))
@@ -899,9 +914,10 @@ pub async fn build_server(args: &ServeArgs) -> Result<Server, Error> {
     // Check the upstreams (names, token files, schemes) before touching the store.
     let upstreams = upstreams_of(&args.upstream)?;
     #[cfg(feature = "bridge")]
-    for (name, url, _) in &upstreams {
+    for entry in &upstreams {
+        let url = &entry.url;
         taskwire_bridge::UpstreamSpec::parse(url).map_err(|e| upstream_error(url, &e))?;
-        if let Some(n) = name {
+        if let Some(n) = &entry.name {
             if !taskwire_bridge::many::valid_name(n) {
                 return Err(Error::Usage(format!(
                     "upstream name {n:?}: use 1 to 64 letters, digits, `_` or `-`"
