@@ -3,7 +3,8 @@
 #  (a) `taskwire serve` (memory store, 127.0.0.1, a free port, a token file with
 #      two principals) against the whole suite on every protocol, empty baseline;
 #  (a') taskwire bridged to a second taskwire over each upstream protocol
-#      (a2a+http, a2a+grpc, mcp+http), with --upstream naming what it loses;
+#      (a2a+http, a2a+grpc, mcp+http, agui+http), with --upstream naming what
+#      it loses;
 #  (b) a minimal agent served by the official Python a2a-sdk (its request
 #      handler, task store and transports; conformance/targets/a2a_sdk_server.py)
 #      against the A2A part (JSON-RPC, gRPC and HTTP+JSON), judged against the recorded
@@ -91,7 +92,8 @@ start_taskwire() { # NAME SERVE-ARGS...: starts `taskwire serve`, sets STARTED t
 }
 start_taskwire upstream
 UPSTREAM="$STARTED"
-for bridge in "a2a a2a+http://$UPSTREAM" "a2a a2a+grpc://$UPSTREAM" "mcp mcp+http://$UPSTREAM/mcp"; do
+for bridge in "a2a a2a+http://$UPSTREAM" "a2a a2a+grpc://$UPSTREAM" "mcp mcp+http://$UPSTREAM/mcp" \
+  "agui agui+http://$UPSTREAM/agui"; do
   read -r kind url <<< "$bridge"
   name="bridge-${url%%://*}"
   start_taskwire "$name" --upstream "$url"

@@ -10,16 +10,8 @@ use taskwire_vocab::VocabError;
 #[non_exhaustive]
 pub enum BridgeError {
     /// The upstream URL's scheme is not one the bridge knows.
-    #[error("unknown upstream scheme in {url:?}: expected a2a+http://…, a2a+https://…, a2a+grpc://host:port or mcp+http(s)://…[#tool] (agui+http(s)://… is recognised but not supported yet)")]
+    #[error("unknown upstream scheme in {url:?}: expected a2a+http://…, a2a+https://…, a2a+grpc://host:port, mcp+http(s)://…[#tool] or agui+http(s)://…")]
     UnknownScheme {
-        /// The URL as given.
-        url: String,
-    },
-    /// The scheme is recognised, but its upstream executor is not built yet.
-    #[error("upstream scheme {scheme}:// is not supported yet (in {url:?}); only a2a+http://, a2a+https:// (A2A JSON-RPC), a2a+grpc:// (A2A gRPC) and mcp+http(s):// (MCP) work in this version")]
-    NotSupported {
-        /// The scheme (for example `mcp+http`).
-        scheme: String,
         /// The URL as given.
         url: String,
     },

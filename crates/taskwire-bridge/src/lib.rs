@@ -9,13 +9,14 @@
 //! | `a2a+http://…`, `a2a+https://…` | A2A 1.0 over JSON-RPC ([`a2a::A2aUpstream`]) | works |
 //! | `a2a+grpc://host:port` | A2A 1.0 over gRPC ([`a2a::A2aUpstream::discover_grpc`]) | works |
 //! | `mcp+http(s)://…/mcp[#tool]` | an MCP server's tools, 2026-07-28 ([`mcp::McpUpstream`]) | works (tasks extension, else blocking `tools/call`) |
-//! | `agui+http(s)://…` | an AG-UI agent | refused: not supported yet |
+//! | `agui+http(s)://…/path` | an AG-UI agent's run endpoint ([`agui::AguiUpstream`]) | works (runs, interrupts and resume) |
 //!
 //! Translation between the upstream protocol and the core goes through
 //! `taskwire_vocab::upstream`; docs/bridging.md describes what crosses and what
 //! does not.
 
 pub mod a2a;
+pub mod agui;
 mod common;
 mod error;
 pub mod many;
@@ -27,6 +28,7 @@ use std::sync::Arc;
 use taskwire_core::{Agent, TaskStore};
 
 pub use a2a::{A2aTransport, A2aUpstream, UpstreamLink, UpstreamOptions};
+pub use agui::AguiUpstream;
 pub use common::metric;
 pub use error::BridgeError;
 pub use many::{Member, Upstreams};
@@ -44,6 +46,13 @@ pub async fn connect(
     let mut agent = match UpstreamSpec::parse(url)? {
         UpstreamSpec::A2aJsonRpc { base_url } => A2aUpstream::discover(&base_url, options).await?,
         UpstreamSpec::A2aGrpc { target } => A2aUpstream::discover_grpc(&target, options).await?,
+        UpstreamSpec::Agui { endpoint } => {
+            let mut agent = AguiUpstream::discover(&endpoint, options).await?;
+            if let Some(s) = store {
+                agent = agent.with_store(s);
+            }
+            return Ok(Arc::new(agent));
+        }
         UpstreamSpec::Mcp { endpoint, tool } => {
             let mut agent = McpUpstream::discover(&endpoint, tool.as_deref(), options).await?;
             if let Some(s) = store {

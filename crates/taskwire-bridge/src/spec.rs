@@ -28,17 +28,19 @@ pub enum UpstreamSpec {
         /// The tool of `#tool`.
         tool: Option<String>,
     },
+    /// `agui+http://…/path` or `agui+https://…`: an AG-UI agent, whose run
+    /// endpoint is the URL without `agui+`.
+    Agui {
+        /// The run endpoint.
+        endpoint: String,
+    },
 }
-
-/// Schemes that name an upstream protocol the bridge does not speak yet.
-const NOT_YET: [&str; 2] = ["agui+http", "agui+https"];
 
 impl UpstreamSpec {
     /// Parses an upstream URL. `a2a+http(s)://host[:port][/path]` is an A2A
     /// JSON-RPC upstream, `a2a+grpc://host:port` an A2A gRPC upstream;
     /// `mcp+http(s)://…/mcp[#tool]` an MCP server (its one `#tool`, or all of
-    /// its tools); `agui+http(s)://…` is recognised and refused as not
-    /// supported yet; any
+    /// its tools); `agui+http(s)://…/path` an AG-UI agent's run endpoint; any
     /// other scheme is an error.
     pub fn parse(url: &str) -> Result<Self, BridgeError> {
         let trimmed = url.trim();
@@ -46,18 +48,14 @@ impl UpstreamSpec {
             return Err(BridgeError::UnknownScheme { url: url.into() });
         };
         let scheme_lc = scheme.to_ascii_lowercase();
-        if NOT_YET.contains(&scheme_lc.as_str()) {
-            return Err(BridgeError::NotSupported {
-                scheme: scheme_lc,
-                url: url.into(),
-            });
-        }
         let inner = match scheme_lc.as_str() {
             "a2a+http" => "http",
             "a2a+https" => "https",
             "a2a+grpc" => "grpc",
             "mcp+http" => "mcp-http",
             "mcp+https" => "mcp-https",
+            "agui+http" => "agui-http",
+            "agui+https" => "agui-https",
             _ => return Err(BridgeError::UnknownScheme { url: url.into() }),
         };
         let invalid = |reason: &str| BridgeError::InvalidUrl {
@@ -136,6 +134,11 @@ impl UpstreamSpec {
                 target: format!("http://{authority}"),
             });
         }
+        if let Some(scheme) = inner.strip_prefix("agui-") {
+            return Ok(UpstreamSpec::Agui {
+                endpoint: format!("{scheme}://{}", rest.trim_end_matches('/')),
+            });
+        }
         if let Some(scheme) = inner.strip_prefix("mcp-") {
             return Ok(UpstreamSpec::Mcp {
                 endpoint: format!("{scheme}://{rest}"),
@@ -152,6 +155,7 @@ impl UpstreamSpec {
             UpstreamSpec::A2aJsonRpc { .. } => "A2A JSON-RPC",
             UpstreamSpec::A2aGrpc { .. } => "A2A gRPC",
             UpstreamSpec::Mcp { .. } => "MCP",
+            UpstreamSpec::Agui { .. } => "AG-UI",
         }
     }
 
@@ -161,6 +165,7 @@ impl UpstreamSpec {
             UpstreamSpec::A2aJsonRpc { base_url } => base_url,
             UpstreamSpec::A2aGrpc { target } => target,
             UpstreamSpec::Mcp { endpoint, .. } => endpoint,
+            UpstreamSpec::Agui { endpoint } => endpoint,
         }
     }
 }
@@ -191,14 +196,32 @@ mod tests {
     }
 
     #[test]
-    fn recognised_schemes_are_refused_as_not_supported_yet() {
-        for url in ["agui+http://127.0.0.1:7420/agui", "agui+https://h/agui"] {
+    fn agui_is_a_run_endpoint() {
+        for (url, want) in [
+            (
+                "agui+http://127.0.0.1:7420/agui",
+                "http://127.0.0.1:7420/agui",
+            ),
+            ("AGUI+HTTPS://h/x/agui/", "https://h/x/agui"),
+        ] {
             match UpstreamSpec::parse(url) {
-                Err(e @ BridgeError::NotSupported { .. }) => {
-                    assert!(e.to_string().contains("not supported yet"), "{e}")
-                }
+                Ok(UpstreamSpec::Agui { endpoint }) => assert_eq!(endpoint, want),
                 other => panic!("{url}: {other:?}"),
             }
+        }
+        for url in [
+            "agui+http://h/agui#x",
+            "agui+http://h/agui?x=1",
+            "agui+http://",
+        ] {
+            assert!(
+                matches!(
+                    UpstreamSpec::parse(url),
+                    Err(BridgeError::InvalidUrl { .. })
+                ),
+                "{url}: {:?}",
+                UpstreamSpec::parse(url)
+            );
         }
     }
 

@@ -260,6 +260,19 @@ impl AguiClient {
         Ok(self.spawn(first, None, encoding))
     }
 
+    /// `GET {endpoint}`: whether the endpoint answers HTTP at all (AG-UI has
+    /// no discovery; a server that is up answers, usually 405). The status.
+    pub async fn probe(&self) -> Result<u16, ClientError> {
+        let resp = self
+            .inner
+            .http
+            .get(&self.inner.endpoint)
+            .timeout(self.inner.config.request_timeout)
+            .send()
+            .await?;
+        Ok(resp.status().as_u16())
+    }
+
     /// `POST {endpoint}/threads/{thread}/runs/{run}/cancel` (taskwire).
     pub async fn cancel_run(&self, thread_id: &str, run_id: &str) -> Result<(), ClientError> {
         let url = format!(

@@ -329,6 +329,11 @@ pub async fn discover(target: &str, config: &Config, wire: &Wire) -> Result<Foun
                 scripted = Some(format!(
                     "agent card: skill `{SCRIPTED_SKILL}` behind the bridge's MCP upstream (an MCP server names no agent)"
                 ));
+            } else if config.upstream.as_deref() == Some("agui") {
+                // An AG-UI endpoint describes nothing: the run says what is behind it.
+                scripted = Some(
+                    "--upstream agui: an AG-UI agent names itself nowhere, so the run's word is taken that the scripted agent is behind the bridge".into(),
+                );
             } else {
                 not_scripted.push(format!("agent card name `{name}`, skills {skills:?}"));
             }

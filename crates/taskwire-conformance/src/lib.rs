@@ -81,7 +81,7 @@ pub struct Config {
     /// Print progress (one line per cell) to stderr.
     pub progress: bool,
     /// The target is a bridge (`taskwire serve --upstream`) to an upstream of
-    /// this protocol (`a2a` or `mcp`): scenarios that protocol cannot carry
+    /// this protocol (`a2a`, `mcp` or `agui`): scenarios that protocol cannot carry
     /// (a scenario's `lost_upstream`) are skipped with the named loss.
     pub upstream: Option<String>,
 }

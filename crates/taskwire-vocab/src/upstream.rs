@@ -7,6 +7,7 @@
 //!
 //! Wire types are the wire layer's `lf.a2a.v1` messages (`taskwire_wire::a2a::pb`).
 
+pub mod agui;
 pub mod mcp;
 
 use serde_json::{json, Map, Value};

@@ -436,6 +436,7 @@ fn every_upstream_loss_is_listed_in_the_state_mapping() {
     let sources = [
         ("upstream::", include_str!("../src/upstream.rs")),
         ("upstream::mcp::", include_str!("../src/upstream/mcp.rs")),
+        ("upstream::agui::", include_str!("../src/upstream/agui.rs")),
     ];
     let mut count = 0;
     let mut missing = Vec::new();
@@ -455,13 +456,13 @@ fn every_upstream_loss_is_listed_in_the_state_mapping() {
             }
         }
     }
-    assert!(count >= 10, "the scan found only {count} upstream losses");
+    assert!(count >= 15, "the scan found only {count} upstream losses");
     assert!(
         missing.is_empty(),
         "not in docs/state-mapping.md: {missing:?}"
     );
     // And each is a real constant with its text.
-    use taskwire_vocab::upstream::{self, mcp};
+    use taskwire_vocab::upstream::{self, agui, mcp};
     for l in [
         upstream::LOSS_UPSTREAM_AUTH_PROVIDER,
         upstream::LOSS_UPSTREAM_INPUT_SCHEMA,
@@ -473,6 +474,11 @@ fn every_upstream_loss_is_listed_in_the_state_mapping() {
         mcp::LOSS_MCP_TOOL_CHOICE,
         mcp::LOSS_MCP_PROGRESS,
         mcp::LOSS_MCP_BLOCKING_CANCEL,
+        agui::LOSS_AGUI_STATE,
+        agui::LOSS_AGUI_TOOL_CALLS,
+        agui::LOSS_AGUI_CANCEL_AND_RESUME,
+        agui::LOSS_AGUI_CONFIRMATION_AS_INPUT,
+        agui::LOSS_AGUI_TEXT_AS_MESSAGES,
     ] {
         assert!(!l.0.is_empty());
     }

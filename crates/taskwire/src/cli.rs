@@ -151,9 +151,9 @@ pub struct ConformanceArgs {
     pub quiet: bool,
 
     /// The target is a bridge (`taskwire serve --upstream`) to an upstream of
-    /// this protocol: a2a (JSON-RPC or gRPC) or mcp. Scenarios that protocol
-    /// cannot carry are skipped, naming the loss (docs/bridging.md).
-    #[arg(long, env = "TASKWIRE_CONFORMANCE_UPSTREAM", value_name = "PROTOCOL", value_parser = ["a2a", "mcp"])]
+    /// this protocol: a2a (JSON-RPC or gRPC), mcp or agui. Scenarios that
+    /// protocol cannot carry are skipped, naming the loss (docs/bridging.md).
+    #[arg(long, env = "TASKWIRE_CONFORMANCE_UPSTREAM", value_name = "PROTOCOL", value_parser = ["a2a", "mcp", "agui"])]
     pub upstream: Option<String>,
 }
 
@@ -380,8 +380,9 @@ pub struct UpstreamArgs {
     /// `http://HOST:PORT[/PATH]/.well-known/agent-card.json` (its skills become
     /// this server's); `a2a+grpc://HOST:PORT` is an A2A agent over gRPC (h2c);
     /// `mcp+http(s)://HOST:PORT/PATH[#TOOL]` is an MCP server (revision
-    /// 2026-07-28) whose tools (or its one TOOL) become this server's skills.
-    /// `agui+http(s)://…` is recognised but not supported yet (docs/bridging.md).
+    /// 2026-07-28) whose tools (or its one TOOL) become this server's skills;
+    /// `agui+http(s)://HOST:PORT/PATH` is an AG-UI agent's run endpoint
+    /// (docs/bridging.md).
     /// Repeat as `--upstream NAME=URL` to serve several upstreams, each as one
     /// skill NAME (an MCP caller calls the tool NAME; an A2A caller sends
     /// `"metadata": {"skill": "NAME"}`).

@@ -1,0 +1,527 @@
+//! The AG-UI upstream executor: an [`Agent`] whose turns are runs of a remote
+//! AG-UI agent (`POST` of a `RunAgentInput`, events back as SSE).
+//!
+//! Each downstream task is one upstream thread (`tw-<task>`); each turn is one
+//! run (`tw-<task>-turn-<n>`). The first run carries the task's first message;
+//! a run that ends with interrupts raises them on the downstream task (forms
+//! as input requests keyed by the interrupt id, `taskwire:auth_required` as a
+//! provider authorisation), and the next turn's run resumes every one of them
+//! with the downstream answers. Text messages become agent messages (the last
+//! one of a completed run its final message), `taskwire.artifact` activities
+//! and the run result become artifacts, steps become steps.
+//!
+//! The link (thread, run, turn, the interrupts asked) is stored under
+//! `upstream` with `protocol: "agui"` before the run is posted. AG-UI has no
+//! resume cursor: a re-run turn re-reads the run from taskwire's
+//! `GET …/threads/{thread}/runs/{run}/events` where the upstream offers it,
+//! and fails otherwise; a downstream cancel calls taskwire's
+//! `POST …/runs/{run}/cancel` and drops the stream.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use serde_json::{json, Value};
+use taskwire_client::agui::{AguiClient, AguiEncoding, AguiEvent, AguiStream};
+use taskwire_core::{
+    async_trait, Agent, AgentError, AgentInfo, CoreError, Message, Skill, TaskStore, TurnContext,
+    TurnOutcome,
+};
+use taskwire_vocab::upstream::agui as vocab;
+use taskwire_vocab::upstream::mcp::UpstreamAsk;
+use taskwire_wire::agui::{event_type as ev, RunAgentInput};
+use tracing::{debug, info, info_span, warn, Instrument};
+
+use crate::a2a::{client_config, retrying, UpstreamOptions, LINK_KEY};
+use crate::common::{downstream_canceled, end_canceled, reattached, timed, ReadyCache};
+use crate::error::BridgeError;
+
+/// The link protocol name of AG-UI upstream runs.
+const PROTOCOL: &str = "agui";
+
+/// An interrupt a turn raised downstream.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AskedInterrupt {
+    /// The interrupt id (also the downstream input request key).
+    pub id: String,
+    /// For an authorisation: the downstream provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// For a form: its schema (to read a plain-text answer against).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<Value>,
+}
+
+/// The link of a downstream task to its upstream AG-UI thread.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AguiLink {
+    /// `agui`.
+    pub protocol: String,
+    /// The upstream thread.
+    pub thread_id: String,
+    /// The last run posted.
+    pub run_id: String,
+    /// The turn that posted it.
+    pub turn: u32,
+    /// The interrupts that run ended with.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub asked: Vec<AskedInterrupt>,
+}
+
+impl AguiLink {
+    /// The AG-UI link stored in an agent state, if any.
+    pub fn read(state: Option<&Value>) -> Option<Self> {
+        let v = state?.get(LINK_KEY)?;
+        if v.get("protocol").and_then(Value::as_str) != Some(PROTOCOL) {
+            return None;
+        }
+        serde_json::from_value(v.clone()).ok()
+    }
+
+    fn to_state(&self) -> Value {
+        json!({ LINK_KEY: self })
+    }
+}
+
+/// The upstream thread of a downstream task.
+pub fn thread_id(task: &str) -> String {
+    format!("tw-{task}")
+}
+
+/// The upstream run of a downstream turn.
+pub fn run_id(task: &str, turn: u32) -> String {
+    format!("tw-{task}-turn-{turn}")
+}
+
+/// An AG-UI agent, run as this server's agent.
+#[derive(Clone)]
+pub struct AguiUpstream {
+    client: AguiClient,
+    endpoint: String,
+    info: AgentInfo,
+    store: Option<Arc<dyn TaskStore>>,
+    ready: Arc<ReadyCache>,
+}
+
+impl std::fmt::Debug for AguiUpstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AguiUpstream")
+            .field("endpoint", &self.endpoint)
+            .field("store", &self.store.as_ref().map(|s| s.kind()))
+            .finish_non_exhaustive()
+    }
+}
+
+impl AguiUpstream {
+    /// The agent for the AG-UI endpoint `endpoint`: AG-UI has no discovery, so
+    /// the agent is described by its URL and offered as one `run` skill taking
+    /// `text`; the endpoint must answer HTTP (retried with backoff while it
+    /// does not).
+    pub async fn discover(endpoint: &str, opts: &UpstreamOptions) -> Result<Self, BridgeError> {
+        let config = client_config(endpoint, opts);
+        let client = AguiClient::with_endpoint(config, endpoint).map_err(|source| {
+            BridgeError::Discovery {
+                url: endpoint.to_string(),
+                source: Box::new(source),
+            }
+        })?;
+        retrying(endpoint, opts, "AG-UI endpoint", || client.probe()).await?;
+        let info = AgentInfo::new(
+            "upstream",
+            format!("The AG-UI agent at {endpoint}, bridged by taskwire"),
+        )
+        .with_skill(Skill::new(
+            "run",
+            "Run the agent",
+            format!("A run of the AG-UI agent at {endpoint}"),
+            json!({"type": "object", "properties": {"text": {"type": "string", "description": "The message to the agent"}}, "required": ["text"]}),
+        ));
+        info!(upstream = %endpoint, "AG-UI upstream reachable");
+        Ok(Self {
+            client,
+            endpoint: endpoint.to_string(),
+            info,
+            store: None,
+            ready: Arc::new(ReadyCache::default()),
+        })
+    }
+
+    /// Gives the agent the store its tasks live in (to tell a downstream
+    /// cancel from a lost lease, and to end a task whose run was cancelled
+    /// upstream as canceled).
+    pub fn with_store(mut self, store: Arc<dyn TaskStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// The AG-UI endpoint.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+}
+
+#[async_trait]
+impl Agent for AguiUpstream {
+    fn info(&self) -> AgentInfo {
+        self.info.clone()
+    }
+
+    async fn run_turn(&self, ctx: &TurnContext) -> Result<TurnOutcome, AgentError> {
+        let turn = Turn::new(self, ctx);
+        let span = info_span!("bridged_turn", protocol = PROTOCOL, task = %ctx.task().id,
+            turn = turn.number, upstream_task = %thread_id(ctx.task().id.as_str()));
+        crate::common::turn_result(turn.run().instrument(span).await)
+    }
+
+    async fn ready(&self) -> Result<(), String> {
+        self.ready
+            .check(|| async {
+                timed(PROTOCOL, "GET", self.client.probe())
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| format!("upstream {}: {e}", self.endpoint))
+            })
+            .await
+    }
+}
+
+/// One downstream turn.
+struct Turn<'a> {
+    up: &'a AguiUpstream,
+    ctx: &'a TurnContext,
+    number: u32,
+    link: Option<AguiLink>,
+    /// Text of messages being streamed, by message id.
+    texts: BTreeMap<String, String>,
+    /// The last text message that ended, not yet emitted.
+    pending: Option<String>,
+}
+
+impl<'a> Turn<'a> {
+    fn new(up: &'a AguiUpstream, ctx: &'a TurnContext) -> Self {
+        let task = ctx.task();
+        let number = if task.turn_open {
+            task.turns
+        } else {
+            task.turns.saturating_add(1)
+        };
+        Self {
+            up,
+            ctx,
+            number,
+            link: AguiLink::read(ctx.state()),
+            texts: BTreeMap::new(),
+            pending: None,
+        }
+    }
+
+    async fn run(mut self) -> Result<TurnOutcome, BridgeError> {
+        let task = self.ctx.task().id.as_str().to_string();
+        let thread = thread_id(&task);
+        if let Some(l) = self.link.clone().filter(|l| l.turn >= self.number) {
+            info!(task = %task, run = %l.run_id, "re-reading the upstream run");
+            reattached(PROTOCOL);
+            let stream = timed(
+                PROTOCOL,
+                "run events",
+                self.up
+                    .client
+                    .run_events(&l.thread_id, &l.run_id, None, AguiEncoding::Sse),
+            )
+            .await
+            .map_err(|source| BridgeError::Upstream {
+                operation: "run events",
+                source: Box::new(source),
+            })?;
+            return self.follow(stream).await;
+        }
+        let run = run_id(&task, self.number);
+        let mut input = RunAgentInput::new(&thread, &run);
+        match &self.link {
+            None => {
+                let first = self.ctx.task().history.first().or(self.ctx.input().first());
+                let Some(m) = first else {
+                    return Ok(TurnOutcome::Failed {
+                        message: "nothing to send to the upstream agent".into(),
+                    });
+                };
+                input = input.user_message(&m.message_id, m.text());
+            }
+            Some(l) => {
+                // Every open interrupt is resumed (AG-UI refuses a partial
+                // resume): with its keyed answer, a granted authorisation, or
+                // a plain-text answer that fits its form; else cancelled.
+                let text: String = self
+                    .ctx
+                    .input()
+                    .iter()
+                    .map(Message::text)
+                    .filter(|t| !t.trim().is_empty())
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                let mut text_used = false;
+                let mut entries = Vec::new();
+                for a in &l.asked {
+                    let granted = a
+                        .provider
+                        .as_deref()
+                        .is_some_and(|p| self.ctx.is_granted(p));
+                    let mut answer = self.ctx.answers().get(&a.id).cloned();
+                    if answer.is_none() && a.provider.is_none() && !text_used && !text.is_empty() {
+                        let schema = a.schema.clone().unwrap_or(Value::Null);
+                        if let Some(c) =
+                            taskwire_vocab::upstream::mcp::content_of_text(&schema, &text)
+                        {
+                            answer = Some(taskwire_core::types::InputResponse::accept(
+                                Value::Object(c),
+                            ));
+                            text_used = true;
+                        }
+                    }
+                    entries.push(vocab::resume_entry(&a.id, answer.as_ref(), granted));
+                }
+                input = input.resume(entries);
+            }
+        }
+        let link = AguiLink {
+            protocol: PROTOCOL.into(),
+            thread_id: thread.clone(),
+            run_id: run.clone(),
+            turn: self.number,
+            asked: Vec::new(),
+        };
+        self.ctx.set_state(link.to_state()).await?;
+        self.ctx.flush().await?;
+        self.link = Some(link);
+        debug!(task = %task, run = %run, "posting the upstream run");
+        let stream = tokio::select! {
+            biased;
+            _ = self.ctx.cancelled() => return self.stopped().await,
+            r = timed(PROTOCOL, "run", self.up.client.run(&input, AguiEncoding::Sse)) => r,
+        }
+        .map_err(|source| BridgeError::Upstream {
+            operation: "run",
+            source: Box::new(source),
+        })?;
+        self.follow(stream).await
+    }
+
+    async fn follow(&mut self, mut stream: AguiStream) -> Result<TurnOutcome, BridgeError> {
+        loop {
+            let item = tokio::select! {
+                biased;
+                _ = self.ctx.cancelled() => return self.stopped().await,
+                item = stream.next() => item,
+            };
+            match item {
+                Some(Ok(e)) => match self.apply(e).await {
+                    Ok(Some(outcome)) => return Ok(outcome),
+                    Ok(None) => {}
+                    Err(BridgeError::Core(_)) if self.ctx.is_cancelled() => {
+                        return self.stopped().await
+                    }
+                    Err(e) => return Err(e),
+                },
+                Some(Err(e)) => {
+                    return Err(BridgeError::Upstream {
+                        operation: "run",
+                        source: Box::new(e),
+                    })
+                }
+                None => {
+                    return Err(BridgeError::Protocol(
+                        "the upstream run's stream ended without RUN_FINISHED or RUN_ERROR".into(),
+                    ))
+                }
+            }
+        }
+    }
+
+    /// Emits the held text message, if any.
+    async fn flush_pending(&mut self) -> Result<(), BridgeError> {
+        if let Some(t) = self.pending.take() {
+            self.ctx.emit_message(Message::agent_text(t)).await?;
+        }
+        Ok(())
+    }
+
+    async fn apply(&mut self, e: AguiEvent) -> Result<Option<TurnOutcome>, BridgeError> {
+        let ctx = self.ctx;
+        let s = |k: &str| {
+            e.raw
+                .get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        match e.kind.as_str() {
+            ev::TEXT_MESSAGE_START if e.raw.get("role").and_then(Value::as_str) != Some("user") => {
+                self.texts.insert(s("messageId"), String::new());
+            }
+            ev::TEXT_MESSAGE_CONTENT => {
+                if let Some(t) = self.texts.get_mut(&s("messageId")) {
+                    t.push_str(&s("delta"));
+                }
+            }
+            ev::TEXT_MESSAGE_END => {
+                if let Some(t) = self.texts.remove(&s("messageId")) {
+                    self.flush_pending().await?;
+                    self.pending = Some(t);
+                }
+            }
+            ev::STEP_STARTED => ctx.step_started(&s("stepName")).await?,
+            ev::STEP_FINISHED => ctx.step_finished(&s("stepName")).await?,
+            ev::ACTIVITY_SNAPSHOT => {
+                let content = e.raw.get("content").cloned().unwrap_or(Value::Null);
+                if let Some((id, name, parts)) =
+                    vocab::artifact_of_activity(&s("activityType"), &content)
+                {
+                    ctx.emit_artifact(&id, name.as_deref(), parts).await?;
+                }
+            }
+            ev::RUN_ERROR => {
+                self.flush_pending().await?;
+                let message = s("message");
+                return Ok(Some(if s("code") == "rejected" {
+                    TurnOutcome::Rejected { reason: message }
+                } else {
+                    TurnOutcome::Failed { message }
+                }));
+            }
+            ev::RUN_FINISHED => return self.finished(&e).await.map(Some),
+            _ => {}
+        }
+        Ok(None)
+    }
+
+    async fn finished(&mut self, e: &AguiEvent) -> Result<TurnOutcome, BridgeError> {
+        let ctx = self.ctx;
+        match e.outcome_type().as_deref() {
+            Some("interrupt") => {
+                let asks = vocab::asks_of_interrupts(&e.interrupts());
+                let mut asked = Vec::new();
+                let mut prompts = Vec::new();
+                for a in asks {
+                    match a {
+                        UpstreamAsk::Form {
+                            key,
+                            prompt,
+                            schema,
+                        } => {
+                            ctx.request_input(&key, &prompt, schema.clone())?;
+                            prompts.push(prompt);
+                            asked.push(AskedInterrupt {
+                                id: key,
+                                provider: None,
+                                schema: Some(schema),
+                            });
+                        }
+                        UpstreamAsk::Auth {
+                            key,
+                            provider,
+                            prompt,
+                            url,
+                        } => {
+                            let url = (!url.is_empty()).then_some(url);
+                            ctx.require_auth(&provider, &key, url.as_deref())?;
+                            prompts.push(prompt);
+                            asked.push(AskedInterrupt {
+                                id: key,
+                                provider: Some(provider),
+                                schema: None,
+                            });
+                        }
+                        UpstreamAsk::Unsupported { key, method } => {
+                            warn!(task = %ctx.task().id, interrupt = %key, "the upstream interrupted for {method}, which the bridge does not carry");
+                            return Ok(TurnOutcome::Failed {
+                                message: format!("the upstream run asked for {method} (interrupt {key}), which the bridge does not carry"),
+                            });
+                        }
+                    }
+                }
+                if asked.is_empty() {
+                    return Ok(TurnOutcome::Failed {
+                        message: "the upstream run was interrupted without an interrupt the bridge can read".into(),
+                    });
+                }
+                if let Some(mut l) = self.link.clone() {
+                    l.asked = asked;
+                    ctx.set_state(l.to_state()).await?;
+                    self.link = Some(l);
+                }
+                let message = self.pending.take().unwrap_or_else(|| prompts.join("\n"));
+                Ok(TurnOutcome::Waiting {
+                    message: Some(Message::agent_text(message)),
+                })
+            }
+            Some("cancelled") => {
+                self.flush_pending().await?;
+                end_canceled(self.up.store.as_ref(), &self.up.info.name, &ctx.task().id).await
+            }
+            _ => {
+                if let Some(result) = e.raw.get("result") {
+                    for (id, name, parts) in vocab::artifacts_of_result(result, self.number) {
+                        ctx.emit_artifact(&id, name.as_deref(), parts).await?;
+                    }
+                }
+                Ok(TurnOutcome::Completed {
+                    message: self.pending.take().map(Message::agent_text),
+                })
+            }
+        }
+    }
+
+    /// The turn's cancellation token fired: on a downstream cancel, ask a
+    /// taskwire upstream to cancel the run (others answer 404) and drop the
+    /// stream; on a lost lease, leave the run for the next worker.
+    async fn stopped(&mut self) -> Result<TurnOutcome, BridgeError> {
+        let id = &self.ctx.task().id;
+        if !downstream_canceled(self.up.store.as_ref(), id).await {
+            return Err(BridgeError::Core(CoreError::LeaseLost));
+        }
+        if let Some(l) = &self.link {
+            match timed(
+                PROTOCOL,
+                "cancel",
+                self.up.client.cancel_run(&l.thread_id, &l.run_id),
+            )
+            .await
+            {
+                Ok(()) => info!(task = %id, run = %l.run_id, "upstream run canceled"),
+                Err(e) => {
+                    debug!(task = %id, run = %l.run_id, error = %e, "the upstream has no run cancel; its stream is dropped")
+                }
+            }
+        }
+        Err(BridgeError::Core(CoreError::Terminal {
+            state: taskwire_core::TaskState::Canceled,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_link_round_trips_and_ids_are_stable() {
+        let l = AguiLink {
+            protocol: PROTOCOL.into(),
+            thread_id: thread_id("t"),
+            run_id: run_id("t", 2),
+            turn: 2,
+            asked: vec![AskedInterrupt {
+                id: "t/input/ask-0".into(),
+                provider: None,
+                schema: None,
+            }],
+        };
+        assert_eq!(AguiLink::read(Some(&l.to_state())), Some(l));
+        assert_eq!(run_id("t", 1), "tw-t-turn-1");
+        assert_ne!(run_id("t", 1), run_id("t", 2));
+        let mcp = json!({"upstream": {"protocol": "mcp", "taskId": "x", "tool": "t", "turn": 1}});
+        assert_eq!(AguiLink::read(Some(&mcp)), None);
+    }
+}
