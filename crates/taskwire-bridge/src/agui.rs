@@ -294,6 +294,7 @@ impl<'a> Turn<'a> {
         };
         self.ctx.set_state(link.to_state()).await?;
         self.ctx.flush().await?;
+        debug!(task = %task, run = %link.run_id, turn = link.turn, "upstream link stored");
         self.link = Some(link);
         debug!(task = %task, run = %run, "posting the upstream run");
         let stream = tokio::select! {
