@@ -1,7 +1,7 @@
 //! Wire constants and the JSON-RPC envelope: method names, header names, error
 //! codes, parsing of incoming messages and building of outgoing ones.
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use serde_json::value::RawValue;
 use taskwire_wire::jsonrpc::{self, Body, Invalid, Rules};
@@ -127,7 +127,7 @@ pub fn error(id: &Value, err: &RpcError) -> Value {
 
 /// An error response from a ready JSON-RPC error object.
 pub fn error_object(id: &Value, object: Value) -> Value {
-    json!({"jsonrpc": JSONRPC, "id": id, "error": object})
+    jsonrpc::error_value(id, object)
 }
 
 /// A notification.
@@ -158,6 +158,7 @@ pub fn decode_header_value(raw: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn parses_requests_notifications_and_responses() {

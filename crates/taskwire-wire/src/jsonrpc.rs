@@ -424,6 +424,12 @@ pub fn error(id: &Value, error: &ErrorObject) -> Value {
     json!({"jsonrpc": VERSION, "id": id, "error": error})
 }
 
+/// An error response around an error object already built as JSON (one whose
+/// `data` an adapter assembled from its own typed members).
+pub fn error_value(id: &Value, error: Value) -> Value {
+    json!({"jsonrpc": VERSION, "id": id, "error": error})
+}
+
 /// The text of a success response around a result already encoded as JSON text
 /// (the same object as [`result`], without a value tree).
 pub fn result_text(id: &Value, result: &str) -> String {
