@@ -137,12 +137,15 @@ impl McpUpstream {
         opts: &UpstreamOptions,
     ) -> Result<Self, BridgeError> {
         let config = client_config(endpoint, opts);
-        let client = McpClient::with_endpoint(config, endpoint).map_err(|source| {
-            BridgeError::Discovery {
+        // Discovery already declares what the bridge can carry (form and URL
+        // elicitations), and the tasks extension only once the server offers it.
+        let client = McpClient::with_endpoint(config, endpoint)
+            .map_err(|source| BridgeError::Discovery {
                 url: endpoint.to_string(),
                 source: Box::new(source),
-            }
-        })?;
+            })?
+            .declare_tasks_extension(false)
+            .capability("elicitation", json!({"form": {}, "url": {}}));
         let discovered = retrying(endpoint, opts, "server/discover", || client.discover())
             .await?
             .into_inner();
@@ -199,12 +202,7 @@ impl McpUpstream {
         info!(upstream = %endpoint, tasks, tools = ?tools.iter().map(|t| &t.0).collect::<Vec<_>>(),
             "MCP upstream discovered");
         Ok(Self {
-            // The bridge carries form and URL elicitations (as input
-            // requests and provider authorisations), asked in a task or in a
-            // SEP-2322 `input_required` answer.
-            client: client
-                .declare_tasks_extension(tasks)
-                .capability("elicitation", json!({"form": {}, "url": {}})),
+            client: client.declare_tasks_extension(tasks),
             endpoint: endpoint.to_string(),
             tools,
             tasks,

@@ -100,8 +100,9 @@ fn has_property(schema: &Value, name: &str) -> bool {
 /// The `tools/call` arguments of a downstream task's first message, for a tool
 /// whose input schema is `schema`: a data part that is an object gives the
 /// arguments (the form an MCP caller's arguments take in the core); the text
-/// goes to the `text` property when the schema has one (or names none), else to
-/// the schema's only string property not already set.
+/// goes to the `text` property when the schema has one, else to the schema's
+/// only string property not already set, else to `text`; a tool whose schema
+/// names no properties takes no arguments, and gets none.
 pub fn tool_arguments(schema: &Value, message: Option<&Message>) -> Map<String, Value> {
     let mut args = Map::new();
     let Some(m) = message else {
@@ -132,7 +133,11 @@ pub fn tool_arguments(schema: &Value, message: Option<&Message>) -> Map<String, 
             .get("properties")
             .and_then(Value::as_object)
             .is_none_or(|p| p.is_empty());
-        let key = if has_property(schema, "text") || no_properties {
+        if no_properties {
+            // The tool takes no arguments: the text is not sent.
+            return args;
+        }
+        let key = if has_property(schema, "text") {
             Some("text")
         } else {
             let free: Vec<&str> = string_properties(schema)
@@ -432,11 +437,9 @@ mod tests {
             Value::Object(tool_arguments(&prompt, Some(&m))),
             json!({"prompt": "draw"})
         );
-        // No properties: `text`.
-        assert_eq!(
-            Value::Object(tool_arguments(&json!({"type": "object"}), Some(&m))),
-            json!({"text": "draw"})
-        );
+        // No properties: no arguments at all.
+        assert!(tool_arguments(&json!({"type": "object"}), Some(&m)).is_empty());
+        assert!(tool_arguments(&json!({"type": "object", "properties": {}}), Some(&m)).is_empty());
         assert!(tool_arguments(&prompt, None).is_empty());
     }
 
