@@ -513,13 +513,7 @@ struct Turn<'a> {
 
 impl<'a> Turn<'a> {
     fn new(up: &'a A2aUpstream, ctx: &'a TurnContext) -> Self {
-        let task = ctx.task();
-        // A re-run of a turn that had started counts as the same turn.
-        let number = if task.turn_open {
-            task.turns
-        } else {
-            task.turns.saturating_add(1)
-        };
+        let number = crate::common::turn_number(ctx.task());
         Self {
             up,
             ctx,

@@ -28,9 +28,8 @@ use taskwire_core::{
     TurnOutcome,
 };
 use taskwire_vocab::upstream::agui as vocab;
-use taskwire_vocab::upstream::mcp::UpstreamAsk;
 use taskwire_wire::agui::{event_type as ev, RunAgentInput};
-use tracing::{debug, info, info_span, warn, Instrument};
+use tracing::{debug, info, info_span, Instrument};
 
 use crate::a2a::{client_config, retrying, UpstreamOptions, LINK_KEY};
 use crate::common::{downstream_canceled, end_canceled, reattached, timed, ReadyCache};
@@ -73,11 +72,7 @@ pub struct AguiLink {
 impl AguiLink {
     /// The AG-UI link stored in an agent state, if any.
     pub fn read(state: Option<&Value>) -> Option<Self> {
-        let v = state?.get(LINK_KEY)?;
-        if v.get("protocol").and_then(Value::as_str) != Some(PROTOCOL) {
-            return None;
-        }
-        serde_json::from_value(v.clone()).ok()
+        crate::common::read_link(state, PROTOCOL)
     }
 
     fn to_state(&self) -> Value {
@@ -201,12 +196,7 @@ struct Turn<'a> {
 
 impl<'a> Turn<'a> {
     fn new(up: &'a AguiUpstream, ctx: &'a TurnContext) -> Self {
-        let task = ctx.task();
-        let number = if task.turn_open {
-            task.turns
-        } else {
-            task.turns.saturating_add(1)
-        };
+        let number = crate::common::turn_number(ctx.task());
         Self {
             up,
             ctx,
@@ -402,46 +392,18 @@ impl<'a> Turn<'a> {
         match e.outcome_type().as_deref() {
             Some("interrupt") => {
                 let asks = vocab::asks_of_interrupts(&e.interrupts());
-                let mut asked = Vec::new();
-                let mut prompts = Vec::new();
-                for a in asks {
-                    match a {
-                        UpstreamAsk::Form {
-                            key,
-                            prompt,
-                            schema,
-                        } => {
-                            ctx.request_input(&key, &prompt, schema.clone())?;
-                            prompts.push(prompt);
-                            asked.push(AskedInterrupt {
-                                id: key,
-                                provider: None,
-                                schema: Some(schema),
-                            });
-                        }
-                        UpstreamAsk::Auth {
-                            key,
-                            provider,
-                            prompt,
-                            url,
-                        } => {
-                            let url = (!url.is_empty()).then_some(url);
-                            ctx.require_auth(&provider, &key, url.as_deref())?;
-                            prompts.push(prompt);
-                            asked.push(AskedInterrupt {
-                                id: key,
-                                provider: Some(provider),
-                                schema: None,
-                            });
-                        }
-                        UpstreamAsk::Unsupported { key, method } => {
-                            warn!(task = %ctx.task().id, interrupt = %key, "the upstream interrupted for {method}, which the bridge does not carry");
-                            return Ok(TurnOutcome::Failed {
-                                message: format!("the upstream run asked for {method} (interrupt {key}), which the bridge does not carry"),
-                            });
-                        }
-                    }
-                }
+                let (raised, prompt) = match crate::common::raise(ctx, asks, "interrupt")? {
+                    Ok(r) => r,
+                    Err(refused) => return Ok(refused),
+                };
+                let asked: Vec<AskedInterrupt> = raised
+                    .into_iter()
+                    .map(|r| AskedInterrupt {
+                        id: r.key,
+                        provider: r.provider,
+                        schema: r.schema,
+                    })
+                    .collect();
                 if asked.is_empty() {
                     return Ok(TurnOutcome::Failed {
                         message: "the upstream run was interrupted without an interrupt the bridge can read".into(),
@@ -452,7 +414,7 @@ impl<'a> Turn<'a> {
                     ctx.set_state(l.to_state()).await?;
                     self.link = Some(l);
                 }
-                let message = self.pending.take().unwrap_or_else(|| prompts.join("\n"));
+                let message = self.pending.take().unwrap_or(prompt);
                 Ok(TurnOutcome::Waiting {
                     message: Some(Message::agent_text(message)),
                 })

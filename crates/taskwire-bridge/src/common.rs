@@ -221,3 +221,95 @@ impl ReadyCache {
 pub(crate) fn answered(e: &ClientError) -> bool {
     !e.is_transient() && matches!(e, ClientError::Rpc(_) | ClientError::Grpc { .. })
 }
+
+/// The number of the turn `task` is in: a re-run of a turn that had started
+/// counts as the same turn (its upstream link names it), a new turn is the
+/// next one.
+pub(crate) fn turn_number(task: &taskwire_core::Task) -> u32 {
+    if task.turn_open {
+        task.turns
+    } else {
+        task.turns.saturating_add(1)
+    }
+}
+
+/// The link of `protocol` stored in an agent state under [`LINK_KEY`], read
+/// as `T` (`None` without one, or for another protocol's link).
+pub(crate) fn read_link<T: serde::de::DeserializeOwned>(
+    state: Option<&Value>,
+    protocol: &str,
+) -> Option<T> {
+    let v = state?.get(LINK_KEY)?;
+    if v.get("protocol").and_then(Value::as_str) != Some(protocol) {
+        return None;
+    }
+    serde_json::from_value(v.clone()).ok()
+}
+
+/// One upstream question raised on the downstream task by [`raise`].
+pub(crate) struct Raised {
+    /// The upstream key (also the downstream input request key).
+    pub(crate) key: String,
+    /// For an authorisation: the downstream provider.
+    pub(crate) provider: Option<String>,
+    /// For a form: its schema.
+    pub(crate) schema: Option<Value>,
+}
+
+/// Raises an upstream's questions on the downstream task: forms as input
+/// requests of the same key, prompt and schema; URL elicitations and
+/// authorisation interrupts as provider authorisations. `Ok(Err(outcome))`
+/// fails the turn for a question the bridge does not carry (`what` names the
+/// upstream's word for a question in the message); else what was raised and
+/// the prompts, one per line.
+pub(crate) fn raise(
+    ctx: &taskwire_core::TurnContext,
+    asks: Vec<taskwire_vocab::upstream::mcp::UpstreamAsk>,
+    what: &str,
+) -> Result<Result<(Vec<Raised>, String), TurnOutcome>, BridgeError> {
+    use taskwire_vocab::upstream::mcp::UpstreamAsk;
+    let mut raised = Vec::new();
+    let mut prompts = Vec::new();
+    for a in asks {
+        match a {
+            UpstreamAsk::Form {
+                key,
+                prompt,
+                schema,
+            } => {
+                ctx.request_input(&key, &prompt, schema.clone())?;
+                prompts.push(prompt);
+                raised.push(Raised {
+                    key,
+                    provider: None,
+                    schema: Some(schema),
+                });
+            }
+            UpstreamAsk::Auth {
+                key,
+                provider,
+                prompt,
+                url,
+            } => {
+                let url = (!url.is_empty()).then_some(url);
+                ctx.require_auth(&provider, &key, url.as_deref())?;
+                prompts.push(prompt);
+                raised.push(Raised {
+                    key,
+                    provider: Some(provider),
+                    schema: None,
+                });
+            }
+            UpstreamAsk::Unsupported { key, method } => {
+                warn!(task = %ctx.task().id, key = %key, method,
+                    "the upstream asked for something the bridge does not carry");
+                return Ok(Err(TurnOutcome::Failed {
+                    message: format!(
+                        "the upstream asked for {method} ({what} {key}), which the bridge does not carry"
+                    ),
+                }));
+            }
+        }
+    }
+    Ok(Ok((raised, prompts.join("\n"))))
+}

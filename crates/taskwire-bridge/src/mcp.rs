@@ -86,11 +86,7 @@ pub struct McpLink {
 impl McpLink {
     /// The MCP link stored in an agent state, if any.
     pub fn read(state: Option<&Value>) -> Option<Self> {
-        let v = state?.get(LINK_KEY)?;
-        if v.get("protocol").and_then(Value::as_str) != Some(PROTOCOL) {
-            return None;
-        }
-        serde_json::from_value(v.clone()).ok()
+        crate::common::read_link(state, PROTOCOL)
     }
 
     fn to_state(&self) -> Value {
@@ -290,12 +286,7 @@ struct Turn<'a> {
 
 impl<'a> Turn<'a> {
     fn new(up: &'a McpUpstream, ctx: &'a TurnContext) -> Self {
-        let task = ctx.task();
-        let number = if task.turn_open {
-            task.turns
-        } else {
-            task.turns.saturating_add(1)
-        };
+        let number = crate::common::turn_number(ctx.task());
         Self {
             up,
             ctx,
@@ -594,57 +585,25 @@ impl<'a> Turn<'a> {
         }
     }
 
-    /// Raises the upstream's input requests on the downstream task: forms as
-    /// input requests of the same key, URL elicitations as provider
-    /// authorisations. `Err` with the turn's outcome for a request the bridge
-    /// does not carry; else what was asked and the prompts, one per line.
+    /// Raises the upstream's input requests on the downstream task
+    /// ([`crate::common::raise`]).
     fn raise(
         &self,
         asks: Vec<UpstreamAsk>,
     ) -> Result<Result<(Vec<Asked>, String), TurnOutcome>, BridgeError> {
-        let ctx = self.ctx;
-        let mut asked = Vec::new();
-        let mut prompts = Vec::new();
-        for a in asks {
-            match a {
-                UpstreamAsk::Form {
-                    key,
-                    prompt,
-                    schema,
-                } => {
-                    ctx.request_input(&key, &prompt, schema.clone())?;
-                    prompts.push(prompt);
-                    asked.push(Asked {
-                        key,
-                        provider: None,
-                        schema: Some(schema),
-                    });
-                }
-                UpstreamAsk::Auth {
-                    key,
-                    provider,
-                    prompt,
-                    url,
-                } => {
-                    ctx.require_auth(&provider, &key, Some(&url))?;
-                    prompts.push(prompt);
-                    asked.push(Asked {
-                        key,
-                        provider: Some(provider),
-                        schema: None,
-                    });
-                }
-                UpstreamAsk::Unsupported { key, method } => {
-                    warn!(task = %ctx.task().id, key = %key, method, "the upstream asked for something the bridge does not carry");
-                    return Ok(Err(TurnOutcome::Failed {
-                        message: format!(
-                            "the upstream asked for {method} (input request {key}), which the bridge does not carry"
-                        ),
-                    }));
-                }
-            }
-        }
-        Ok(Ok((asked, prompts.join("\n"))))
+        Ok(
+            crate::common::raise(self.ctx, asks, "input request")?.map(|(raised, prompt)| {
+                let asked = raised
+                    .into_iter()
+                    .map(|r| Asked {
+                        key: r.key,
+                        provider: r.provider,
+                        schema: r.schema,
+                    })
+                    .collect();
+                (asked, prompt)
+            }),
+        )
     }
 
     /// Ends the turn with an upstream tool result: a failure for `isError`,
