@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | `a2a+http://…`, `a2a+https://…` | A2A 1.0 over JSON-RPC ([`a2a::A2aUpstream`]) | works |
 //! | `a2a+grpc://host:port` | A2A 1.0 over gRPC ([`a2a::A2aUpstream::discover_grpc`]) | works |
-//! | `mcp+http(s)://…/mcp[#tool]` | an MCP server's tools, 2026-07-28 ([`mcp::McpUpstream`]) | works (tasks extension, else blocking `tools/call`) |
+//! | `mcp+http(s)://…/mcp[#tool]` | an MCP server's tools, 2026-07-28 or 2025-11-25 ([`mcp::McpUpstream`]) | works (tasks, else blocking `tools/call`) |
 //! | `agui+http(s)://…/path` | an AG-UI agent's run endpoint ([`agui::AguiUpstream`]) | works (runs, interrupts and resume) |
 //!
 //! Translation between the upstream protocol and the core goes through
@@ -21,6 +21,7 @@ mod common;
 mod error;
 pub mod many;
 pub mod mcp;
+mod mcp_legacy;
 pub mod spec;
 
 use std::sync::Arc;
@@ -32,7 +33,7 @@ pub use agui::AguiUpstream;
 pub use common::metric;
 pub use error::BridgeError;
 pub use many::{Member, Upstreams};
-pub use mcp::McpUpstream;
+pub use mcp::{McpUpstream, McpVersion};
 pub use spec::UpstreamSpec;
 
 /// The agent for the upstream at `url`: parses the spec, discovers the
@@ -41,6 +42,17 @@ pub use spec::UpstreamSpec;
 pub async fn connect(
     url: &str,
     options: &UpstreamOptions,
+    store: Option<Arc<dyn TaskStore>>,
+) -> Result<Arc<dyn Agent>, BridgeError> {
+    connect_as(url, options, McpVersion::Auto, store).await
+}
+
+/// As [`connect`], speaking MCP revision `mcp` to an MCP upstream
+/// (`taskwire serve --upstream-mcp-version`; other upstreams ignore it).
+pub async fn connect_as(
+    url: &str,
+    options: &UpstreamOptions,
+    mcp: McpVersion,
     store: Option<Arc<dyn TaskStore>>,
 ) -> Result<Arc<dyn Agent>, BridgeError> {
     let mut agent = match UpstreamSpec::parse(url)? {
@@ -54,7 +66,8 @@ pub async fn connect(
             return Ok(Arc::new(agent));
         }
         UpstreamSpec::Mcp { endpoint, tool } => {
-            let mut agent = McpUpstream::discover(&endpoint, tool.as_deref(), options).await?;
+            let mut agent =
+                McpUpstream::discover_as(&endpoint, tool.as_deref(), options, mcp).await?;
             if let Some(s) = store {
                 agent = agent.with_store(s);
             }
@@ -74,9 +87,18 @@ pub async fn connect_many(
     upstreams: &[(String, String, UpstreamOptions)],
     store: Option<Arc<dyn TaskStore>>,
 ) -> Result<Arc<dyn Agent>, BridgeError> {
+    connect_many_as(upstreams, McpVersion::Auto, store).await
+}
+
+/// As [`connect_many`], speaking MCP revision `mcp` to every MCP upstream.
+pub async fn connect_many_as(
+    upstreams: &[(String, String, UpstreamOptions)],
+    mcp: McpVersion,
+    store: Option<Arc<dyn TaskStore>>,
+) -> Result<Arc<dyn Agent>, BridgeError> {
     let mut members = Vec::with_capacity(upstreams.len());
     for (name, url, options) in upstreams {
-        let agent = connect(url, options, store.clone()).await?;
+        let agent = connect_as(url, options, mcp, store.clone()).await?;
         if matches!(UpstreamSpec::parse(url)?, UpstreamSpec::Mcp { .. }) {
             let tools = agent.info().skills;
             if tools.len() != 1 {

@@ -14,13 +14,22 @@
 //! committed as soon as `tools/call` names the task; a re-run of the turn
 //! follows that task instead of calling again. Translation goes through
 //! `taskwire_vocab::upstream::mcp`.
+//!
+//! A server that speaks only revision 2025-11-25 (it refuses
+//! `server/discover`, but answers `initialize`), or any server when
+//! [`McpVersion::Legacy`] is asked for, is served by `crate::mcp_legacy`:
+//! a session, the experimental task methods of 2025-11-25 for tools that
+//! allow them, else blocking `tools/call`s whose elicitations arrive on the
+//! call's SSE answer.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
-use taskwire_client::mcp::{DetailedTask, ElicitResult, McpClient, ToolCallOutcome};
+use taskwire_client::mcp::{
+    DetailedTask, ElicitResult, McpClient, McpLegacyClient, ToolCallOutcome,
+};
 use taskwire_client::BackoffPolicy;
 use taskwire_core::{
     async_trait, Agent, AgentError, AgentInfo, CoreError, Message, Skill, TaskStore, TurnContext,
@@ -44,11 +53,42 @@ const PROTOCOL: &str = "mcp";
 /// suggests.
 const MAX_POLL: Duration = Duration::from_secs(5);
 
+/// Which MCP protocol revision the bridge speaks to an MCP upstream.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum McpVersion {
+    /// 2026-07-28 (`server/discover`) when the server answers it, else
+    /// 2025-11-25 when it answers `initialize` (the default).
+    #[default]
+    Auto,
+    /// 2025-11-25 only (`initialize`, a session, the experimental tasks),
+    /// even with a server that also speaks 2026-07-28.
+    Legacy,
+    /// 2026-07-28 only: a server that refuses `server/discover` is an error.
+    Current,
+}
+
+impl std::str::FromStr for McpVersion {
+    type Err = BridgeError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "auto" => Ok(Self::Auto),
+            "2025-11-25" => Ok(Self::Legacy),
+            "2026-07-28" => Ok(Self::Current),
+            other => Err(BridgeError::Config(format!(
+                "unknown MCP protocol version {other:?}: use auto, 2025-11-25 or 2026-07-28"
+            ))),
+        }
+    }
+}
+
 /// What a turn asked its caller on behalf of the upstream task.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Asked {
-    /// The upstream input request key.
+    /// The upstream input request key (2025-11-25: a key of the bridge's own,
+    /// `upstream-elicitation-<turn>-<n>`).
     pub key: String,
     /// For a URL elicitation: the downstream provider whose grant answers it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -56,6 +96,16 @@ pub struct Asked {
     /// For a form: its schema (to read a plain-text answer against).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schema: Option<Value>,
+    /// 2025-11-25: the JSON-RPC id of the upstream's `elicitation/create`
+    /// request, which the answer is the response to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<Value>,
+    /// 2025-11-25: the question's prompt (to ask it again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// 2025-11-25: a URL elicitation's URL (to ask it again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 /// The link of a downstream task to its upstream MCP task, as stored in the
@@ -81,6 +131,18 @@ pub struct McpLink {
     /// The `requestState` of that answer, sent back with the repeated call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_state: Option<String>,
+    /// The protocol revision spoken, when it is not 2026-07-28: `2025-11-25`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// 2025-11-25: the `Mcp-Session-Id` of the session the upstream task (or
+    /// the call) was made in; a re-attach asks in it first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// 2025-11-25: the JSON-RPC id of a blocking `tools/call` that waits for
+    /// the answers to `asked` (its connection is held by the bridge process
+    /// that made it, `LOSS_MCP_LEGACY_BLOCKING_INPUT`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<Value>,
 }
 
 impl McpLink {
@@ -89,8 +151,13 @@ impl McpLink {
         crate::common::read_link(state, PROTOCOL)
     }
 
-    fn to_state(&self) -> Value {
+    pub(crate) fn to_state(&self) -> Value {
         json!({ LINK_KEY: self })
+    }
+
+    /// A link of a 2025-11-25 upstream.
+    pub fn is_legacy(&self) -> bool {
+        self.version.is_some()
     }
 }
 
@@ -101,15 +168,17 @@ pub struct McpUpstream {
     endpoint: String,
     /// The tools served (all of the server's, or the URL's `#tool`), with
     /// their input schemas.
-    tools: Vec<(String, Value)>,
+    pub(crate) tools: Vec<(String, Value)>,
     /// The server offers the tasks extension.
     tasks: bool,
-    info: AgentInfo,
-    store: Option<Arc<dyn TaskStore>>,
-    backoff: BackoffPolicy,
-    poll_interval: Duration,
+    pub(crate) info: AgentInfo,
+    pub(crate) store: Option<Arc<dyn TaskStore>>,
+    pub(crate) backoff: BackoffPolicy,
+    pub(crate) poll_interval: Duration,
     watcher: Option<Arc<AbortOnDrop>>,
     ready: Arc<ReadyCache>,
+    /// Spoken to in revision 2025-11-25 (`crate::mcp_legacy`).
+    legacy: Option<crate::mcp_legacy::Legacy>,
 }
 
 impl std::fmt::Debug for McpUpstream {
@@ -118,6 +187,7 @@ impl std::fmt::Debug for McpUpstream {
             .field("endpoint", &self.endpoint)
             .field("tools", &self.tool_names())
             .field("tasks", &self.tasks)
+            .field("legacy", &self.legacy.is_some())
             .field("store", &self.store.as_ref().map(|s| s.kind()))
             .finish_non_exhaustive()
     }
@@ -132,6 +202,20 @@ impl McpUpstream {
         tool: Option<&str>,
         opts: &UpstreamOptions,
     ) -> Result<Self, BridgeError> {
+        Self::discover_as(endpoint, tool, opts, McpVersion::Auto).await
+    }
+
+    /// As [`McpUpstream::discover`], speaking `version`: with
+    /// [`McpVersion::Auto`] a server that answers `server/discover` with
+    /// anything but a result (a 2025-11-25 server: -32601, or an HTTP 400 for
+    /// a request without a session) and then accepts `initialize` is spoken
+    /// to in 2025-11-25.
+    pub async fn discover_as(
+        endpoint: &str,
+        tool: Option<&str>,
+        opts: &UpstreamOptions,
+        version: McpVersion,
+    ) -> Result<Self, BridgeError> {
         let config = client_config(endpoint, opts);
         // Discovery already declares what the bridge can carry (form and URL
         // elicitations), and the tasks extension only once the server offers it.
@@ -142,59 +226,46 @@ impl McpUpstream {
             })?
             .declare_tasks_extension(false)
             .capability("elicitation", json!({"form": {}, "url": {}}));
-        let discovered = retrying(endpoint, opts, "server/discover", || client.discover())
-            .await?
-            .into_inner();
+        if version == McpVersion::Legacy {
+            return Self::discover_legacy(endpoint, tool, opts, client).await;
+        }
+        let discovered =
+            match retrying(endpoint, opts, "server/discover", || client.discover()).await {
+                Ok(d) => d.into_inner(),
+                Err(BridgeError::Discovery { url, source })
+                    if version == McpVersion::Auto && answered_at_all(&source) =>
+                {
+                    debug!(upstream = %endpoint, error = %source,
+                        "server/discover refused; trying MCP 2025-11-25 (initialize)");
+                    return match Self::discover_legacy(endpoint, tool, opts, client).await {
+                        Ok(up) => Ok(up),
+                        Err(e @ BridgeError::NoSuchTool { .. }) => Err(e),
+                        Err(legacy) => {
+                            debug!(upstream = %endpoint, error = %legacy,
+                                "initialize refused too");
+                            Err(BridgeError::Discovery { url, source })
+                        }
+                    };
+                }
+                Err(e) => return Err(e),
+            };
         let tasks = McpClient::offers_tasks(&discovered) && opts.mcp_tasks;
         let listed = retrying(endpoint, opts, "tools/list", || client.list_tools())
             .await?
             .into_inner();
-        let all: Vec<String> = listed.iter().map(|t| t.name.clone()).collect();
-        let chosen: Vec<_> = match tool {
-            Some(name) => {
-                let found: Vec<_> = listed.into_iter().filter(|t| t.name == name).collect();
-                if found.is_empty() {
-                    return Err(BridgeError::NoSuchTool {
-                        tool: name.to_string(),
-                        tools: all,
-                    });
-                }
-                found
-            }
-            None => listed,
-        };
+        let chosen = choose_tools(listed, tool)?;
         let (name, version) = discovered
             .meta
             .as_ref()
             .map(|m| (m.server_info.name.clone(), m.server_info.version.clone()))
             .unwrap_or_else(|| ("upstream".to_string(), String::new()));
-        let description = discovered
-            .instructions
-            .clone()
-            .filter(|s| !s.trim().is_empty())
-            .unwrap_or_else(|| format!("The MCP server at {endpoint}, bridged by taskwire"));
-        let mut info = AgentInfo::new(
-            if name.trim().is_empty() {
-                "upstream".to_string()
-            } else {
-                name
-            },
-            description,
+        let (info, tools) = agent_info(
+            endpoint,
+            name,
+            version,
+            discovered.instructions.clone(),
+            &chosen,
         );
-        if !version.is_empty() {
-            info.version = version;
-        }
-        let mut tools = Vec::new();
-        for t in chosen {
-            let schema = Value::Object(t.input_schema.clone());
-            info.skills.push(Skill::new(
-                t.name.clone(),
-                t.title.clone().unwrap_or_else(|| t.name.clone()),
-                t.description.clone().unwrap_or_default(),
-                schema.clone(),
-            ));
-            tools.push((t.name, schema));
-        }
         info!(upstream = %endpoint, tasks, tools = ?tools.iter().map(|t| &t.0).collect::<Vec<_>>(),
             "MCP upstream discovered");
         Ok(Self {
@@ -208,6 +279,67 @@ impl McpUpstream {
             poll_interval: opts.poll_interval,
             watcher: None,
             ready: Arc::new(ReadyCache::default()),
+            legacy: None,
+        })
+    }
+
+    /// Discovery in revision 2025-11-25: `initialize` (declaring form and
+    /// URL elicitation) opens the bridge's session, then `tools/list`.
+    async fn discover_legacy(
+        endpoint: &str,
+        tool: Option<&str>,
+        opts: &UpstreamOptions,
+        client: McpClient,
+    ) -> Result<Self, BridgeError> {
+        let config = client_config(endpoint, opts);
+        let legacy_client = McpLegacyClient::with_endpoint(config, endpoint).map_err(|source| {
+            BridgeError::Discovery {
+                url: endpoint.to_string(),
+                source: Box::new(source),
+            }
+        })?;
+        let capabilities = crate::mcp_legacy::client_capabilities();
+        let init = retrying(endpoint, opts, "initialize", || {
+            legacy_client.initialize(capabilities.clone())
+        })
+        .await?
+        .into_inner();
+        let listed = retrying(endpoint, opts, "tools/list", || legacy_client.list_tools())
+            .await?
+            .into_inner();
+        let chosen = choose_tools(listed, tool)?;
+        let as_task: std::collections::HashSet<String> = chosen
+            .iter()
+            .filter(|t| opts.mcp_tasks && vocab::legacy_calls_as_task(&init.capabilities, t))
+            .map(|t| t.name.clone())
+            .collect();
+        let (info, tools) = agent_info(
+            endpoint,
+            init.server_info.name.clone(),
+            init.server_info.version.clone(),
+            init.instructions.clone(),
+            &chosen,
+        );
+        info!(upstream = %endpoint, version = %init.protocol_version,
+            session = ?legacy_client.session_id(), as_tasks = ?as_task,
+            tools = ?tools.iter().map(|t| &t.0).collect::<Vec<_>>(),
+            "MCP upstream discovered (revision 2025-11-25)");
+        Ok(Self {
+            client,
+            endpoint: endpoint.to_string(),
+            tools,
+            tasks: !as_task.is_empty(),
+            info,
+            store: None,
+            backoff: opts.backoff.clone(),
+            poll_interval: opts.poll_interval,
+            watcher: None,
+            ready: Arc::new(ReadyCache::default()),
+            legacy: Some(crate::mcp_legacy::Legacy::new(
+                legacy_client,
+                capabilities,
+                as_task,
+            )),
         })
     }
 
@@ -217,6 +349,13 @@ impl McpUpstream {
     /// watcher cancels the upstream task of a downstream task canceled while no
     /// turn runs.
     pub fn with_store(mut self, store: Arc<dyn TaskStore>) -> Self {
+        if let Some(legacy) = self.legacy.take() {
+            let (legacy, watcher) = legacy.with_store(store.clone());
+            self.legacy = Some(legacy);
+            self.watcher = Some(Arc::new(watcher));
+            self.store = Some(store);
+            return self;
+        }
         let client = self.client.clone();
         let watcher = watch_cancels(store.clone(), PROTOCOL, move |task_id| {
             let client = client.clone();
@@ -236,12 +375,23 @@ impl McpUpstream {
         &self.endpoint
     }
 
-    /// Whether the upstream offers the tasks extension.
+    /// Whether the upstream offers the tasks extension (2025-11-25: whether
+    /// any of the tools served is called as a task).
     pub fn offers_tasks(&self) -> bool {
         self.tasks
     }
 
-    fn tool_names(&self) -> Vec<String> {
+    /// Whether the upstream is spoken to in revision 2025-11-25.
+    pub fn is_legacy(&self) -> bool {
+        self.legacy.is_some()
+    }
+
+    /// The 2025-11-25 session the bridge opened (`None` in 2026-07-28).
+    pub fn legacy_session(&self) -> Option<String> {
+        self.legacy.as_ref().and_then(|l| l.session_id())
+    }
+
+    pub(crate) fn tool_names(&self) -> Vec<String> {
         self.tools.iter().map(|t| t.0.clone()).collect()
     }
 }
@@ -253,6 +403,9 @@ impl Agent for McpUpstream {
     }
 
     async fn run_turn(&self, ctx: &TurnContext) -> Result<TurnOutcome, AgentError> {
+        if let Some(legacy) = &self.legacy {
+            return crate::mcp_legacy::run_turn(self, legacy, ctx).await;
+        }
         let turn = Turn::new(self, ctx);
         let span = info_span!("bridged_turn", protocol = PROTOCOL, task = %ctx.task().id,
             turn = turn.number, upstream_task = tracing::field::Empty);
@@ -264,6 +417,9 @@ impl Agent for McpUpstream {
 
     /// Ready when `server/discover` is answered (any JSON-RPC answer counts).
     async fn ready(&self) -> Result<(), String> {
+        if let Some(legacy) = &self.legacy {
+            return self.ready.check(|| legacy.ready(&self.endpoint)).await;
+        }
         self.ready
             .check(|| async {
                 match timed(PROTOCOL, "server/discover", self.client.discover()).await {
@@ -393,6 +549,9 @@ impl<'a> Turn<'a> {
                     asked: Vec::new(),
                     repeat: false,
                     request_state: None,
+                    version: None,
+                    session: None,
+                    call: None,
                 })
                 .await?;
                 self.follow(&t.task_id).await
@@ -412,6 +571,9 @@ impl<'a> Turn<'a> {
                     asked,
                     repeat: true,
                     request_state: r.request_state,
+                    version: None,
+                    session: None,
+                    call: None,
                 };
                 self.ctx.set_state(link.to_state()).await?;
                 self.link = Some(link);
@@ -439,37 +601,7 @@ impl<'a> Turn<'a> {
 
     /// The downstream answers to what the last turn asked, as input responses.
     fn responses(&self, link: &McpLink) -> BTreeMap<String, ElicitResult> {
-        let text: String = self
-            .ctx
-            .input()
-            .iter()
-            .map(Message::text)
-            .filter(|t| !t.trim().is_empty())
-            .collect::<Vec<_>>()
-            .join("\n");
-        let mut out = BTreeMap::new();
-        let mut text_used = false;
-        for a in &link.asked {
-            if let Some(provider) = &a.provider {
-                if self.ctx.is_granted(provider) {
-                    out.insert(a.key.clone(), ElicitResult::accept(Map::new()));
-                }
-                continue;
-            }
-            if let Some(r) = self.ctx.answers().get(&a.key) {
-                out.insert(a.key.clone(), vocab::elicit_result(r));
-                continue;
-            }
-            if text_used || text.is_empty() {
-                continue;
-            }
-            let schema = a.schema.clone().unwrap_or(Value::Null);
-            if let Some(content) = vocab::content_of_text(&schema, &text) {
-                out.insert(a.key.clone(), ElicitResult::accept(content));
-                text_used = true;
-            }
-        }
-        out
+        responses(self.ctx, &link.asked)
     }
 
     /// Follows the upstream task by polling `tasks/get` until the turn ends.
@@ -599,6 +731,9 @@ impl<'a> Turn<'a> {
                         key: r.key,
                         provider: r.provider,
                         schema: r.schema,
+                        request_id: None,
+                        prompt: None,
+                        url: None,
                     })
                     .collect();
                 (asked, prompt)
@@ -612,27 +747,7 @@ impl<'a> Turn<'a> {
         &mut self,
         r: &taskwire_client::mcp::CallToolResult,
     ) -> Result<TurnOutcome, BridgeError> {
-        if r.is_error == Some(true) {
-            let text = vocab::result_text(r);
-            return Ok(TurnOutcome::Failed {
-                message: if text.trim().is_empty() {
-                    "the upstream tool failed".into()
-                } else {
-                    text
-                },
-            });
-        }
-        let parts = vocab::parts_of_result(r)?;
-        if !parts.is_empty() {
-            self.ctx
-                .emit_artifact(
-                    &vocab::result_artifact_id(self.number),
-                    Some(vocab::RESULT_ARTIFACT_NAME),
-                    parts,
-                )
-                .await?;
-        }
-        Ok(TurnOutcome::Completed { message: None })
+        finish(self.ctx, self.number, r).await
     }
 
     /// The turn's cancellation token fired: cancel upstream if the downstream
@@ -665,6 +780,140 @@ impl<'a> Turn<'a> {
     }
 }
 
+/// The downstream answers (of the turn `ctx`) to what the last turn asked, as
+/// input responses by key: keyed answers, granted providers (an accepting
+/// empty answer), and a plain-text answer read against the first form it fits.
+pub(crate) fn responses(ctx: &TurnContext, asked: &[Asked]) -> BTreeMap<String, ElicitResult> {
+    let text: String = ctx
+        .input()
+        .iter()
+        .map(Message::text)
+        .filter(|t| !t.trim().is_empty())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut out = BTreeMap::new();
+    let mut text_used = false;
+    for a in asked {
+        if let Some(provider) = &a.provider {
+            if ctx.is_granted(provider) {
+                out.insert(a.key.clone(), ElicitResult::accept(Map::new()));
+            }
+            continue;
+        }
+        if let Some(r) = ctx.answers().get(&a.key) {
+            out.insert(a.key.clone(), vocab::elicit_result(r));
+            continue;
+        }
+        if text_used || text.is_empty() {
+            continue;
+        }
+        let schema = a.schema.clone().unwrap_or(Value::Null);
+        if let Some(content) = vocab::content_of_text(&schema, &text) {
+            out.insert(a.key.clone(), ElicitResult::accept(content));
+            text_used = true;
+        }
+    }
+    out
+}
+
+/// Ends turn `number` with an upstream tool result: a failure for `isError`
+/// (with the result's text), else its content as one artifact.
+pub(crate) async fn finish(
+    ctx: &TurnContext,
+    number: u32,
+    r: &taskwire_client::mcp::CallToolResult,
+) -> Result<TurnOutcome, BridgeError> {
+    if r.is_error == Some(true) {
+        let text = vocab::result_text(r);
+        return Ok(TurnOutcome::Failed {
+            message: if text.trim().is_empty() {
+                "the upstream tool failed".into()
+            } else {
+                text
+            },
+        });
+    }
+    let parts = vocab::parts_of_result(r)?;
+    if !parts.is_empty() {
+        ctx.emit_artifact(
+            &vocab::result_artifact_id(number),
+            Some(vocab::RESULT_ARTIFACT_NAME),
+            parts,
+        )
+        .await?;
+    }
+    Ok(TurnOutcome::Completed { message: None })
+}
+
+/// The tools to serve: `tool` alone (an error naming the server's tools
+/// when it has none of that name), else all of them.
+fn choose_tools(
+    listed: Vec<taskwire_client::mcp::Tool>,
+    tool: Option<&str>,
+) -> Result<Vec<taskwire_client::mcp::Tool>, BridgeError> {
+    let all: Vec<String> = listed.iter().map(|t| t.name.clone()).collect();
+    match tool {
+        Some(name) => {
+            let found: Vec<_> = listed.into_iter().filter(|t| t.name == name).collect();
+            if found.is_empty() {
+                return Err(BridgeError::NoSuchTool {
+                    tool: name.to_string(),
+                    tools: all,
+                });
+            }
+            Ok(found)
+        }
+        None => Ok(listed),
+    }
+}
+
+/// The agent info of an MCP server (its name, version and instructions) whose
+/// `tools` are its skills, and the tools' input schemas.
+fn agent_info(
+    endpoint: &str,
+    name: String,
+    version: String,
+    instructions: Option<String>,
+    tools: &[taskwire_client::mcp::Tool],
+) -> (AgentInfo, Vec<(String, Value)>) {
+    let description = instructions
+        .filter(|s| !s.trim().is_empty())
+        .unwrap_or_else(|| format!("The MCP server at {endpoint}, bridged by taskwire"));
+    let mut info = AgentInfo::new(
+        if name.trim().is_empty() {
+            "upstream".to_string()
+        } else {
+            name
+        },
+        description,
+    );
+    if !version.is_empty() {
+        info.version = version;
+    }
+    let mut out = Vec::new();
+    for t in tools {
+        let schema = Value::Object(t.input_schema.clone());
+        info.skills.push(Skill::new(
+            t.name.clone(),
+            t.title.clone().unwrap_or_else(|| t.name.clone()),
+            t.description.clone().unwrap_or_default(),
+            schema.clone(),
+        ));
+        out.push((t.name.clone(), schema));
+    }
+    (info, out)
+}
+
+/// Whether a failed `server/discover` was still answered by a server (any
+/// HTTP answer: a 2025-11-25 server refuses the method, or a request without
+/// a session) rather than not reached at all.
+fn answered_at_all(e: &taskwire_client::ClientError) -> bool {
+    !matches!(
+        e,
+        taskwire_client::ClientError::Transport(_) | taskwire_client::ClientError::Timeout(_)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -680,9 +929,15 @@ mod tests {
                 key: "ask-0".into(),
                 provider: None,
                 schema: Some(json!({"type": "object"})),
+                request_id: None,
+                prompt: None,
+                url: None,
             }],
             repeat: false,
             request_state: None,
+            version: None,
+            session: None,
+            call: None,
         };
         let state = l.to_state();
         assert_eq!(state["upstream"]["protocol"], "mcp");

@@ -286,6 +286,13 @@ impl Transport {
                     got: media,
                 });
             }
+            if !(200..300).contains(&status) && http::check_id(&response, id).is_err() {
+                // A refusal that answers no request of ours (the Python SDK
+                // 1.x answers `"id": "server-error"` to a request without a
+                // session, or with one it does not hold): an HTTP error.
+                self.observe(&method, body, status, &response);
+                return Err(http::http_error(&raw));
+            }
             http::check_id(&response, id)?;
             McpReply {
                 http_status: status,
@@ -743,6 +750,22 @@ impl McpLegacyClient {
         self.session.lock().ok().and_then(|s| s.clone())
     }
 
+    /// A client of the same endpoint (sharing its connections) in the session
+    /// `session_id` (one that an earlier [`McpLegacyClient::initialize`] opened,
+    /// perhaps in another process), or in none.
+    pub fn with_session(&self, session_id: Option<String>) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            session: Arc::new(Mutex::new(session_id)),
+            version: Arc::new(Mutex::new(self.protocol_version())),
+        }
+    }
+
+    /// The endpoint url.
+    pub fn endpoint(&self) -> &str {
+        &self.inner.endpoint
+    }
+
     /// The negotiated protocol version.
     pub fn protocol_version(&self) -> String {
         self.version
@@ -829,6 +852,21 @@ impl McpLegacyClient {
         method: &str,
         params: Value,
     ) -> Result<BoxStream<'static, Result<Value, ClientError>>, ClientError> {
+        self.request_events_with_id(method, params)
+            .await
+            .map(|(_, s)| s)
+    }
+
+    /// As [`McpLegacyClient::request_events`], with the request's JSON-RPC id
+    /// (to tell its response from the other messages, and to cancel it with
+    /// [`McpLegacyClient::cancel_request`]). A non-success HTTP status is an
+    /// error (the JSON-RPC error it carries, else [`ClientError::Http`]), not
+    /// a message of the stream.
+    pub async fn request_events_with_id(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> Result<(Value, BoxStream<'static, Result<Value, ClientError>>), ClientError> {
         let id = http::next_id();
         let body = jsonrpc::request(&Value::from(id), method, params);
         let resp = self
@@ -844,12 +882,38 @@ impl McpLegacyClient {
                 Err(_) => return Err(http::http_error(&raw)),
             };
             self.inner.observe(method, &body, status, &json);
-            return Ok(futures::stream::iter([Ok(json)]).boxed());
+            if !(200..300).contains(&status) {
+                if http::check_id(&json, id).is_ok() {
+                    http::rpc_result(&json, Some(status))?;
+                }
+                return Err(http::http_error(&raw));
+            }
+            return Ok((Value::from(id), futures::stream::iter([Ok(json)]).boxed()));
         }
-        Ok(http::sse_json(
-            resp.bytes_stream(),
-            self.inner.config.stream_idle_timeout,
+        if !(200..300).contains(&status) {
+            let raw = RawResponse::read(resp).await?;
+            return Err(http::http_error(&raw));
+        }
+        Ok((
+            Value::from(id),
+            http::sse_json(resp.bytes_stream(), self.inner.config.stream_idle_timeout),
         ))
+    }
+
+    /// `notifications/cancelled` of the request `request_id` (a blocking
+    /// `tools/call` whose answer is no longer wanted), with a reason.
+    pub async fn cancel_request(
+        &self,
+        request_id: &Value,
+        reason: Option<&str>,
+    ) -> Result<(), ClientError> {
+        let mut p = Map::new();
+        p.insert("requestId".into(), request_id.clone());
+        if let Some(r) = reason {
+            p.insert("reason".into(), Value::String(r.to_string()));
+        }
+        self.notify(method::NOTIFY_CANCELLED, Value::Object(p))
+            .await
     }
 
     /// Sends a request and returns its `result`.

@@ -474,6 +474,8 @@ fn every_upstream_loss_is_listed_in_the_state_mapping() {
         mcp::LOSS_MCP_TOOL_CHOICE,
         mcp::LOSS_MCP_PROGRESS,
         mcp::LOSS_MCP_BLOCKING_CANCEL,
+        mcp::LOSS_MCP_LEGACY_BLOCKING_INPUT,
+        mcp::LOSS_MCP_LEGACY_SESSION,
         agui::LOSS_AGUI_STATE,
         agui::LOSS_AGUI_TOOL_CALLS,
         agui::LOSS_AGUI_CANCEL_AND_RESUME,

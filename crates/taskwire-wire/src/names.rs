@@ -35,6 +35,9 @@ pub mod mcp {
         pub const ELICITATION_CREATE: &str = "elicitation/create";
         /// `notifications/progress`.
         pub const NOTIFY_PROGRESS: &str = "notifications/progress";
+        /// `notifications/cancelled`: the sender no longer wants the answer
+        /// of a request (2025-11-25 and older; `params.requestId`).
+        pub const NOTIFY_CANCELLED: &str = "notifications/cancelled";
         /// Server-to-client: a completion from the client's model.
         pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
         /// Server-to-client: the client's roots.

@@ -380,7 +380,8 @@ pub struct UpstreamArgs {
     /// `http://HOST:PORT[/PATH]/.well-known/agent-card.json` (its skills become
     /// this server's); `a2a+grpc://HOST:PORT` is an A2A agent over gRPC (h2c);
     /// `mcp+http(s)://HOST:PORT/PATH[#TOOL]` is an MCP server (revision
-    /// 2026-07-28) whose tools (or its one TOOL) become this server's skills;
+    /// 2026-07-28, or 2025-11-25 when it refuses `server/discover`) whose tools
+    /// (or its one TOOL) become this server's skills;
     /// `agui+http(s)://HOST:PORT/PATH` is an AG-UI agent's run endpoint
     /// (docs/bridging.md).
     /// Repeat as `--upstream NAME=URL` to serve several upstreams, each as one
@@ -417,6 +418,21 @@ pub struct UpstreamArgs {
         requires = "upstream"
     )]
     pub token_file: Vec<String>,
+
+    /// Bridge mode: the MCP protocol revision spoken to MCP upstreams:
+    /// `auto` (the default: 2026-07-28 when the server answers
+    /// `server/discover`, else 2025-11-25 when it answers `initialize`),
+    /// `2025-11-25` (always `initialize`, a session and the experimental task
+    /// methods, even with a server that speaks 2026-07-28) or `2026-07-28`
+    /// (never 2025-11-25).
+    #[arg(
+        long = "upstream-mcp-version",
+        env = "TASKWIRE_UPSTREAM_MCP_VERSION",
+        value_name = "VERSION",
+        value_parser = ["auto", "2025-11-25", "2026-07-28"],
+        requires = "upstream"
+    )]
+    pub mcp_version: Option<String>,
 }
 
 /// `NAME=REST` when the part before the first `=` names an upstream (letters,
@@ -784,14 +800,23 @@ async fn upstream_agent(
     store: &Arc<dyn TaskStore>,
 ) -> Result<Arc<dyn Agent>, Error> {
     let list = upstreams_of(&args.upstream)?;
+    let mcp: taskwire_bridge::McpVersion = args
+        .upstream
+        .mcp_version
+        .as_deref()
+        .unwrap_or("auto")
+        .parse()
+        .map_err(|e: taskwire_bridge::BridgeError| Error::Usage(e.to_string()))?;
     let options = |token: &Option<String>| taskwire_bridge::UpstreamOptions {
         bearer_token: token.clone(),
         ..taskwire_bridge::UpstreamOptions::default()
     };
     match list.as_slice() {
-        [one] => taskwire_bridge::connect(&one.url, &options(&one.token), Some(store.clone()))
-            .await
-            .map_err(|e| upstream_error(&one.url, &e)),
+        [one] => {
+            taskwire_bridge::connect_as(&one.url, &options(&one.token), mcp, Some(store.clone()))
+                .await
+                .map_err(|e| upstream_error(&one.url, &e))
+        }
         _ => {
             let named: Vec<_> = list
                 .iter()
@@ -808,7 +833,7 @@ async fn upstream_agent(
                 .map(|e| e.url.as_str())
                 .collect::<Vec<_>>()
                 .join(", ");
-            taskwire_bridge::connect_many(&named, Some(store.clone()))
+            taskwire_bridge::connect_many_as(&named, mcp, Some(store.clone()))
                 .await
                 .map_err(|e| upstream_error(&urls, &e))
         }

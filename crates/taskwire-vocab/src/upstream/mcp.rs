@@ -41,6 +41,108 @@ pub const LOSS_MCP_PROGRESS: Loss = Loss(
     "a working MCP upstream task's statusMessage changes are sent downstream as agent messages; progress numbers are not",
 );
 
+/// Lost: a question inside a blocking 2025-11-25 call lives on that call's
+/// open connection.
+pub const LOSS_MCP_LEGACY_BLOCKING_INPUT: Loss = Loss(
+    "an elicitation inside a blocking 2025-11-25 tools/call is answered on the call's open connection, which only the bridge process that made it holds: a bridge restarted while the call waits for the answer fails the task, and the tool is not called again",
+);
+/// Lost: 2025-11-25 sessions do not outlive the server that holds them.
+pub const LOSS_MCP_LEGACY_SESSION: Loss = Loss(
+    "a 2025-11-25 upstream task is followed in the session that created it (kept in the link); when the upstream no longer holds that session the bridge initializes a new one, and an upstream that keeps tasks per session no longer finds the task: the bridged task fails",
+);
+
+/// The 2025-11-25 (legacy) protocol revision.
+pub const LEGACY_VERSION: &str = "2025-11-25";
+
+/// Whether a 2025-11-25 server's `tools/call` of `tool` runs as a task: the
+/// server advertises `capabilities.tasks.requests.tools.call` and the tool's
+/// `execution.taskSupport` is `optional` or `required`.
+pub fn legacy_calls_as_task(caps: &wire::LegacyServerCapabilities, tool: &wire::Tool) -> bool {
+    let offered = caps
+        .tasks
+        .as_ref()
+        .and_then(|t| t.requests.as_ref())
+        .and_then(|r| r.tools.as_ref())
+        .is_some_and(|t| t.call.is_some());
+    let allowed = matches!(
+        tool.execution
+            .as_ref()
+            .and_then(|e| e.task_support.as_ref()),
+        Some(wire::TaskSupport::Optional | wire::TaskSupport::Required)
+    );
+    offered && allowed
+}
+
+/// The downstream input request key of the `n`th question a 2025-11-25
+/// upstream asked in downstream turn `turn` (its server-to-client requests
+/// have ids, not keys).
+pub fn legacy_input_key(turn: u32, n: usize) -> String {
+    format!("upstream-elicitation-{turn}-{n}")
+}
+
+/// The task a server-to-client message of a 2025-11-25 server belongs to
+/// (`params._meta["io.modelcontextprotocol/related-task"].taskId`).
+pub fn related_task(message: &Value) -> Option<&str> {
+    message
+        .get("params")?
+        .get("_meta")?
+        .get(taskwire_wire::names::mcp::meta::RELATED_TASK)?
+        .get("taskId")?
+        .as_str()
+}
+
+/// A 2025-11-25 server-to-client request (`{"method", "params", "id"}`), as
+/// the bridged task raises it under `key`: a form elicitation as a form, a
+/// URL elicitation as an authorisation (provider from its `elicitationId`: a
+/// taskwire upstream's `taskwire.auth/P` is `P`), sampling and roots as
+/// unsupported ([`LOSS_MCP_SAMPLING_ROOTS`]). `None` for a request that asks
+/// nothing (`ping`) or that cannot be read.
+pub fn ask_of_server_request(key: &str, request: &Value) -> Option<UpstreamAsk> {
+    let method = request.get("method")?.as_str()?;
+    match method {
+        taskwire_wire::names::mcp::method::ELICITATION_CREATE => {
+            let params: wire::ElicitRequestParams =
+                serde_json::from_value(request.get("params")?.clone()).ok()?;
+            Some(match params {
+                wire::ElicitRequestParams::Form {
+                    message,
+                    requested_schema,
+                    ..
+                } => UpstreamAsk::Form {
+                    key: key.to_string(),
+                    prompt: message,
+                    schema: Value::Object(requested_schema),
+                },
+                wire::ElicitRequestParams::Url {
+                    message,
+                    url,
+                    elicitation_id,
+                    ..
+                } => {
+                    let id = elicitation_id.unwrap_or_else(|| key.to_string());
+                    UpstreamAsk::Auth {
+                        key: key.to_string(),
+                        provider: id.strip_prefix(AUTH_KEY_PREFIX).unwrap_or(&id).to_string(),
+                        prompt: message,
+                        url,
+                    }
+                }
+            })
+        }
+        taskwire_wire::names::mcp::method::SAMPLING_CREATE_MESSAGE => {
+            Some(UpstreamAsk::Unsupported {
+                key: key.to_string(),
+                method: "sampling/createMessage",
+            })
+        }
+        taskwire_wire::names::mcp::method::ROOTS_LIST => Some(UpstreamAsk::Unsupported {
+            key: key.to_string(),
+            method: "roots/list",
+        }),
+        _ => None,
+    }
+}
+
 /// The artifact id of the result of downstream turn `turn`.
 pub fn result_artifact_id(turn: u32) -> String {
     format!("mcp-result-{turn}")
@@ -513,6 +615,56 @@ mod tests {
         });
         assert_eq!(d.action, wire::ElicitAction::Decline);
         assert_eq!(d.content, None);
+    }
+
+    #[test]
+    fn legacy_tools_run_as_tasks_when_both_sides_allow_it() {
+        let caps: wire::LegacyServerCapabilities = serde_json::from_value(json!({
+            "tools": {}, "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+        }))
+        .expect("caps");
+        let tool = |support: Value| -> wire::Tool {
+            serde_json::from_value(json!({"name": "t", "inputSchema": {"type": "object"},
+                "execution": {"taskSupport": support}}))
+            .expect("tool")
+        };
+        assert!(legacy_calls_as_task(&caps, &tool(json!("optional"))));
+        assert!(legacy_calls_as_task(&caps, &tool(json!("required"))));
+        assert!(!legacy_calls_as_task(&caps, &tool(json!("forbidden"))));
+        let plain: wire::Tool =
+            serde_json::from_value(json!({"name": "t", "inputSchema": {"type": "object"}}))
+                .expect("tool");
+        assert!(!legacy_calls_as_task(&caps, &plain));
+        let no_tasks: wire::LegacyServerCapabilities =
+            serde_json::from_value(json!({"tools": {}})).expect("caps");
+        assert!(!legacy_calls_as_task(&no_tasks, &tool(json!("optional"))));
+    }
+
+    #[test]
+    fn legacy_server_requests_become_asks() {
+        let form = json!({"jsonrpc": "2.0", "id": "task-x-1", "method": "elicitation/create",
+            "params": {"mode": "form", "message": "name?",
+                "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}},
+                "_meta": {"io.modelcontextprotocol/related-task": {"taskId": "x"}}}});
+        assert_eq!(related_task(&form), Some("x"));
+        assert!(matches!(ask_of_server_request("k", &form),
+            Some(UpstreamAsk::Form { key, prompt, .. }) if key == "k" && prompt == "name?"));
+        let url = json!({"id": 1, "method": "elicitation/create", "params": {"mode": "url",
+            "message": "Authorize github", "url": "https://example.com/a",
+            "elicitationId": "taskwire.auth/github"}});
+        assert_eq!(related_task(&url), None);
+        assert!(matches!(ask_of_server_request("k", &url),
+            Some(UpstreamAsk::Auth { provider, .. }) if provider == "github"));
+        let sampling = json!({"id": 2, "method": "sampling/createMessage", "params": {}});
+        assert!(matches!(
+            ask_of_server_request("k", &sampling),
+            Some(UpstreamAsk::Unsupported { .. })
+        ));
+        assert_eq!(
+            ask_of_server_request("k", &json!({"id": 3, "method": "ping"})),
+            None
+        );
+        assert_eq!(legacy_input_key(2, 0), "upstream-elicitation-2-0");
     }
 
     #[test]

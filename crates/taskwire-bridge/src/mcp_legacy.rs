@@ -1,0 +1,1204 @@
+//! The MCP upstream executor's revision 2025-11-25 half: a server that
+//! refuses `server/discover` but answers `initialize` (or any server, when
+//! [`crate::mcp::McpVersion::Legacy`] is asked for).
+//!
+//! The bridge opens one session at discovery (`initialize`, declaring form and
+//! URL elicitation) and re-initializes when the upstream no longer holds it.
+//! A tool is called:
+//!
+//! - as a task when the server advertises `capabilities.tasks.requests.tools.call`
+//!   and the tool's `execution.taskSupport` allows it: `tools/call` with
+//!   `params.task`; the upstream task id (and the session) is stored in the
+//!   link and committed before anything else; `tasks/get` is polled (at the
+//!   task's `pollInterval`, at most 5 s); while the task is `input_required`
+//!   a `tasks/result` stream is read for the server's `elicitation/create`
+//!   requests, which become the downstream task's input requests
+//!   (authorisations for URL elicitations), keyed
+//!   `upstream-elicitation-<turn>-<n>`; the next turn sends each downstream
+//!   answer as the JSON-RPC response to its request (whose id the link
+//!   keeps), and once the task is terminal `tasks/result` gives its result;
+//! - else blocking: `tools/call` whose SSE answer may carry `elicitation/create`
+//!   requests before the result. The turn raises them and ends waiting, and
+//!   the open call (its stream) stays in this process's memory, bounded, until
+//!   the next turn answers it and reads on. A call lost with its process cannot
+//!   be answered: that turn fails (`LOSS_MCP_LEGACY_BLOCKING_INPUT`).
+//!
+//! A downstream cancel sends `tasks/cancel` for a task, and
+//! `notifications/cancelled` with the request id for a blocking call (then
+//! drops its connection). A re-attach (a re-run of a turn that stored a link)
+//! asks in the link's session first, then in the bridge's own
+//! (`LOSS_MCP_LEGACY_SESSION`).
+
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::stream::BoxStream;
+use futures::StreamExt;
+use serde_json::{json, Map, Value};
+use taskwire_client::mcp::{method, CallToolResult, McpLegacyClient};
+use taskwire_client::{ClientError, RpcError};
+use taskwire_core::{CoreError, Message, TaskId, TaskState, TaskStore, TurnContext, TurnOutcome};
+use taskwire_vocab::upstream::mcp::{self as vocab, UpstreamAsk};
+use taskwire_vocab::upstream::UpstreamState;
+use tracing::{debug, info, info_span, warn, Instrument};
+
+use crate::common::{downstream_canceled, end_canceled, reattached, timed, watch_cancels};
+use crate::error::BridgeError;
+use crate::mcp::{Asked, McpLink, McpUpstream};
+
+/// The link protocol name (the same as 2026-07-28's; the link's `version`
+/// tells them apart).
+const PROTOCOL: &str = "mcp";
+
+/// The longest wait between two `tasks/get` polls, and the longest a turn
+/// reads a `tasks/result` stream before polling again.
+const MAX_POLL: Duration = Duration::from_secs(5);
+
+/// After a first server request, how long more are awaited before the turn
+/// raises what it has (a server sends the requests of one moment together).
+const GRACE: Duration = Duration::from_millis(150);
+
+/// At most this many upstream questions are raised at once.
+const MAX_ASKS: usize = 32;
+
+/// At most this many open calls (blocking calls waiting for an answer, and
+/// `tasks/result` streams of tasks waiting for one) are held by a process; a
+/// new one past that drops the oldest (whose next turn fails or polls).
+const MAX_OPEN: usize = 256;
+
+/// What the bridge declares at `initialize`.
+pub(crate) fn client_capabilities() -> Map<String, Value> {
+    let mut caps = Map::new();
+    caps.insert("elicitation".into(), json!({"form": {}, "url": {}}));
+    caps
+}
+
+/// What an open stream answers.
+#[derive(Clone, Debug, PartialEq)]
+enum OpenKind {
+    /// A blocking `tools/call`.
+    Call,
+    /// `tasks/result` of an upstream task.
+    TaskResult,
+}
+
+/// An upstream request whose answer is still being read: its SSE stream.
+struct OpenCall {
+    kind: OpenKind,
+    /// The JSON-RPC id of the request (the response carries it; a blocking
+    /// call is cancelled by it).
+    request_id: Value,
+    /// The session it was made in.
+    client: McpLegacyClient,
+    stream: BoxStream<'static, Result<Value, ClientError>>,
+    opened: Instant,
+}
+
+/// The open calls of this process, by downstream task (bounded by
+/// [`MAX_OPEN`]).
+#[derive(Default)]
+struct OpenCalls {
+    map: Mutex<HashMap<TaskId, OpenCall>>,
+}
+
+impl OpenCalls {
+    fn put(&self, id: TaskId, call: OpenCall) {
+        let Ok(mut m) = self.map.lock() else {
+            return;
+        };
+        if m.len() >= MAX_OPEN && !m.contains_key(&id) {
+            let oldest = m
+                .iter()
+                .min_by_key(|(_, c)| c.opened)
+                .map(|(k, _)| k.clone());
+            if let Some(k) = oldest {
+                warn!(task = %k, max = MAX_OPEN,
+                    "too many open upstream MCP calls: the oldest is dropped (its task fails or polls on its next turn)");
+                m.remove(&k);
+            }
+        }
+        m.insert(id, call);
+    }
+
+    fn take(&self, id: &TaskId) -> Option<OpenCall> {
+        self.map.lock().ok().and_then(|mut m| m.remove(id))
+    }
+}
+
+/// The 2025-11-25 state of an [`McpUpstream`].
+#[derive(Clone)]
+pub(crate) struct Legacy {
+    /// The bridge's own session.
+    client: McpLegacyClient,
+    capabilities: Map<String, Value>,
+    reinit: Arc<tokio::sync::Mutex<()>>,
+    /// The tools called as tasks.
+    as_task: Arc<HashSet<String>>,
+    open: Arc<OpenCalls>,
+    open_watcher: Option<Arc<Aborting>>,
+}
+
+/// A spawned watcher, aborted when the last agent clone goes.
+struct Aborting(tokio::task::JoinHandle<()>);
+
+impl Drop for Aborting {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl Legacy {
+    pub(crate) fn new(
+        client: McpLegacyClient,
+        capabilities: Map<String, Value>,
+        as_task: HashSet<String>,
+    ) -> Self {
+        Self {
+            client,
+            capabilities,
+            reinit: Arc::new(tokio::sync::Mutex::new(())),
+            as_task: Arc::new(as_task),
+            open: Arc::new(OpenCalls::default()),
+            open_watcher: None,
+        }
+    }
+
+    /// The bridge's session id.
+    pub(crate) fn session_id(&self) -> Option<String> {
+        self.client.session_id()
+    }
+
+    /// With the store: a watcher cancelling (`tasks/cancel`, in the bridge's
+    /// session) the upstream task of a linked downstream task that ends
+    /// canceled while no turn runs (returned, for the caller to keep), and one
+    /// that cancels (`notifications/cancelled`) and drops the open call of a
+    /// downstream task that ends while it waits.
+    pub(crate) fn with_store(
+        mut self,
+        store: Arc<dyn TaskStore>,
+    ) -> (Self, crate::common::AbortOnDrop) {
+        let client = self.client.clone();
+        let tasks = watch_cancels(store.clone(), PROTOCOL, move |task_id| {
+            let client = client.clone();
+            async move {
+                timed(PROTOCOL, "tasks/cancel", client.cancel_task(&task_id))
+                    .await
+                    .map(|_| ())
+            }
+        });
+        let open = self.open.clone();
+        self.open_watcher = Some(Arc::new(watch_open_calls(store, open)));
+        (self, tasks)
+    }
+
+    /// Readiness: a `ping` in the bridge's session (re-initialized when the
+    /// upstream no longer holds it); any JSON-RPC answer counts.
+    pub(crate) async fn ready(&self, endpoint: &str) -> Result<(), String> {
+        let ping = || async {
+            timed(
+                PROTOCOL,
+                "ping",
+                self.client
+                    .call_raw(method::PING, Value::Object(Map::new())),
+            )
+            .await
+        };
+        let r = match ping().await {
+            Err(e) if session_lost(&e) => match self.reinitialize(self.client.session_id()).await {
+                Ok(()) => ping().await,
+                Err(e) => Err(e),
+            },
+            other => other,
+        };
+        match r {
+            Ok(_) => Ok(()),
+            Err(e) if !e.is_transient() && matches!(e, ClientError::Rpc(_)) => Ok(()),
+            Err(e) => Err(format!("upstream {endpoint}: {e}")),
+        }
+    }
+
+    /// Opens a new session for the bridge, unless another caller already
+    /// replaced `failed` (the session that was found lost).
+    async fn reinitialize(&self, failed: Option<String>) -> Result<(), ClientError> {
+        let _guard = self.reinit.lock().await;
+        if self.client.session_id() != failed {
+            return Ok(());
+        }
+        info!(upstream = %self.client.endpoint(), old_session = ?failed,
+            "the upstream MCP server no longer holds the bridge's session; initializing again");
+        timed(
+            PROTOCOL,
+            "initialize",
+            self.client.initialize(self.capabilities.clone()),
+        )
+        .await
+        .map(|_| ())
+    }
+}
+
+/// Whether an error says the upstream does not hold the session (HTTP 404,
+/// taskwire's -32001).
+fn session_lost(e: &ClientError) -> bool {
+    match e {
+        ClientError::Http { status: 404, .. } => true,
+        ClientError::Rpc(r) => r.http_status == Some(404) || r.code == -32001,
+        _ => false,
+    }
+}
+
+/// The watcher of [`Legacy::with_store`] for open calls.
+fn watch_open_calls(store: Arc<dyn TaskStore>, open: Arc<OpenCalls>) -> Aborting {
+    Aborting(tokio::spawn(async move {
+        use tokio::sync::broadcast::error::RecvError;
+        let mut rx = store.hub().firehose();
+        loop {
+            let id = match rx.recv().await {
+                Ok((id, wake)) if wake.state.is_terminal() => id,
+                Ok(_) => continue,
+                Err(RecvError::Lagged(_)) => continue,
+                Err(RecvError::Closed) => return,
+            };
+            let Some(call) = open.take(&id) else {
+                continue;
+            };
+            if call.kind == OpenKind::Call {
+                match timed(
+                    PROTOCOL,
+                    "notifications/cancelled",
+                    call.client
+                        .cancel_request(&call.request_id, Some("the bridged task ended")),
+                )
+                .await
+                {
+                    Ok(()) => info!(task = %id, "blocking upstream call cancelled"),
+                    Err(e) => {
+                        debug!(task = %id, error = %e, "cancelling the blocking upstream call failed")
+                    }
+                }
+            }
+            // Dropping the call closes its connection.
+        }
+    }))
+}
+
+/// Runs one downstream turn against a 2025-11-25 upstream.
+pub(crate) async fn run_turn(
+    up: &McpUpstream,
+    legacy: &Legacy,
+    ctx: &TurnContext,
+) -> Result<TurnOutcome, taskwire_core::AgentError> {
+    let mut turn = Turn {
+        up,
+        legacy,
+        ctx,
+        number: crate::common::turn_number(ctx.task()),
+        link: McpLink::read(ctx.state()),
+        client: legacy.client.clone(),
+        open: legacy.open.take(&ctx.task().id),
+        switched: false,
+    };
+    let span = info_span!("bridged_turn", protocol = PROTOCOL, version = vocab::LEGACY_VERSION,
+        task = %ctx.task().id, turn = turn.number, upstream_task = tracing::field::Empty);
+    if let Some(l) = turn.link.as_ref().filter(|l| !l.task_id.is_empty()) {
+        span.record("upstream_task", l.task_id.as_str());
+    }
+    let r = turn.run().instrument(span).await;
+    if let Some(open) = turn.open.take() {
+        let keep = matches!(
+            r,
+            Ok(TurnOutcome::Waiting { .. }) | Err(BridgeError::Core(CoreError::LeaseLost))
+        );
+        if keep {
+            legacy.open.put(ctx.task().id.clone(), open);
+        }
+    }
+    crate::common::turn_result(r)
+}
+
+/// One downstream turn.
+struct Turn<'a> {
+    up: &'a McpUpstream,
+    legacy: &'a Legacy,
+    ctx: &'a TurnContext,
+    number: u32,
+    link: Option<McpLink>,
+    /// The session the turn speaks in: the link's, else the bridge's.
+    client: McpLegacyClient,
+    /// The open call or `tasks/result` stream of the task, if this process
+    /// holds one.
+    open: Option<OpenCall>,
+    /// The link's session was lost and the turn went on in the bridge's.
+    switched: bool,
+}
+
+/// What a message of an open stream is.
+enum Incoming {
+    /// The response to the stream's request.
+    Response(Value),
+    /// A server-to-client request.
+    Request(Value),
+    /// Anything else (notifications, other responses).
+    Other,
+}
+
+fn classify(msg: Value, request_id: &Value) -> Incoming {
+    let has_method = msg.get("method").is_some();
+    let id = msg.get("id").filter(|i| !i.is_null());
+    match (has_method, id) {
+        (true, Some(_)) => Incoming::Request(msg),
+        (false, Some(i)) if same_id(i, request_id) => Incoming::Response(msg),
+        _ => Incoming::Other,
+    }
+}
+
+/// JSON-RPC ids compare as sent; a server may echo a number as a string.
+fn same_id(a: &Value, b: &Value) -> bool {
+    a == b
+        || match (a, b) {
+            (Value::String(s), Value::Number(n)) | (Value::Number(n), Value::String(s)) => {
+                *s == n.to_string()
+            }
+            _ => false,
+        }
+}
+
+/// What reading an open stream came to.
+enum Read {
+    /// The turn ends with this.
+    Done(TurnOutcome),
+    /// Nothing yet (idle, or the stream ended): poll again.
+    Nothing,
+}
+
+impl Turn<'_> {
+    async fn run(&mut self) -> Result<TurnOutcome, BridgeError> {
+        if let Some(s) = self.link.as_ref().and_then(|l| l.session.clone()) {
+            if Some(&s) != self.legacy.session_id().as_ref() {
+                self.client = self.legacy.client.with_session(Some(s));
+            }
+        }
+        if let Some(open) = &self.open {
+            // An open call carries its own session.
+            self.client = open.client.clone();
+        }
+        match self.link.clone() {
+            None => self.call().await,
+            Some(l) if l.call.is_some() => self.resume_call(l).await,
+            Some(l) if l.turn >= self.number => {
+                info!(task = %self.ctx.task().id, upstream_task = %l.task_id, turn = self.number,
+                    session = ?l.session, "re-attaching to the upstream MCP task (2025-11-25)");
+                reattached(PROTOCOL);
+                if !l.asked.is_empty() {
+                    // Stopped after raising its questions: they still wait.
+                    return self.ask_again(&l, l.asked.clone()).await;
+                }
+                self.follow(&l.task_id).await
+            }
+            Some(l) => {
+                let unanswered = self.answer(&l).await?;
+                if !unanswered.is_empty() {
+                    return self.ask_again(&l, unanswered).await;
+                }
+                let next = McpLink {
+                    turn: self.number,
+                    asked: Vec::new(),
+                    session: self.client.session_id(),
+                    ..l.clone()
+                };
+                self.store_link(next, false).await?;
+                self.follow(&l.task_id).await
+            }
+        }
+    }
+
+    /// Runs `op` in the turn's session; when the upstream no longer holds it,
+    /// goes on in the bridge's own (initialized again if it was that one).
+    async fn in_session<T, F, Fut>(&mut self, op: &'static str, f: F) -> Result<T, ClientError>
+    where
+        F: Fn(McpLegacyClient) -> Fut,
+        Fut: Future<Output = Result<T, ClientError>>,
+    {
+        let first = timed(PROTOCOL, op, f(self.client.clone())).await;
+        match first {
+            Err(e) if session_lost(&e) => {
+                let lost = self.client.session_id();
+                if lost == self.legacy.session_id() {
+                    self.legacy.reinitialize(lost.clone()).await?;
+                }
+                self.client = self.legacy.client.clone();
+                self.switched = true;
+                warn!(task = %self.ctx.task().id, lost_session = ?lost,
+                    session = ?self.client.session_id(),
+                    "the upstream no longer holds the session; going on in the bridge's");
+                if let Some(l) = self.link.as_mut() {
+                    l.session = self.client.session_id();
+                }
+                timed(PROTOCOL, op, f(self.client.clone())).await
+            }
+            other => other,
+        }
+    }
+
+    /// The first turn: calls the tool, as a task when both sides allow it.
+    async fn call(&mut self) -> Result<TurnOutcome, BridgeError> {
+        let names = self.up.tool_names();
+        let Some(tool) = vocab::tool_of_task(&self.ctx.task().metadata, &names) else {
+            return Ok(TurnOutcome::Rejected {
+                reason: format!(
+                    "the upstream MCP server has several tools ({}): call one of them as an MCP tool, or bridge one with --upstream URL#tool",
+                    names.join(", ")
+                ),
+            });
+        };
+        let tool = tool.to_string();
+        let schema = self
+            .up
+            .tools
+            .iter()
+            .find(|t| t.0 == tool)
+            .map(|t| t.1.clone())
+            .unwrap_or(Value::Null);
+        let first = self.ctx.task().history.first().or(self.ctx.input().first());
+        let args = Value::Object(vocab::tool_arguments(&schema, first));
+        let as_task = self.legacy.as_task.contains(&tool);
+        debug!(task = %self.ctx.task().id, tool = %tool, as_task, "calling the upstream tool (2025-11-25)");
+        let ctx = self.ctx;
+        if as_task {
+            let called = tokio::select! {
+                biased;
+                _ = ctx.cancelled() => return self.stopped().await,
+                r = self.in_session("tools/call", |c| {
+                    let (tool, args) = (tool.clone(), args.clone());
+                    async move { c.call_tool_as_task(&tool, args, None).await }
+                }) => r,
+            };
+            let t = called
+                .map_err(|source| BridgeError::Upstream {
+                    operation: "tools/call",
+                    source: Box::new(source),
+                })?
+                .into_inner();
+            self.store_link(
+                McpLink {
+                    protocol: PROTOCOL.into(),
+                    task_id: t.task_id.clone(),
+                    tool,
+                    turn: self.number,
+                    asked: Vec::new(),
+                    repeat: false,
+                    request_state: None,
+                    version: Some(vocab::LEGACY_VERSION.into()),
+                    session: self.client.session_id(),
+                    call: None,
+                },
+                true,
+            )
+            .await?;
+            return self.follow(&t.task_id).await;
+        }
+        let params = json!({"name": tool, "arguments": args});
+        let opened = tokio::select! {
+            biased;
+            _ = ctx.cancelled() => return self.stopped().await,
+            r = self.in_session("tools/call", |c| {
+                let params = params.clone();
+                async move { c.request_events_with_id(method::TOOLS_CALL, params).await }
+            }) => r,
+        };
+        let (request_id, stream) = opened.map_err(|source| BridgeError::Upstream {
+            operation: "tools/call",
+            source: Box::new(source),
+        })?;
+        self.open = Some(OpenCall {
+            kind: OpenKind::Call,
+            request_id,
+            client: self.client.clone(),
+            stream,
+            opened: Instant::now(),
+        });
+        self.read_call(&tool).await
+    }
+
+    /// A later turn of a blocking call that waits for answers: answers it on
+    /// the open call (held by this process) and reads on.
+    async fn resume_call(&mut self, l: McpLink) -> Result<TurnOutcome, BridgeError> {
+        let held = self.open.as_ref().is_some_and(|o| {
+            o.kind == OpenKind::Call && l.call.as_ref().is_some_and(|c| same_id(c, &o.request_id))
+        });
+        if !held {
+            self.open = None;
+            warn!(task = %self.ctx.task().id, tool = %l.tool,
+                "the blocking upstream call that waits for the answer is not held by this process");
+            return Ok(TurnOutcome::Failed {
+                message: format!(
+                    "the upstream tool {} asked for input inside a blocking call, and that call was lost (the bridge restarted, or dropped it) before the answer could be sent: {}",
+                    l.tool,
+                    vocab::LOSS_MCP_LEGACY_BLOCKING_INPUT.0
+                ),
+            });
+        }
+        if l.turn >= self.number {
+            // A re-run of the turn that asked: ask again.
+            return self.ask_again(&l, l.asked.clone()).await;
+        }
+        let unanswered = self.answer(&l).await?;
+        if !unanswered.is_empty() {
+            return self.ask_again(&l, unanswered).await;
+        }
+        let next = McpLink {
+            turn: self.number,
+            asked: Vec::new(),
+            ..l.clone()
+        };
+        self.ctx.set_state(next.to_state()).await?;
+        self.link = Some(next);
+        self.read_call(&l.tool).await
+    }
+
+    /// Sends the downstream answers to what `l` asked as the responses to the
+    /// upstream's requests; returns what is still unanswered.
+    async fn answer(&mut self, l: &McpLink) -> Result<Vec<Asked>, BridgeError> {
+        let responses = crate::mcp::responses(self.ctx, &l.asked);
+        let mut unanswered = Vec::new();
+        for a in &l.asked {
+            let (Some(r), Some(id)) = (responses.get(&a.key), a.request_id.as_ref()) else {
+                unanswered.push(a.clone());
+                continue;
+            };
+            debug!(task = %self.ctx.task().id, key = %a.key, request = %id, "answering the upstream's request");
+            let sent = self
+                .in_session("elicitation/create response", |c| {
+                    let (id, r) = (id.clone(), r.clone());
+                    async move { c.respond(id, &r).await }
+                })
+                .await;
+            if let Err(e) = sent {
+                return Err(BridgeError::Upstream {
+                    operation: "elicitation/create response",
+                    source: Box::new(e),
+                });
+            }
+        }
+        Ok(unanswered)
+    }
+
+    /// Raises `asked` (questions of `l` still unanswered) again and waits.
+    async fn ask_again(
+        &mut self,
+        l: &McpLink,
+        asked: Vec<Asked>,
+    ) -> Result<TurnOutcome, BridgeError> {
+        let asks = asked
+            .iter()
+            .map(|a| {
+                let ask = match &a.provider {
+                    Some(p) => UpstreamAsk::Auth {
+                        key: a.key.clone(),
+                        provider: p.clone(),
+                        prompt: a.prompt.clone().unwrap_or_default(),
+                        url: a.url.clone().unwrap_or_default(),
+                    },
+                    None => UpstreamAsk::Form {
+                        key: a.key.clone(),
+                        prompt: a
+                            .prompt
+                            .clone()
+                            .unwrap_or_else(|| "the upstream tool asks for input".into()),
+                        schema: a
+                            .schema
+                            .clone()
+                            .unwrap_or_else(|| json!({"type": "object"})),
+                    },
+                };
+                (ask, a.request_id.clone().unwrap_or(Value::Null))
+            })
+            .collect();
+        if self.link.is_none() {
+            self.link = Some(l.clone());
+        }
+        self.raise_and_wait(asks).await
+    }
+
+    /// Stores the link (committing it when `flush`).
+    async fn store_link(&mut self, link: McpLink, flush: bool) -> Result<(), BridgeError> {
+        self.ctx.set_state(link.to_state()).await?;
+        if flush {
+            self.ctx.flush().await?;
+            tracing::Span::current().record("upstream_task", link.task_id.as_str());
+            debug!(task = %self.ctx.task().id, upstream_task = %link.task_id, turn = link.turn,
+                session = ?link.session, "upstream link stored");
+        }
+        self.link = Some(link);
+        Ok(())
+    }
+
+    /// Reads a blocking call's stream: its requests are raised (the turn
+    /// waits, the call stays open), its response ends the turn.
+    async fn read_call(&mut self, tool: &str) -> Result<TurnOutcome, BridgeError> {
+        let ctx = self.ctx;
+        let mut requests: Vec<Value> = Vec::new();
+        loop {
+            let Some(open) = self.open.as_mut() else {
+                return Err(BridgeError::Protocol("no open tools/call".into()));
+            };
+            let request_id = open.request_id.clone();
+            let next = tokio::select! {
+                biased;
+                _ = ctx.cancelled() => return self.stopped().await,
+                r = next_within(&mut open.stream, (!requests.is_empty()).then_some(GRACE)) => r,
+            };
+            let msg = match next {
+                Next::Idle => break,
+                Next::Ended => {
+                    self.open = None;
+                    return Err(BridgeError::Protocol(format!(
+                        "the upstream's answer to tools/call of {tool} ended without its result"
+                    )));
+                }
+                Next::Failed(e) => {
+                    self.open = None;
+                    return Err(BridgeError::Upstream {
+                        operation: "tools/call",
+                        source: Box::new(e),
+                    });
+                }
+                Next::Message(m) => m,
+            };
+            match classify(msg, &request_id) {
+                Incoming::Response(r) => {
+                    self.open = None;
+                    return self.finish_response("tools/call", r).await;
+                }
+                Incoming::Request(req) => {
+                    if let Some(req) = self.handle_request(req).await {
+                        if requests.len() < MAX_ASKS {
+                            requests.push(req);
+                        }
+                    }
+                }
+                Incoming::Other => {}
+            }
+        }
+        self.raise_requests(requests, Some(tool)).await
+    }
+
+    /// Answers what a server request needs no person for (`ping`); returns
+    /// the others.
+    async fn handle_request(&mut self, req: Value) -> Option<Value> {
+        if req.get("method").and_then(Value::as_str) == Some(method::PING) {
+            let id = req.get("id").cloned().unwrap_or(Value::Null);
+            if let Err(e) = self.client.respond(id, &json!({})).await {
+                debug!(error = %e, "answering the upstream's ping failed");
+            }
+            return None;
+        }
+        Some(req)
+    }
+
+    /// Raises the upstream's requests on the downstream task and waits. For
+    /// a blocking call (`tool`), the link names the open call.
+    async fn raise_requests(
+        &mut self,
+        requests: Vec<Value>,
+        tool: Option<&str>,
+    ) -> Result<TurnOutcome, BridgeError> {
+        let mut asks = Vec::new();
+        for (n, req) in requests.iter().enumerate() {
+            let key = vocab::legacy_input_key(self.number, n);
+            let id = req.get("id").cloned().unwrap_or(Value::Null);
+            match vocab::ask_of_server_request(&key, req) {
+                Some(a) => asks.push((a, id)),
+                None => {
+                    let m = req.get("method").and_then(Value::as_str).unwrap_or("?");
+                    warn!(task = %self.ctx.task().id, method = m, "an upstream request the bridge cannot read");
+                    asks.push((
+                        UpstreamAsk::Unsupported {
+                            key,
+                            method: "an unreadable request",
+                        },
+                        id,
+                    ));
+                }
+            }
+        }
+        if let Some(tool) = tool {
+            let call = self.open.as_ref().map(|o| o.request_id.clone());
+            self.link = Some(McpLink {
+                protocol: PROTOCOL.into(),
+                task_id: String::new(),
+                tool: tool.to_string(),
+                turn: self.number,
+                asked: Vec::new(),
+                repeat: false,
+                request_state: None,
+                version: Some(vocab::LEGACY_VERSION.into()),
+                session: self.client.session_id(),
+                call,
+            });
+        }
+        self.raise_and_wait(asks).await
+    }
+
+    /// Raises `asks` (each with the id of its upstream request), records them
+    /// in the link, and ends the turn waiting. A question the bridge does not
+    /// carry fails the turn and cancels upstream.
+    async fn raise_and_wait(
+        &mut self,
+        asks: Vec<(UpstreamAsk, Value)>,
+    ) -> Result<TurnOutcome, BridgeError> {
+        let ids: Vec<(Value, Option<String>, Option<String>)> = asks
+            .iter()
+            .map(|(a, id)| match a {
+                UpstreamAsk::Form { prompt, .. } => (id.clone(), Some(prompt.clone()), None),
+                UpstreamAsk::Auth { prompt, url, .. } => {
+                    (id.clone(), Some(prompt.clone()), Some(url.clone()))
+                }
+                UpstreamAsk::Unsupported { .. } => (id.clone(), None, None),
+            })
+            .collect();
+        let raised = crate::common::raise(
+            self.ctx,
+            asks.into_iter().map(|(a, _)| a).collect(),
+            "request",
+        )?;
+        let (raised, prompt) = match raised {
+            Ok(r) => r,
+            Err(refused) => {
+                self.cancel_upstream("the bridge does not carry the upstream's request")
+                    .await;
+                return Ok(refused);
+            }
+        };
+        let asked: Vec<Asked> = raised
+            .into_iter()
+            .zip(ids)
+            .map(|(r, (id, prompt, url))| Asked {
+                key: r.key,
+                provider: r.provider,
+                schema: r.schema,
+                request_id: (!id.is_null()).then_some(id),
+                prompt,
+                url,
+            })
+            .collect();
+        let Some(mut link) = self.link.clone() else {
+            return Err(BridgeError::Protocol(
+                "an upstream question without a link".into(),
+            ));
+        };
+        link.asked = asked;
+        link.session = self.client.session_id();
+        self.ctx.set_state(link.to_state()).await?;
+        self.link = Some(link);
+        Ok(TurnOutcome::Waiting {
+            message: Some(Message::agent_text(if prompt.trim().is_empty() {
+                "the upstream tool asks for input".to_string()
+            } else {
+                prompt
+            })),
+        })
+    }
+
+    /// Follows the upstream task: polls `tasks/get`; while it waits for
+    /// input, reads a `tasks/result` stream for its questions; once it is
+    /// terminal, its result.
+    async fn follow(&mut self, task_id: &str) -> Result<TurnOutcome, BridgeError> {
+        let ctx = self.ctx;
+        let backoff = self.up.backoff.clone();
+        let mut failures: u32 = 0;
+        let mut last_message: Option<String> = None;
+        loop {
+            let got = tokio::select! {
+                biased;
+                _ = ctx.cancelled() => return self.stopped().await,
+                r = self.in_session("tasks/get", |c| {
+                    let id = task_id.to_string();
+                    async move { c.get_task(&id).await }
+                }) => r,
+            };
+            let t = match got {
+                Ok(t) => {
+                    failures = 0;
+                    t.into_inner()
+                }
+                Err(ClientError::Rpc(e)) if self.switched => {
+                    return Ok(TurnOutcome::Failed {
+                        message: format!(
+                            "the upstream MCP task {task_id} cannot be found in a new session ({}): {}",
+                            e.message,
+                            vocab::LOSS_MCP_LEGACY_SESSION.0
+                        ),
+                    });
+                }
+                Err(e) => {
+                    if failures >= backoff.max_attempts || !e.is_transient() {
+                        return Err(BridgeError::Upstream {
+                            operation: "tasks/get",
+                            source: Box::new(e),
+                        });
+                    }
+                    let d = backoff.delay(failures);
+                    failures += 1;
+                    debug!(upstream_task = %task_id, error = %e, attempt = failures, "tasks/get failed; retrying");
+                    self.pause(d).await?;
+                    continue;
+                }
+            };
+            let wait = t
+                .poll_interval
+                .map(Duration::from_millis)
+                .unwrap_or(self.up.poll_interval)
+                .min(MAX_POLL);
+            match vocab::upstream_state_of_mcp(t.status) {
+                UpstreamState::Running | UpstreamState::Unknown => {
+                    if let Some(m) = t.status_message.filter(|m| !m.trim().is_empty()) {
+                        if last_message.as_ref() != Some(&m) {
+                            match ctx.emit_message(Message::agent_text(m.clone())).await {
+                                Ok(()) => {}
+                                Err(_) if ctx.is_cancelled() => return self.stopped().await,
+                                Err(e) => return Err(e.into()),
+                            }
+                            last_message = Some(m);
+                        }
+                    }
+                }
+                UpstreamState::InputRequired | UpstreamState::AuthRequired => {
+                    if let Read::Done(outcome) = self.read_task_stream(task_id).await? {
+                        return Ok(outcome);
+                    }
+                    continue;
+                }
+                UpstreamState::Completed | UpstreamState::Failed => {
+                    self.open = None;
+                    return self.task_result(task_id, t.status_message).await;
+                }
+                UpstreamState::Canceled => {
+                    self.open = None;
+                    return end_canceled(
+                        self.up.store.as_ref(),
+                        &self.up.info.name,
+                        &self.ctx.task().id,
+                    )
+                    .await;
+                }
+                UpstreamState::Rejected => {
+                    return Ok(TurnOutcome::Rejected {
+                        reason: t
+                            .status_message
+                            .unwrap_or_else(|| "the upstream rejected the task".into()),
+                    })
+                }
+            }
+            self.pause(wait).await?;
+        }
+    }
+
+    /// Sleeps `d`, unless the turn is cancelled.
+    async fn pause(&mut self, d: Duration) -> Result<(), BridgeError> {
+        let ctx = self.ctx;
+        tokio::select! {
+            biased;
+            _ = ctx.cancelled() => match self.stopped().await {
+                Ok(_) => Err(BridgeError::Core(CoreError::LeaseLost)),
+                Err(e) => Err(e),
+            },
+            _ = tokio::time::sleep(d) => Ok(()),
+        }
+    }
+
+    /// Reads the task's `tasks/result` stream (opening one unless this
+    /// process holds it) for up to [`MAX_POLL`]: the questions on it are
+    /// raised; the final answer ends the turn with the result.
+    async fn read_task_stream(&mut self, task_id: &str) -> Result<Read, BridgeError> {
+        let ctx = self.ctx;
+        if self.open.is_none() {
+            let opened = self
+                .in_session("tasks/result", |c| {
+                    let id = task_id.to_string();
+                    async move {
+                        c.request_events_with_id(method::TASKS_RESULT, json!({"taskId": id}))
+                            .await
+                    }
+                })
+                .await;
+            match opened {
+                Ok((request_id, stream)) => {
+                    self.open = Some(OpenCall {
+                        kind: OpenKind::TaskResult,
+                        request_id,
+                        client: self.client.clone(),
+                        stream,
+                        opened: Instant::now(),
+                    })
+                }
+                Err(e) => {
+                    debug!(upstream_task = %task_id, error = %e, "tasks/result could not be opened; polling");
+                    self.pause(self.up.poll_interval.min(MAX_POLL)).await?;
+                    return Ok(Read::Nothing);
+                }
+            }
+        }
+        let deadline = tokio::time::Instant::now() + MAX_POLL;
+        let mut requests: Vec<Value> = Vec::new();
+        loop {
+            let Some(open) = self.open.as_mut() else {
+                break;
+            };
+            let request_id = open.request_id.clone();
+            let left = match requests.is_empty() {
+                true => deadline.saturating_duration_since(tokio::time::Instant::now()),
+                false => GRACE,
+            };
+            let next = tokio::select! {
+                biased;
+                _ = ctx.cancelled() => return self.stopped().await.map(Read::Done),
+                r = next_within(&mut open.stream, Some(left)) => r,
+            };
+            let msg = match next {
+                Next::Idle => break,
+                Next::Ended => {
+                    self.open = None;
+                    break;
+                }
+                Next::Failed(e) => {
+                    debug!(upstream_task = %task_id, error = %e, "the tasks/result stream broke");
+                    self.open = None;
+                    break;
+                }
+                Next::Message(m) => m,
+            };
+            match classify(msg, &request_id) {
+                Incoming::Response(r) => {
+                    self.open = None;
+                    return self
+                        .finish_response("tasks/result", r)
+                        .await
+                        .map(Read::Done);
+                }
+                Incoming::Request(req) => {
+                    let other = vocab::related_task(&req).is_some_and(|t| t != task_id);
+                    if other {
+                        debug!(upstream_task = %task_id, "a request of another task on the stream; left unanswered");
+                        continue;
+                    }
+                    if let Some(req) = self.handle_request(req).await {
+                        if requests.len() < MAX_ASKS {
+                            requests.push(req);
+                        }
+                    }
+                }
+                Incoming::Other => {}
+            }
+        }
+        if requests.is_empty() {
+            return Ok(Read::Nothing);
+        }
+        self.raise_requests(requests, None).await.map(Read::Done)
+    }
+
+    /// The result of a terminal upstream task (`tasks/result`).
+    async fn task_result(
+        &mut self,
+        task_id: &str,
+        status_message: Option<String>,
+    ) -> Result<TurnOutcome, BridgeError> {
+        let got = self
+            .in_session("tasks/result", |c| {
+                let id = task_id.to_string();
+                async move {
+                    c.call_raw(method::TASKS_RESULT, json!({ "taskId": id }))
+                        .await
+                }
+            })
+            .await;
+        let failed = || TurnOutcome::Failed {
+            message: status_message
+                .clone()
+                .filter(|m| !m.trim().is_empty())
+                .unwrap_or_else(|| "the upstream task failed".into()),
+        };
+        match got {
+            Ok(v) if v.get("content").is_some() => {
+                let r: CallToolResult = serde_json::from_value(v).map_err(|e| {
+                    BridgeError::Protocol(format!("tasks/result: not a tool result: {e}"))
+                })?;
+                crate::mcp::finish(self.ctx, self.number, &r).await
+            }
+            // Without a tool result (a task that failed without one).
+            Ok(_) => Ok(failed()),
+            Err(ClientError::Rpc(e)) => Ok(TurnOutcome::Failed { message: e.message }),
+            Err(e) => {
+                warn!(upstream_task = %task_id, error = %e, "tasks/result failed");
+                Ok(failed())
+            }
+        }
+    }
+
+    /// Ends the turn with the response to a blocking call or to
+    /// `tasks/result`: the tool's result, or the JSON-RPC error.
+    async fn finish_response(
+        &mut self,
+        operation: &'static str,
+        response: Value,
+    ) -> Result<TurnOutcome, BridgeError> {
+        if let Some(err) = response.get("error").filter(|e| !e.is_null()) {
+            let e = RpcError::from_json(err, None).ok_or_else(|| {
+                BridgeError::Protocol(format!("{operation}: a malformed JSON-RPC error: {err}"))
+            })?;
+            return Err(BridgeError::Upstream {
+                operation,
+                source: Box::new(ClientError::Rpc(e)),
+            });
+        }
+        let result = response.get("result").cloned().unwrap_or(Value::Null);
+        let r: CallToolResult = serde_json::from_value(result)
+            .map_err(|e| BridgeError::Protocol(format!("{operation}: not a tool result: {e}")))?;
+        crate::mcp::finish(self.ctx, self.number, &r).await
+    }
+
+    /// Cancels upstream (best effort): the open blocking call with
+    /// `notifications/cancelled`, the linked task with `tasks/cancel`.
+    async fn cancel_upstream(&mut self, reason: &str) {
+        let id = self.ctx.task().id.clone();
+        if let Some(open) = self.open.take() {
+            if open.kind == OpenKind::Call {
+                match timed(
+                    PROTOCOL,
+                    "notifications/cancelled",
+                    open.client.cancel_request(&open.request_id, Some(reason)),
+                )
+                .await
+                {
+                    Ok(()) => info!(task = %id, "blocking upstream call cancelled"),
+                    Err(e) => {
+                        warn!(task = %id, error = %e, "cancelling the blocking upstream call failed")
+                    }
+                }
+                return;
+            }
+        }
+        let Some(task_id) = self
+            .link
+            .as_ref()
+            .map(|l| l.task_id.clone())
+            .filter(|t| !t.is_empty())
+        else {
+            debug!(task = %id, "no upstream task to cancel");
+            return;
+        };
+        let r = self
+            .in_session("tasks/cancel", |c| {
+                let t = task_id.clone();
+                async move { c.cancel_task(&t).await }
+            })
+            .await;
+        match r {
+            Ok(_) => info!(task = %id, upstream_task = %task_id, "upstream task canceled"),
+            Err(e) => warn!(task = %id, upstream_task = %task_id, error = %e,
+                "canceling the upstream task failed"),
+        }
+    }
+
+    /// The turn's cancellation token fired: cancel upstream if the downstream
+    /// task was canceled; leave it (and any open call) for the next worker
+    /// otherwise.
+    async fn stopped(&mut self) -> Result<TurnOutcome, BridgeError> {
+        let id = self.ctx.task().id.clone();
+        if !downstream_canceled(self.up.store.as_ref(), &id).await {
+            debug!(task = %id, "turn stopped without a downstream cancel; the upstream call is left running");
+            return Err(BridgeError::Core(CoreError::LeaseLost));
+        }
+        self.cancel_upstream("the bridged task was canceled").await;
+        self.open = None;
+        Err(BridgeError::Core(CoreError::Terminal {
+            state: TaskState::Canceled,
+        }))
+    }
+}
+
+/// The next message of a stream.
+enum Next {
+    Message(Value),
+    /// Nothing within the wait.
+    Idle,
+    Ended,
+    Failed(ClientError),
+}
+
+/// The next message of `stream`, waiting at most `within` (without limit:
+/// the stream's own idle timeout applies).
+async fn next_within(
+    stream: &mut BoxStream<'static, Result<Value, ClientError>>,
+    within: Option<Duration>,
+) -> Next {
+    let next = match within {
+        Some(d) => match tokio::time::timeout(d, stream.next()).await {
+            Ok(n) => n,
+            Err(_) => return Next::Idle,
+        },
+        None => stream.next().await,
+    };
+    match next {
+        Some(Ok(v)) => Next::Message(v),
+        Some(Err(e)) => Next::Failed(e),
+        None => Next::Ended,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_are_told_apart_by_id_and_method() {
+        let id = json!(7);
+        assert!(matches!(
+            classify(json!({"jsonrpc": "2.0", "id": 7, "result": {}}), &id),
+            Incoming::Response(_)
+        ));
+        assert!(matches!(
+            classify(json!({"jsonrpc": "2.0", "id": "7", "result": {}}), &id),
+            Incoming::Response(_)
+        ));
+        assert!(matches!(
+            classify(
+                json!({"jsonrpc": "2.0", "id": 0, "method": "elicitation/create", "params": {}}),
+                &id
+            ),
+            Incoming::Request(_)
+        ));
+        assert!(matches!(
+            classify(
+                json!({"jsonrpc": "2.0", "method": "notifications/progress"}),
+                &id
+            ),
+            Incoming::Other
+        ));
+        assert!(matches!(
+            classify(json!({"jsonrpc": "2.0", "id": 8, "result": {}}), &id),
+            Incoming::Other
+        ));
+    }
+
+    #[test]
+    fn lost_sessions_are_recognised() {
+        let http = ClientError::Http {
+            status: 404,
+            code: Some("-32600".into()),
+            message: Some("Session not found".into()),
+            body: String::new(),
+        };
+        assert!(session_lost(&http));
+        let rpc = RpcError::from_json(
+            &json!({"code": -32001, "message": "session not found"}),
+            Some(404),
+        )
+        .map(ClientError::Rpc);
+        assert!(rpc.as_ref().is_some_and(session_lost));
+        let other = RpcError::from_json(&json!({"code": -32602, "message": "no task"}), Some(200))
+            .map(ClientError::Rpc);
+        assert!(!other.as_ref().is_some_and(session_lost));
+    }
+}
