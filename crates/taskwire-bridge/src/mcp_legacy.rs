@@ -68,6 +68,11 @@ const MAX_ASKS: usize = 32;
 /// new one past that drops the oldest (whose next turn fails or polls).
 const MAX_OPEN: usize = 256;
 
+/// An open call older than this is dropped when another is put away (a
+/// downstream task that never answers nor ends does not hold a connection
+/// for ever).
+const MAX_OPEN_AGE: Duration = Duration::from_secs(24 * 60 * 60);
+
 /// What the bridge declares at `initialize`.
 pub(crate) fn client_capabilities() -> Map<String, Value> {
     let mut caps = Map::new();
@@ -108,6 +113,13 @@ impl OpenCalls {
         let Ok(mut m) = self.map.lock() else {
             return;
         };
+        m.retain(|k, c| {
+            let keep = c.opened.elapsed() < MAX_OPEN_AGE;
+            if !keep {
+                warn!(task = %k, "an open upstream MCP call waited too long for an answer: dropped");
+            }
+            keep
+        });
         if m.len() >= MAX_OPEN && !m.contains_key(&id) {
             let oldest = m
                 .iter()
@@ -942,10 +954,7 @@ impl Turn<'_> {
         }
         let deadline = tokio::time::Instant::now() + MAX_POLL;
         let mut requests: Vec<Value> = Vec::new();
-        loop {
-            let Some(open) = self.open.as_mut() else {
-                break;
-            };
+        while let Some(open) = self.open.as_mut() {
             let request_id = open.request_id.clone();
             let left = match requests.is_empty() {
                 true => deadline.saturating_duration_since(tokio::time::Instant::now()),
