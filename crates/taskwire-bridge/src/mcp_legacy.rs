@@ -60,6 +60,14 @@ const MAX_POLL: Duration = Duration::from_secs(5);
 /// raises what it has (a server sends the requests of one moment together).
 const GRACE: Duration = Duration::from_millis(150);
 
+/// After answering without the stream the questions came on (a restart), how
+/// long an `input_required` task is polled before a new `tasks/result` stream
+/// is read (see `Turn::settle_until`).
+const SETTLE: Duration = Duration::from_secs(2);
+
+/// The poll interval while settling.
+const SETTLE_POLL: Duration = Duration::from_millis(100);
+
 /// At most this many upstream questions are raised at once.
 const MAX_ASKS: usize = 32;
 
@@ -310,6 +318,7 @@ pub(crate) async fn run_turn(
         client: legacy.client.clone(),
         open: legacy.open.take(&ctx.task().id),
         switched: false,
+        settle_until: None,
     };
     let span = info_span!("bridged_turn", protocol = PROTOCOL, version = vocab::LEGACY_VERSION,
         task = %ctx.task().id, turn = turn.number, upstream_task = tracing::field::Empty);
@@ -343,6 +352,11 @@ struct Turn<'a> {
     open: Option<OpenCall>,
     /// The link's session was lost and the turn went on in the bridge's.
     switched: bool,
+    /// Until then, an `input_required` task is not read for questions with a
+    /// new `tasks/result` stream: the answers this turn sent may not be
+    /// applied yet, and a server may send their questions again on a new
+    /// stream.
+    settle_until: Option<tokio::time::Instant>,
 }
 
 /// What a message of an open stream is.
@@ -412,6 +426,9 @@ impl Turn<'_> {
                 let unanswered = self.answer(&l).await?;
                 if !unanswered.is_empty() {
                     return self.ask_again(&l, unanswered).await;
+                }
+                if self.open.is_none() && !l.asked.is_empty() {
+                    self.settle_until = Some(tokio::time::Instant::now() + SETTLE);
                 }
                 let next = McpLink {
                     turn: self.number,
@@ -877,6 +894,14 @@ impl Turn<'_> {
                     }
                 }
                 UpstreamState::InputRequired | UpstreamState::AuthRequired => {
+                    let settling = self.open.is_none()
+                        && self
+                            .settle_until
+                            .is_some_and(|u| tokio::time::Instant::now() < u);
+                    if settling {
+                        self.pause(SETTLE_POLL).await?;
+                        continue;
+                    }
                     if let Read::Done(outcome) = self.read_task_stream(task_id).await? {
                         return Ok(outcome);
                     }
