@@ -345,20 +345,17 @@ async fn a_legacy_mcp_upstream_runs_the_scripted_directives() {
     bridge.stop().await;
 }
 
-/// A blocking 2025-11-25 `tools/call` (the library's `mcp_tasks: false`):
-/// taskwire answers it with an SSE stream that carries the question as an
-/// `elicitation/create` request; the bridged task asks, the turn ends while
-/// the call stays open, and the downstream answer is sent as the response to
-/// that request, after which the call's result completes the task.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_blocking_legacy_call_answers_its_elicitation_from_the_next_turn() {
-    let up = serve(&[]).await;
+/// A bridge speaking 2025-11-25 to `up` with blocking calls only (the
+/// library's `mcp_tasks: false`), serving on the given store.
+async fn blocking_legacy_bridge(
+    up: &Running,
+    store: Arc<dyn taskwire::core::TaskStore>,
+) -> Running {
     let options = taskwire_bridge::UpstreamOptions {
         mcp_tasks: false,
         poll_interval: Duration::from_millis(50),
         ..Default::default()
     };
-    let store: Arc<dyn taskwire::core::TaskStore> = Arc::new(taskwire::MemoryStore::new());
     let agent = taskwire_bridge::McpUpstream::discover_as(
         &format!("{}/mcp", up.base),
         Some("run_script"),
@@ -370,7 +367,6 @@ async fn a_blocking_legacy_call_answers_its_elicitation_from_the_next_turn() {
     .with_store(store.clone());
     assert!(agent.is_legacy());
     assert!(!agent.offers_tasks());
-    assert!(agent.legacy_session().is_some());
     let server = taskwire::Server::builder()
         .agent(Arc::new(agent))
         .store(store)
@@ -379,7 +375,53 @@ async fn a_blocking_legacy_call_answers_its_elicitation_from_the_next_turn() {
         .build()
         .await
         .expect("build");
-    let bridge = run(server);
+    run(server)
+}
+
+/// The named loss of a blocking call that waits for an answer: the call is
+/// held by the bridge process that made it; a bridge started again on the
+/// same store (the first one gone, and its open call with it) fails the task
+/// when the answer comes, saying so, instead of calling the tool again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocking_legacy_call_lost_with_its_bridge_fails_its_task_clearly() {
+    let up = serve(&[]).await;
+    let store: Arc<dyn taskwire::core::TaskStore> = Arc::new(taskwire::MemoryStore::new());
+    let first = blocking_legacy_bridge(&up, store.clone()).await;
+    let t = a2a_send(&a2a_client(&first.base), "ask what colour?", None, false).await;
+    assert_eq!(state(&t), pb::TaskState::InputRequired, "{t:?}");
+    first.stop().await;
+
+    let second = blocking_legacy_bridge(&up, store).await;
+    let down = a2a_client(&second.base);
+    a2a_send(&down, "green", Some(&t.id), false).await;
+    let ended = settled(&down, &t.id).await;
+    assert_eq!(state(&ended), pb::TaskState::Failed, "{ended:?}");
+    let why = status_text(&ended);
+    assert!(
+        why.contains("asked for input inside a blocking call, and that call was lost"),
+        "{why}"
+    );
+    // The named loss's words (`upstream::mcp::LOSS_MCP_LEGACY_BLOCKING_INPUT`).
+    assert!(
+        why.contains("a bridge restarted while the call waits for the answer fails the task"),
+        "{why}"
+    );
+    // The tool was called once.
+    assert_eq!(upstream_tasks(&a2a_client(&up.base)).await.len(), 1);
+    second.stop().await;
+    up.stop().await;
+}
+
+/// A blocking 2025-11-25 `tools/call` (the library's `mcp_tasks: false`):
+/// taskwire answers it with an SSE stream that carries the question as an
+/// `elicitation/create` request; the bridged task asks, the turn ends while
+/// the call stays open, and the downstream answer is sent as the response to
+/// that request, after which the call's result completes the task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocking_legacy_call_answers_its_elicitation_from_the_next_turn() {
+    let up = serve(&[]).await;
+    let store: Arc<dyn taskwire::core::TaskStore> = Arc::new(taskwire::MemoryStore::new());
+    let bridge = blocking_legacy_bridge(&up, store).await;
     let down = a2a_client(&bridge.base);
 
     let t = a2a_send(&down, "hello, blocking", None, false).await;
