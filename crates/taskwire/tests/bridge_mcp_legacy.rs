@@ -244,7 +244,8 @@ async fn legacy_pair() -> (Running, Running) {
 /// The scripted agent's directives through a 2025-11-25 hop (the legacy task
 /// methods: taskwire's tools allow tasks): output, failure, a question
 /// answered with plain text (its elicitation arrives on `tasks/result` and
-/// the answer goes back as the response to it), a cancel of a running task,
+/// the answer goes back as the response to it), an authorisation granted
+/// downstream, a cancel of a running task,
 /// and a cancel of a task waiting for input. The bridge never sent
 /// `server/discover`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -277,6 +278,27 @@ async fn a_legacy_mcp_upstream_runs_the_scripted_directives() {
     assert_eq!(
         artifact_texts(&t2),
         vec![("result".to_string(), "answer: blue".to_string())]
+    );
+
+    // An authorisation: the upstream's URL elicitation (elicitationId
+    // `taskwire.auth/github`) is the bridged task's provider authorisation;
+    // the grant goes back as the response accepting it.
+    let t = a2a_send(&down, "auth github\nhello after auth", None, false).await;
+    assert_eq!(state(&t), pb::TaskState::AuthRequired, "{t:?}");
+    let req: pb::SendMessageRequest = serde_json::from_value(json!({
+        "message": {
+            "messageId": "grant-mcp-legacy-1", "role": "ROLE_USER", "taskId": t.id,
+            "parts": [{"text": "granted"}],
+            "metadata": {"authorization": {"provider": "github"}}
+        }
+    }))
+    .expect("request");
+    down.send_message(req).await.expect("grant");
+    let ended = settled(&down, &t.id).await;
+    assert_eq!(state(&ended), pb::TaskState::Completed, "{ended:?}");
+    assert_eq!(
+        artifact_texts(&ended),
+        vec![("result".to_string(), "hello after auth".to_string())]
     );
 
     // A downstream cancel of a running task: tasks/cancel upstream.
@@ -332,7 +354,7 @@ async fn a_legacy_mcp_upstream_runs_the_scripted_directives() {
     }
 
     // One upstream task per bridged task.
-    assert_eq!(upstream_tasks(&direct).await.len(), 5);
+    assert_eq!(upstream_tasks(&direct).await.len(), 6);
     // Spoken in 2025-11-25: the legacy task methods, no server/discover.
     let ops = upstream_operations(&bridge.base).await;
     assert!(ops.contains("operation=\"tasks/result\""), "{ops}");
