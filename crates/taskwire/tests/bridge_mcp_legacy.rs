@@ -25,6 +25,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
 mod common;
+#[path = "common/pg.rs"]
+mod pg;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -478,16 +480,26 @@ async fn a_blocking_legacy_call_answers_its_elicitation_from_the_next_turn() {
 /// A `taskwire` bridge process speaking 2025-11-25, killed with SIGKILL
 /// mid-task once the link (upstream task id and session) is committed,
 /// re-attaches to the same legacy task, in the same session, once the lease
-/// lapses (started again on the same SQLite store): the task completes once,
-/// with one upstream task. Then the same with the kill while the bridged task
-/// waits for input: the answer, sent by the restarted bridge as the response
-/// to the upstream's stored request id, completes it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_bridge_killed_mid_legacy_task_re_attaches_on_sqlite() {
+/// lapses (started again on the same SQLite store, or as another node of the
+/// same PostgreSQL store): the task completes once, with one upstream task.
+/// Then the same with the kill while the bridged task waits for input: the
+/// answer, sent by the restarted bridge as the response to the upstream's
+/// stored request id, completes it.
+async fn killed_mid_legacy_task(postgres: bool) {
+    let pg = match postgres {
+        true => match pg::pg_url() {
+            Some(url) => Some(pg::fresh_store(&url).await),
+            None => return,
+        },
+        false => None,
+    };
     let up = serve(&[]).await;
     let direct = a2a_client(&up.base);
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = format!("sqlite://{}", dir.path().join("bridge.db").display());
+    let store = match &pg {
+        Some((_, store, _)) => store.clone(),
+        None => format!("sqlite://{}", dir.path().join("bridge.db").display()),
+    };
     let url = format!("mcp+{}/mcp#run_script", up.base);
     let start = |n: u32| {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_taskwire"));
@@ -617,6 +629,17 @@ async fn a_bridge_killed_mid_legacy_task_re_attaches_on_sqlite() {
     );
     drop(third);
     up.stop().await;
+}
+
+mod a_bridge_killed_mid_legacy_task_re_attaches {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite_restart() {
+        super::killed_mid_legacy_task(false).await
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres_other_node() {
+        super::killed_mid_legacy_task(true).await
+    }
 }
 
 /// `--upstream-mcp-version` takes the three revisions' words, and needs
