@@ -45,7 +45,7 @@ async fn main() -> Result<(), ClientError> {
     let mut s = client.send_streaming_message(req).await?;
     while let Some(ev) = s.next().await {
         let ev = ev?;
-        println!("stream event {:?}: {}", ev.event_id, ev.raw);
+        println!("stream event {:?}: {}", ev.event_id, ev.raw());
     }
 
     if let Some(asked) = task_of(
@@ -64,7 +64,7 @@ async fn main() -> Result<(), ClientError> {
         if let Ok(sub) = sub.as_mut() {
             while let Some(ev) = sub.next().await {
                 match ev {
-                    Ok(ev) => println!("subscription event: {}", ev.raw),
+                    Ok(ev) => println!("subscription event: {}", ev.raw()),
                     Err(e) => println!("subscription error: {e}"),
                 }
             }
@@ -99,7 +99,7 @@ async fn main() -> Result<(), ClientError> {
             .send_streaming_message(a2a::send_request(a2a::text_message("grpc stream")))
             .await?;
         for ev in s.collect_all().await? {
-            println!("gRPC stream event: {}", ev.raw);
+            println!("gRPC stream event: {}", ev.raw());
         }
         match grpc.get_task("no-such-task", None).await {
             Ok(_) => println!("gRPC unknown task unexpectedly found"),

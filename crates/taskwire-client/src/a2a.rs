@@ -20,7 +20,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::a2a_stream::{FrameStream, StreamKind, StreamSource};
+use crate::a2a_stream::{FrameStream, RawJson, StreamKind, StreamSource};
 use crate::config::{ClientConfig, Exchange, Received};
 use crate::error::ClientError;
 use crate::http::{self, RawResponse};
@@ -170,6 +170,9 @@ struct Inner {
     config: ClientConfig,
     http: reqwest::Client,
     endpoint: String,
+    /// The endpoint parsed once (`None` if it does not parse: each request
+    /// then fails with reqwest's own error).
+    endpoint_url: Option<reqwest::Url>,
 }
 
 impl A2aClient {
@@ -184,11 +187,13 @@ impl A2aClient {
     pub fn with_endpoint(config: ClientConfig, url: impl AsRef<str>) -> Result<Self, ClientError> {
         let http = config.http_client()?;
         let endpoint = config.url(url.as_ref());
+        let endpoint_url = reqwest::Url::parse(&endpoint).ok();
         Ok(Self {
             inner: Arc::new(Inner {
                 config,
                 http,
                 endpoint,
+                endpoint_url,
             }),
         })
     }
@@ -211,6 +216,14 @@ impl A2aClient {
     /// The JSON-RPC endpoint.
     pub fn endpoint(&self) -> &str {
         &self.inner.endpoint
+    }
+
+    /// A POST to the endpoint.
+    fn post(&self) -> reqwest::RequestBuilder {
+        match &self.inner.endpoint_url {
+            Some(u) => self.inner.http.post(u.clone()),
+            None => self.inner.http.post(&self.inner.endpoint),
+        }
     }
 
     /// The config.
@@ -382,14 +395,14 @@ impl A2aClient {
         let id = http::next_id();
         let body = http::envelope(id, method, params);
         let raw = self.post_raw(body.to_string(), &[]).await?;
-        let json = match http::json_body(&raw) {
+        let mut json = match http::json_body(&raw) {
             Ok(v) => v,
             Err(e) => {
-                self.observe(method, &body, &raw, Value::Null);
+                self.observe(method, &body, &raw, &Value::Null);
                 return Err(e);
             }
         };
-        self.observe(method, &body, &raw, json.clone());
+        self.observe(method, &body, &raw, &json);
         if raw.media_type().as_deref() == Some(http::SSE_MEDIA_TYPE) {
             return Err(ClientError::ContentType {
                 expected: http::JSON_MEDIA_TYPE.into(),
@@ -397,7 +410,7 @@ impl A2aClient {
             });
         }
         http::check_id(&json, id)?;
-        http::rpc_result(&json, Some(raw.status))
+        http::rpc_result_take(&mut json, Some(raw.status))
     }
 
     /// Polls `GetTask` at the config's poll interval until the task is
@@ -433,11 +446,7 @@ impl A2aClient {
         headers: &[(&str, &str)],
     ) -> Result<RawResponse, ClientError> {
         let c = &self.inner.config;
-        let mut rb = self
-            .inner
-            .http
-            .post(&self.inner.endpoint)
-            .timeout(c.request_timeout);
+        let mut rb = self.post().timeout(c.request_timeout);
         if !headers
             .iter()
             .any(|(k, _)| k.eq_ignore_ascii_case(VERSION_HEADER))
@@ -467,13 +476,13 @@ impl A2aClient {
         typed(result, method)
     }
 
-    fn observe(&self, method: &str, request: &Value, raw: &RawResponse, response: Value) {
+    fn observe(&self, method: &str, request: &Value, raw: &RawResponse, response: &Value) {
         self.inner.config.observe(|| Exchange {
             protocol: "a2a",
             operation: method.to_string(),
             request: request.clone(),
             status: Some(raw.status),
-            response,
+            response: response.clone(),
         });
     }
 
@@ -498,22 +507,36 @@ impl A2aClient {
         kind: StreamKind,
         last_event_id: Option<String>,
     ) -> Result<FrameStream, ClientError> {
-        let (method, params) = match &kind {
-            StreamKind::Send(req) => (method::SEND_STREAMING_MESSAGE, to_json(req.as_ref())?),
-            StreamKind::Subscribe(id) => (
+        let id = http::next_id();
+        let encoded = match &kind {
+            StreamKind::Send(req) => (
+                method::SEND_STREAMING_MESSAGE,
+                taskwire_wire::jsonrpc::request_text(id, method::SEND_STREAMING_MESSAGE, req),
+            ),
+            StreamKind::Subscribe(task) => (
                 method::SUBSCRIBE_TO_TASK,
-                to_json(&pb::SubscribeToTaskRequest {
-                    id: id.clone(),
-                    ..Default::default()
-                })?,
+                taskwire_wire::jsonrpc::request_text(
+                    id,
+                    method::SUBSCRIBE_TO_TASK,
+                    &pb::SubscribeToTaskRequest {
+                        id: task.clone(),
+                        ..Default::default()
+                    },
+                ),
             ),
         };
+        let (method, body) = match encoded {
+            (m, Ok(body)) => (m, body),
+            (_, Err(e)) => {
+                return Err(ClientError::Decode {
+                    what: "request (ProtoJSON)".into(),
+                    detail: e.to_string(),
+                })
+            }
+        };
         let c = &self.inner.config;
-        let body = http::envelope(http::next_id(), method, params);
         let mut rb = self
-            .inner
-            .http
-            .post(&self.inner.endpoint)
+            .post()
             .header(VERSION_HEADER, A2A_VERSION)
             .header(reqwest::header::ACCEPT, http::SSE_MEDIA_TYPE)
             .header(reqwest::header::CONTENT_TYPE, http::JSON_MEDIA_TYPE);
@@ -521,7 +544,14 @@ impl A2aClient {
             rb = rb.header("Last-Event-ID", id.as_str());
         }
         // The request timeout bounds the wait for the response head only.
-        let resp = tokio::time::timeout(c.request_timeout, rb.body(body.to_string()).send())
+        // The request as JSON, for an observer only.
+        let sent = c.observer.is_some().then(|| body.clone());
+        let request_json = || {
+            sent.as_deref()
+                .and_then(|b| serde_json::from_str::<Value>(b).ok())
+                .unwrap_or(Value::Null)
+        };
+        let resp = tokio::time::timeout(c.request_timeout, rb.body(body).send())
             .await
             .map_err(|_| ClientError::Timeout(format!("{method}: no response head")))??;
         let status = resp.status().as_u16();
@@ -530,11 +560,11 @@ impl A2aClient {
             // An error (or a server that answers a stream with one result).
             let raw = RawResponse::read(resp).await?;
             let json = http::json_body(&raw)?;
-            self.observe(method, &body, &raw, json.clone());
+            self.observe(method, &request_json(), &raw, &json);
             let result = http::rpc_result(&json, Some(status))?;
             let response: pb::StreamResponse = parse(&result, "StreamResponse")?;
             let one: FrameStream =
-                futures::stream::iter(vec![Ok((None, response, result))]).boxed();
+                futures::stream::iter(vec![Ok((None, response, RawJson::value(result)))]).boxed();
             return Ok(one);
         }
         if !(200..300).contains(&status) {
@@ -545,44 +575,15 @@ impl A2aClient {
         let op = format!("{method} (event)");
         let events = http::sse_events(resp.bytes_stream(), c.stream_idle_timeout);
         let frames = events.filter_map(move |item| {
-            let observer = observer.clone();
-            let op = op.clone();
-            async move {
-                let ev = match item {
-                    Ok(ev) => ev,
-                    Err(e) => return Some(Err(e)),
-                };
-                if ev.data.trim().is_empty() {
-                    return None;
-                }
-                let json: Value = match serde_json::from_str(&ev.data) {
-                    Ok(v) => v,
-                    Err(e) => {
-                        return Some(Err(ClientError::decode(
-                            "SSE data (JSON-RPC response)",
-                            e,
-                            ev.data.as_bytes(),
-                        )))
-                    }
-                };
-                if let Some(o) = &observer {
-                    o(&Exchange {
-                        protocol: "a2a",
-                        operation: op,
-                        request: Value::Null,
-                        status: None,
-                        response: json.clone(),
-                    });
-                }
-                let result = match http::rpc_result(&json, None) {
-                    Ok(r) => r,
-                    Err(e) => return Some(Err(e)),
-                };
-                Some(
-                    parse::<pb::StreamResponse>(&result, "StreamResponse")
-                        .map(|r| (ev.id, r, result)),
-                )
-            }
+            let frame = match item {
+                Err(e) => Some(Err(e)),
+                Ok(ev) if ev.data.trim().is_empty() => None,
+                Ok(ev) => Some(
+                    stream_frame(ev.data, observer.as_ref(), &op)
+                        .map(|(response, raw)| (ev.id, response, raw)),
+                ),
+            };
+            futures::future::ready(frame)
         });
         Ok(frames.boxed())
     }
@@ -604,6 +605,66 @@ impl StreamSource for A2aClient {
             Ok((t.value, t.raw))
         }
         .boxed()
+    }
+}
+
+/// A JSON-RPC response of an A2A stream, read in one pass: its `result` into
+/// the typed event, its `error` (rare) as JSON.
+#[derive(serde::Deserialize)]
+struct StreamEnvelope {
+    #[serde(default)]
+    result: Option<pb::StreamResponse>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+/// Reads the `data` of one SSE event of an A2A stream: a JSON-RPC response
+/// whose `result` is a `StreamResponse`, decoded straight from the text in
+/// one pass (the JSON tree is built only for an observer, or when the event's
+/// `raw` is asked for); its `error` is [`ClientError::Rpc`].
+fn stream_frame(
+    data: String,
+    observer: Option<&crate::config::ExchangeObserver>,
+    op: &str,
+) -> Result<(pb::StreamResponse, RawJson), ClientError> {
+    let decode_err = |e: serde_json::Error, data: &str| {
+        ClientError::decode("SSE data (JSON-RPC response)", e, data.as_bytes())
+    };
+    if let Some(o) = observer {
+        let json: Value = serde_json::from_str(&data).map_err(|e| decode_err(e, &data))?;
+        o(&Exchange {
+            protocol: "a2a",
+            operation: op.to_string(),
+            request: Value::Null,
+            status: None,
+            response: json,
+        });
+    }
+    let env: StreamEnvelope = match serde_json::from_str(&data) {
+        Ok(env) => env,
+        Err(e) => {
+            // Not a JSON-RPC response object, or a result that is not a
+            // StreamResponse: the shared reader names the first, the decoder
+            // the second.
+            let json: Value = serde_json::from_str(&data).map_err(|e| decode_err(e, &data))?;
+            http::rpc_result(&json, None)?;
+            return Err(ClientError::decode("StreamResponse", e, data.as_bytes()));
+        }
+    };
+    if let Some(err) = env.error.filter(|e| !e.is_null()) {
+        return match http::rpc_result(&serde_json::json!({ "error": err }), None) {
+            Err(e) => Err(e),
+            Ok(_) => Err(ClientError::Protocol(
+                "malformed JSON-RPC error object".into(),
+            )),
+        };
+    }
+    match env.result {
+        Some(response) => Ok((response, RawJson::result_of(data))),
+        None => Err(ClientError::Protocol(format!(
+            "JSON-RPC response without result or error: {}",
+            crate::error::snippet(data.as_bytes())
+        ))),
     }
 }
 
@@ -635,6 +696,42 @@ fn typed<T: DeserializeOwned>(raw: Value, what: &str) -> Result<Received<T>, Cli
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stream_frames_are_decoded_in_one_pass_and_keep_their_json() {
+        let data = r#"{"jsonrpc":"2.0","id":1,"result":{"statusUpdate":{"taskId":"t","contextId":"c","status":{"state":"TASK_STATE_WORKING"},"x-unknown":1}}}"#;
+        let (resp, raw) = stream_frame(data.to_string(), None, "op").expect("frame");
+        let ev = crate::a2a_stream::A2aEvent::for_test(resp, raw);
+        assert_eq!(ev.state(), Some(pb::TaskState::Working));
+        assert_eq!(ev.task_id(), Some("t"));
+        // The raw JSON is the result as received, unknown members included.
+        assert_eq!(ev.raw()["statusUpdate"]["x-unknown"], 1);
+        // An error object is the RPC error.
+        let err = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"Task not found"}}"#;
+        let e = stream_frame(err.to_string(), None, "op").expect_err("rpc error");
+        assert_eq!(e.rpc_code(), Some(-32001), "{e}");
+        // Neither result nor error, not an object, not JSON, not a StreamResponse.
+        for bad in [
+            r#"{"jsonrpc":"2.0","id":1}"#,
+            "[1]",
+            "{nope",
+            r#"{"jsonrpc":"2.0","id":1,"result":{"task":5}}"#,
+        ] {
+            let e = stream_frame(bad.to_string(), None, "op").expect_err(bad);
+            assert!(
+                matches!(e, ClientError::Protocol(_) | ClientError::Decode { .. }),
+                "{bad}: {e:?}"
+            );
+        }
+        // An observer sees the whole response.
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let s2 = seen.clone();
+        let obs: crate::config::ExchangeObserver = Arc::new(move |ex: &Exchange| {
+            s2.lock().unwrap().push(ex.response.clone());
+        });
+        stream_frame(data.to_string(), Some(&obs), "op").expect("frame");
+        assert_eq!(seen.lock().unwrap()[0]["id"], 1);
+    }
 
     #[test]
     fn reasons_map_to_codes() {

@@ -23,7 +23,7 @@ use crate::a2a::{
     code, interface_url, is_interrupted, is_terminal, parse, pb, text_request, to_json, A2aStream,
     A2A_VERSION, AGENT_CARD_PATH, VERSION_HEADER,
 };
-use crate::a2a_stream::{FrameStream, StreamKind, StreamSource};
+use crate::a2a_stream::{FrameStream, RawJson, StreamKind, StreamSource};
 use crate::config::{ClientConfig, Exchange, Received};
 use crate::error::{error_info_reason, ClientError, RpcError};
 use crate::http::{self, RawResponse};
@@ -561,7 +561,8 @@ impl A2aRestClient {
             }
             // A server that answers a stream with one response.
             let response: pb::StreamResponse = parse(&json, "StreamResponse")?;
-            let one: FrameStream = futures::stream::iter(vec![Ok((None, response, json))]).boxed();
+            let one: FrameStream =
+                futures::stream::iter(vec![Ok((None, response, RawJson::value(json)))]).boxed();
             return Ok(one);
         }
         let observer = c.observer.clone();
@@ -609,7 +610,10 @@ impl A2aRestClient {
                         });
                     return Some(Err(e));
                 }
-                Some(parse::<pb::StreamResponse>(&json, "StreamResponse").map(|r| (ev.id, r, json)))
+                Some(
+                    parse::<pb::StreamResponse>(&json, "StreamResponse")
+                        .map(|r| (ev.id, r, RawJson::value(json))),
+                )
             }
         });
         Ok(frames.boxed())

@@ -35,20 +35,87 @@ pub enum EventOrigin {
 }
 
 /// One event of an A2A stream.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct A2aEvent {
     /// The typed event.
     pub response: pb::StreamResponse,
-    /// The `StreamResponse` as received (JSON-RPC: the envelope's `result`;
-    /// gRPC: the message as ProtoJSON).
-    pub raw: Value,
+    /// The event's JSON as received, parsed only when [`A2aEvent::raw`] is
+    /// asked for.
+    raw: RawJson,
     /// The SSE `id:` of the frame (JSON-RPC only), the resume cursor.
     pub event_id: Option<String>,
     /// Where the event came from.
     pub origin: EventOrigin,
 }
 
+impl PartialEq for A2aEvent {
+    fn eq(&self, other: &Self) -> bool {
+        self.response == other.response
+            && self.event_id == other.event_id
+            && self.origin == other.origin
+            && self.raw() == other.raw()
+    }
+}
+
+/// The JSON of a received event: the text as it came (JSON-RPC, HTTP+JSON),
+/// parsed on first use, or nothing, when the event came as protobuf (gRPC) and
+/// its JSON is the ProtoJSON of the typed event. Reading events costs one
+/// parse, into the typed event; the JSON tree is built only for callers that
+/// look at it (conformance checks, observers).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RawJson {
+    /// A JSON-RPC response as received, whose `result` is the event's JSON.
+    envelope: Option<String>,
+    parsed: std::sync::OnceLock<Value>,
+}
+
+impl RawJson {
+    /// The `result` of a JSON-RPC response received as `text` (already
+    /// decoded once).
+    pub(crate) fn result_of(text: String) -> Self {
+        Self {
+            envelope: Some(text),
+            parsed: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// A JSON tree already built.
+    pub(crate) fn value(v: Value) -> Self {
+        Self {
+            envelope: None,
+            parsed: std::sync::OnceLock::from(v),
+        }
+    }
+
+    /// The ProtoJSON of the typed event, built when asked for.
+    pub(crate) fn of_response() -> Self {
+        Self::default()
+    }
+}
+
 impl A2aEvent {
+    #[cfg(test)]
+    pub(crate) fn for_test(response: pb::StreamResponse, raw: RawJson) -> Self {
+        Self {
+            response,
+            raw,
+            event_id: None,
+            origin: EventOrigin::Live,
+        }
+    }
+
+    /// The `StreamResponse` as received (JSON-RPC: the envelope's `result`;
+    /// gRPC: the message as ProtoJSON), built on first use.
+    pub fn raw(&self) -> &Value {
+        self.raw.parsed.get_or_init(|| match &self.raw.envelope {
+            Some(t) => serde_json::from_str::<Value>(t)
+                .ok()
+                .and_then(|mut v| v.get_mut("result").map(Value::take))
+                .unwrap_or(Value::Null),
+            None => serde_json::to_value(&self.response).unwrap_or(Value::Null),
+        })
+    }
+
     /// The task id the event is about (a direct message: its `taskId`, if any).
     pub fn task_id(&self) -> Option<&str> {
         use pb::stream_response::Payload;
@@ -92,7 +159,7 @@ pub fn is_interrupted(s: pb::TaskState) -> bool {
 
 /// A frame as a binding delivers it: the SSE id (if any), the typed event and
 /// its JSON.
-pub(crate) type Frame = (Option<String>, pb::StreamResponse, Value);
+pub(crate) type Frame = (Option<String>, pb::StreamResponse, RawJson);
 pub(crate) type FrameStream = BoxStream<'static, Result<Frame, ClientError>>;
 
 /// What a stream was opened for.
@@ -389,7 +456,7 @@ impl Driver {
                             response: pb::StreamResponse {
                                 payload: Some(pb::stream_response::Payload::Task(task)),
                             },
-                            raw: serde_json::json!({ "task": raw }),
+                            raw: RawJson::value(serde_json::json!({ "task": raw })),
                             event_id: None,
                             origin: EventOrigin::Polled,
                         };
@@ -467,7 +534,7 @@ mod tests {
                             pb::StreamResponse {
                                 payload: Some(pb::stream_response::Payload::Task(t)),
                             },
-                            raw,
+                            RawJson::value(raw),
                         )),
                         Err(ClientError::Transport("reset".into())),
                     ];

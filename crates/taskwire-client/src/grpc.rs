@@ -18,7 +18,7 @@ use tonic::metadata::MetadataValue;
 use tonic::transport::{Channel, Endpoint};
 
 use crate::a2a::{code, pb, to_json, BINDING_GRPC};
-use crate::a2a_stream::{A2aStream, FrameStream, StreamKind, StreamSource};
+use crate::a2a_stream::{A2aStream, FrameStream, RawJson, StreamKind, StreamSource};
 use crate::config::{ClientConfig, Exchange, Received};
 use crate::error::{ClientError, RpcError};
 
@@ -413,20 +413,19 @@ impl A2aGrpcClient {
         let stream = res.map_err(|s| status_error(&s))?.into_inner();
         let observer = self.inner.config.observer.clone();
         let frames = stream.map_err(|s| status_error(&s)).and_then(move |resp| {
-            let observer = observer.clone();
-            async move {
-                let raw = proto_json(&resp)?;
-                if let Some(o) = &observer {
+            let seen = match &observer {
+                Some(o) => proto_json(&resp).map(|raw| {
                     o(&Exchange {
                         protocol: "grpc",
                         operation: format!("{op} (event)"),
                         request: Value::Null,
                         status: None,
-                        response: raw.clone(),
-                    });
-                }
-                Ok((None, resp, raw))
-            }
+                        response: raw,
+                    })
+                }),
+                None => Ok(()),
+            };
+            futures::future::ready(seen.map(|()| (None, resp, RawJson::of_response())))
         });
         let frames = frames.boxed();
         Ok(match self.inner.config.stream_idle_timeout {

@@ -143,6 +143,21 @@ pub(crate) fn rpc_result(msg: &Value, http_status: Option<u16>) -> Result<Value,
     }
 }
 
+/// As [`rpc_result`], taking the `result` out of `msg` instead of copying it.
+pub(crate) fn rpc_result_take(
+    msg: &mut Value,
+    http_status: Option<u16>,
+) -> Result<Value, ClientError> {
+    if let Some(r) = msg
+        .as_object_mut()
+        .filter(|m| m.get("error").is_none_or(Value::is_null))
+        .and_then(|m| m.get_mut("result"))
+    {
+        return Ok(r.take());
+    }
+    rpc_result(msg, http_status)
+}
+
 /// Reads a JSON body; a non-2xx status without a JSON body is
 /// [`ClientError::Http`].
 pub(crate) fn json_body(raw: &RawResponse) -> Result<Value, ClientError> {

@@ -59,7 +59,7 @@
 //! let mut last = None;
 //! while let Some(ev) = events.next().await {
 //!     let ev = ev?;
-//!     println!("{:?} {}", ev.state(), ev.raw);
+//!     println!("{:?} {}", ev.state(), ev.raw());
 //!     last = ev.state().or(last);
 //! }
 //! assert_eq!(last, Some(a2a::pb::TaskState::Completed));

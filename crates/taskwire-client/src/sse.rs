@@ -97,7 +97,7 @@ impl SseParser {
                 chunk = rest;
             }
         }
-        while let Some(end) = chunk.iter().position(|&b| b == b'\n' || b == b'\r') {
+        while let Some(end) = memchr::memchr2(b'\n', b'\r', chunk) {
             let (line, rest) = chunk.split_at(end);
             let terminator = rest[0];
             chunk = &rest[1..];
@@ -143,7 +143,12 @@ impl SseParser {
             }
             None => (line, &b""[..]),
         };
-        let value = String::from_utf8_lossy(value);
+        // Valid UTF-8 (nearly always) is checked by the fast validator;
+        // only invalid bytes take the replacing path.
+        let value = match std::str::from_utf8(value) {
+            Ok(v) => std::borrow::Cow::Borrowed(v),
+            Err(_) => String::from_utf8_lossy(value),
+        };
         match name {
             b"data" => {
                 self.data.push_str(&value);

@@ -301,8 +301,8 @@ async fn broken_stream_resumes_with_last_event_id_without_gap_or_duplicate() {
         .collect_all()
         .await
         .unwrap();
-    let resumed: Vec<_> = events[1..].iter().map(|e| (&e.event_id, &e.raw)).collect();
-    let reference: Vec<_> = again.iter().map(|e| (&e.event_id, &e.raw)).collect();
+    let resumed: Vec<_> = events[1..].iter().map(|e| (&e.event_id, e.raw())).collect();
+    let reference: Vec<_> = again.iter().map(|e| (&e.event_id, e.raw())).collect();
     assert_eq!(resumed, reference);
     let chunks = events
         .iter()
@@ -338,5 +338,5 @@ async fn stream_falls_back_to_polling_when_it_cannot_be_reestablished() {
     let last = events.last().unwrap();
     assert_eq!(last.origin, EventOrigin::Polled);
     assert_eq!(last.state(), Some(pb::TaskState::Completed));
-    assert!(last.raw["task"]["artifacts"].is_array(), "{}", last.raw);
+    assert!(last.raw()["task"]["artifacts"].is_array(), "{}", last.raw());
 }

@@ -409,6 +409,28 @@ pub fn request(id: &Value, method: &str, params: Value) -> Value {
     json!({"jsonrpc": VERSION, "id": id, "method": method, "params": params})
 }
 
+/// The text of a request whose params are any serialisable value (the same
+/// object as [`request`], encoded without a value tree).
+pub fn request_text<P: serde::Serialize + ?Sized>(
+    id: u64,
+    method: &str,
+    params: &P,
+) -> serde_json::Result<String> {
+    #[derive(serde::Serialize)]
+    struct Request<'a, P: ?Sized> {
+        jsonrpc: &'static str,
+        id: u64,
+        method: &'a str,
+        params: &'a P,
+    }
+    serde_json::to_string(&Request {
+        jsonrpc: VERSION,
+        id,
+        method,
+        params,
+    })
+}
+
 /// A notification.
 pub fn notification(method: &str, params: Value) -> Value {
     json!({"jsonrpc": VERSION, "method": method, "params": params})

@@ -225,7 +225,7 @@ impl A2aDriver {
             self.wire.validate(
                 self.protocol,
                 &["methods", "SendStreamingMessage", "stream"],
-                &ev.raw,
+                ev.raw(),
             );
             if task_id.is_empty() {
                 if let Some(id) = ev.task_id() {
