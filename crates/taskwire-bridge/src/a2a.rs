@@ -59,7 +59,15 @@ pub struct UpstreamOptions {
     /// extension (default true); false calls them blocking, with SEP-2322
     /// repeats for input.
     pub mcp_tasks: bool,
+    /// Largest upstream response body or stream event, and largest text
+    /// message assembled from an AG-UI upstream's chunks (default
+    /// [`DEFAULT_MAX_MESSAGE_BYTES`]); beyond it the turn fails, naming the
+    /// limit.
+    pub max_message_bytes: usize,
 }
+
+/// The default of [`UpstreamOptions::max_message_bytes`]: 4 MiB.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
 
 impl Default for UpstreamOptions {
     fn default() -> Self {
@@ -70,6 +78,7 @@ impl Default for UpstreamOptions {
             backoff: BackoffPolicy::default(),
             poll_interval: Duration::from_millis(500),
             mcp_tasks: true,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
         }
     }
 }
@@ -388,7 +397,8 @@ pub(crate) fn client_config(base_url: &str, opts: &UpstreamOptions) -> ClientCon
         .request_timeout(opts.request_timeout)
         .connect_timeout(opts.connect_timeout)
         .backoff(opts.backoff.clone())
-        .poll_interval(opts.poll_interval);
+        .poll_interval(opts.poll_interval)
+        .max_message_bytes(opts.max_message_bytes);
     if let Some(t) = &opts.bearer_token {
         b = b.bearer_token(t.clone());
     }

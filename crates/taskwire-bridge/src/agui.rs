@@ -98,7 +98,13 @@ pub struct AguiUpstream {
     info: AgentInfo,
     store: Option<Arc<dyn TaskStore>>,
     ready: Arc<ReadyCache>,
+    /// Most bytes of text held for the messages being streamed at once.
+    max_text_bytes: usize,
 }
+
+/// Most text messages an AG-UI upstream may stream at once (started and not
+/// yet ended).
+pub const MAX_OPEN_MESSAGES: usize = 64;
 
 impl std::fmt::Debug for AguiUpstream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -140,6 +146,7 @@ impl AguiUpstream {
             info,
             store: None,
             ready: Arc::new(ReadyCache::default()),
+            max_text_bytes: opts.max_message_bytes,
         })
     }
 
@@ -188,8 +195,12 @@ struct Turn<'a> {
     ctx: &'a TurnContext,
     number: u32,
     link: Option<AguiLink>,
-    /// Text of messages being streamed, by message id.
+    /// Text of messages being streamed, by message id (at most
+    /// [`MAX_OPEN_MESSAGES`] of them, together at most the upstream's
+    /// `max_text_bytes`).
     texts: BTreeMap<String, String>,
+    /// The bytes held in `texts`.
+    text_bytes: usize,
     /// The last text message that ended, not yet emitted.
     pending: Option<String>,
 }
@@ -203,6 +214,7 @@ impl<'a> Turn<'a> {
             number,
             link: AguiLink::read(ctx.state()),
             texts: BTreeMap::new(),
+            text_bytes: 0,
             pending: None,
         }
     }
@@ -349,15 +361,36 @@ impl<'a> Turn<'a> {
         };
         match e.kind.as_str() {
             ev::TEXT_MESSAGE_START if e.raw.get("role").and_then(Value::as_str) != Some("user") => {
-                self.texts.insert(s("messageId"), String::new());
+                let id = s("messageId");
+                if !self.texts.contains_key(&id) && self.texts.len() >= MAX_OPEN_MESSAGES {
+                    return Err(BridgeError::Protocol(format!(
+                        "the upstream streams more than {MAX_OPEN_MESSAGES} text messages at once"
+                    )));
+                }
+                if let Some(old) = self.texts.insert(id, String::new()) {
+                    self.text_bytes -= old.len();
+                }
             }
             ev::TEXT_MESSAGE_CONTENT => {
+                let delta = e
+                    .raw
+                    .get("delta")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
                 if let Some(t) = self.texts.get_mut(&s("messageId")) {
-                    t.push_str(&s("delta"));
+                    if self.text_bytes + delta.len() > self.up.max_text_bytes {
+                        return Err(BridgeError::Protocol(format!(
+                            "the upstream's text messages grew past {} bytes",
+                            self.up.max_text_bytes
+                        )));
+                    }
+                    t.push_str(delta);
+                    self.text_bytes += delta.len();
                 }
             }
             ev::TEXT_MESSAGE_END => {
                 if let Some(t) = self.texts.remove(&s("messageId")) {
+                    self.text_bytes -= t.len();
                     self.flush_pending().await?;
                     self.pending = Some(t);
                 }

@@ -33,6 +33,9 @@ impl std::fmt::Debug for Member {
     }
 }
 
+/// Most upstreams one bridge serves (`--upstream` given at most this often).
+pub const MAX_UPSTREAMS: usize = 32;
+
 /// Whether `name` can name an upstream: 1 to 64 ASCII letters, digits, `_`
 /// and `-` (it becomes a skill id and an MCP tool name).
 pub fn valid_name(name: &str) -> bool {
@@ -57,6 +60,12 @@ impl Upstreams {
     /// take one `text`. An MCP member must offer one tool (`#TOOL`), since its
     /// skill is the upstream as a whole.
     pub fn new(members: Vec<Member>) -> Result<Self, BridgeError> {
+        if members.len() > MAX_UPSTREAMS {
+            return Err(BridgeError::Config(format!(
+                "{} upstreams: a bridge serves at most {MAX_UPSTREAMS}",
+                members.len()
+            )));
+        }
         let mut info = AgentInfo::new(
             "taskwire-bridge",
             format!(

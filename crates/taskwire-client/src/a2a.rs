@@ -243,7 +243,7 @@ impl A2aClient {
             .timeout(c.request_timeout)
             .send()
             .await?;
-        let raw = RawResponse::read(resp).await?;
+        let raw = RawResponse::read_limited(resp, self.inner.config.max_message_bytes).await?;
         let body = http::json_body(&raw)?;
         c.observe(|| Exchange {
             protocol: "a2a",
@@ -463,7 +463,7 @@ impl A2aClient {
             rb = rb.header(*k, *v);
         }
         let resp = rb.body(body.into()).send().await?;
-        RawResponse::read(resp).await
+        RawResponse::read_limited(resp, self.inner.config.max_message_bytes).await
     }
 
     async fn call<Req: Serialize, Resp: DeserializeOwned>(
@@ -558,7 +558,7 @@ impl A2aClient {
         let ct = http::content_type(&resp);
         if ct.as_deref() != Some(http::SSE_MEDIA_TYPE) {
             // An error (or a server that answers a stream with one result).
-            let raw = RawResponse::read(resp).await?;
+            let raw = RawResponse::read_limited(resp, self.inner.config.max_message_bytes).await?;
             let json = http::json_body(&raw)?;
             self.observe(method, &request_json(), &raw, &json);
             let result = http::rpc_result(&json, Some(status))?;
@@ -568,12 +568,16 @@ impl A2aClient {
             return Ok(one);
         }
         if !(200..300).contains(&status) {
-            let raw = RawResponse::read(resp).await?;
+            let raw = RawResponse::read_limited(resp, self.inner.config.max_message_bytes).await?;
             return Err(http::http_error(&raw));
         }
         let observer = c.observer.clone();
         let op = format!("{method} (event)");
-        let events = http::sse_events(resp.bytes_stream(), c.stream_idle_timeout);
+        let events = http::sse_events_limited(
+            resp.bytes_stream(),
+            c.stream_idle_timeout,
+            c.max_message_bytes,
+        );
         let frames = events.filter_map(move |item| {
             let frame = match item {
                 Err(e) => Some(Err(e)),

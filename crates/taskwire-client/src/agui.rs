@@ -286,7 +286,7 @@ impl AguiClient {
             .timeout(self.inner.config.request_timeout)
             .send()
             .await?;
-        let raw = RawResponse::read(resp).await?;
+        let raw = RawResponse::read_limited(resp, self.inner.config.max_message_bytes).await?;
         if !(200..300).contains(&raw.status) {
             return Err(http::http_error(&raw));
         }
@@ -370,14 +370,15 @@ impl AguiClient {
     ) -> Result<EventStream, ClientError> {
         let status = resp.status().as_u16();
         if !(200..300).contains(&status) {
-            let raw = RawResponse::read(resp).await?;
+            let raw = RawResponse::read_limited(resp, self.inner.config.max_message_bytes).await?;
             return Err(http::http_error(&raw));
         }
         let media = http::content_type(&resp);
         let observer = self.inner.config.observer.clone();
         let idle = self.inner.config.stream_idle_timeout;
+        let max = self.inner.config.max_message_bytes;
         let s: EventStream = match media.as_deref() {
-            Some(http::SSE_MEDIA_TYPE) => http::sse_events(resp.bytes_stream(), idle)
+            Some(http::SSE_MEDIA_TYPE) => http::sse_events_limited(resp.bytes_stream(), idle, max)
                 .filter_map(move |ev| async move {
                     match ev {
                         Err(e) => Some(Err(e)),
@@ -387,7 +388,7 @@ impl AguiClient {
                 })
                 .boxed(),
             Some(PROTO_MEDIA_TYPE) => {
-                let frames = proto_frames(resp.bytes_stream()).map(move |f| {
+                let frames = proto_frames(resp.bytes_stream(), max).map(move |f| {
                     f.and_then(|bytes| {
                         let ev = pb::Event::decode(bytes.as_ref())
                             .map_err(|e| ClientError::decode("ag_ui.Event", e, &bytes))?;
@@ -657,26 +658,26 @@ fn sse_event(
     })
 }
 
-/// Splits a byte stream into length-prefixed frames.
-fn proto_frames<S, E>(body: S) -> BoxStream<'static, Result<Bytes, ClientError>>
+/// Splits a byte stream into length-prefixed frames of at most `max` bytes.
+fn proto_frames<S, E>(body: S, max: usize) -> BoxStream<'static, Result<Bytes, ClientError>>
 where
     S: Stream<Item = Result<Bytes, E>> + Send + 'static,
     E: Into<ClientError> + Send + 'static,
 {
     futures::stream::unfold(
         (Box::pin(body), BytesMut::new(), false),
-        |(mut body, mut buf, done)| async move {
+        move |(mut body, mut buf, done)| async move {
             if done {
                 return None;
             }
             loop {
                 if buf.len() >= 4 {
                     let len = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
-                    if len > MAX_FRAME {
+                    if len > max {
                         return Some((
                             Err(ClientError::Decode {
                                 what: "protobuf frame".into(),
-                                detail: format!("frame of {len} bytes exceeds {MAX_FRAME}"),
+                                detail: format!("frame of {len} bytes exceeds {max}"),
                             }),
                             (body, buf, true),
                         ));
@@ -1154,7 +1155,9 @@ mod tests {
             .iter()
             .map(|b| Ok(Bytes::copy_from_slice(&[*b])))
             .collect();
-        let frames: Vec<_> = proto_frames(futures::stream::iter(chunks)).collect().await;
+        let frames: Vec<_> = proto_frames(futures::stream::iter(chunks), MAX_FRAME)
+            .collect()
+            .await;
         assert_eq!(frames.len(), 2);
         for f in frames {
             let e = pb::Event::decode(f.expect("frame").as_ref()).expect("decode");
@@ -1170,13 +1173,15 @@ mod tests {
         assert!(decode_proto_body(&[0, 0]).is_err());
         let truncated: Vec<Result<Bytes, ClientError>> =
             vec![Ok(Bytes::copy_from_slice(&wire[..wire.len() - 1]))];
-        let frames: Vec<_> = proto_frames(futures::stream::iter(truncated))
+        let frames: Vec<_> = proto_frames(futures::stream::iter(truncated), MAX_FRAME)
             .collect()
             .await;
         assert!(matches!(frames.as_slice(), [Err(ClientError::Protocol(_))]));
         let huge: Vec<Result<Bytes, ClientError>> =
             vec![Ok(Bytes::from_static(&[0xff, 0xff, 0xff, 0xff]))];
-        let frames: Vec<_> = proto_frames(futures::stream::iter(huge)).collect().await;
+        let frames: Vec<_> = proto_frames(futures::stream::iter(huge), MAX_FRAME)
+            .collect()
+            .await;
         assert!(matches!(
             frames.as_slice(),
             [Err(ClientError::Decode { .. })]

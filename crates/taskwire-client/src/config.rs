@@ -140,6 +140,10 @@ pub struct ClientConfig {
     pub poll_interval: Duration,
     /// Extra headers sent with every HTTP request.
     pub headers: Vec<(String, String)>,
+    /// Largest response body, and largest stream event, the A2A and AG-UI
+    /// clients read (default 16 MiB); beyond it the response or stream is a
+    /// [`crate::ClientError::Decode`].
+    pub max_message_bytes: usize,
     /// Receives every exchange (optional).
     pub observer: Option<ExchangeObserver>,
 }
@@ -155,6 +159,7 @@ impl fmt::Debug for ClientConfig {
             .field("backoff", &self.backoff)
             .field("poll_interval", &self.poll_interval)
             .field("headers", &self.headers)
+            .field("max_message_bytes", &self.max_message_bytes)
             .field("observer", &self.observer.is_some())
             .finish()
     }
@@ -173,6 +178,7 @@ impl ClientConfig {
             backoff: BackoffPolicy::default(),
             poll_interval: Duration::from_millis(500),
             headers: Vec::new(),
+            max_message_bytes: crate::sse::DEFAULT_MAX_EVENT_BYTES,
             observer: None,
         }
     }
@@ -248,6 +254,12 @@ impl ClientConfigBuilder {
     /// Limit for opening a connection.
     pub fn connect_timeout(mut self, d: Duration) -> Self {
         self.config.connect_timeout = d;
+        self
+    }
+
+    /// Largest response body and stream event read (at least 1 byte).
+    pub fn max_message_bytes(mut self, n: usize) -> Self {
+        self.config.max_message_bytes = n.max(1);
         self
     }
 

@@ -54,10 +54,53 @@ impl RawResponse {
         String::from_utf8_lossy(&self.body).into_owned()
     }
 
+    /// Reads a whole response, at most [`crate::sse::DEFAULT_MAX_EVENT_BYTES`]
+    /// of body.
     pub(crate) async fn read(resp: reqwest::Response) -> Result<Self, ClientError> {
+        Self::read_limited(resp, crate::sse::DEFAULT_MAX_EVENT_BYTES).await
+    }
+
+    /// Reads a whole response; a body larger than `max` bytes is refused
+    /// ([`ClientError::Decode`]) as soon as it is known to be: by its
+    /// `content-length`, else once that much has arrived.
+    pub(crate) async fn read_limited(
+        mut resp: reqwest::Response,
+        max: usize,
+    ) -> Result<Self, ClientError> {
+        let too_large = || ClientError::Decode {
+            what: "response body".into(),
+            detail: format!("larger than {max} bytes"),
+        };
         let status = resp.status().as_u16();
         let headers = headers_of(resp.headers());
-        let body = resp.bytes().await?;
+        if resp
+            .content_length()
+            .is_some_and(|n| usize::try_from(n).map_or(true, |n| n > max))
+        {
+            return Err(too_large());
+        }
+        let mut first: Option<Bytes> = None;
+        let mut rest: Vec<u8> = Vec::new();
+        let mut len = 0usize;
+        while let Some(chunk) = resp.chunk().await? {
+            len = len.saturating_add(chunk.len());
+            if len > max {
+                return Err(too_large());
+            }
+            match &first {
+                None if rest.is_empty() => first = Some(chunk),
+                _ => {
+                    if let Some(f) = first.take() {
+                        rest.extend_from_slice(&f);
+                    }
+                    rest.extend_from_slice(&chunk);
+                }
+            }
+        }
+        let body = match first {
+            Some(b) => b,
+            None => Bytes::from(rest),
+        };
         Ok(Self {
             status,
             headers,
@@ -244,6 +287,19 @@ where
     S: Stream<Item = Result<Bytes, E>> + Send + 'static,
     E: std::error::Error + Send + Sync + 'static,
 {
+    sse_events_limited(body, idle, crate::sse::DEFAULT_MAX_EVENT_BYTES)
+}
+
+/// As [`sse_events`], with events (and lines) of at most `max_event_bytes`.
+pub(crate) fn sse_events_limited<S, E>(
+    body: S,
+    idle: Option<Duration>,
+    max_event_bytes: usize,
+) -> SseStream
+where
+    S: Stream<Item = Result<Bytes, E>> + Send + 'static,
+    E: std::error::Error + Send + Sync + 'static,
+{
     use std::collections::VecDeque;
     struct State<S> {
         body: Pin<Box<S>>,
@@ -255,7 +311,7 @@ where
     }
     let state = State {
         body: Box::pin(body),
-        parser: SseParser::default(),
+        parser: SseParser::new(max_event_bytes),
         ready: VecDeque::new(),
         error: None,
         done: false,

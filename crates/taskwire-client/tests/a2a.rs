@@ -340,3 +340,34 @@ async fn stream_falls_back_to_polling_when_it_cannot_be_reestablished() {
     assert_eq!(last.state(), Some(pb::TaskState::Completed));
     assert!(last.raw()["task"]["artifacts"].is_array(), "{}", last.raw());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_and_stream_events_beyond_the_limit_are_refused() {
+    let server = common::start().await;
+    let mut config = common::config(&server.base);
+    // Room for a small answer, not for a task with its history.
+    config.max_message_bytes = 120;
+    let client = A2aClient::new(config).expect("client");
+    let e = client
+        .send_text("hello", false)
+        .await
+        .expect_err("too large");
+    assert!(
+        matches!(&e, ClientError::Decode { detail, .. } if detail.contains("larger than 120 bytes")),
+        "{e:?}"
+    );
+    let e = client
+        .send_streaming_message(a2a::text_request("hello", false))
+        .await
+        .expect("the stream opens")
+        .collect_all()
+        .await
+        .expect_err("the first event is too large");
+    assert!(
+        matches!(&e, ClientError::Decode { detail, .. } if detail.contains("larger than 120 bytes")),
+        "{e:?}"
+    );
+    // The same calls pass with the default limit.
+    let client = A2aClient::new(common::config(&server.base)).expect("client");
+    client.send_text("hello", false).await.expect("send");
+}
