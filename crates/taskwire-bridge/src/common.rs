@@ -149,6 +149,18 @@ pub(crate) fn turn_result(
                 message: format!("the upstream refused {operation}: {source}"),
             })
         }
+        // An answer the bridge cannot use (too large, not the protocol's
+        // shape) would be the same on a retry: the task fails, saying why.
+        Err(BridgeError::Upstream { operation, source })
+            if matches!(*source, ClientError::Decode { .. }) =>
+        {
+            Ok(TurnOutcome::Failed {
+                message: format!("the upstream's answer to {operation} is unusable: {source}"),
+            })
+        }
+        Err(BridgeError::Protocol(why)) => Ok(TurnOutcome::Failed {
+            message: format!("the upstream broke the protocol: {why}"),
+        }),
         other => Ok(other?),
     }
 }

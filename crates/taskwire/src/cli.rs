@@ -433,7 +433,25 @@ pub struct UpstreamArgs {
         requires = "upstream"
     )]
     pub mcp_version: Option<String>,
+
+    /// Bridge mode: the largest upstream response body or stream event, and
+    /// the largest text an AG-UI upstream may stream in chunks (its open
+    /// messages together), in bytes; beyond it the bridged turn fails, naming
+    /// the limit.
+    #[arg(
+        id = "upstream_max_message_bytes",
+        long = "upstream-max-message-bytes",
+        env = "TASKWIRE_UPSTREAM_MAX_MESSAGE_BYTES",
+        value_name = "BYTES",
+        default_value_t = 4 * 1024 * 1024,
+        value_parser = clap::value_parser!(u32).range(1024..)
+    )]
+    pub max_message_bytes: u32,
 }
+
+/// Most `--upstream` one server takes (the bridge's own limit,
+/// `taskwire_bridge::many::MAX_UPSTREAMS`).
+pub const MAX_UPSTREAMS: usize = 32;
 
 /// `NAME=REST` when the part before the first `=` names an upstream (letters,
 /// digits, `_` and `-` only, so a URL, whose scheme has `:`, never does).
@@ -747,6 +765,12 @@ pub fn upstreams_of(args: &UpstreamArgs) -> Result<Vec<UpstreamEntry>, Error> {
             (n.map(str::to_string), u.trim().to_string())
         })
         .collect();
+    if list.len() > MAX_UPSTREAMS {
+        return Err(Error::Usage(format!(
+            "{} --upstream: a bridge serves at most {MAX_UPSTREAMS}",
+            list.len()
+        )));
+    }
     if list.len() > 1 {
         for (i, (n, u)) in list.iter().enumerate() {
             let Some(n) = n else {
@@ -807,8 +831,10 @@ async fn upstream_agent(
         .unwrap_or("auto")
         .parse()
         .map_err(|e: taskwire_bridge::BridgeError| Error::Usage(e.to_string()))?;
+    let max_message_bytes = usize::try_from(args.upstream.max_message_bytes).unwrap_or(usize::MAX);
     let options = |token: &Option<String>| taskwire_bridge::UpstreamOptions {
         bearer_token: token.clone(),
+        max_message_bytes,
         ..taskwire_bridge::UpstreamOptions::default()
     };
     match list.as_slice() {

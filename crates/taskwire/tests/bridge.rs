@@ -1414,6 +1414,28 @@ async fn bad_upstream_lists_are_usage_errors() {
     ]))
     .await;
     assert!(e.contains("zz, which no --upstream NAME=URL names"), "{e}");
+    let many: Vec<String> = (0..33)
+        .flat_map(|i| {
+            [
+                "--upstream".to_string(),
+                format!("u{i}=a2a+http://127.0.0.1:{}", i + 1),
+            ]
+        })
+        .collect();
+    let e = build(many).await;
+    assert!(
+        e.contains("33 --upstream: a bridge serves at most 32"),
+        "{e}"
+    );
+    let e = serve_args(&[
+        "--upstream",
+        "a2a+http://127.0.0.1:1",
+        "--upstream-max-message-bytes",
+        "10",
+    ])
+    .expect_err("below the floor")
+    .to_string();
+    assert!(e.contains("--upstream-max-message-bytes"), "{e}");
     // A query's `=` is not a name.
     assert_eq!(
         taskwire::cli::split_named("mcp+http://h/mcp?k=v"),
@@ -1423,6 +1445,42 @@ async fn bad_upstream_lists_are_usage_errors() {
         taskwire::cli::split_named("n_1=mcp+http://h/mcp?k=v"),
         (Some("n_1"), "mcp+http://h/mcp?k=v")
     );
+}
+
+/// An upstream answer larger than `--upstream-max-message-bytes` fails the
+/// bridged task, naming the limit, over an A2A and an AG-UI upstream (a
+/// stream event of the A2A upstream, a streamed text message of the AG-UI
+/// one); the bridge goes on serving smaller answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_answers_beyond_the_limit_fail_the_task_naming_it() {
+    let up = serve(&[]).await;
+    let big = format!("message\n{}", "x".repeat(3000));
+    for url in [
+        upstream_url(&up.base, Over::JsonRpc),
+        format!("agui+{}/agui", up.base),
+    ] {
+        let bridge = serve(&["--upstream", &url, "--upstream-max-message-bytes", "2048"]).await;
+        let down = a2a_client(&bridge.base);
+        let t = task_of(
+            down.send_text(big.clone(), false)
+                .await
+                .expect("send")
+                .into_inner(),
+        );
+        assert_eq!(state(&t), pb::TaskState::Failed, "{url}: {t:?}");
+        assert!(
+            status_text(&t).contains("2048 bytes"),
+            "{url}: {}",
+            status_text(&t)
+        );
+        let t = task_of(
+            down.send_text("small", false)
+                .await
+                .expect("send")
+                .into_inner(),
+        );
+        assert_eq!(state(&t), pb::TaskState::Completed, "{url}: {t:?}");
+    }
 }
 
 // ---- AG-UI upstreams (`agui+http://…/agui`) ----
