@@ -140,8 +140,8 @@ pub struct ClientConfig {
     pub poll_interval: Duration,
     /// Extra headers sent with every HTTP request.
     pub headers: Vec<(String, String)>,
-    /// Largest response body, and largest stream event, the A2A and AG-UI
-    /// clients read (default 16 MiB); beyond it the response or stream is a
+    /// Largest response body, and largest stream event, the A2A, MCP and
+    /// AG-UI clients read (default 16 MiB); beyond it the response or stream is a
     /// [`crate::ClientError::Decode`].
     pub max_message_bytes: usize,
     /// Receives every exchange (optional).

@@ -264,7 +264,20 @@ where
     S: Stream<Item = Result<Bytes, E>> + Send + 'static,
     E: std::error::Error + Send + Sync + 'static,
 {
-    sse_events(body, idle)
+    sse_json_limited(body, idle, crate::sse::DEFAULT_MAX_EVENT_BYTES)
+}
+
+/// As [`sse_json`], with events of at most `max_event_bytes`.
+pub(crate) fn sse_json_limited<S, E>(
+    body: S,
+    idle: Option<Duration>,
+    max_event_bytes: usize,
+) -> JsonStream
+where
+    S: Stream<Item = Result<Bytes, E>> + Send + 'static,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    sse_events_limited(body, idle, max_event_bytes)
         .filter_map(|ev| async move {
             match ev {
                 Err(e) => Some(Err(e)),

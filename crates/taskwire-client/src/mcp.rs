@@ -224,7 +224,11 @@ impl Transport {
             .map(str::to_string);
         let reply = if media.as_deref() == Some(http::SSE_MEDIA_TYPE) {
             let limit = self.config.request_timeout;
-            let mut events = http::sse_events(resp.bytes_stream(), self.config.stream_idle_timeout);
+            let mut events = http::sse_events_limited(
+                resp.bytes_stream(),
+                self.config.stream_idle_timeout,
+                self.config.max_message_bytes,
+            );
             let mut messages = Vec::new();
             let found = tokio::time::timeout(limit, async {
                 while let Some(ev) = events.next().await {
@@ -271,7 +275,7 @@ impl Transport {
                 }
             }
         } else {
-            let raw = RawResponse::read(resp).await?;
+            let raw = RawResponse::read_limited(resp, self.config.max_message_bytes).await?;
             if media.as_deref() != Some(http::JSON_MEDIA_TYPE) && !(200..300).contains(&status) {
                 // Not JSON-RPC at all (a proxy error page, …).
                 if serde_json::from_slice::<Value>(&raw.body).is_err() {
@@ -321,7 +325,7 @@ impl Transport {
         let resp = self
             .post_raw(Bytes::from(body.to_string()), headers)
             .await?;
-        let raw = RawResponse::read(resp).await?;
+        let raw = RawResponse::read_limited(resp, self.config.max_message_bytes).await?;
         if !(200..300).contains(&raw.status) {
             return Err(http::http_error(&raw));
         }
@@ -474,7 +478,7 @@ impl McpClient {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         let resp = self.inner.post_raw(body.into(), &h).await?;
-        RawResponse::read(resp).await
+        RawResponse::read_limited(resp, self.inner.config.max_message_bytes).await
     }
 
     /// `server/discover`: supported versions and capabilities.
@@ -687,7 +691,7 @@ impl McpClient {
         let media = http::content_type(&resp);
         if media.as_deref() != Some(http::SSE_MEDIA_TYPE) {
             let status = resp.status().as_u16();
-            let raw = RawResponse::read(resp).await?;
+            let raw = RawResponse::read_limited(resp, self.inner.config.max_message_bytes).await?;
             let json = http::json_body(&raw)?;
             http::rpc_result(&json, Some(status))?;
             return Err(ClientError::ContentType {
@@ -695,9 +699,10 @@ impl McpClient {
                 got: media,
             });
         }
-        Ok(http::sse_json(
+        Ok(http::sse_json_limited(
             resp.bytes_stream(),
             self.inner.config.stream_idle_timeout,
+            self.inner.config.max_message_bytes,
         ))
     }
 }
@@ -876,7 +881,7 @@ impl McpLegacyClient {
         let status = resp.status().as_u16();
         let media = http::content_type(&resp);
         if media.as_deref() != Some(http::SSE_MEDIA_TYPE) {
-            let raw = RawResponse::read(resp).await?;
+            let raw = RawResponse::read_limited(resp, self.inner.config.max_message_bytes).await?;
             let json = match serde_json::from_slice::<Value>(&raw.body) {
                 Ok(v) => v,
                 Err(_) => return Err(http::http_error(&raw)),
@@ -891,12 +896,16 @@ impl McpLegacyClient {
             return Ok((Value::from(id), futures::stream::iter([Ok(json)]).boxed()));
         }
         if !(200..300).contains(&status) {
-            let raw = RawResponse::read(resp).await?;
+            let raw = RawResponse::read_limited(resp, self.inner.config.max_message_bytes).await?;
             return Err(http::http_error(&raw));
         }
         Ok((
             Value::from(id),
-            http::sse_json(resp.bytes_stream(), self.inner.config.stream_idle_timeout),
+            http::sse_json_limited(
+                resp.bytes_stream(),
+                self.inner.config.stream_idle_timeout,
+                self.inner.config.max_message_bytes,
+            ),
         ))
     }
 
@@ -1038,7 +1047,7 @@ impl McpLegacyClient {
             .timeout(self.inner.config.request_timeout)
             .send()
             .await?;
-        let raw = RawResponse::read(resp).await?;
+        let raw = RawResponse::read_limited(resp, self.inner.config.max_message_bytes).await?;
         if !(200..300).contains(&raw.status) {
             return Err(http::http_error(&raw));
         }

@@ -1448,15 +1448,16 @@ async fn bad_upstream_lists_are_usage_errors() {
 }
 
 /// An upstream answer larger than `--upstream-max-message-bytes` fails the
-/// bridged task, naming the limit, over an A2A and an AG-UI upstream (a
-/// stream event of the A2A upstream, a streamed text message of the AG-UI
-/// one); the bridge goes on serving smaller answers.
+/// bridged task, naming the limit, over an A2A, an MCP and an AG-UI upstream
+/// (a stream event of the A2A upstream, a response of the MCP one, a streamed
+/// text message of the AG-UI one); the bridge goes on serving smaller answers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn upstream_answers_beyond_the_limit_fail_the_task_naming_it() {
     let up = serve(&[]).await;
     let big = format!("message\n{}", "x".repeat(3000));
     for url in [
         upstream_url(&up.base, Over::JsonRpc),
+        format!("mcp+{}/mcp#run_script", up.base),
         format!("agui+{}/agui", up.base),
     ] {
         let bridge = serve(&["--upstream", &url, "--upstream-max-message-bytes", "2048"]).await;
