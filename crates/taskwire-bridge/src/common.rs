@@ -17,6 +17,13 @@ use crate::a2a::LINK_KEY;
 #[derive(Debug)]
 pub(crate) struct AbortOnDrop(tokio::task::JoinHandle<()>);
 
+impl AbortOnDrop {
+    /// Spawns `fut` on the current runtime, aborted when this is dropped.
+    pub(crate) fn spawn(fut: impl Future<Output = ()> + Send + 'static) -> Self {
+        Self(tokio::spawn(fut))
+    }
+}
+
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();

@@ -44,7 +44,9 @@ use taskwire_vocab::upstream::mcp::{self as vocab, UpstreamAsk};
 use taskwire_vocab::upstream::UpstreamState;
 use tracing::{debug, info, info_span, warn, Instrument};
 
-use crate::common::{downstream_canceled, end_canceled, reattached, timed, watch_cancels};
+use crate::common::{
+    downstream_canceled, end_canceled, reattached, timed, watch_cancels, AbortOnDrop,
+};
 use crate::error::BridgeError;
 use crate::mcp::{Asked, McpLink, McpUpstream};
 
@@ -157,16 +159,7 @@ pub(crate) struct Legacy {
     /// The tools called as tasks.
     as_task: Arc<HashSet<String>>,
     open: Arc<OpenCalls>,
-    open_watcher: Option<Arc<Aborting>>,
-}
-
-/// A spawned watcher, aborted when the last agent clone goes.
-struct Aborting(tokio::task::JoinHandle<()>);
-
-impl Drop for Aborting {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
+    open_watcher: Option<Arc<AbortOnDrop>>,
 }
 
 impl Legacy {
@@ -269,8 +262,8 @@ fn session_lost(e: &ClientError) -> bool {
 }
 
 /// The watcher of [`Legacy::with_store`] for open calls.
-fn watch_open_calls(store: Arc<dyn TaskStore>, open: Arc<OpenCalls>) -> Aborting {
-    Aborting(tokio::spawn(async move {
+fn watch_open_calls(store: Arc<dyn TaskStore>, open: Arc<OpenCalls>) -> AbortOnDrop {
+    AbortOnDrop::spawn(async move {
         use tokio::sync::broadcast::error::RecvError;
         let mut rx = store.hub().firehose();
         loop {
@@ -300,7 +293,7 @@ fn watch_open_calls(store: Arc<dyn TaskStore>, open: Arc<OpenCalls>) -> Aborting
             }
             // Dropping the call closes its connection.
         }
-    }))
+    })
 }
 
 /// Runs one downstream turn against a 2025-11-25 upstream.
