@@ -675,16 +675,7 @@ impl<'a> Turn<'a> {
                     self.up.poll_interval
                 }
                 Err(e) => {
-                    if failures >= backoff.max_attempts || !e.is_transient() {
-                        return Err(BridgeError::Upstream {
-                            operation: "GetTask",
-                            source: Box::new(e),
-                        });
-                    }
-                    let d = backoff.delay(failures);
-                    failures += 1;
-                    debug!(upstream_task = %id, error = %e, attempt = failures, "GetTask failed; retrying");
-                    d
+                    crate::common::after_failed_poll(&backoff, &mut failures, e, "GetTask", &id)?
                 }
             };
             tokio::select! {

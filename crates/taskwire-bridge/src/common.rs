@@ -172,6 +172,46 @@ pub(crate) fn turn_result(
     }
 }
 
+/// After a failed poll of an upstream task: the wait before the next one, or
+/// (when the failure is not transient, or `failures` already reached the
+/// policy's attempts) the error that ends the turn. Counts the failure.
+pub(crate) fn after_failed_poll(
+    backoff: &taskwire_client::BackoffPolicy,
+    failures: &mut u32,
+    e: ClientError,
+    operation: &'static str,
+    upstream_task: &str,
+) -> Result<std::time::Duration, BridgeError> {
+    if *failures >= backoff.max_attempts || !e.is_transient() {
+        return Err(BridgeError::Upstream {
+            operation,
+            source: Box::new(e),
+        });
+    }
+    let d = backoff.delay(*failures);
+    *failures += 1;
+    tracing::debug!(upstream_task = %upstream_task, error = %e, attempt = *failures,
+        "{operation} failed; retrying");
+    Ok(d)
+}
+
+/// The tool a downstream task calls, of `names` (its skill, or the one tool),
+/// or the refusal of a task that names none of several.
+pub(crate) fn chosen_tool(
+    task: &taskwire_core::Task,
+    names: &[String],
+) -> Result<String, TurnOutcome> {
+    match taskwire_vocab::upstream::mcp::tool_of_task(&task.metadata, names) {
+        Some(t) => Ok(t.to_string()),
+        None => Err(TurnOutcome::Rejected {
+            reason: format!(
+                "the upstream MCP server has several tools ({}): call one of them as an MCP tool, or bridge one with --upstream URL#tool",
+                names.join(", ")
+            ),
+        }),
+    }
+}
+
 /// The bridge's metric names.
 pub mod metric {
     /// Histogram: latency of each call to an upstream (for a stream: until its

@@ -498,15 +498,10 @@ impl<'a> Turn<'a> {
     /// The first turn: calls the tool.
     async fn call(&mut self) -> Result<TurnOutcome, BridgeError> {
         let names = self.up.tool_names();
-        let Some(tool) = vocab::tool_of_task(&self.ctx.task().metadata, &names) else {
-            return Ok(TurnOutcome::Rejected {
-                reason: format!(
-                    "the upstream MCP server has several tools ({}): call one of them as an MCP tool, or bridge one with --upstream URL#tool",
-                    names.join(", ")
-                ),
-            });
+        let tool = match crate::common::chosen_tool(self.ctx.task(), &names) {
+            Ok(t) => t,
+            Err(refused) => return Ok(refused),
         };
-        let tool = tool.to_string();
         self.call_tool(tool, None, None).await
     }
 
@@ -630,18 +625,13 @@ impl<'a> Turn<'a> {
                     }
                     suggested.unwrap_or(self.up.poll_interval).min(MAX_POLL)
                 }
-                Err(e) => {
-                    if failures >= backoff.max_attempts || !e.is_transient() {
-                        return Err(BridgeError::Upstream {
-                            operation: "tasks/get",
-                            source: Box::new(e),
-                        });
-                    }
-                    let d = backoff.delay(failures);
-                    failures += 1;
-                    debug!(upstream_task = %task_id, error = %e, attempt = failures, "tasks/get failed; retrying");
-                    d
-                }
+                Err(e) => crate::common::after_failed_poll(
+                    &backoff,
+                    &mut failures,
+                    e,
+                    "tasks/get",
+                    task_id,
+                )?,
             };
             tokio::select! {
                 biased;

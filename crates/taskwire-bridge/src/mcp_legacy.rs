@@ -466,15 +466,10 @@ impl Turn<'_> {
     /// The first turn: calls the tool, as a task when both sides allow it.
     async fn call(&mut self) -> Result<TurnOutcome, BridgeError> {
         let names = self.up.tool_names();
-        let Some(tool) = vocab::tool_of_task(&self.ctx.task().metadata, &names) else {
-            return Ok(TurnOutcome::Rejected {
-                reason: format!(
-                    "the upstream MCP server has several tools ({}): call one of them as an MCP tool, or bridge one with --upstream URL#tool",
-                    names.join(", ")
-                ),
-            });
+        let tool = match crate::common::chosen_tool(self.ctx.task(), &names) {
+            Ok(t) => t,
+            Err(refused) => return Ok(refused),
         };
-        let tool = tool.to_string();
         let schema = self
             .up
             .tools
@@ -855,15 +850,13 @@ impl Turn<'_> {
                     });
                 }
                 Err(e) => {
-                    if failures >= backoff.max_attempts || !e.is_transient() {
-                        return Err(BridgeError::Upstream {
-                            operation: "tasks/get",
-                            source: Box::new(e),
-                        });
-                    }
-                    let d = backoff.delay(failures);
-                    failures += 1;
-                    debug!(upstream_task = %task_id, error = %e, attempt = failures, "tasks/get failed; retrying");
+                    let d = crate::common::after_failed_poll(
+                        &backoff,
+                        &mut failures,
+                        e,
+                        "tasks/get",
+                        task_id,
+                    )?;
                     self.pause(d).await?;
                     continue;
                 }
