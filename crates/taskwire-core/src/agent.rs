@@ -288,6 +288,29 @@ pub(crate) struct TurnShared {
     /// the next commit is computed from it without reading the task again.
     latest: Mutex<Option<Arc<Task>>>,
     pub(crate) cancel: CancellationToken,
+    /// Live [`FlushHold`]s: while any, no flush is due.
+    holds: std::sync::atomic::AtomicUsize,
+}
+
+/// While alive, the turn's automatic flushes wait (see
+/// [`TurnContext::hold_flushes`]); dropping it lets the next one happen.
+#[must_use = "the hold ends when this is dropped"]
+pub struct FlushHold {
+    shared: Arc<TurnShared>,
+}
+
+impl std::fmt::Debug for FlushHold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FlushHold").finish_non_exhaustive()
+    }
+}
+
+impl Drop for FlushHold {
+    fn drop(&mut self) {
+        self.shared
+            .holds
+            .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
 }
 
 /// What an agent sees and does during one turn. Emitted changes are buffered and
@@ -329,6 +352,7 @@ impl TurnContext {
                     requested_keys: Vec::new(),
                 }),
                 flush_lock: tokio::sync::Mutex::new(()),
+                holds: std::sync::atomic::AtomicUsize::new(0),
                 flush_interval,
                 cancel,
             }),
@@ -402,7 +426,25 @@ impl TurnContext {
         Ok(())
     }
 
+    /// Holds the automatic flushes (those due every `flush_interval`, from
+    /// an emit or the runtime's timer) until the returned guard is dropped, so
+    /// that the changes emitted meanwhile are committed together, all or none:
+    /// e.g. a bridged upstream event's outputs and the stream position that
+    /// says they are applied. An explicit [`TurnContext::flush`] still
+    /// commits. Hold only for a bounded piece of work.
+    pub fn hold_flushes(&self) -> FlushHold {
+        self.shared
+            .holds
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        FlushHold {
+            shared: self.shared.clone(),
+        }
+    }
+
     pub(crate) fn flush_due(&self) -> bool {
+        if self.shared.holds.load(std::sync::atomic::Ordering::Acquire) > 0 {
+            return false;
+        }
         self.shared.buffer.lock().is_ok_and(|b| {
             b.oldest
                 .is_some_and(|t| t.elapsed() >= self.shared.flush_interval)

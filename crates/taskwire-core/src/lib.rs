@@ -52,8 +52,8 @@ pub mod transition;
 pub mod types;
 
 pub use agent::{
-    Agent, AgentError, AgentInfo, InputGuardrail, Skill, TaskSupport, TurnContext, TurnOutcome,
-    DEFAULT_SKILL_ID,
+    Agent, AgentError, AgentInfo, FlushHold, InputGuardrail, Skill, TaskSupport, TurnContext,
+    TurnOutcome, DEFAULT_SKILL_ID,
 };
 /// The attribute an `impl Agent` block needs (re-exported, so that implementing
 /// [`Agent`] takes no dependency of its own).

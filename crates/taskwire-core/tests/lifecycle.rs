@@ -719,3 +719,86 @@ async fn open_streams_are_bounded_per_caller() {
     drop(s1);
     assert!(svc.subscribe(Access::Owner(&alice), &a.id, 0).await.is_ok());
 }
+
+/// An agent that holds the automatic flushes while it emits `held`, waits far
+/// longer than the flush interval, then reports whether `held` was committed
+/// meanwhile (it must not be), lets go and emits `after`.
+struct Holding {
+    svc: std::sync::OnceLock<TaskService>,
+    seen_while_held: Arc<std::sync::Mutex<Option<bool>>>,
+}
+
+#[async_trait::async_trait]
+impl Agent for Holding {
+    fn info(&self) -> taskwire_core::AgentInfo {
+        taskwire_core::AgentInfo::new("holding", "holds its flushes")
+    }
+
+    async fn run_turn(
+        &self,
+        ctx: &taskwire_core::TurnContext,
+    ) -> Result<taskwire_core::TurnOutcome, taskwire_core::AgentError> {
+        let svc = self.svc.get().expect("service").clone();
+        let id = ctx.task().id.clone();
+        let committed = |name: &'static str| {
+            let svc = svc.clone();
+            let id = id.clone();
+            async move {
+                let t = svc.get(&alice(), &id).await.expect("get");
+                t.artifacts.iter().any(|a| a.artifact_id == name)
+            }
+        };
+        {
+            let _hold = ctx.hold_flushes();
+            ctx.emit_artifact("held", None, vec![taskwire_core::Part::text("a")])
+                .await?;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            ctx.emit_artifact("held-2", None, vec![taskwire_core::Part::text("b")])
+                .await?;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            *self.seen_while_held.lock().expect("lock") = Some(committed("held").await);
+        }
+        ctx.emit_artifact("after", None, vec![taskwire_core::Part::text("c")])
+            .await?;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if !committed("held").await || !committed("after").await {
+            return Ok(taskwire_core::TurnOutcome::Failed {
+                message: "not committed after the hold".into(),
+            });
+        }
+        Ok(taskwire_core::TurnOutcome::Completed { message: None })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn held_flushes_commit_together_after_the_hold() {
+    let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
+    let svc = TaskService::new(store, "holding");
+    let seen = Arc::new(std::sync::Mutex::new(None));
+    let agent = Holding {
+        svc: std::sync::OnceLock::new(),
+        seen_while_held: seen.clone(),
+    };
+    agent.svc.set(svc.clone()).ok();
+    let mut cfg = RuntimeConfig::default();
+    cfg.poll_interval = Duration::from_millis(20);
+    let rt = Runtime::start(svc.clone(), Arc::new(agent), cfg);
+    let t = svc
+        .create(&alice(), CreateTask::new(Message::user_text("go")))
+        .await
+        .expect("create")
+        .task
+        .as_ref()
+        .clone();
+    let t = svc
+        .wait_until(&alice(), &t.id, Duration::from_secs(10), |_| false)
+        .await
+        .expect("wait");
+    assert_eq!(t.state, TaskState::Completed, "{t:?}");
+    assert_eq!(
+        *seen.lock().expect("lock"),
+        Some(false),
+        "held output was committed during the hold"
+    );
+    rt.shutdown(Duration::from_secs(5)).await;
+}
