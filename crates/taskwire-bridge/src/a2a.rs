@@ -104,6 +104,13 @@ pub struct UpstreamLink {
     /// INPUT_REQUIRED, whose answer the next turn sends upstream.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub asked: Option<String>,
+    /// The stream position: the SSE id of the last upstream event whose
+    /// effects are committed downstream (committed with them, all or none). A
+    /// re-attach resumes after it (`Last-Event-ID`) instead of from the task
+    /// snapshot. None over gRPC (its frames carry no ids) and before the first
+    /// event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
 }
 
 impl UpstreamLink {
@@ -185,6 +192,23 @@ impl A2aTransport {
             match self {
                 A2aTransport::JsonRpc(c) => c.subscribe_to_task(id).await,
                 A2aTransport::Grpc(c) => c.subscribe_to_task(id).await,
+            }
+        };
+        timed(self.metric_protocol(), "SubscribeToTask", call).await
+    }
+
+    /// `SubscribeToTask` resuming after the event `cursor` (JSON-RPC:
+    /// `Last-Event-ID`; gRPC: taskwire's `last-event-id` metadata), timed
+    /// until the stream's response head.
+    pub async fn resubscribe(
+        &self,
+        id: &str,
+        cursor: Option<&str>,
+    ) -> Result<A2aStream, ClientError> {
+        let call = async {
+            match self {
+                A2aTransport::JsonRpc(c) => c.resubscribe(id, cursor).await,
+                A2aTransport::Grpc(c) => c.resubscribe(id, cursor).await,
             }
         };
         timed(self.metric_protocol(), "SubscribeToTask", call).await
@@ -584,10 +608,12 @@ impl<'a> Turn<'a> {
                     })?
             }
             Plan::Reattach(id) => {
+                let cursor = self.link.as_ref().and_then(|l| l.cursor.clone());
                 info!(task = %self.ctx.task().id, upstream_task = %id, turn = self.number,
+                    after_event = cursor.as_deref().unwrap_or("none (from the snapshot)"),
                     "re-attaching to the upstream task");
                 reattached(self.up.client.metric_protocol());
-                match self.up.client.subscribe_to_task(&id).await {
+                match self.up.client.resubscribe(&id, cursor.as_deref()).await {
                     Ok(s) => s,
                     Err(e) => {
                         debug!(upstream_task = %id, error = %e, "SubscribeToTask refused; polling GetTask");
@@ -608,7 +634,7 @@ impl<'a> Turn<'a> {
                 item = stream.next() => item,
             };
             match item {
-                Some(Ok(ev)) => match self.apply(ev.response).await {
+                Some(Ok(ev)) => match self.apply_at(ev.response, ev.event_id).await {
                     Ok(Some(outcome)) => return Ok(outcome),
                     Ok(None) => {}
                     Err(BridgeError::Core(_)) if self.ctx.is_cancelled() => {
@@ -707,6 +733,7 @@ impl<'a> Turn<'a> {
             context_id: context_id.to_string(),
             turn: self.number,
             asked: None,
+            cursor: None,
         };
         self.ctx.set_state(link.to_state()).await?;
         self.ctx.flush().await?;
@@ -715,6 +742,29 @@ impl<'a> Turn<'a> {
             "upstream link stored");
         self.link = Some(link);
         Ok(())
+    }
+
+    /// Applies one streamed upstream event and, when it has an SSE id,
+    /// advances the link's cursor to it: the event's effects and the cursor
+    /// are committed together (the turn's automatic flushes wait meanwhile), so
+    /// a re-attach after a crash resumes after exactly the events applied.
+    async fn apply_at(
+        &mut self,
+        resp: pb::StreamResponse,
+        event_id: Option<String>,
+    ) -> Result<Option<TurnOutcome>, BridgeError> {
+        let _hold = self.ctx.hold_flushes();
+        let outcome = self.apply(resp).await?;
+        if outcome.is_none() {
+            if let (Some(id), Some(link)) = (event_id, self.link.as_mut()) {
+                if link.cursor.as_deref() != Some(id.as_str()) {
+                    link.cursor = Some(id);
+                    let state = link.to_state();
+                    self.ctx.set_state(state).await?;
+                }
+            }
+        }
+        Ok(outcome)
     }
 
     /// Applies one upstream event (streamed, or a polled `GetTask` snapshot);
@@ -906,6 +956,7 @@ mod tests {
             context_id: "ctx".into(),
             turn: 2,
             asked: Some(input_key(2)),
+            cursor: Some("7".into()),
         };
         let state = l.to_state();
         assert_eq!(state["upstream"]["taskId"], "up-1");
