@@ -16,46 +16,10 @@ use taskwire_client::a2a::{self, pb, A2aClient};
 use taskwire_client::cas::{CasClient, CasInput, CasPhase, TerminalReason};
 use taskwire_client::ClientConfig;
 
-const LIMIT: Duration = Duration::from_secs(20);
-
-struct Running {
-    base: String,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    done: Option<tokio::task::JoinHandle<()>>,
-}
-
-impl Running {
-    /// Stops the server and waits until it has stopped.
-    async fn stop(mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-        if let Some(done) = self.done.take() {
-            let _ = tokio::time::timeout(LIMIT, done).await;
-        }
-    }
-}
-
-fn run(server: taskwire::Server) -> Running {
-    let base = format!("http://{}", server.local_addr());
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let done = tokio::spawn(async move {
-        let _ = server
-            .run(async move {
-                let _ = rx.await;
-            })
-            .await;
-    });
-    Running {
-        base,
-        stop: Some(tx),
-        done: Some(done),
-    }
-}
-
-async fn serve(extra: &[&str]) -> Running {
-    run(common::build_serve(extra).await)
-}
+use common::bridge::{
+    a2a_client, artifact_texts, config, run, serve, settled, state, status_text, task_of, Running,
+    LIMIT,
+};
 
 /// The binding the bridge calls its upstream over.
 #[derive(Clone, Copy, Debug)]
@@ -97,46 +61,6 @@ macro_rules! over_both {
             }
         }
     };
-}
-
-fn config(base: &str) -> ClientConfig {
-    ClientConfig::builder(base)
-        .request_timeout(LIMIT)
-        .poll_interval(Duration::from_millis(50))
-        .build()
-}
-
-fn a2a_client(base: &str) -> A2aClient {
-    A2aClient::new(config(base)).expect("a2a client")
-}
-
-fn task_of(r: pb::SendMessageResponse) -> pb::Task {
-    match r.payload {
-        Some(pb::send_message_response::Payload::Task(t)) => t,
-        other => panic!("expected a task, got {other:?}"),
-    }
-}
-
-fn state(t: &pb::Task) -> pb::TaskState {
-    t.status
-        .as_ref()
-        .map(|s| s.state())
-        .unwrap_or(pb::TaskState::Unspecified)
-}
-
-fn status_text(t: &pb::Task) -> String {
-    t.status
-        .as_ref()
-        .and_then(|s| s.message.as_ref())
-        .map(a2a::message_text)
-        .unwrap_or_default()
-}
-
-fn artifact_texts(t: &pb::Task) -> Vec<(String, String)> {
-    t.artifacts
-        .iter()
-        .map(|a| (a.name.clone(), a2a::parts_text(&a.parts)))
-        .collect()
 }
 
 /// Every task the upstream holds (the bridge's caller is the local principal).
@@ -831,11 +755,6 @@ async fn mcp_pair(suffix: &str) -> (Running, Running) {
     let url = format!("mcp+{}/mcp{suffix}", up.base);
     let bridge = serve(&["--upstream", &url]).await;
     (up, bridge)
-}
-
-/// The bridged task as an A2A caller sees it once it stops for someone or ends.
-async fn settled(down: &A2aClient, id: &str) -> pb::Task {
-    down.wait_task(id, LIMIT).await.expect("wait").into_inner()
 }
 
 /// Every directive of the scripted agent through an MCP upstream, driven over

@@ -28,136 +28,23 @@ mod common;
 #[path = "common/pg.rs"]
 mod pg;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 use taskwire_client::a2a::{self, pb, A2aClient};
-use taskwire_client::agui::{
-    event_type, AguiClient, AguiEncoding, AguiEvent, ResumeEntry, ResumeStatus, RunAgentInput,
-};
-use taskwire_client::ClientConfig;
+use taskwire_client::agui::{event_type, AguiClient, ResumeEntry, ResumeStatus, RunAgentInput};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-/// The bound of every wait on a task, a call or a stream.
-const LIMIT: Duration = Duration::from_secs(20);
-/// The bound on the SDK server's start.
-const STARTUP: Duration = Duration::from_secs(30);
+use common::bridge::{
+    a2a_client, a2a_send, agui_id, agui_run, artifact_texts, config, eventually, run, serve,
+    settled, state, status_text, task_of, PythonSdk, Running, SdkServer, LIMIT,
+};
 
 /// The SDK server's tools, sorted.
 const SDK_TOOLS: [&str; 5] = ["ask_name", "fail", "slow", "task_ask", "task_slow"];
 /// The text of `fail`'s tool error (FastMCP prefixes the ToolError's message).
 const FAIL_TEXT: &str = "Error executing tool fail: it broke";
-
-// ---- shared helpers ----
-
-/// An in-process `taskwire serve`.
-struct Running {
-    base: String,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    done: Option<tokio::task::JoinHandle<()>>,
-}
-
-impl Running {
-    async fn stop(mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-        if let Some(done) = self.done.take() {
-            let _ = tokio::time::timeout(LIMIT, done).await;
-        }
-    }
-}
-
-fn run(server: taskwire::Server) -> Running {
-    let base = format!("http://{}", server.local_addr());
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let done = tokio::spawn(async move {
-        let _ = server
-            .run(async move {
-                let _ = rx.await;
-            })
-            .await;
-    });
-    Running {
-        base,
-        stop: Some(tx),
-        done: Some(done),
-    }
-}
-
-async fn serve(extra: &[&str]) -> Running {
-    let server = tokio::time::timeout(LIMIT, common::build_serve(extra))
-        .await
-        .expect("serve started within LIMIT");
-    run(server)
-}
-
-fn config(base: &str) -> ClientConfig {
-    ClientConfig::builder(base)
-        .request_timeout(LIMIT)
-        .poll_interval(Duration::from_millis(50))
-        .build()
-}
-
-fn a2a_client(base: &str) -> A2aClient {
-    A2aClient::new(config(base)).expect("a2a client")
-}
-
-fn state(t: &pb::Task) -> pb::TaskState {
-    t.status
-        .as_ref()
-        .map(|s| s.state())
-        .unwrap_or(pb::TaskState::Unspecified)
-}
-
-fn status_text(t: &pb::Task) -> String {
-    t.status
-        .as_ref()
-        .and_then(|s| s.message.as_ref())
-        .map(a2a::message_text)
-        .unwrap_or_default()
-}
-
-fn artifact_texts(t: &pb::Task) -> Vec<(String, String)> {
-    t.artifacts
-        .iter()
-        .map(|a| (a.name.clone(), a2a::parts_text(&a.parts)))
-        .collect()
-}
-
-fn task_of(r: pb::SendMessageResponse) -> pb::Task {
-    match r.payload {
-        Some(pb::send_message_response::Payload::Task(t)) => t,
-        other => panic!("expected a task, got {other:?}"),
-    }
-}
-
-/// An A2A `SendMessage` of `text` (to task `task_id` when given; returning at
-/// once when `immediately`), bounded by LIMIT.
-async fn a2a_send(
-    client: &A2aClient,
-    text: &str,
-    task_id: Option<&str>,
-    immediately: bool,
-) -> pb::Task {
-    let mut message = a2a::text_message(text);
-    if let Some(id) = task_id {
-        message.task_id = id.to_string();
-    }
-    let mut req = a2a::send_request(message);
-    if immediately {
-        let mut c = req.configuration.take().unwrap_or_default();
-        c.return_immediately = true;
-        req.configuration = Some(c);
-    }
-    let sent = tokio::time::timeout(LIMIT, client.send_message(req))
-        .await
-        .expect("SendMessage answered within LIMIT")
-        .expect("SendMessage");
-    task_of(sent.into_inner())
-}
 
 /// An A2A `SendMessage` whose one part is `data` (the tool's arguments),
 /// returning at once.
@@ -174,15 +61,6 @@ async fn a2a_send_data(client: &A2aClient, data: serde_json::Value) -> pb::Task 
             .expect("SendMessage")
             .into_inner(),
     )
-}
-
-/// The task once it stops for someone or ends.
-async fn settled(client: &A2aClient, id: &str) -> pb::Task {
-    client
-        .wait_task(id, LIMIT)
-        .await
-        .expect("wait")
-        .into_inner()
 }
 
 /// Every upstream task of an upstream taskwire.
@@ -206,30 +84,6 @@ async fn upstream_operations(base: &str) -> String {
         .filter(|l| l.starts_with("taskwire_upstream_request_duration_seconds_count"))
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-fn agui_id(prefix: &str) -> String {
-    format!("{prefix}-{}", a2a::random_id())
-}
-
-async fn agui_run(client: &AguiClient, input: &RunAgentInput) -> Vec<AguiEvent> {
-    let s = client
-        .run(input, AguiEncoding::Sse)
-        .await
-        .expect("AG-UI run");
-    tokio::time::timeout(LIMIT, s.collect_all())
-        .await
-        .expect("the run ends within LIMIT")
-        .expect("events")
-}
-
-/// Waits (within LIMIT) until `cond` holds.
-async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + LIMIT;
-    while !cond() {
-        assert!(Instant::now() < deadline, "not within {LIMIT:?}: {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 // ---- taskwire behind a bridge that speaks 2025-11-25 to it ----
@@ -684,144 +538,29 @@ fn the_mcp_version_flag_is_checked() {
 
 // ---- the official Python SDK 1.x (2025-11-25 only) behind the bridge ----
 
-fn python() -> Option<PathBuf> {
-    if let Ok(p) = std::env::var("TASKWIRE_MCP_LEGACY_PY_PYTHON") {
-        let p = PathBuf::from(p);
-        return p.exists().then_some(p);
-    }
-    let p =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/mcp-legacy-venv/bin/python");
-    p.exists().then_some(p)
-}
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
-}
-
-/// The SDK server, a child process killed when this is dropped.
-struct SdkServer {
-    endpoint: String,
-    child: tokio::process::Child,
-    dir: tempfile::TempDir,
-    drain: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for SdkServer {
-    fn drop(&mut self) {
-        let _ = self.child.start_kill();
-        self.drain.abort();
-    }
-}
-
-impl SdkServer {
-    async fn start() -> Self {
-        let py = python().unwrap_or_else(|| {
-            panic!(
-                "the Python MCP SDK 1.x is not installed: no python at $TASKWIRE_MCP_LEGACY_PY_PYTHON \
-                 ({:?}) nor at target/mcp-legacy-venv/bin/python (run .ci/setup-mcp-legacy-py.sh, or \
-                 set TASKWIRE_MCP_LEGACY_PY_PYTHON to a python with mcp==1.30.0 and uvicorn)",
-                std::env::var("TASKWIRE_MCP_LEGACY_PY_PYTHON").ok()
-            )
-        });
-        let probe = std::process::Command::new(&py)
-            .args([
-                "-c",
-                "import mcp.server.fastmcp, mcp.server.experimental.task_context, uvicorn",
-            ])
-            .output()
-            .expect("run the python interpreter");
-        assert!(
-            probe.status.success(),
-            "{} lacks the MCP SDK 1.x (with mcp.server.experimental) or uvicorn, which \
-             mcp_legacy_sdk_server.py needs (run .ci/setup-mcp-legacy-py.sh):\n{}",
-            py.display(),
-            String::from_utf8_lossy(&probe.stderr)
-        );
-        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../../conformance/targets/mcp_legacy_sdk_server.py");
-        let mut last = String::new();
-        for attempt in 0..3 {
-            let dir = tempfile::tempdir().expect("tempdir");
-            let log = dir.path().join("sdk-server.log");
-            let port = free_port();
-            let mut child = tokio::process::Command::new(&py)
-                .arg(&script)
-                .args(["--host", "127.0.0.1"])
-                .args(["--port", &port.to_string()])
-                .stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::fs::File::create(&log).expect("log file"))
-                .kill_on_drop(true)
-                .spawn()
-                .expect("spawn the MCP SDK server");
-            let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-            let first = tokio::time::timeout(STARTUP, lines.next_line()).await;
-            let logs = || std::fs::read_to_string(&log).unwrap_or_default();
-            match first {
-                Ok(Ok(Some(line))) if line.starts_with("ready ") => {
-                    let endpoint = line["ready ".len()..].trim().to_string();
-                    assert_eq!(endpoint, format!("http://127.0.0.1:{port}/mcp"));
-                    let drain =
-                        tokio::spawn(
-                            async move { while let Ok(Some(_)) = lines.next_line().await {} },
-                        );
-                    return Self {
-                        endpoint,
-                        child,
-                        dir,
-                        drain,
-                    };
-                }
-                Err(_) => {
-                    let _ = child.start_kill();
-                    panic!(
-                        "the MCP SDK server was not ready within {STARTUP:?}:\n{}",
-                        logs()
-                    );
-                }
-                other => {
-                    let _ = child.start_kill();
-                    let _ = child.wait().await;
-                    last = format!("attempt {attempt}: {other:?}\n{}", logs());
-                    if !last.contains("already in use") {
-                        break;
-                    }
-                }
-            }
-        }
-        panic!("the MCP SDK server did not start:\n{last}");
-    }
-
-    fn logs(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("sdk-server.log")).unwrap_or_default()
-    }
-
-    fn upstream(&self, tool: Option<&str>) -> String {
-        match tool {
-            Some(t) => format!("mcp+{}#{t}", self.endpoint),
-            None => format!("mcp+{}", self.endpoint),
-        }
-    }
-}
-
-/// `taskwire serve --upstream mcp+http://…/mcp[#tool]` in front of the SDK
-/// server, with no version flag: the bridge finds out by itself.
-async fn sdk_bridge(sdk: &SdkServer, tool: Option<&str>) -> Running {
-    let url = sdk.upstream(tool);
-    let server = tokio::time::timeout(LIMIT, common::build_serve(&["--upstream", &url]))
-        .await
-        .unwrap_or_else(|_| panic!("the bridge to {url} did not start:\n{}", sdk.logs()));
-    run(server)
-}
+/// The SDK server: `mcp_legacy_sdk_server.py` (Streamable HTTP at `/mcp`) in
+/// the virtualenv of `.ci/setup-mcp-legacy-py.sh`. Its bridges
+/// (`sdk.bridge(tool)`) have no version flag: the bridge finds out by itself.
+const LEGACY_SDK: PythonSdk = PythonSdk {
+    name: "the MCP SDK 1.x server",
+    script: "mcp_legacy_sdk_server.py",
+    python_var: "TASKWIRE_MCP_LEGACY_PY_PYTHON",
+    venv: "mcp-legacy-venv",
+    setup: ".ci/setup-mcp-legacy-py.sh",
+    needs: "the MCP SDK 1.x (mcp==1.30.0, with mcp.server.experimental) and uvicorn",
+    probe: "import mcp.server.fastmcp, mcp.server.experimental.task_context, uvicorn",
+    ports: &["--port"],
+    path: "/mcp",
+    scheme: "mcp",
+};
 
 /// The SDK server refuses `server/discover` (it wants a session): the bridge
 /// falls back to 2025-11-25 by itself, and its card lists the five tools.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "interop: needs the Python MCP SDK 1.x (.ci/setup-mcp-legacy-py.sh); .ci/test runs it with --include-ignored"]
 async fn the_bridge_falls_back_to_2025_11_25_and_lists_the_sdk_tools() {
-    let sdk = SdkServer::start().await;
-    let bridge = sdk_bridge(&sdk, None).await;
+    let sdk = SdkServer::start(&LEGACY_SDK).await;
+    let bridge = sdk.bridge(None).await;
     let (_, card) = A2aClient::discover(config(&bridge.base))
         .await
         .expect("the bridge's card");
@@ -843,8 +582,8 @@ async fn the_bridge_falls_back_to_2025_11_25_and_lists_the_sdk_tools() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "interop: needs the Python MCP SDK 1.x (.ci/setup-mcp-legacy-py.sh); .ci/test runs it with --include-ignored"]
 async fn a2a_ask_name_elicitation_round_trips_inside_a_blocking_call() {
-    let sdk = SdkServer::start().await;
-    let bridge = sdk_bridge(&sdk, Some("ask_name")).await;
+    let sdk = SdkServer::start(&LEGACY_SDK).await;
+    let bridge = sdk.bridge(Some("ask_name")).await;
     let down = a2a_client(&bridge.base);
     let t = a2a_send(&down, "greet me", None, false).await;
     assert_eq!(
@@ -875,8 +614,8 @@ async fn a2a_ask_name_elicitation_round_trips_inside_a_blocking_call() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "interop: needs the Python MCP SDK 1.x (.ci/setup-mcp-legacy-py.sh); .ci/test runs it with --include-ignored"]
 async fn a2a_task_ask_elicitation_round_trips_through_tasks_result() {
-    let sdk = SdkServer::start().await;
-    let bridge = sdk_bridge(&sdk, Some("task_ask")).await;
+    let sdk = SdkServer::start(&LEGACY_SDK).await;
+    let bridge = sdk.bridge(Some("task_ask")).await;
     let down = a2a_client(&bridge.base);
     let t = a2a_send(&down, "greet me", None, false).await;
     assert_eq!(
@@ -910,8 +649,8 @@ async fn a2a_task_ask_elicitation_round_trips_through_tasks_result() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "interop: needs the Python MCP SDK 1.x (.ci/setup-mcp-legacy-py.sh); .ci/test runs it with --include-ignored"]
 async fn agui_ask_name_interrupts_and_a_resume_completes_it() {
-    let sdk = SdkServer::start().await;
-    let bridge = sdk_bridge(&sdk, Some("ask_name")).await;
+    let sdk = SdkServer::start(&LEGACY_SDK).await;
+    let bridge = sdk.bridge(Some("ask_name")).await;
     let agui = AguiClient::new(config(&bridge.base)).expect("agui client");
     let thread = agui_id("thread");
     let first = RunAgentInput::new(&thread, agui_id("run")).user_message(agui_id("m"), "greet me");
@@ -973,9 +712,9 @@ async fn agui_ask_name_interrupts_and_a_resume_completes_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "interop: needs the Python MCP SDK 1.x (.ci/setup-mcp-legacy-py.sh); .ci/test runs it with --include-ignored"]
 async fn a2a_slow_tools_complete_after_the_sleep() {
-    let sdk = SdkServer::start().await;
+    let sdk = SdkServer::start(&LEGACY_SDK).await;
     for (tool, text) in [("slow", "slept 2s"), ("task_slow", "slept 2s as a task")] {
-        let bridge = sdk_bridge(&sdk, Some(tool)).await;
+        let bridge = sdk.bridge(Some(tool)).await;
         let down = a2a_client(&bridge.base);
         let started = Instant::now();
         let done = a2a_send(&down, "take your time", None, false).await;
@@ -1006,8 +745,8 @@ async fn a2a_slow_tools_complete_after_the_sleep() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "interop: needs the Python MCP SDK 1.x (.ci/setup-mcp-legacy-py.sh); .ci/test runs it with --include-ignored"]
 async fn fail_ends_failed_with_the_sdk_text_over_a2a_and_agui() {
-    let sdk = SdkServer::start().await;
-    let bridge = sdk_bridge(&sdk, Some("fail")).await;
+    let sdk = SdkServer::start(&LEGACY_SDK).await;
+    let bridge = sdk.bridge(Some("fail")).await;
     let done = a2a_send(&a2a_client(&bridge.base), "go", None, false).await;
     assert_eq!(state(&done), pb::TaskState::Failed, "{done:?}");
     assert_eq!(status_text(&done), FAIL_TEXT, "{done:?}");
@@ -1029,9 +768,9 @@ async fn fail_ends_failed_with_the_sdk_text_over_a2a_and_agui() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "interop: needs the Python MCP SDK 1.x (.ci/setup-mcp-legacy-py.sh); .ci/test runs it with --include-ignored"]
 async fn cancels_reach_the_sdk_for_blocking_calls_and_tasks() {
-    let sdk = SdkServer::start().await;
+    let sdk = SdkServer::start(&LEGACY_SDK).await;
     for tool in ["slow", "task_slow"] {
-        let bridge = sdk_bridge(&sdk, Some(tool)).await;
+        let bridge = sdk.bridge(Some(tool)).await;
         let down = a2a_client(&bridge.base);
         let t = a2a_send_data(&down, json!({"seconds": 30})).await;
         // Let the call reach the tool.

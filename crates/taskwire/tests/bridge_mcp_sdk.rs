@@ -32,26 +32,21 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
-use taskwire_client::a2a::{self, pb, A2aClient};
+use taskwire_client::a2a::{pb, A2aClient};
 use taskwire_client::agui::{
-    event_type, AguiClient, AguiEncoding, AguiEvent, ResumeEntry, ResumeStatus, RunAgentInput,
+    event_type, AguiClient, AguiEvent, ResumeEntry, ResumeStatus, RunAgentInput,
 };
 use taskwire_client::mcp::{
-    elicit_accept, elicit_decline, ElicitResult, InputRequest, McpClient, McpTaskStatus,
-    ToolCallOutcome,
+    elicit_accept, elicit_decline, ElicitResult, McpClient, McpTaskStatus, ToolCallOutcome,
 };
-use taskwire_client::ClientConfig;
-use tokio::io::{AsyncBufReadExt, BufReader};
 
-/// The bound of every wait on a task, a call or a stream.
-const LIMIT: Duration = Duration::from_secs(20);
-/// The bound on the SDK server's start (importing the SDK and starting uvicorn
-/// on a loaded two-core machine).
-const STARTUP: Duration = Duration::from_secs(30);
+use common::bridge::{
+    a2a_send, agui_id, agui_run, artifact_texts, config, elicitation, state, status_text,
+    PythonSdk, SdkServer, LIMIT,
+};
 
 /// The tools of the SDK server, sorted.
 const TOOLS: [&str; 3] = ["ask_name", "fail", "slow"];
@@ -64,138 +59,22 @@ const QUESTION: &str = "What is your name?";
 /// (`it broke`) with `Error executing tool <name>: `.
 const FAIL_TEXT: &str = "Error executing tool fail: it broke";
 
-fn python() -> Option<PathBuf> {
-    if let Ok(p) = std::env::var("TASKWIRE_MCP_PY_PYTHON") {
-        let p = PathBuf::from(p);
-        return p.exists().then_some(p);
-    }
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/mcp-py-venv/bin/python");
-    p.exists().then_some(p)
-}
-
-/// The SDK server, a child process killed when this is dropped.
-struct SdkServer {
-    /// `http://127.0.0.1:PORT`.
-    base: String,
-    /// Its MCP endpoint, as it announced it (`{base}/mcp`).
-    endpoint: String,
-    child: tokio::process::Child,
-    dir: tempfile::TempDir,
-    drain: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for SdkServer {
-    fn drop(&mut self) {
-        let _ = self.child.start_kill();
-        self.drain.abort();
-    }
-}
+/// The SDK server: `mcp_sdk_server.py` (Streamable HTTP at `/mcp`) in the
+/// virtualenv of `.ci/setup-mcp-py.sh`.
+const MCP_SDK: PythonSdk = PythonSdk {
+    name: "the MCP SDK server",
+    script: "mcp_sdk_server.py",
+    python_var: "TASKWIRE_MCP_PY_PYTHON",
+    venv: "mcp-py-venv",
+    setup: ".ci/setup-mcp-py.sh",
+    needs: "the MCP SDK (mcp==2.3.0, with mcp.server.mcpserver.Resolve) and uvicorn",
+    probe: "import mcp.server.mcpserver, uvicorn; from mcp.server.mcpserver import Resolve, Elicit",
+    ports: &["--port"],
+    path: "/mcp",
+    scheme: "mcp",
+};
 
 impl SdkServer {
-    /// Starts `mcp_sdk_server.py` on a free loopback port and waits for its
-    /// `ready <url>` line (retrying with another port if one was taken
-    /// meanwhile).
-    async fn start() -> Self {
-        Self::start_with(&[]).await
-    }
-
-    /// [`SdkServer::start`] with more arguments for the script.
-    async fn start_with(extra: &[&str]) -> Self {
-        let py = python().unwrap_or_else(|| {
-            panic!(
-                "the Python MCP SDK is not installed: no python at $TASKWIRE_MCP_PY_PYTHON ({:?}) \
-                 nor at target/mcp-py-venv/bin/python (run .ci/setup-mcp-py.sh, or set \
-                 TASKWIRE_MCP_PY_PYTHON to a python with mcp==2.3.0 and uvicorn)",
-                std::env::var("TASKWIRE_MCP_PY_PYTHON").ok()
-            )
-        });
-        let probe = std::process::Command::new(&py)
-            .args([
-                "-c",
-                "import mcp.server.mcpserver, uvicorn; from mcp.server.mcpserver import Resolve, Elicit",
-            ])
-            .output()
-            .expect("run the python interpreter");
-        assert!(
-            probe.status.success(),
-            "{} lacks the MCP SDK (mcp 2.x with mcp.server.mcpserver.Resolve) or uvicorn, which \
-             mcp_sdk_server.py needs (run .ci/setup-mcp-py.sh):\n{}",
-            py.display(),
-            String::from_utf8_lossy(&probe.stderr)
-        );
-        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../../conformance/targets/mcp_sdk_server.py");
-        let mut last = String::new();
-        for attempt in 0..3 {
-            let dir = tempfile::tempdir().expect("tempdir");
-            let log = dir.path().join("sdk-server.log");
-            let port = free_port();
-            let mut child = tokio::process::Command::new(&py)
-                .arg(&script)
-                .args(["--host", "127.0.0.1"])
-                .args(["--port", &port.to_string()])
-                .args(extra)
-                .stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::fs::File::create(&log).expect("log file"))
-                .kill_on_drop(true)
-                .spawn()
-                .expect("spawn the MCP SDK server");
-            let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-            let first = tokio::time::timeout(STARTUP, lines.next_line()).await;
-            let logs = || std::fs::read_to_string(&log).unwrap_or_default();
-            match first {
-                Ok(Ok(Some(line))) if line.starts_with("ready ") => {
-                    let endpoint = line["ready ".len()..].trim().to_string();
-                    let base = format!("http://127.0.0.1:{port}");
-                    assert_eq!(endpoint, format!("{base}/mcp"));
-                    // Keep reading its stdout so it never blocks on a full pipe.
-                    let drain =
-                        tokio::spawn(
-                            async move { while let Ok(Some(_)) = lines.next_line().await {} },
-                        );
-                    return Self {
-                        base,
-                        endpoint,
-                        child,
-                        dir,
-                        drain,
-                    };
-                }
-                Err(_) => {
-                    let _ = child.start_kill();
-                    panic!(
-                        "the MCP SDK server was not ready within {STARTUP:?}:\n{}",
-                        logs()
-                    );
-                }
-                other => {
-                    let _ = child.start_kill();
-                    let _ = child.wait().await;
-                    last = format!("attempt {attempt}: {other:?}\n{}", logs());
-                    // A port taken between choosing it and binding it: try another.
-                    if !last.contains("already in use") {
-                        break;
-                    }
-                }
-            }
-        }
-        panic!("the MCP SDK server did not start:\n{last}");
-    }
-
-    /// What the SDK server wrote to stderr so far.
-    fn logs(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("sdk-server.log")).unwrap_or_default()
-    }
-
-    /// The upstream URL of the bridge: all its tools, or `#tool` alone.
-    fn upstream(&self, tool: Option<&str>) -> String {
-        match tool {
-            Some(t) => format!("mcp+{}#{t}", self.endpoint),
-            None => format!("mcp+{}", self.endpoint),
-        }
-    }
-
     /// An MCP client of the SDK server itself, declaring form elicitation (the
     /// SDK refuses to ask a client that did not declare it) and not the tasks
     /// extension (the SDK offers none).
@@ -204,121 +83,6 @@ impl SdkServer {
             .expect("mcp client")
             .declare_tasks_extension(false)
             .capability("elicitation", json!({"form": {}}))
-    }
-}
-
-/// A free loopback port (held while choosing).
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
-}
-
-/// An in-process `taskwire serve` (memory store, 127.0.0.1, a free port).
-struct Running {
-    base: String,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    done: Option<tokio::task::JoinHandle<()>>,
-}
-
-impl Running {
-    /// Stops the server and waits (bounded) until it has stopped.
-    async fn stop(mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-        if let Some(done) = self.done.take() {
-            let _ = tokio::time::timeout(LIMIT, done).await;
-        }
-    }
-}
-
-/// `taskwire serve --upstream mcp+http://…/mcp[#tool]` in front of the SDK
-/// server.
-async fn bridge(sdk: &SdkServer, tool: Option<&str>) -> Running {
-    let url = sdk.upstream(tool);
-    let server = tokio::time::timeout(LIMIT, common::build_serve(&["--upstream", &url]))
-        .await
-        .unwrap_or_else(|_| panic!("the bridge to {url} did not start:\n{}", sdk.logs()));
-    let base = format!("http://{}", server.local_addr());
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let done = tokio::spawn(async move {
-        let _ = server
-            .run(async move {
-                let _ = rx.await;
-            })
-            .await;
-    });
-    Running {
-        base,
-        stop: Some(tx),
-        done: Some(done),
-    }
-}
-
-fn config(base: &str) -> ClientConfig {
-    ClientConfig::builder(base)
-        .request_timeout(LIMIT)
-        .poll_interval(Duration::from_millis(50))
-        .build()
-}
-
-fn state(t: &pb::Task) -> pb::TaskState {
-    t.status
-        .as_ref()
-        .map(|s| s.state())
-        .unwrap_or(pb::TaskState::Unspecified)
-}
-
-fn status_text(t: &pb::Task) -> String {
-    t.status
-        .as_ref()
-        .and_then(|s| s.message.as_ref())
-        .map(a2a::message_text)
-        .unwrap_or_default()
-}
-
-fn artifact_texts(t: &pb::Task) -> Vec<(String, String)> {
-    t.artifacts
-        .iter()
-        .map(|a| (a.name.clone(), a2a::parts_text(&a.parts)))
-        .collect()
-}
-
-/// The task a blocking `SendMessage` answered with.
-fn task_of(r: pb::SendMessageResponse) -> pb::Task {
-    match r.payload {
-        Some(pb::send_message_response::Payload::Task(t)) => t,
-        other => panic!("expected a task, got {other:?}"),
-    }
-}
-
-/// A blocking A2A `SendMessage` of `text` (to task `task_id` when given),
-/// bounded by LIMIT.
-async fn a2a_send(client: &A2aClient, text: &str, task_id: Option<&str>) -> pb::Task {
-    let mut message = a2a::text_message(text);
-    if let Some(id) = task_id {
-        message.task_id = id.to_string();
-    }
-    let sent = tokio::time::timeout(LIMIT, client.send_message(a2a::send_request(message)))
-        .await
-        .expect("SendMessage answered within LIMIT")
-        .expect("SendMessage");
-    task_of(sent.into_inner())
-}
-
-/// The question and the schema of an MCP elicitation input request.
-fn elicitation(r: &InputRequest) -> (String, Map<String, Value>) {
-    match r {
-        InputRequest::Elicit(p) => {
-            let v = serde_json::to_value(p).expect("json");
-            let message = v["message"].as_str().unwrap_or_default().to_string();
-            let schema = v["requestedSchema"]
-                .as_object()
-                .cloned()
-                .unwrap_or_default();
-            (message, schema)
-        }
-        other => panic!("expected an elicitation, got {other:?}"),
     }
 }
 
@@ -352,7 +116,7 @@ fn assert_name_form(schema: &Map<String, Value>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "interop: needs the Python MCP SDK (.ci/setup-mcp-py.sh); .ci/test runs it with --include-ignored"]
 async fn the_sdk_server_asks_for_input_with_an_input_required_result() {
-    let sdk = SdkServer::start().await;
+    let sdk = SdkServer::start(&MCP_SDK).await;
     let direct = sdk.direct();
 
     let discovered = direct.discover().await.expect("server/discover");
@@ -467,9 +231,9 @@ async fn the_sdk_server_asks_for_input_with_an_input_required_result() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "interop: needs the Python MCP SDK (.ci/setup-mcp-py.sh); .ci/test runs it with --include-ignored"]
 async fn a2a_card_lists_the_sdk_tools_as_skills() {
-    let sdk = SdkServer::start().await;
+    let sdk = SdkServer::start(&MCP_SDK).await;
     let own = sdk.direct().list_tools().await.expect("SDK tools/list");
-    let bridge = bridge(&sdk, None).await;
+    let bridge = sdk.bridge(None).await;
     let (client, card) = A2aClient::discover(config(&bridge.base))
         .await
         .expect("the bridge's card");
@@ -489,7 +253,7 @@ async fn a2a_card_lists_the_sdk_tools_as_skills() {
     let ids: Vec<&str> = skills.iter().map(|(id, _)| id.as_str()).collect();
     assert_eq!(ids, TOOLS);
 
-    let rejected = a2a_send(&client, "which one?", None).await;
+    let rejected = a2a_send(&client, "which one?", None, false).await;
     assert_eq!(state(&rejected), pb::TaskState::Rejected, "{rejected:?}");
     let why = status_text(&rejected);
     for t in TOOLS {
@@ -505,12 +269,12 @@ async fn a2a_card_lists_the_sdk_tools_as_skills() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "interop: needs the Python MCP SDK (.ci/setup-mcp-py.sh); .ci/test runs it with --include-ignored"]
 async fn a2a_slow_completes_after_the_sleep() {
-    let sdk = SdkServer::start().await;
-    let bridge = bridge(&sdk, Some("slow")).await;
+    let sdk = SdkServer::start(&MCP_SDK).await;
+    let bridge = sdk.bridge(Some("slow")).await;
     let client = A2aClient::new(config(&bridge.base)).expect("a2a client");
 
     let started = Instant::now();
-    let done = a2a_send(&client, "take your time", None).await;
+    let done = a2a_send(&client, "take your time", None, false).await;
     let took = started.elapsed();
     assert_eq!(state(&done), pb::TaskState::Completed, "{done:?}");
     assert!(
@@ -541,7 +305,7 @@ async fn a2a_slow_completes_after_the_sleep() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "interop: needs the Python MCP SDK (.ci/setup-mcp-py.sh); .ci/test runs it with --include-ignored"]
 async fn a2a_slow_answered_by_the_sdk_over_sse_completes() {
-    let sdk = SdkServer::start_with(&["--sse-ping-interval", "0.5"]).await;
+    let sdk = SdkServer::start_with(&MCP_SDK, &["--sse-ping-interval", "0.5"]).await;
     let reply = sdk
         .direct()
         .request(
@@ -563,10 +327,10 @@ async fn a2a_slow_answered_by_the_sdk_over_sse_completes() {
         "{reply:?}"
     );
 
-    let bridge = bridge(&sdk, Some("slow")).await;
+    let bridge = sdk.bridge(Some("slow")).await;
     let client = A2aClient::new(config(&bridge.base)).expect("a2a client");
     let started = Instant::now();
-    let done = a2a_send(&client, "take your time", None).await;
+    let done = a2a_send(&client, "take your time", None, false).await;
     let took = started.elapsed();
     assert_eq!(
         state(&done),
@@ -589,11 +353,11 @@ async fn a2a_slow_answered_by_the_sdk_over_sse_completes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "interop: needs the Python MCP SDK (.ci/setup-mcp-py.sh); .ci/test runs it with --include-ignored"]
 async fn a2a_fail_ends_failed_with_the_sdk_message() {
-    let sdk = SdkServer::start().await;
-    let bridge = bridge(&sdk, Some("fail")).await;
+    let sdk = SdkServer::start(&MCP_SDK).await;
+    let bridge = sdk.bridge(Some("fail")).await;
     let client = A2aClient::new(config(&bridge.base)).expect("a2a client");
 
-    let done = a2a_send(&client, "go", None).await;
+    let done = a2a_send(&client, "go", None, false).await;
     assert_eq!(state(&done), pb::TaskState::Failed, "{done:?}");
     // The SDK's tool error text, as is (it prefixes the tool's `it broke`).
     assert_eq!(status_text(&done), FAIL_TEXT, "{done:?}");
@@ -609,11 +373,11 @@ async fn a2a_fail_ends_failed_with_the_sdk_message() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "interop: needs the Python MCP SDK (.ci/setup-mcp-py.sh); .ci/test runs it with --include-ignored"]
 async fn a2a_ask_name_asks_and_a_plain_answer_completes_it() {
-    let sdk = SdkServer::start().await;
-    let bridge = bridge(&sdk, Some("ask_name")).await;
+    let sdk = SdkServer::start(&MCP_SDK).await;
+    let bridge = sdk.bridge(Some("ask_name")).await;
     let client = A2aClient::new(config(&bridge.base)).expect("a2a client");
 
-    let asked = a2a_send(&client, "greet me", None).await;
+    let asked = a2a_send(&client, "greet me", None, false).await;
     assert_eq!(
         state(&asked),
         pb::TaskState::InputRequired,
@@ -622,7 +386,7 @@ async fn a2a_ask_name_asks_and_a_plain_answer_completes_it() {
     );
     assert_eq!(status_text(&asked), QUESTION, "{asked:?}");
 
-    let done = a2a_send(&client, "Ada", Some(&asked.id)).await;
+    let done = a2a_send(&client, "Ada", Some(&asked.id), false).await;
     assert_eq!(done.id, asked.id);
     assert_eq!(
         state(&done),
@@ -639,22 +403,6 @@ async fn a2a_ask_name_asks_and_a_plain_answer_completes_it() {
     drop(sdk);
 }
 
-fn agui_id(prefix: &str) -> String {
-    format!("{prefix}-{}", a2a::random_id())
-}
-
-/// One AG-UI run's events, up to its end (within LIMIT).
-async fn agui_run(client: &AguiClient, input: &RunAgentInput) -> Vec<AguiEvent> {
-    let s = client
-        .run(input, AguiEncoding::Sse)
-        .await
-        .expect("AG-UI run");
-    tokio::time::timeout(LIMIT, s.collect_all())
-        .await
-        .expect("the run ends within LIMIT")
-        .expect("events")
-}
-
 /// `ask_name` over AG-UI: the run ends with RUN_FINISHED outcome interrupt,
 /// one interrupt with the SDK's question and form (`{name: string}`) as its
 /// response schema, keyed by the SDK's input request key; a resume answering
@@ -662,8 +410,8 @@ async fn agui_run(client: &AguiClient, input: &RunAgentInput) -> Vec<AguiEvent> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "interop: needs the Python MCP SDK (.ci/setup-mcp-py.sh); .ci/test runs it with --include-ignored"]
 async fn agui_ask_name_interrupts_and_a_resume_completes_it() {
-    let sdk = SdkServer::start().await;
-    let bridge = bridge(&sdk, Some("ask_name")).await;
+    let sdk = SdkServer::start(&MCP_SDK).await;
+    let bridge = sdk.bridge(Some("ask_name")).await;
     let agui = AguiClient::new(config(&bridge.base)).expect("agui client");
 
     let thread = agui_id("thread");
@@ -760,8 +508,8 @@ async fn agui_ask_name_interrupts_and_a_resume_completes_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "interop: needs the Python MCP SDK (.ci/setup-mcp-py.sh); .ci/test runs it with --include-ignored"]
 async fn agui_fail_ends_with_run_error() {
-    let sdk = SdkServer::start().await;
-    let bridge = bridge(&sdk, Some("fail")).await;
+    let sdk = SdkServer::start(&MCP_SDK).await;
+    let bridge = sdk.bridge(Some("fail")).await;
     let agui = AguiClient::new(config(&bridge.base)).expect("agui client");
 
     let input =
@@ -787,9 +535,9 @@ async fn agui_fail_ends_with_run_error() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "interop: needs the Python MCP SDK (.ci/setup-mcp-py.sh); .ci/test runs it with --include-ignored"]
 async fn mcp_tools_list_through_the_bridge_shows_the_sdk_schemas() {
-    let sdk = SdkServer::start().await;
+    let sdk = SdkServer::start(&MCP_SDK).await;
     let own = sdk.direct().list_tools().await.expect("SDK tools/list");
-    let bridge = bridge(&sdk, None).await;
+    let bridge = sdk.bridge(None).await;
     let mcp = McpClient::new(config(&bridge.base)).expect("mcp client");
     let tools = mcp.list_tools().await.expect("tools/list");
 
@@ -870,8 +618,8 @@ async fn mcp_tools_list_through_the_bridge_shows_the_sdk_schemas() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "interop: needs the Python MCP SDK (.ci/setup-mcp-py.sh); .ci/test runs it with --include-ignored"]
 async fn mcp_ask_name_through_the_bridge_round_trips() {
-    let sdk = SdkServer::start().await;
-    let bridge = bridge(&sdk, None).await;
+    let sdk = SdkServer::start(&MCP_SDK).await;
+    let bridge = sdk.bridge(None).await;
     let mcp = McpClient::new(config(&bridge.base)).expect("mcp client");
 
     let created = mcp

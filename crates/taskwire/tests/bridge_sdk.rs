@@ -22,227 +22,41 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 use taskwire_client::a2a::{self, pb, A2aClient};
 use taskwire_client::agui::{
-    event_type, AguiClient, AguiEncoding, AguiEvent, ResumeEntry, ResumeStatus, RunAgentInput,
+    event_type, AguiClient, AguiEvent, ResumeEntry, ResumeStatus, RunAgentInput,
 };
 use taskwire_client::cas::{CasClient, CasInput, CasPhase, IoType, TerminalReason};
 use taskwire_client::mcp::{
-    elicit_accept, InputRequest, McpClient, McpLegacyClient, McpTaskStatus, ToolCallOutcome,
+    elicit_accept, McpClient, McpLegacyClient, McpTaskStatus, ToolCallOutcome,
 };
-use taskwire_client::ClientConfig;
-use tokio::io::{AsyncBufReadExt, BufReader};
 
-/// The bound of every wait on a task or a stream.
-const LIMIT: Duration = Duration::from_secs(20);
-/// The bound on the SDK server's start (importing grpc and starting uvicorn on a
-/// loaded two-core machine).
-const STARTUP: Duration = Duration::from_secs(30);
+use common::bridge::{
+    agui_id, agui_run, artifact_texts, config, elicitation, state, status_text, PythonSdk,
+    SdkServer, LIMIT,
+};
 
-fn python() -> Option<PathBuf> {
-    if let Ok(p) = std::env::var("TASKWIRE_A2A_PYTHON") {
-        let p = PathBuf::from(p);
-        return p.exists().then_some(p);
-    }
-    let p =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/a2a-interop-venv/bin/python");
-    p.exists().then_some(p)
-}
-
-/// The SDK server, a child process killed when this is dropped.
-struct SdkServer {
-    /// `http://127.0.0.1:PORT` (the card, and JSON-RPC under `/a2a`).
-    base: String,
-    /// The port of its gRPC service (`lf.a2a.v1.A2AService`, grpc-python).
-    grpc_port: u16,
-    child: tokio::process::Child,
-    dir: tempfile::TempDir,
-    drain: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for SdkServer {
-    fn drop(&mut self) {
-        let _ = self.child.start_kill();
-        self.drain.abort();
-    }
-}
-
-impl SdkServer {
-    /// Starts `a2a_sdk_server.py` on two free loopback ports and waits for its
-    /// `ready <url>` line (retrying with other ports if one was taken meanwhile).
-    async fn start() -> Self {
-        let py = python().unwrap_or_else(|| {
-            panic!(
-                "the Python a2a-sdk is not installed (run .ci/setup-a2a.sh or set TASKWIRE_A2A_PYTHON)"
-            )
-        });
-        let has_uvicorn = std::process::Command::new(&py)
-            .args(["-c", "import a2a.server, uvicorn"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        assert!(
-            has_uvicorn,
-            "{} lacks a2a-sdk or uvicorn, which a2a_sdk_server.py needs \
-             (run .ci/setup-a2a.sh, then `{} -m pip install uvicorn==0.54.0` as .ci/conformance.sh does)",
-            py.display(),
-            py.display()
-        );
-        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../../conformance/targets/a2a_sdk_server.py");
-        let mut last = String::new();
-        for attempt in 0..3 {
-            let dir = tempfile::tempdir().expect("tempdir");
-            let log = dir.path().join("sdk-server.log");
-            let (port, grpc_port) = free_ports();
-            let mut child = tokio::process::Command::new(&py)
-                .arg(&script)
-                .args(["--host", "127.0.0.1"])
-                .args(["--port", &port.to_string()])
-                .args(["--grpc-port", &grpc_port.to_string()])
-                .stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::fs::File::create(&log).expect("log file"))
-                .kill_on_drop(true)
-                .spawn()
-                .expect("spawn the a2a-sdk server");
-            let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-            let first = tokio::time::timeout(STARTUP, lines.next_line()).await;
-            let logs = || std::fs::read_to_string(&log).unwrap_or_default();
-            match first {
-                Ok(Ok(Some(line))) if line.starts_with("ready ") => {
-                    let base = line["ready ".len()..].trim().to_string();
-                    assert_eq!(base, format!("http://127.0.0.1:{port}"));
-                    // Keep reading its stdout so it never blocks on a full pipe.
-                    let drain =
-                        tokio::spawn(
-                            async move { while let Ok(Some(_)) = lines.next_line().await {} },
-                        );
-                    return Self {
-                        base,
-                        grpc_port,
-                        child,
-                        dir,
-                        drain,
-                    };
-                }
-                Err(_) => {
-                    let _ = child.start_kill();
-                    panic!(
-                        "the a2a-sdk server was not ready within {STARTUP:?}:\n{}",
-                        logs()
-                    );
-                }
-                other => {
-                    let _ = child.start_kill();
-                    let _ = child.wait().await;
-                    last = format!("attempt {attempt}: {other:?}\n{}", logs());
-                    // A port taken between choosing it and binding it: try others.
-                    if !last.contains("already in use") {
-                        break;
-                    }
-                }
-            }
-        }
-        panic!("the a2a-sdk server did not start:\n{last}");
-    }
-
-    /// What the SDK server wrote to stderr so far.
-    fn logs(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("sdk-server.log")).unwrap_or_default()
-    }
-}
-
-/// Two distinct free loopback ports (both held while choosing).
-fn free_ports() -> (u16, u16) {
-    let a = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let b = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    (
-        a.local_addr().expect("addr").port(),
-        b.local_addr().expect("addr").port(),
-    )
-}
-
-/// An in-process `taskwire serve` (memory store, 127.0.0.1, a free port).
-struct Running {
-    base: String,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    done: Option<tokio::task::JoinHandle<()>>,
-}
-
-impl Running {
-    /// Stops the server and waits (bounded) until it has stopped.
-    async fn stop(mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-        if let Some(done) = self.done.take() {
-            let _ = tokio::time::timeout(LIMIT, done).await;
-        }
-    }
-}
-
-/// `taskwire serve --upstream a2a+http://…` in front of the SDK server.
-async fn bridge_to(sdk: &SdkServer) -> Running {
-    bridge_at(sdk, format!("a2a+{}", sdk.base)).await
-}
-
-/// `taskwire serve --upstream URL`, URL being one of the SDK server's.
-async fn bridge_at(sdk: &SdkServer, url: String) -> Running {
-    let server = tokio::time::timeout(LIMIT, common::build_serve(&["--upstream", &url]))
-        .await
-        .unwrap_or_else(|_| panic!("the bridge did not start:\n{}", sdk.logs()));
-    let base = format!("http://{}", server.local_addr());
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let done = tokio::spawn(async move {
-        let _ = server
-            .run(async move {
-                let _ = rx.await;
-            })
-            .await;
-    });
-    Running {
-        base,
-        stop: Some(tx),
-        done: Some(done),
-    }
-}
-
-fn config(base: &str) -> ClientConfig {
-    ClientConfig::builder(base)
-        .request_timeout(LIMIT)
-        .poll_interval(Duration::from_millis(50))
-        .build()
-}
+/// The SDK server: `a2a_sdk_server.py` (JSON-RPC under `/a2a` and gRPC, on a
+/// port of its own) in the virtualenv of `.ci/setup-a2a.sh`.
+const A2A_SDK: PythonSdk = PythonSdk {
+    name: "the a2a-sdk server",
+    script: "a2a_sdk_server.py",
+    python_var: "TASKWIRE_A2A_PYTHON",
+    venv: "a2a-interop-venv",
+    setup: ".ci/setup-a2a.sh",
+    needs: "a2a-sdk[grpc,http-server] 1.x and uvicorn",
+    probe: "import a2a.server, uvicorn",
+    ports: &["--port", "--grpc-port"],
+    path: "",
+    scheme: "a2a",
+};
 
 /// A JSON-RPC A2A client of the SDK server itself (its routes are under `/a2a`).
 fn sdk_client(sdk: &SdkServer) -> A2aClient {
     A2aClient::new(config(&sdk.base)).expect("a2a client")
-}
-
-fn state(t: &pb::Task) -> pb::TaskState {
-    t.status
-        .as_ref()
-        .map(|s| s.state())
-        .unwrap_or(pb::TaskState::Unspecified)
-}
-
-fn status_text(t: &pb::Task) -> String {
-    t.status
-        .as_ref()
-        .and_then(|s| s.message.as_ref())
-        .map(a2a::message_text)
-        .unwrap_or_default()
-}
-
-fn artifact_texts(t: &pb::Task) -> Vec<(String, String)> {
-    t.artifacts
-        .iter()
-        .map(|a| (a.name.clone(), a2a::parts_text(&a.parts)))
-        .collect()
 }
 
 /// The (message id, text) of every user message in an SDK task's history.
@@ -317,22 +131,6 @@ fn one_answer(key: &str, answer: &str) -> BTreeMap<String, taskwire_client::mcp:
     BTreeMap::from([(key.to_string(), elicit_accept(content))])
 }
 
-/// The question and the schema of an MCP elicitation input request.
-fn elicitation(r: &InputRequest) -> (String, Map<String, Value>) {
-    match r {
-        InputRequest::Elicit(p) => {
-            let v = serde_json::to_value(p).expect("json");
-            let message = v["message"].as_str().unwrap_or_default().to_string();
-            let schema = v["requestedSchema"]
-                .as_object()
-                .cloned()
-                .unwrap_or_default();
-            (message, schema)
-        }
-        other => panic!("expected an elicitation, got {other:?}"),
-    }
-}
-
 /// The downstream MCP tools are the SDK card's skills (each taking one `text`);
 /// `tools/call` of `ask` becomes a task that waits for an `upstream-input-1`
 /// answer with the SDK agent's question; the answer (tasks/update) reaches the
@@ -342,8 +140,8 @@ fn elicitation(r: &InputRequest) -> (String, Map<String, Value>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "interop: needs the Python a2a-sdk and uvicorn (.ci/setup-a2a.sh); .ci/test runs it with --include-ignored"]
 async fn mcp_tools_are_the_sdk_skills_and_an_input_request_round_trips() {
-    let sdk = SdkServer::start().await;
-    let bridge = bridge_to(&sdk).await;
+    let sdk = SdkServer::start(&A2A_SDK).await;
+    let bridge = sdk.bridge(None).await;
     let direct = sdk_client(&sdk);
     let card = direct.agent_card().await.expect("SDK card").into_inner();
 
@@ -481,23 +279,6 @@ async fn mcp_tools_are_the_sdk_skills_and_an_input_request_round_trips() {
     drop(sdk);
 }
 
-fn agui_id(prefix: &str) -> String {
-    format!("{prefix}-{}", a2a::random_id())
-}
-
-/// One AG-UI run's events, up to its end (within LIMIT).
-async fn agui_run(client: &AguiClient, input: &RunAgentInput) -> Vec<AguiEvent> {
-    let s = client
-        .run(input, AguiEncoding::Sse)
-        .await
-        .expect("AG-UI run");
-    tokio::time::timeout(LIMIT, s.collect_all())
-        .await
-        .expect("the run ends within LIMIT")
-        .expect("events")
-}
-
-/// The artifacts an AG-UI run showed (ACTIVITY_SNAPSHOT of `taskwire.artifact`):
 /// (name, the parts as JSON).
 fn agui_artifacts(events: &[AguiEvent]) -> Vec<(String, String)> {
     events
@@ -522,8 +303,8 @@ fn agui_artifacts(events: &[AguiEvent]) -> Vec<(String, String)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "interop: needs the Python a2a-sdk and uvicorn (.ci/setup-a2a.sh); .ci/test runs it with --include-ignored"]
 async fn agui_interrupt_and_resume_reach_the_sdk_task() {
-    let sdk = SdkServer::start().await;
-    let bridge = bridge_to(&sdk).await;
+    let sdk = SdkServer::start(&A2A_SDK).await;
+    let bridge = sdk.bridge(None).await;
     let direct = sdk_client(&sdk);
     let agui = AguiClient::new(config(&bridge.base)).expect("agui client");
 
@@ -655,8 +436,8 @@ async fn agui_interrupt_and_resume_reach_the_sdk_task() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "interop: needs the Python a2a-sdk and uvicorn (.ci/setup-a2a.sh); .ci/test runs it with --include-ignored"]
 async fn cas_input_round_trips_to_the_sdk_task() {
-    let sdk = SdkServer::start().await;
-    let bridge = bridge_to(&sdk).await;
+    let sdk = SdkServer::start(&A2A_SDK).await;
+    let bridge = sdk.bridge(None).await;
     let direct = sdk_client(&sdk);
     let cas = CasClient::new(config(&bridge.base)).expect("cas client");
 
@@ -741,8 +522,8 @@ async fn cas_input_round_trips_to_the_sdk_task() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "interop: needs the Python a2a-sdk and uvicorn (.ci/setup-a2a.sh); .ci/test runs it with --include-ignored"]
 async fn a_downstream_cancel_while_waiting_for_input_cancels_the_sdk_task() {
-    let sdk = SdkServer::start().await;
-    let bridge = bridge_to(&sdk).await;
+    let sdk = SdkServer::start(&A2A_SDK).await;
+    let bridge = sdk.bridge(None).await;
     let direct = sdk_client(&sdk);
     let mcp = McpClient::new(config(&bridge.base)).expect("mcp client");
 
@@ -791,8 +572,10 @@ async fn a_downstream_cancel_while_waiting_for_input_cancels_the_sdk_task() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "interop: needs the Python a2a-sdk and uvicorn (.ci/setup-a2a.sh); .ci/test runs it with --include-ignored"]
 async fn an_input_request_round_trips_over_a_grpc_upstream() {
-    let sdk = SdkServer::start().await;
-    let bridge = bridge_at(&sdk, format!("a2a+grpc://127.0.0.1:{}", sdk.grpc_port)).await;
+    let sdk = SdkServer::start(&A2A_SDK).await;
+    let bridge = sdk
+        .bridge_at(&format!("a2a+grpc://127.0.0.1:{}", sdk.port("--grpc-port")))
+        .await;
     let direct = sdk_client(&sdk);
     let mcp = McpClient::new(config(&bridge.base)).expect("mcp client");
     let tools = mcp.list_tools().await.expect("tools/list");

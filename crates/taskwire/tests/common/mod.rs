@@ -1,8 +1,11 @@
 //! What the server tests share: a `taskwire serve` built in process from its
-//! command line.
+//! command line; what the bridge tests share besides, in [`bridge`].
 
 use clap::Parser;
 use taskwire::cli::{Cli, Command};
+
+#[allow(dead_code, reason = "each bridge test uses some of its helpers")]
+pub(crate) mod bridge;
 
 /// The server `taskwire serve --listen 127.0.0.1:0 --store memory:// EXTRA…` builds
 /// (bound, not yet running).
