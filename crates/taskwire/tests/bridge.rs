@@ -17,8 +17,8 @@ use taskwire_client::cas::{CasClient, CasInput, CasPhase, TerminalReason};
 use taskwire_client::ClientConfig;
 
 use common::bridge::{
-    a2a_client, artifact_texts, config, run, serve, settled, state, status_text, task_of, Running,
-    LIMIT,
+    a2a_client, artifact_texts, config, run, serve, settled, spawn_serve, state, status_text,
+    task_of, Running, LIMIT,
 };
 
 /// The binding the bridge calls its upstream over.
@@ -581,8 +581,6 @@ async fn bad_upstreams_are_clear_errors() {
 /// sending again; the task completes once, with one upstream task. Over each
 /// upstream protocol.
 async fn killed_mid_task(kind: &str, postgres: bool) {
-    use tokio::io::{AsyncBufReadExt, BufReader};
-
     let pg = match postgres {
         true => match pg::pg_url() {
             Some(url) => Some(pg::fresh_store(&url).await),
@@ -615,43 +613,10 @@ async fn killed_mid_task(kind: &str, postgres: bool) {
         ),
     };
     let start = |n: u32| {
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_taskwire"));
-        cmd.args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--store",
-            store.as_str(),
-            "--upstream",
-            url.as_str(),
-            "--lease",
-            "1s",
-        ])
-        .env("RUST_LOG", "info,taskwire_bridge=debug")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::fs::File::create(dir.path().join(format!("stderr-{n}.log"))).expect("log"))
-        .kill_on_drop(true);
-        for (k, _) in std::env::vars() {
-            if k.starts_with("TASKWIRE_") {
-                cmd.env_remove(k);
-            }
-        }
-        let mut child = cmd.spawn().expect("spawn taskwire");
-        let stdout = child.stdout.take().expect("stdout");
-        async move {
-            let mut lines = BufReader::new(stdout).lines();
-            let line = tokio::time::timeout(LIMIT, lines.next_line())
-                .await
-                .expect("address in time")
-                .expect("read")
-                .expect("an address line");
-            let addr = line
-                .strip_prefix("listening on ")
-                .expect("listening on ADDR")
-                .to_string();
-            (child, format!("http://{addr}"))
-        }
+        spawn_serve(
+            &["--store", &store, "--upstream", &url, "--lease", "1s"],
+            &dir.path().join(format!("stderr-{n}.log")),
+        )
     };
     let logs = |n: u32| {
         std::fs::read_to_string(dir.path().join(format!("stderr-{n}.log"))).unwrap_or_default()

@@ -34,11 +34,10 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use taskwire_client::a2a::{self, pb, A2aClient};
 use taskwire_client::agui::{event_type, AguiClient, ResumeEntry, ResumeStatus, RunAgentInput};
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 use common::bridge::{
     a2a_client, a2a_send, agui_id, agui_run, artifact_texts, config, eventually, run, serve,
-    settled, state, status_text, task_of, PythonSdk, Running, SdkServer, LIMIT,
+    settled, spawn_serve, state, status_text, task_of, PythonSdk, Running, SdkServer, LIMIT,
 };
 
 /// The SDK server's tools, sorted.
@@ -356,45 +355,19 @@ async fn killed_mid_legacy_task(postgres: bool) {
     };
     let url = format!("mcp+{}/mcp#run_script", up.base);
     let start = |n: u32| {
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_taskwire"));
-        cmd.args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--store",
-            store.as_str(),
-            "--upstream",
-            url.as_str(),
-            "--upstream-mcp-version",
-            "2025-11-25",
-            "--lease",
-            "1s",
-        ])
-        .env("RUST_LOG", "info,taskwire_bridge=debug")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::fs::File::create(dir.path().join(format!("stderr-{n}.log"))).expect("log"))
-        .kill_on_drop(true);
-        for (k, _) in std::env::vars() {
-            if k.starts_with("TASKWIRE_") {
-                cmd.env_remove(k);
-            }
-        }
-        let mut child = cmd.spawn().expect("spawn taskwire");
-        let stdout = child.stdout.take().expect("stdout");
-        async move {
-            let mut lines = BufReader::new(stdout).lines();
-            let line = tokio::time::timeout(LIMIT, lines.next_line())
-                .await
-                .expect("address in time")
-                .expect("read")
-                .expect("an address line");
-            let addr = line
-                .strip_prefix("listening on ")
-                .expect("listening on ADDR")
-                .to_string();
-            (child, format!("http://{addr}"))
-        }
+        spawn_serve(
+            &[
+                "--store",
+                &store,
+                "--upstream",
+                &url,
+                "--upstream-mcp-version",
+                "2025-11-25",
+                "--lease",
+                "1s",
+            ],
+            &dir.path().join(format!("stderr-{n}.log")),
+        )
     };
     let logs = |n: u32| {
         std::fs::read_to_string(dir.path().join(format!("stderr-{n}.log"))).unwrap_or_default()

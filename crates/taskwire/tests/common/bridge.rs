@@ -68,6 +68,45 @@ pub(crate) async fn serve(extra: &[&str]) -> Running {
     run(server)
 }
 
+/// `taskwire serve --listen 127.0.0.1:0 ARGS…` as a child process (killed on
+/// drop; without the caller's `TASKWIRE_*` variables; `RUST_LOG` at
+/// `info,taskwire_bridge=debug`), its stderr written to `log`. Spawns it at
+/// once; the future answers the child and its base URL once it printed its
+/// address (within LIMIT).
+pub(crate) fn spawn_serve(
+    args: &[&str],
+    log: &std::path::Path,
+) -> impl std::future::Future<Output = (tokio::process::Child, String)> {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_taskwire"));
+    cmd.args(["serve", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .env("RUST_LOG", "info,taskwire_bridge=debug")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(log).expect("log"))
+        .kill_on_drop(true);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("TASKWIRE_") {
+            cmd.env_remove(k);
+        }
+    }
+    let mut child = cmd.spawn().expect("spawn taskwire");
+    let stdout = child.stdout.take().expect("stdout");
+    async move {
+        let mut lines = BufReader::new(stdout).lines();
+        let line = tokio::time::timeout(LIMIT, lines.next_line())
+            .await
+            .expect("address in time")
+            .expect("read")
+            .expect("an address line");
+        let addr = line
+            .strip_prefix("listening on ")
+            .expect("listening on ADDR")
+            .to_string();
+        (child, format!("http://{addr}"))
+    }
+}
+
 // ---- clients and what they read ----
 
 /// A client configuration for `base`: LIMIT per request, polls every 50 ms.
