@@ -17,21 +17,6 @@ A2A_SDK_VERSION="${A2A_SDK_VERSION:-1.3.0}"
 # conformance run and the bridge interop tests start (conformance/targets/
 # a2a_sdk_server.py) runs on uvicorn.
 UVICORN_VERSION="${UVICORN_VERSION:-0.54.0}"
-PYTHON="${PYTHON:-python3}"
-
-if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" - "$A2A_SDK_VERSION" <<'PY' 2>/dev/null
-import sys
-from importlib.metadata import version
-assert version("a2a-sdk") == sys.argv[1]
-import a2a.client, grpc, h2, uvicorn  # noqa: F401
-PY
-then
-  echo "setup-a2a: a2a-sdk $A2A_SDK_VERSION already installed in $VENV"
-  exit 0
-fi
-
-echo "setup-a2a: creating $VENV with a2a-sdk[grpc,http-server]==$A2A_SDK_VERSION"
-"$PYTHON" -m venv "$VENV"
-"$VENV/bin/python" -m pip install --quiet --upgrade pip
-"$VENV/bin/python" -m pip install --quiet "a2a-sdk[grpc,http-server]==$A2A_SDK_VERSION" httpx "h2>=4.1,<5" "uvicorn==$UVICORN_VERSION"
-"$VENV/bin/python" -c 'import a2a.client, grpc; from importlib.metadata import version; print("setup-a2a: a2a-sdk", version("a2a-sdk"))'
+. "$ROOT/.ci/lib/venv.sh"
+venv_setup setup-a2a "$VENV" "a2a.client, grpc, h2, uvicorn" "a2a-sdk==$A2A_SDK_VERSION" \
+  "a2a-sdk[grpc,http-server]==$A2A_SDK_VERSION" httpx "h2>=4.1,<5" "uvicorn==$UVICORN_VERSION"

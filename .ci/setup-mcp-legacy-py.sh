@@ -21,22 +21,8 @@ MCP_SDK_VERSION="${MCP_LEGACY_SDK_VERSION:-1.30.0}"
 # The SDK depends on uvicorn (>=0.31.1) but does not pin it; pin the one the
 # target was checked with.
 UVICORN_VERSION="${UVICORN_VERSION:-0.55.0}"
-PYTHON="${PYTHON:-python3}"
-
-if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" - "$MCP_SDK_VERSION" "$UVICORN_VERSION" <<'PY' 2>/dev/null
-import sys
-from importlib.metadata import version
-assert version("mcp") == sys.argv[1]
-assert version("uvicorn") == sys.argv[2]
-import mcp.server.fastmcp, mcp.server.experimental.task_context, uvicorn  # noqa: F401
-PY
-then
-  echo "setup-mcp-legacy-py: mcp $MCP_SDK_VERSION and uvicorn $UVICORN_VERSION already installed in $VENV"
-  exit 0
-fi
-
-echo "setup-mcp-legacy-py: creating $VENV with mcp==$MCP_SDK_VERSION uvicorn==$UVICORN_VERSION"
-"$PYTHON" -m venv "$VENV"
-"$VENV/bin/python" -m pip install --quiet --upgrade pip
-"$VENV/bin/python" -m pip install --quiet "mcp==$MCP_SDK_VERSION" "uvicorn==$UVICORN_VERSION"
-"$VENV/bin/python" -c 'import mcp.server.fastmcp, mcp.server.experimental.task_context, uvicorn; from importlib.metadata import version; print("setup-mcp-legacy-py: mcp", version("mcp"), "uvicorn", version("uvicorn"))'
+. "$ROOT/.ci/lib/venv.sh"
+venv_setup setup-mcp-legacy-py "$VENV" \
+  "mcp.server.fastmcp, mcp.server.experimental.task_context, uvicorn" \
+  "mcp==$MCP_SDK_VERSION uvicorn==$UVICORN_VERSION" \
+  "mcp==$MCP_SDK_VERSION" "uvicorn==$UVICORN_VERSION"
