@@ -18,12 +18,10 @@ Usage: python a2a_sdk_server.py --port PORT --grpc-port PORT [--host 127.0.0.1]
 Prints "ready <url>" on stdout once both listeners accept connections.
 """
 
-import argparse
 import asyncio
 import sys
 
 import grpc
-import uvicorn
 from starlette.applications import Starlette
 
 from a2a.helpers.proto_helpers import new_task_from_user_message, new_text_message
@@ -36,6 +34,11 @@ from a2a.server.routes import (
 )
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import a2a_pb2, a2a_pb2_grpc
+
+# The shared command line and uvicorn tail, beside this script; importing it
+# must leave no __pycache__ in the source tree.
+sys.dont_write_bytecode = True
+from _serve import arguments, serve  # noqa: E402
 
 
 class ConformanceAgent(AgentExecutor):
@@ -93,9 +96,7 @@ def agent_card(host: str, port: int, grpc_port: int) -> a2a_pb2.AgentCard:
 
 
 async def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, required=True)
+    p = arguments()
     p.add_argument("--grpc-port", type=int, required=True)
     a = p.parse_args()
 
@@ -117,16 +118,8 @@ async def main() -> None:
     grpc_server.add_insecure_port(f"{a.host}:{a.grpc_port}")
     await grpc_server.start()
 
-    config = uvicorn.Config(app, host=a.host, port=a.port, log_level="warning")
-    server = uvicorn.Server(config)
-    serving = asyncio.create_task(server.serve())
-    while not server.started:
-        if serving.done():
-            sys.exit(f"uvicorn did not start: {serving.exception()}")
-        await asyncio.sleep(0.05)
-    print(f"ready http://{a.host}:{a.port}", flush=True)
     try:
-        await serving
+        await serve(app, a.host, a.port)
     finally:
         await grpc_server.stop(grace=1)
 

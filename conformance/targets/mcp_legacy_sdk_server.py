@@ -69,18 +69,21 @@ curl; `Accept: application/json, text/event-stream` on every POST):
   and, once answered (a POSTed response with that id), the result with the related-task `_meta`.
 """
 
-import argparse
 import asyncio
 import sys
 from typing import Any
 
-import uvicorn
 from pydantic import BaseModel, Field
 
 import mcp.types as types
 from mcp.server.experimental.task_context import ServerTaskContext
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
+
+# The shared command line and uvicorn tail, beside this script; importing it
+# must leave no __pycache__ in the source tree.
+sys.dont_write_bytecode = True
+from _serve import arguments, serve  # noqa: E402
 
 
 class NameForm(BaseModel):
@@ -190,21 +193,8 @@ def build(host: str) -> FastMCP:
 
 
 async def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, required=True)
-    a = p.parse_args()
-
-    app = build(a.host).streamable_http_app()
-    config = uvicorn.Config(app, host=a.host, port=a.port, log_level="warning")
-    server = uvicorn.Server(config)
-    serving = asyncio.create_task(server.serve())
-    while not server.started:
-        if serving.done():
-            sys.exit(f"uvicorn did not start: {serving.exception()}")
-        await asyncio.sleep(0.05)
-    print(f"ready http://{a.host}:{a.port}/mcp", flush=True)
-    await serving
+    a = arguments().parse_args()
+    await serve(build(a.host).streamable_http_app(), a.host, a.port, "/mcp")
 
 
 if __name__ == "__main__":

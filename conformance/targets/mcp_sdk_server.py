@@ -95,12 +95,10 @@ through the bridge's A2A, AG-UI and MCP surfaces, and against this server
 directly).
 """
 
-import argparse
 import asyncio
 import sys
 from typing import Annotated
 
-import uvicorn
 from pydantic import BaseModel, Field
 
 from mcp.server.mcpserver import (
@@ -111,6 +109,11 @@ from mcp.server.mcpserver import (
     Resolve,
 )
 from mcp.server.mcpserver.exceptions import ToolError
+
+# The shared command line and uvicorn tail, beside this script; importing it
+# must leave no __pycache__ in the source tree.
+sys.dont_write_bytecode = True
+from _serve import arguments, serve  # noqa: E402
 
 
 class NameForm(BaseModel):
@@ -159,9 +162,7 @@ def build() -> MCPServer:
 
 
 async def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, required=True)
+    p = arguments()
     p.add_argument("--sse-ping-interval", type=float, default=None)
     a = p.parse_args()
 
@@ -172,16 +173,7 @@ async def main() -> None:
             sys.exit("this mcp SDK has no _SSE_PING_INTERVAL to override")
         modern._SSE_PING_INTERVAL = a.sse_ping_interval
 
-    app = build().streamable_http_app(host=a.host)
-    config = uvicorn.Config(app, host=a.host, port=a.port, log_level="warning")
-    server = uvicorn.Server(config)
-    serving = asyncio.create_task(server.serve())
-    while not server.started:
-        if serving.done():
-            sys.exit(f"uvicorn did not start: {serving.exception()}")
-        await asyncio.sleep(0.05)
-    print(f"ready http://{a.host}:{a.port}/mcp", flush=True)
-    await serving
+    await serve(build().streamable_http_app(host=a.host), a.host, a.port, "/mcp")
 
 
 if __name__ == "__main__":
