@@ -411,6 +411,22 @@ impl A2aUpstream {
     }
 }
 
+/// Whether applying an upstream event emits something downstream (an
+/// artifact, a progress message), as opposed to only settling a state.
+fn has_output(resp: &pb::StreamResponse) -> bool {
+    use pb::stream_response::Payload;
+    match &resp.payload {
+        Some(Payload::ArtifactUpdate(_) | Payload::Message(_)) => true,
+        Some(Payload::StatusUpdate(s)) => s
+            .status
+            .as_ref()
+            .and_then(|st| st.message.as_ref())
+            .is_some_and(|m| !m.parts.is_empty()),
+        Some(Payload::Task(t)) => !t.artifacts.is_empty(),
+        None => false,
+    }
+}
+
 /// The id the gRPC discovery probe asks for: no agent holds it, so an
 /// answering service says "not found".
 const PROBE_TASK_ID: &str = "taskwire-bridge-probe";
@@ -754,8 +770,13 @@ impl<'a> Turn<'a> {
         event_id: Option<String>,
     ) -> Result<Option<TurnOutcome>, BridgeError> {
         let _hold = self.ctx.hold_flushes();
+        let output = has_output(&resp);
         let outcome = self.apply(resp).await?;
-        if outcome.is_none() {
+        // Only events with outputs move the cursor: re-applying the others
+        // after a re-attach changes nothing (a snapshot's artifacts replace
+        // theirs whole, a status without a message only settles), and each
+        // cursor write is a state change of the downstream task.
+        if outcome.is_none() && output {
             if let (Some(id), Some(link)) = (event_id, self.link.as_mut()) {
                 if link.cursor.as_deref() != Some(id.as_str()) {
                     link.cursor = Some(id);
