@@ -17,8 +17,8 @@ use taskwire_client::cas::{CasClient, CasInput, CasPhase, TerminalReason};
 use taskwire_client::ClientConfig;
 
 use common::bridge::{
-    a2a_client, artifact_texts, config, run, serve, settled, spawn_serve, state, status_text,
-    task_of, Running, LIMIT,
+    a2a_client, artifact_texts, config, serve, serve_agent, settled, spawn_serve, state,
+    status_text, task_of, Running, LIMIT,
 };
 
 /// The binding the bridge calls its upstream over.
@@ -1003,15 +1003,7 @@ async fn mcp_blocking_bridge(up: &Running) -> Running {
         .expect("discover")
         .with_store(store.clone());
     assert!(!agent.offers_tasks());
-    let server = taskwire::Server::builder()
-        .agent(Arc::new(agent))
-        .store(store)
-        .listen("127.0.0.1:0".parse::<std::net::SocketAddr>().expect("addr"))
-        .all_adapters()
-        .build()
-        .await
-        .expect("build");
-    run(server)
+    serve_agent(Arc::new(agent), store).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

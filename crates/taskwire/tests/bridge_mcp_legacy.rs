@@ -36,8 +36,9 @@ use taskwire_client::a2a::{self, pb, A2aClient};
 use taskwire_client::agui::{event_type, AguiClient, ResumeEntry, ResumeStatus, RunAgentInput};
 
 use common::bridge::{
-    a2a_client, a2a_send, agui_id, agui_run, artifact_texts, config, eventually, run, serve,
-    settled, spawn_serve, state, status_text, task_of, PythonSdk, Running, SdkServer, LIMIT,
+    a2a_client, a2a_send, agui_id, agui_run, artifact_texts, config, eventually, serve,
+    serve_agent, settled, spawn_serve, state, status_text, task_of, PythonSdk, Running, SdkServer,
+    LIMIT,
 };
 
 /// The SDK server's tools, sorted.
@@ -244,15 +245,7 @@ async fn blocking_legacy_bridge(
     .with_store(store.clone());
     assert!(agent.is_legacy());
     assert!(!agent.offers_tasks());
-    let server = taskwire::Server::builder()
-        .agent(Arc::new(agent))
-        .store(store)
-        .listen("127.0.0.1:0".parse::<std::net::SocketAddr>().expect("addr"))
-        .all_adapters()
-        .build()
-        .await
-        .expect("build");
-    run(server)
+    serve_agent(Arc::new(agent), store).await
 }
 
 /// The named loss of a blocking call that waits for an answer: the call is
@@ -555,8 +548,24 @@ async fn the_bridge_falls_back_to_2025_11_25_and_lists_the_sdk_tools() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "interop: needs the Python MCP SDK 1.x (.ci/setup-mcp-legacy-py.sh); .ci/test runs it with --include-ignored"]
 async fn a2a_ask_name_elicitation_round_trips_inside_a_blocking_call() {
+    let (sdk, bridge) =
+        a2a_elicitation_round_trip("ask_name", "What is your name?", "Ada", "hello, Ada").await;
+    bridge.stop().await;
+    drop(sdk);
+}
+
+/// Over A2A, through a bridge of the SDK's `tool` alone: `greet me` stops in
+/// INPUT_REQUIRED asking `question`; the plain-text `answer` completes the task
+/// with the one artifact `result`, whose text is `result`. Answers the SDK
+/// server and the (running) bridge.
+async fn a2a_elicitation_round_trip(
+    tool: &str,
+    question: &str,
+    answer: &str,
+    result: &str,
+) -> (SdkServer, Running) {
     let sdk = SdkServer::start(&LEGACY_SDK).await;
-    let bridge = sdk.bridge(Some("ask_name")).await;
+    let bridge = sdk.bridge(Some(tool)).await;
     let down = a2a_client(&bridge.base);
     let t = a2a_send(&down, "greet me", None, false).await;
     assert_eq!(
@@ -565,8 +574,8 @@ async fn a2a_ask_name_elicitation_round_trips_inside_a_blocking_call() {
         "{t:?}\n{}",
         sdk.logs()
     );
-    assert_eq!(status_text(&t), "What is your name?", "{t:?}");
-    a2a_send(&down, "Ada", Some(&t.id), false).await;
+    assert_eq!(status_text(&t), question, "{t:?}");
+    a2a_send(&down, answer, Some(&t.id), false).await;
     let ended = settled(&down, &t.id).await;
     assert_eq!(
         state(&ended),
@@ -576,10 +585,9 @@ async fn a2a_ask_name_elicitation_round_trips_inside_a_blocking_call() {
     );
     assert_eq!(
         artifact_texts(&ended),
-        vec![("result".to_string(), "hello, Ada".to_string())]
+        vec![("result".to_string(), result.to_string())]
     );
-    bridge.stop().await;
-    drop(sdk);
+    (sdk, bridge)
 }
 
 /// `task_ask` (a 2025-11-25 task whose elicitation is delivered on
@@ -587,29 +595,13 @@ async fn a2a_ask_name_elicitation_round_trips_inside_a_blocking_call() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "interop: needs the Python MCP SDK 1.x (.ci/setup-mcp-legacy-py.sh); .ci/test runs it with --include-ignored"]
 async fn a2a_task_ask_elicitation_round_trips_through_tasks_result() {
-    let sdk = SdkServer::start(&LEGACY_SDK).await;
-    let bridge = sdk.bridge(Some("task_ask")).await;
-    let down = a2a_client(&bridge.base);
-    let t = a2a_send(&down, "greet me", None, false).await;
-    assert_eq!(
-        state(&t),
-        pb::TaskState::InputRequired,
-        "{t:?}\n{}",
-        sdk.logs()
-    );
-    assert_eq!(status_text(&t), "What is your name, task?", "{t:?}");
-    a2a_send(&down, "Bo", Some(&t.id), false).await;
-    let ended = settled(&down, &t.id).await;
-    assert_eq!(
-        state(&ended),
-        pb::TaskState::Completed,
-        "{ended:?}\n{}",
-        sdk.logs()
-    );
-    assert_eq!(
-        artifact_texts(&ended),
-        vec![("result".to_string(), "hello from a task, Bo".to_string())]
-    );
+    let (sdk, bridge) = a2a_elicitation_round_trip(
+        "task_ask",
+        "What is your name, task?",
+        "Bo",
+        "hello from a task, Bo",
+    )
+    .await;
     let ops = upstream_operations(&bridge.base).await;
     assert!(ops.contains("operation=\"tasks/get\""), "{ops}");
     bridge.stop().await;

@@ -68,6 +68,23 @@ pub(crate) async fn serve(extra: &[&str]) -> Running {
     run(server)
 }
 
+/// A server of `agent` on `store` (every adapter, 127.0.0.1, a free port),
+/// running.
+pub(crate) async fn serve_agent(
+    agent: std::sync::Arc<dyn taskwire::core::Agent>,
+    store: std::sync::Arc<dyn taskwire::core::TaskStore>,
+) -> Running {
+    let server = taskwire::Server::builder()
+        .agent(agent)
+        .store(store)
+        .listen("127.0.0.1:0".parse::<std::net::SocketAddr>().expect("addr"))
+        .all_adapters()
+        .build()
+        .await
+        .expect("build");
+    run(server)
+}
+
 /// `taskwire serve --listen 127.0.0.1:0 ARGS…` as a child process (killed on
 /// drop; without the caller's `TASKWIRE_*` variables; `RUST_LOG` at
 /// `info,taskwire_bridge=debug`), its stderr written to `log`. Spawns it at
