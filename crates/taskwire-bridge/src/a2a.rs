@@ -779,6 +779,8 @@ impl<'a> Turn<'a> {
         if outcome.is_none() && output {
             if let (Some(id), Some(link)) = (event_id, self.link.as_mut()) {
                 if link.cursor.as_deref() != Some(id.as_str()) {
+                    debug!(task = %self.ctx.task().id, upstream_task = %link.task_id, cursor = %id,
+                        "upstream position stored (committed with the event's outputs)");
                     link.cursor = Some(id);
                     let state = link.to_state();
                     self.ctx.set_state(state).await?;

@@ -625,18 +625,26 @@ async fn killed_mid_task(kind: &str, postgres: bool) {
     let (mut first, base) = start(1).await;
     let t = task_of(
         a2a_client(&base)
-            .send_text("sleep 3000\nafter the nap", true)
+            .send_text("stream 2\nsleep 3000\nafter the nap", true)
             .await
             .expect("send")
             .into_inner(),
     );
     let ut = upstream_task_in(&direct, pb::TaskState::Working).await;
-    // Kill it once the link is committed (before that, a restart sends again).
+    // Kill it once the link is committed (before that, a restart sends again)
+    // and, over A2A, once the stream position after the two chunks is
+    // (committed with them by the next flush, a few ms later).
+    let stored = if kind == "a2a" {
+        "upstream position stored"
+    } else {
+        "upstream link stored"
+    };
     let deadline = tokio::time::Instant::now() + LIMIT;
-    while !logs(1).contains("upstream link stored") {
+    while !logs(1).contains(stored) {
         assert!(tokio::time::Instant::now() < deadline, "{}", logs(1));
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    tokio::time::sleep(Duration::from_millis(200)).await;
     first.start_kill().expect("SIGKILL");
     let _ = tokio::time::timeout(LIMIT, first.wait()).await;
 
@@ -660,6 +668,38 @@ async fn killed_mid_task(kind: &str, postgres: bool) {
         "{kind}: {ended:?}"
     );
     assert!(logs(2).contains(reattach_line), "{kind}: {}", logs(2));
+    // The chunks streamed before the kill are there once: over A2A the
+    // re-attach resumed after them (Last-Event-ID), not from the snapshot.
+    // (An MCP upstream's output is the one tool result, read at the end.)
+    let (name, want): (&str, &[&str]) = match kind {
+        "mcp" => (
+            "result",
+            &["chunk 1 of 2\n", "chunk 2 of 2\n", "after the nap"],
+        ),
+        _ => ("stream", &["chunk 1 of 2\n", "chunk 2 of 2\n"]),
+    };
+    let chunks: Vec<String> = ended
+        .artifacts
+        .iter()
+        .filter(|a| a.name == name)
+        .flat_map(|a| {
+            a.parts
+                .iter()
+                .map(|p| a2a::parts_text(std::slice::from_ref(p)))
+        })
+        .collect();
+    assert_eq!(chunks, want, "{kind}: {ended:?}");
+    if kind == "a2a" {
+        let line = logs(2)
+            .lines()
+            .find(|l| l.contains(reattach_line))
+            .map(str::to_string)
+            .unwrap_or_default();
+        assert!(
+            line.contains("after_event=\"") && !line.contains("from the snapshot"),
+            "the re-attach did not resume after a stored position: {line}"
+        );
+    }
     // The re-attachment is counted.
     let metrics = reqwest::get(format!("{base}/metrics"))
         .await
