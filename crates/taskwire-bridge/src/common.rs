@@ -48,6 +48,14 @@ pub(crate) fn linked_task(state: Option<&Value>, protocol: &str) -> Option<Strin
 /// cancel or an inactivity expiry), through `cancel`. A turn that was running
 /// cancels upstream itself too; a second cancel is harmless (refused by an
 /// upstream whose task has ended, and only logged).
+///
+/// Cancels made while no bridge ran are not lost: when a linked task starts
+/// waiting (for input, an authorisation, a review: the long waits, with the
+/// upstream task held open), the watcher stores an `upstream_link` record of
+/// it, and deletes it when the task ends. On start the watcher first claims
+/// the records left behind, cancels the upstream tasks of those whose
+/// downstream task was canceled meanwhile, and deletes the records of ended
+/// tasks.
 pub(crate) fn watch_cancels<F, Fut>(
     store: Arc<dyn TaskStore>,
     protocol: &'static str,
@@ -59,11 +67,14 @@ where
 {
     AbortOnDrop(tokio::spawn(async move {
         use tokio::sync::broadcast::error::RecvError;
+        // Subscribed before the catch-up, so nothing falls between the two.
         let mut rx = store.hub().firehose();
+        catch_up_cancels(&store, protocol, &cancel).await;
+        // The records this watcher stored (deleted when their task ends).
+        let mut recorded: std::collections::HashSet<TaskId> = std::collections::HashSet::new();
         loop {
-            let id: TaskId = match rx.recv().await {
-                Ok((id, wake)) if wake.state == TaskState::Canceled => id,
-                Ok(_) => continue,
+            let (id, state) = match rx.recv().await {
+                Ok((id, wake)) => (id, wake.state),
                 Err(RecvError::Lagged(n)) => {
                     warn!(
                         missed = n,
@@ -73,24 +84,178 @@ where
                 }
                 Err(RecvError::Closed) => return,
             };
+            let waiting = state.is_interrupted();
+            if state != TaskState::Canceled && !waiting {
+                if state.is_terminal() && recorded.remove(&id) {
+                    forget_link(&store, &id).await;
+                }
+                continue;
+            }
             let task = match store.get_shared(&id).await {
                 Ok(Some(t)) => t,
                 Ok(None) => continue,
                 Err(e) => {
-                    warn!(task = %id, error = %e, "reading a canceled task failed");
+                    warn!(task = %id, error = %e, "reading a canceled or waiting task failed");
                     continue;
                 }
             };
             let Some(upstream) = linked_task(task.agent_state.as_ref(), protocol) else {
                 continue;
             };
-            match cancel(upstream.clone()).await {
-                Ok(()) => info!(task = %id, upstream_task = %upstream, "upstream task canceled"),
-                Err(e) => debug!(task = %id, upstream_task = %upstream, error = %e,
-                    "the upstream refused the cancel (already ended?)"),
+            if waiting {
+                if recorded.len() < MAX_RECORDED
+                    && remember_link(&store, &task, protocol, &upstream).await
+                {
+                    recorded.insert(id);
+                }
+                continue;
             }
+            send_cancel(&cancel, &id, &upstream).await;
+            recorded.remove(&id);
+            forget_link(&store, &id).await;
         }
     }))
+}
+
+/// Most `upstream_link` records one watcher keeps track of (beyond it, waiting
+/// tasks are not recorded: a cancel made while no bridge runs is then not
+/// sent upstream for them).
+const MAX_RECORDED: usize = 100_000;
+
+/// Records claimed by the start-up catch-up at once, and at most how many
+/// batches it reads.
+const CATCH_UP_BATCH: usize = 100;
+const CATCH_UP_BATCHES: usize = 100;
+
+async fn send_cancel<F, Fut>(cancel: &F, id: &TaskId, upstream: &str)
+where
+    F: Fn(String) -> Fut,
+    Fut: Future<Output = Result<(), ClientError>>,
+{
+    match cancel(upstream.to_string()).await {
+        Ok(()) => info!(task = %id, upstream_task = %upstream, "upstream task canceled"),
+        Err(e) => debug!(task = %id, upstream_task = %upstream, error = %e,
+            "the upstream refused the cancel (already ended?)"),
+    }
+}
+
+/// Stores the `upstream_link` record of a waiting linked task; true if stored.
+async fn remember_link(
+    store: &Arc<dyn TaskStore>,
+    task: &taskwire_core::Task,
+    protocol: &str,
+    upstream: &str,
+) -> bool {
+    let record = taskwire_core::Record::new(
+        taskwire_core::RecordKind::UpstreamLink,
+        task.id.as_str(),
+        task.tenant.clone(),
+        task.owner.clone(),
+        serde_json::json!({ "protocol": protocol, "taskId": upstream }),
+    )
+    .for_task(task.id.clone())
+    .active(true);
+    match store.put_record(record, None).await {
+        Ok(_) => {
+            debug!(task = %task.id, upstream_task = %upstream, "upstream link record stored");
+            true
+        }
+        Err(e) => {
+            warn!(task = %task.id, error = %e,
+                "storing the upstream link record failed; a cancel made while the bridge is down will not reach the upstream");
+            false
+        }
+    }
+}
+
+async fn forget_link(store: &Arc<dyn TaskStore>, id: &TaskId) {
+    if let Err(e) = store
+        .delete_record(taskwire_core::RecordKind::UpstreamLink, id.as_str())
+        .await
+    {
+        debug!(task = %id, error = %e, "deleting the upstream link record failed");
+    }
+}
+
+/// The start-up pass over the `upstream_link` records (see [`watch_cancels`]):
+/// bounded, and each record is looked at once; records of other protocols
+/// (another watcher's) are given back at once.
+async fn catch_up_cancels<F, Fut>(store: &Arc<dyn TaskStore>, protocol: &str, cancel: &F)
+where
+    F: Fn(String) -> Fut,
+    Fut: Future<Output = Result<(), ClientError>>,
+{
+    use taskwire_core::RecordKind;
+    let worker = format!("taskwire-bridge-{protocol}-{}", std::process::id());
+    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let (mut canceled, mut ended) = (0usize, 0usize);
+    for _ in 0..CATCH_UP_BATCHES {
+        let batch = match store
+            .claim_records(
+                RecordKind::UpstreamLink,
+                &worker,
+                CATCH_UP_BATCH,
+                std::time::Duration::from_secs(60),
+                chrono::Utc::now(),
+            )
+            .await
+        {
+            Ok(b) => b,
+            Err(e) => {
+                warn!(error = %e, "reading the upstream link records failed; cancels made while the bridge was down are not sent");
+                return;
+            }
+        };
+        if batch.is_empty() {
+            break;
+        }
+        let mut fresh = false;
+        for (record, lease) in batch {
+            let first = seen.insert(record.id.clone());
+            fresh |= first;
+            let ours = record.data.get("protocol").and_then(Value::as_str) == Some(protocol);
+            let (Some(task_id), true, true) = (record.task_id.clone(), first, ours) else {
+                // Another watcher's, or looked at already: given back.
+                let _ = store.release_record(&lease).await;
+                continue;
+            };
+            let upstream = record
+                .data
+                .get("taskId")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            match store.get_shared(&task_id).await {
+                Ok(Some(t)) if t.state == TaskState::Canceled => {
+                    if !upstream.is_empty() {
+                        send_cancel(cancel, &task_id, &upstream).await;
+                    }
+                    canceled += 1;
+                    forget_link(store, &task_id).await;
+                }
+                Ok(Some(t)) if !t.state.is_terminal() => {
+                    // Still waiting (or running again): the watcher and the
+                    // turns take it from here; its record stays.
+                    let _ = store.release_record(&lease).await;
+                }
+                Ok(_) => {
+                    ended += 1;
+                    forget_link(store, &task_id).await;
+                }
+                Err(e) => {
+                    warn!(task = %task_id, error = %e, "reading a linked task failed");
+                    let _ = store.release_record(&lease).await;
+                }
+            }
+        }
+        if !fresh {
+            break;
+        }
+    }
+    if canceled + ended > 0 {
+        info!(protocol, canceled, ended,
+            "upstream link records left by an earlier run: upstream tasks of tasks canceled meanwhile canceled");
+    }
 }
 
 /// Whether the downstream task `id` was canceled (so a stopped turn should

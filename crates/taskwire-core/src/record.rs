@@ -28,15 +28,20 @@ pub enum RecordKind {
     McpSession,
     /// A CAS push subscription and its delivery cursor (attached to its task).
     CasSubscription,
+    /// A bridged task's upstream task, kept while the downstream task waits
+    /// (attached to its task), so that a cancel made while no bridge ran is
+    /// still sent upstream.
+    UpstreamLink,
 }
 
 impl RecordKind {
     /// Every kind.
-    pub const ALL: [RecordKind; 4] = [
+    pub const ALL: [RecordKind; 5] = [
         RecordKind::PushConfig,
         RecordKind::AguiRun,
         RecordKind::McpSession,
         RecordKind::CasSubscription,
+        RecordKind::UpstreamLink,
     ];
 
     /// The stable name stored with the row (and used as a metric label).
@@ -46,6 +51,7 @@ impl RecordKind {
             RecordKind::AguiRun => "agui_run",
             RecordKind::McpSession => "mcp_session",
             RecordKind::CasSubscription => "cas_subscription",
+            RecordKind::UpstreamLink => "upstream_link",
         }
     }
 

@@ -731,6 +731,116 @@ async fn killed_mid_task(kind: &str, postgres: bool) {
     up.stop().await;
 }
 
+/// A downstream cancel made while no bridge runs still reaches the upstream:
+/// the bridge records the link of a task waiting for input; it is killed; the
+/// task is canceled through a plain taskwire on the same store; the bridge,
+/// started again, cancels the upstream task (and drops the record).
+async fn cancel_while_the_bridge_is_down(postgres: bool) {
+    let pg = match postgres {
+        true => match pg::pg_url() {
+            Some(url) => Some(pg::fresh_store(&url).await),
+            None => return,
+        },
+        false => None,
+    };
+    let up = serve(&[]).await;
+    let direct = a2a_client(&up.base);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = match &pg {
+        Some((_, store, _)) => store.clone(),
+        None => format!("sqlite://{}", dir.path().join("bridge.db").display()),
+    };
+    let url = format!("a2a+{}", up.base);
+    let logs = |n: u32| {
+        std::fs::read_to_string(dir.path().join(format!("stderr-{n}.log"))).unwrap_or_default()
+    };
+    let bridge = |n: u32| {
+        spawn_serve(
+            &["--store", &store, "--upstream", &url],
+            &dir.path().join(format!("stderr-{n}.log")),
+        )
+    };
+    let (mut first, base) = bridge(1).await;
+    let t = task_of(
+        a2a_client(&base)
+            .send_text("ask what colour?", false)
+            .await
+            .expect("send")
+            .into_inner(),
+    );
+    assert_eq!(state(&t), pb::TaskState::InputRequired, "{t:?}");
+    let ut = upstream_task_in(&direct, pb::TaskState::InputRequired).await;
+    let deadline = tokio::time::Instant::now() + LIMIT;
+    while !logs(1).contains("upstream link record stored") {
+        assert!(tokio::time::Instant::now() < deadline, "{}", logs(1));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    first.start_kill().expect("SIGKILL");
+    let _ = tokio::time::timeout(LIMIT, first.wait()).await;
+
+    // No bridge runs: the task is canceled through a taskwire without one.
+    let (plain, plain_base) =
+        spawn_serve(&["--store", &store], &dir.path().join("stderr-2.log")).await;
+    let canceled = a2a_client(&plain_base)
+        .cancel_task(&t.id)
+        .await
+        .expect("cancel")
+        .into_inner();
+    assert_eq!(state(&canceled), pb::TaskState::Canceled);
+    drop(plain);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let still = direct
+        .get_task(&ut.id, None)
+        .await
+        .expect("get")
+        .into_inner();
+    assert_eq!(
+        state(&still),
+        pb::TaskState::InputRequired,
+        "nobody told the upstream yet"
+    );
+
+    // The bridge again: it cancels the upstream task it finds recorded.
+    let (third, _) = bridge(3).await;
+    let deadline = tokio::time::Instant::now() + LIMIT;
+    loop {
+        let u = direct
+            .get_task(&ut.id, None)
+            .await
+            .expect("get")
+            .into_inner();
+        if state(&u) == pb::TaskState::Canceled {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "upstream still {:?}:\n{}",
+            state(&u),
+            logs(3)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Sent by the start-up catch-up (which then reports it).
+    let deadline = tokio::time::Instant::now() + LIMIT;
+    while !logs(3).contains("canceled=1") {
+        assert!(tokio::time::Instant::now() < deadline, "{}", logs(3));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(third);
+    up.stop().await;
+}
+
+mod a_cancel_while_the_bridge_is_down_reaches_the_upstream {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite() {
+        super::cancel_while_the_bridge_is_down(false).await
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres() {
+        super::cancel_while_the_bridge_is_down(true).await
+    }
+}
+
 /// Runs the kill test over every upstream protocol, on SQLite and (with
 /// `TASKWIRE_TEST_POSTGRES_URL`) on PostgreSQL.
 macro_rules! killed {
