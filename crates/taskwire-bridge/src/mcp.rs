@@ -525,10 +525,27 @@ impl<'a> Turn<'a> {
         let args = vocab::tool_arguments(&schema, first);
         debug!(task = %self.ctx.task().id, tool = %tool, tasks = self.up.tasks,
             repeat = input_responses.is_some(), "calling the upstream tool");
-        let called = tokio::select! {
-            biased;
-            _ = self.ctx.cancelled() => return self.stopped().await,
-            r = timed(PROTOCOL, "tools/call", self.up.client.call_tool_answering(&tool, Value::Object(args), input_responses, request_state)) => r,
+        let call = timed(
+            PROTOCOL,
+            "tools/call",
+            self.up.client.call_tool_answering(
+                &tool,
+                Value::Object(args),
+                input_responses,
+                request_state,
+            ),
+        );
+        // A call answered with a task is not given up on a cancel: it answers
+        // at once with the task the cancel must reach (a blocking call is,
+        // dropping its connection being the only cancel 2026-07-28 has).
+        let called = if self.up.tasks {
+            call.await
+        } else {
+            tokio::select! {
+                biased;
+                _ = self.ctx.cancelled() => return self.stopped().await,
+                r = call => r,
+            }
         };
         let outcome = called.map_err(|source| BridgeError::Upstream {
             operation: "tools/call",
@@ -536,7 +553,7 @@ impl<'a> Turn<'a> {
         })?;
         match outcome.into_inner() {
             ToolCallOutcome::Task(t) => {
-                self.store_link(McpLink {
+                let link = McpLink {
                     protocol: PROTOCOL.into(),
                     task_id: t.task_id.clone(),
                     tool,
@@ -547,8 +564,16 @@ impl<'a> Turn<'a> {
                     version: None,
                     session: None,
                     call: None,
-                })
-                .await?;
+                };
+                if let Err(e) = self.store_link(link.clone()).await {
+                    if self.ctx.is_cancelled() {
+                        // Canceled while the task was being created: it is
+                        // canceled upstream too.
+                        self.link = Some(link);
+                        return self.stopped().await;
+                    }
+                    return Err(e);
+                }
                 self.follow(&t.task_id).await
             }
             ToolCallOutcome::Complete(r) => self.finish(&r).await,

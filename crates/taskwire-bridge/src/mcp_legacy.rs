@@ -483,36 +483,41 @@ impl Turn<'_> {
         debug!(task = %self.ctx.task().id, tool = %tool, as_task, "calling the upstream tool (2025-11-25)");
         let ctx = self.ctx;
         if as_task {
-            let called = tokio::select! {
-                biased;
-                _ = ctx.cancelled() => return self.stopped().await,
-                r = self.in_session("tools/call", |c| {
+            // Not given up on a cancel: the call answers at once with the
+            // task the cancel must reach.
+            let called = self
+                .in_session("tools/call", |c| {
                     let (tool, args) = (tool.clone(), args.clone());
                     async move { c.call_tool_as_task(&tool, args, None).await }
-                }) => r,
-            };
+                })
+                .await;
             let t = called
                 .map_err(|source| BridgeError::Upstream {
                     operation: "tools/call",
                     source: Box::new(source),
                 })?
                 .into_inner();
-            self.store_link(
-                McpLink {
-                    protocol: PROTOCOL.into(),
-                    task_id: t.task_id.clone(),
-                    tool,
-                    turn: self.number,
-                    asked: Vec::new(),
-                    repeat: false,
-                    request_state: None,
-                    version: Some(vocab::LEGACY_VERSION.into()),
-                    session: self.client.session_id(),
-                    call: None,
-                },
-                true,
-            )
-            .await?;
+            let link = McpLink {
+                protocol: PROTOCOL.into(),
+                task_id: t.task_id.clone(),
+                tool,
+                turn: self.number,
+                asked: Vec::new(),
+                repeat: false,
+                request_state: None,
+                version: Some(vocab::LEGACY_VERSION.into()),
+                session: self.client.session_id(),
+                call: None,
+            };
+            if let Err(e) = self.store_link(link.clone(), true).await {
+                if ctx.is_cancelled() {
+                    // Canceled while the task was being created: it is
+                    // canceled upstream too.
+                    self.link = Some(link);
+                    return self.stopped().await;
+                }
+                return Err(e);
+            }
             return self.follow(&t.task_id).await;
         }
         let params = json!({"name": tool, "arguments": args});
