@@ -17,8 +17,8 @@ use taskwire_client::cas::{CasClient, CasInput, CasPhase, TerminalReason};
 use taskwire_client::ClientConfig;
 
 use common::bridge::{
-    a2a_client, artifact_texts, config, serve, serve_agent, settled, spawn_serve, state,
-    status_text, task_of, Running, LIMIT,
+    a2a_client, artifact_texts, config, eventually_showing, serve, serve_agent, settled,
+    spawn_serve, state, status_text, task_of, Running, LIMIT,
 };
 
 /// The binding the bridge calls its upstream over.
@@ -639,11 +639,7 @@ async fn killed_mid_task(kind: &str, postgres: bool) {
     } else {
         "upstream link stored"
     };
-    let deadline = tokio::time::Instant::now() + LIMIT;
-    while !logs(1).contains(stored) {
-        assert!(tokio::time::Instant::now() < deadline, "{}", logs(1));
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually_showing(stored, || logs(1).contains(stored), || logs(1)).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     first.start_kill().expect("SIGKILL");
     let _ = tokio::time::timeout(LIMIT, first.wait()).await;
@@ -770,11 +766,12 @@ async fn cancel_while_the_bridge_is_down(postgres: bool) {
     );
     assert_eq!(state(&t), pb::TaskState::InputRequired, "{t:?}");
     let ut = upstream_task_in(&direct, pb::TaskState::InputRequired).await;
-    let deadline = tokio::time::Instant::now() + LIMIT;
-    while !logs(1).contains("upstream link record stored") {
-        assert!(tokio::time::Instant::now() < deadline, "{}", logs(1));
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually_showing(
+        "the link record is stored",
+        || logs(1).contains("upstream link record stored"),
+        || logs(1),
+    )
+    .await;
     first.start_kill().expect("SIGKILL");
     let _ = tokio::time::timeout(LIMIT, first.wait()).await;
 
@@ -821,11 +818,12 @@ async fn cancel_while_the_bridge_is_down(postgres: bool) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     // Sent by the start-up catch-up (which then reports it).
-    let deadline = tokio::time::Instant::now() + LIMIT;
-    while !logs(3).contains("canceled=1") {
-        assert!(tokio::time::Instant::now() < deadline, "{}", logs(3));
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually_showing(
+        "the catch-up reports the cancel",
+        || logs(3).contains("canceled=1"),
+        || logs(3),
+    )
+    .await;
     drop(third);
     up.stop().await;
 }

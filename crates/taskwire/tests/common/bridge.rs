@@ -238,11 +238,24 @@ pub(crate) async fn agui_run(client: &AguiClient, input: &RunAgentInput) -> Vec<
 }
 
 /// Waits (within LIMIT) until `cond` holds.
-pub(crate) async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+pub(crate) async fn eventually(what: &str, cond: impl FnMut() -> bool) {
+    eventually_showing(what, cond, String::new).await
+}
+
+/// As [`eventually`], showing `detail()` (a process's log, say) if it fails.
+pub(crate) async fn eventually_showing(
+    what: &str,
+    mut cond: impl FnMut() -> bool,
+    detail: impl Fn() -> String,
+) {
     let deadline = Instant::now() + LIMIT;
     while !cond() {
-        assert!(Instant::now() < deadline, "not within {LIMIT:?}: {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(
+            Instant::now() < deadline,
+            "not within {LIMIT:?}: {what}\n{}",
+            detail()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
