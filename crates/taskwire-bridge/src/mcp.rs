@@ -391,6 +391,23 @@ impl McpUpstream {
         self.legacy.as_ref().and_then(|l| l.session_id())
     }
 
+    /// The arguments of a call of `tool` for the task's first message, by
+    /// the tool's input schema.
+    pub(crate) fn arguments(
+        &self,
+        tool: &str,
+        ctx: &TurnContext,
+    ) -> serde_json::Map<String, Value> {
+        static NO_SCHEMA: Value = Value::Null;
+        let schema = self
+            .tools
+            .iter()
+            .find(|t| t.0 == tool)
+            .map_or(&NO_SCHEMA, |t| &t.1);
+        let first = ctx.task().history.first().or(ctx.input().first());
+        vocab::tool_arguments(schema, first)
+    }
+
     pub(crate) fn tool_names(&self) -> Vec<String> {
         self.tools.iter().map(|t| t.0.clone()).collect()
     }
@@ -514,15 +531,7 @@ impl<'a> Turn<'a> {
         input_responses: Option<BTreeMap<String, ElicitResult>>,
         request_state: Option<String>,
     ) -> Result<TurnOutcome, BridgeError> {
-        let schema = self
-            .up
-            .tools
-            .iter()
-            .find(|t| t.0 == tool)
-            .map(|t| t.1.clone())
-            .unwrap_or(Value::Null);
-        let first = self.ctx.task().history.first().or(self.ctx.input().first());
-        let args = vocab::tool_arguments(&schema, first);
+        let args = self.up.arguments(&tool, self.ctx);
         debug!(task = %self.ctx.task().id, tool = %tool, tasks = self.up.tasks,
             repeat = input_responses.is_some(), "calling the upstream tool");
         let call = timed(

@@ -470,15 +470,7 @@ impl Turn<'_> {
             Ok(t) => t,
             Err(refused) => return Ok(refused),
         };
-        let schema = self
-            .up
-            .tools
-            .iter()
-            .find(|t| t.0 == tool)
-            .map(|t| t.1.clone())
-            .unwrap_or(Value::Null);
-        let first = self.ctx.task().history.first().or(self.ctx.input().first());
-        let args = Value::Object(vocab::tool_arguments(&schema, first));
+        let args = Value::Object(self.up.arguments(&tool, self.ctx));
         let as_task = self.legacy.as_task.contains(&tool);
         debug!(task = %self.ctx.task().id, tool = %tool, as_task, "calling the upstream tool (2025-11-25)");
         let ctx = self.ctx;
