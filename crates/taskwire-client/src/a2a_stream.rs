@@ -189,21 +189,20 @@ struct Shared {
 
 /// A stream of [`A2aEvent`]s that reconnects on a break (see the module docs
 /// of [`crate::a2a`]). Items are `Err` only once, at the end.
+///
+/// The reconnecting driver runs inside the stream's own `poll_next` (no task of
+/// its own): it reads and decodes frames while the consumer polls, queues at
+/// most 32 events ahead of it, and stops when the stream is dropped.
 pub struct A2aStream {
     rx: tokio::sync::mpsc::Receiver<Result<A2aEvent, ClientError>>,
     shared: Arc<Mutex<Shared>>,
-    task: tokio::task::JoinHandle<()>,
+    /// The driver, until it ends.
+    driver: Option<BoxFuture<'static, ()>>,
 }
 
 impl std::fmt::Debug for A2aStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("A2aStream").finish_non_exhaustive()
-    }
-}
-
-impl Drop for A2aStream {
-    fn drop(&mut self) {
-        self.task.abort();
     }
 }
 
@@ -241,7 +240,8 @@ impl A2aStream {
     }
 
     /// Opens the first stream (errors from the first open are returned here,
-    /// not as stream items), then drives reconnects in a task.
+    /// not as stream items); reading it and any reconnects are driven as the
+    /// stream is polled.
     pub(crate) async fn start(
         source: Arc<dyn StreamSource>,
         kind: StreamKind,
@@ -271,14 +271,25 @@ impl A2aStream {
             shared: shared.clone(),
             tx,
         };
-        let task = tokio::spawn(driver.run(first));
-        Ok(Self { rx, shared, task })
+        Ok(Self {
+            rx,
+            shared,
+            driver: Some(Box::pin(driver.run(first))),
+        })
     }
 }
 
 impl Stream for A2aStream {
     type Item = Result<A2aEvent, ClientError>;
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        // The driver first: it queues what is readable now (until the queue
+        // is full or it waits on the network, a backoff or a poll), then the
+        // queue is read. Both register this task's waker.
+        if let Some(d) = self.driver.as_mut() {
+            if d.as_mut().poll(cx).is_ready() {
+                self.driver = None;
+            }
+        }
         self.rx.poll_recv(cx)
     }
 }
