@@ -389,9 +389,18 @@ impl A2aUpstream {
     /// runtime; it stops when the last clone of the agent is dropped): a
     /// downstream task canceled while no turn runs (waiting for input or an
     /// authorisation) has its upstream task canceled too.
-    pub fn with_store(mut self, store: Arc<dyn TaskStore>) -> Self {
+    pub fn with_store(self, store: Arc<dyn TaskStore>) -> Self {
+        self.with_store_routed(store, None)
+    }
+
+    /// As [`A2aUpstream::with_store`], for one member of several upstreams.
+    pub(crate) fn with_store_routed(
+        mut self,
+        store: Arc<dyn TaskStore>,
+        route: Option<crate::many::Route>,
+    ) -> Self {
         let client = self.client.clone();
-        let watcher = crate::common::watch_cancels(store.clone(), "a2a", move |task_id| {
+        let watcher = crate::common::watch_cancels(store.clone(), "a2a", route, move |task_id| {
             let client = client.clone();
             async move { client.cancel_task(&task_id).await.map(|_| ()) }
         });

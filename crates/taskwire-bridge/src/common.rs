@@ -12,6 +12,7 @@ use crate::error::BridgeError;
 use tracing::{debug, info, warn};
 
 use crate::a2a::LINK_KEY;
+use crate::many::{owns, Route};
 
 /// Aborts the watcher task when the last agent clone goes.
 #[derive(Debug)]
@@ -56,9 +57,13 @@ pub(crate) fn linked_task(state: Option<&Value>, protocol: &str) -> Option<Strin
 /// the records left behind, cancels the upstream tasks of those whose
 /// downstream task was canceled meanwhile, and deletes the records of ended
 /// tasks.
+///
+/// With several upstreams, each executor's watcher has its `route` and acts
+/// only on the tasks that run on its member.
 pub(crate) fn watch_cancels<F, Fut>(
     store: Arc<dyn TaskStore>,
     protocol: &'static str,
+    route: Option<Route>,
     cancel: F,
 ) -> AbortOnDrop
 where
@@ -69,7 +74,7 @@ where
         use tokio::sync::broadcast::error::RecvError;
         // Subscribed before the catch-up, so nothing falls between the two.
         let mut rx = store.hub().firehose();
-        catch_up_cancels(&store, protocol, &cancel).await;
+        catch_up_cancels(&store, protocol, route.as_ref(), &cancel).await;
         // The records this watcher stored (deleted when their task ends).
         let mut recorded: std::collections::HashSet<TaskId> = std::collections::HashSet::new();
         loop {
@@ -99,6 +104,9 @@ where
                     continue;
                 }
             };
+            if !owns(route.as_ref(), &task) {
+                continue;
+            }
             let Some(upstream) = linked_task(task.agent_state.as_ref(), protocol) else {
                 continue;
             };
@@ -177,18 +185,30 @@ async fn forget_link(store: &Arc<dyn TaskStore>, id: &TaskId) {
     }
 }
 
-/// The start-up pass over the `upstream_link` records (see [`watch_cancels`]):
-/// bounded, and each record is looked at once; records of other protocols
-/// (another watcher's) are given back at once.
-async fn catch_up_cancels<F, Fut>(store: &Arc<dyn TaskStore>, protocol: &str, cancel: &F)
-where
+/// The start-up pass over the `upstream_link` records (see [`watch_cancels`]),
+/// bounded ([`CATCH_UP_BATCHES`] claims of [`CATCH_UP_BATCH`]).
+///
+/// The watchers of one process take turns (one lock), and each holds every
+/// record it claimed until its pass ends: the records of other protocols and
+/// members, and of tasks still waiting, are given back only then, so that its
+/// next claim returns records it has not seen, and the next watcher's claims
+/// find them all free.
+async fn catch_up_cancels<F, Fut>(
+    store: &Arc<dyn TaskStore>,
+    protocol: &str,
+    route: Option<&Route>,
+    cancel: &F,
+) where
     F: Fn(String) -> Fut,
     Fut: Future<Output = Result<(), ClientError>>,
 {
     use taskwire_core::RecordKind;
-    let worker = format!("taskwire-bridge-{protocol}-{}", std::process::id());
-    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+    static TURNS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let _turn = TURNS.lock().await;
+    let member = route.map_or("", Route::name);
+    let worker = format!("taskwire-bridge-{protocol}-{member}-{}", std::process::id());
     let (mut canceled, mut ended) = (0usize, 0usize);
+    let mut held = Vec::new();
     for _ in 0..CATCH_UP_BATCHES {
         let batch = match store
             .claim_records(
@@ -203,20 +223,17 @@ where
             Ok(b) => b,
             Err(e) => {
                 warn!(error = %e, "reading the upstream link records failed; cancels made while the bridge was down are not sent");
-                return;
+                break;
             }
         };
         if batch.is_empty() {
             break;
         }
-        let mut fresh = false;
         for (record, lease) in batch {
-            let first = seen.insert(record.id.clone());
-            fresh |= first;
             let ours = record.data.get("protocol").and_then(Value::as_str) == Some(protocol);
-            let (Some(task_id), true, true) = (record.task_id.clone(), first, ours) else {
-                // Another watcher's, or looked at already: given back.
-                let _ = store.release_record(&lease).await;
+            let (Some(task_id), true) = (record.task_id.clone(), ours) else {
+                // Another watcher's: given back when this pass ends.
+                held.push(lease);
                 continue;
             };
             let upstream = record
@@ -226,6 +243,7 @@ where
                 .unwrap_or_default()
                 .to_string();
             match store.get_shared(&task_id).await {
+                Ok(Some(t)) if !owns(route, &t) => held.push(lease),
                 Ok(Some(t)) if t.state == TaskState::Canceled => {
                     if !upstream.is_empty() {
                         send_cancel(cancel, &task_id, &upstream).await;
@@ -233,27 +251,25 @@ where
                     canceled += 1;
                     forget_link(store, &task_id).await;
                 }
-                Ok(Some(t)) if !t.state.is_terminal() => {
-                    // Still waiting (or running again): the watcher and the
-                    // turns take it from here; its record stays.
-                    let _ = store.release_record(&lease).await;
-                }
+                // Still waiting (or running again): the watcher and the turns
+                // take it from here; its record stays.
+                Ok(Some(t)) if !t.state.is_terminal() => held.push(lease),
                 Ok(_) => {
                     ended += 1;
                     forget_link(store, &task_id).await;
                 }
                 Err(e) => {
                     warn!(task = %task_id, error = %e, "reading a linked task failed");
-                    let _ = store.release_record(&lease).await;
+                    held.push(lease);
                 }
             }
         }
-        if !fresh {
-            break;
-        }
+    }
+    for lease in &held {
+        let _ = store.release_record(lease).await;
     }
     if canceled + ended > 0 {
-        info!(protocol, canceled, ended,
+        info!(protocol, member, canceled, ended,
             "upstream link records left by an earlier run: upstream tasks of tasks canceled meanwhile canceled");
     }
 }
@@ -536,4 +552,176 @@ pub(crate) fn raise(
         }
     }
     Ok(Ok((raised, prompts.join("\n"))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+    use std::time::Duration;
+    use taskwire_core::{Caller, CreateTask, MemoryStore, Message};
+
+    type Sent = Arc<Mutex<Vec<String>>>;
+
+    /// A watcher of `route` whose cancels are recorded in `sent`.
+    fn watcher(store: &Arc<dyn TaskStore>, route: Option<Route>, sent: &Sent) -> AbortOnDrop {
+        let sent = sent.clone();
+        watch_cancels(store.clone(), "a2a", route, move |id| {
+            let sent = sent.clone();
+            async move {
+                sent.lock().unwrap_or_else(|e| e.into_inner()).push(id);
+                Ok(())
+            }
+        })
+    }
+
+    fn sent(s: &Sent) -> Vec<String> {
+        s.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// A task on member `skill` linked to upstream task `upstream`, in
+    /// INPUT_REQUIRED (the link state and the state written as a turn would).
+    async fn linked(
+        service: &TaskService,
+        store: &Arc<dyn TaskStore>,
+        skill: &str,
+        upstream: &str,
+    ) -> TaskId {
+        let mut req = CreateTask::new(Message::user_text("hi"));
+        req.metadata.insert("skill".into(), Value::from(skill));
+        let t = service
+            .create(&Caller::new("t", "alice"), req)
+            .await
+            .expect("create")
+            .task;
+        let mut next = (*t).clone();
+        next.agent_state = Some(serde_json::json!({
+            LINK_KEY: {"protocol": "a2a", "taskId": upstream, "turn": 1}
+        }));
+        next.state = TaskState::InputRequired;
+        next.version = t.version + 1;
+        store
+            .commit(taskwire_core::store::Commit {
+                task: Arc::new(next),
+                expected_version: t.version,
+                events: Vec::new(),
+                queue: Default::default(),
+                fence: None,
+            })
+            .await
+            .expect("commit");
+        t.id.clone()
+    }
+
+    /// Lets the watchers just spawned subscribe to the store's changes.
+    async fn started() {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    async fn until(what: &str, f: impl Fn() -> bool) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while !f() {
+            assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn each_member_cancels_only_its_own_tasks() {
+        let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
+        let service = TaskService::new(store.clone(), "bridge".to_string());
+        let routes = Route::all(vec!["a".into(), "b".into()]);
+        let (sa, sb): (Sent, Sent) = Default::default();
+        let _wa = watcher(&store, Some(routes[0].clone()), &sa);
+        let _wb = watcher(&store, Some(routes[1].clone()), &sb);
+        started().await;
+        let on_a = linked(&service, &store, "a", "up-a").await;
+        let on_b = linked(&service, &store, "b", "up-b").await;
+        service
+            .cancel(Access::System, &on_a, None)
+            .await
+            .expect("cancel a");
+        service
+            .cancel(Access::System, &on_b, None)
+            .await
+            .expect("cancel b");
+        until("both cancels sent", || {
+            sent(&sa).len() + sent(&sb).len() >= 2
+        })
+        .await;
+        // A misrouted cancel would be sent in the same pass as the right one.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(sent(&sa), vec!["up-a".to_string()]);
+        assert_eq!(sent(&sb), vec!["up-b".to_string()]);
+    }
+
+    /// The start-up catch-up of several watchers: every member finds the
+    /// records of its tasks canceled while no bridge ran, however the claims
+    /// of the watchers interleave, and records beyond one claim's batch.
+    #[tokio::test]
+    async fn every_member_catches_up_on_its_own_records() {
+        let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
+        let service = TaskService::new(store.clone(), "bridge".to_string());
+        let routes = Route::all(vec!["a".into(), "b".into()]);
+        // A first run records the links of waiting tasks: b's several times
+        // one claim's batch, so that a's claims (in record id order, which is
+        // random) mostly find b's records first.
+        let (sa, sb): (Sent, Sent) = Default::default();
+        let n_b = 4 * CATCH_UP_BATCH;
+        let n_a = 5;
+        let mut ids = Vec::new();
+        {
+            let _wa = watcher(&store, Some(routes[0].clone()), &sa);
+            let _wb = watcher(&store, Some(routes[1].clone()), &sb);
+            started().await;
+            for i in 0..n_b {
+                ids.push(linked(&service, &store, "b", &format!("up-b{i}")).await);
+            }
+            for i in 0..n_a {
+                ids.push(linked(&service, &store, "a", &format!("up-a{i}")).await);
+            }
+            let expected = ids.len() as u64;
+            let s = store.clone();
+            let count = move || {
+                let s = s.clone();
+                async move {
+                    s.count_records()
+                        .await
+                        .expect("count")
+                        .iter()
+                        .find(|(k, _)| *k == taskwire_core::RecordKind::UpstreamLink)
+                        .map_or(0, |(_, n)| *n)
+                }
+            };
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+            while count().await < expected {
+                assert!(tokio::time::Instant::now() < deadline, "records not stored");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+        // No bridge runs: every task is canceled.
+        for id in &ids {
+            service
+                .cancel(Access::System, id, None)
+                .await
+                .expect("cancel");
+        }
+        assert!(sent(&sa).is_empty() && sent(&sb).is_empty());
+        // The bridge again: both watchers start at once.
+        let _wa = watcher(&store, Some(routes[0].clone()), &sa);
+        let _wb = watcher(&store, Some(routes[1].clone()), &sb);
+        until("every cancel sent", || {
+            sent(&sa).len() + sent(&sb).len() >= ids.len()
+        })
+        .await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let sorted = |mut v: Vec<String>| {
+            v.sort();
+            v
+        };
+        let want =
+            |member: &str, n: usize| sorted((0..n).map(|i| format!("up-{member}{i}")).collect());
+        assert_eq!(sorted(sent(&sa)), want("a", n_a));
+        assert_eq!(sorted(sent(&sb)), want("b", n_b));
+    }
 }

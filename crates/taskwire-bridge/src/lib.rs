@@ -55,6 +55,17 @@ pub async fn connect_as(
     mcp: McpVersion,
     store: Option<Arc<dyn TaskStore>>,
 ) -> Result<Arc<dyn Agent>, BridgeError> {
+    connect_routed(url, options, mcp, store, None).await
+}
+
+/// As [`connect_as`], for one member (`route`) of several upstreams.
+async fn connect_routed(
+    url: &str,
+    options: &UpstreamOptions,
+    mcp: McpVersion,
+    store: Option<Arc<dyn TaskStore>>,
+    route: Option<many::Route>,
+) -> Result<Arc<dyn Agent>, BridgeError> {
     let mut agent = match UpstreamSpec::parse(url)? {
         UpstreamSpec::A2aJsonRpc { base_url } => A2aUpstream::discover(&base_url, options).await?,
         UpstreamSpec::A2aGrpc { target } => A2aUpstream::discover_grpc(&target, options).await?,
@@ -69,13 +80,13 @@ pub async fn connect_as(
             let mut agent =
                 McpUpstream::discover_as(&endpoint, tool.as_deref(), options, mcp).await?;
             if let Some(s) = store {
-                agent = agent.with_store(s);
+                agent = agent.with_store_routed(s, route);
             }
             return Ok(Arc::new(agent));
         }
     };
     if let Some(s) = store {
-        agent = agent.with_store(s);
+        agent = agent.with_store_routed(s, route);
     }
     Ok(Arc::new(agent))
 }
@@ -97,8 +108,9 @@ pub async fn connect_many_as(
     store: Option<Arc<dyn TaskStore>>,
 ) -> Result<Arc<dyn Agent>, BridgeError> {
     let mut members = Vec::with_capacity(upstreams.len());
-    for (name, url, options) in upstreams {
-        let agent = connect_as(url, options, mcp, store.clone()).await?;
+    let routes = many::Route::all(upstreams.iter().map(|u| u.0.clone()).collect());
+    for ((name, url, options), route) in upstreams.iter().zip(routes) {
+        let agent = connect_routed(url, options, mcp, store.clone(), Some(route)).await?;
         if matches!(UpstreamSpec::parse(url)?, UpstreamSpec::Mcp { .. }) {
             let tools = agent.info().skills;
             if tools.len() != 1 {

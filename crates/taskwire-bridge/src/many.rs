@@ -9,7 +9,9 @@
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use taskwire_core::{async_trait, Agent, AgentError, AgentInfo, Skill, TurnContext, TurnOutcome};
+use taskwire_core::{
+    async_trait, Agent, AgentError, AgentInfo, Skill, Task, TurnContext, TurnOutcome,
+};
 use taskwire_vocab::mcp::TOOL_METADATA_KEY;
 use taskwire_vocab::upstream::SKILL_METADATA_KEY;
 
@@ -115,17 +117,65 @@ impl Upstreams {
 
     /// The member a task runs on.
     fn member_of(&self, ctx: &TurnContext) -> Option<&Member> {
-        let md = &ctx.task().metadata;
-        let chosen = [TOOL_METADATA_KEY, SKILL_METADATA_KEY]
-            .iter()
-            .filter_map(|k| md.get(*k).and_then(Value::as_str))
-            .find_map(|n| self.members.iter().find(|m| m.name == n));
-        match (chosen, self.members.as_slice()) {
-            (Some(m), _) => Some(m),
-            (None, [only]) => Some(only),
-            _ => None,
-        }
+        let i = member_index(&ctx.task().metadata, self.members.iter().map(|m| &m.name))?;
+        self.members.get(i)
     }
+}
+
+/// The index, among `names`, of the member a task with `metadata` runs on:
+/// the first of its MCP tool and A2A skill that names a member, else the only
+/// member.
+fn member_index<'a>(
+    metadata: &serde_json::Map<String, Value>,
+    names: impl ExactSizeIterator<Item = &'a String> + Clone,
+) -> Option<usize> {
+    let chosen = [TOOL_METADATA_KEY, SKILL_METADATA_KEY]
+        .iter()
+        .filter_map(|k| metadata.get(*k).and_then(Value::as_str))
+        .find_map(|n| names.clone().position(|m| m == n));
+    match chosen {
+        Some(i) => Some(i),
+        None if names.len() == 1 => Some(0),
+        None => None,
+    }
+}
+
+/// The member an upstream executor is, among several: its watcher of
+/// downstream cancels acts only on the tasks that run on it (the others are
+/// another member's, whose upstream would refuse the cancel, or could hold
+/// a task of the same id).
+#[derive(Clone, Debug)]
+pub(crate) struct Route {
+    index: usize,
+    names: Arc<[String]>,
+}
+
+impl Route {
+    /// The routes of members named `names`, in order.
+    pub(crate) fn all(names: Vec<String>) -> Vec<Route> {
+        let names: Arc<[String]> = names.into();
+        (0..names.len())
+            .map(|index| Route {
+                index,
+                names: names.clone(),
+            })
+            .collect()
+    }
+
+    /// Whether a task runs on this member.
+    pub(crate) fn owns(&self, task: &Task) -> bool {
+        member_index(&task.metadata, self.names.iter()) == Some(self.index)
+    }
+
+    /// This member's name.
+    pub(crate) fn name(&self) -> &str {
+        self.names.get(self.index).map_or("", String::as_str)
+    }
+}
+
+/// Whether the executor with `route` (none: the only upstream) owns `task`.
+pub(crate) fn owns(route: Option<&Route>, task: &Task) -> bool {
+    route.is_none_or(|r| r.owns(task))
 }
 
 fn text_schema() -> Value {

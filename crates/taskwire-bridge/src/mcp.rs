@@ -348,16 +348,25 @@ impl McpUpstream {
     /// lost lease, an upstream cancel ends the downstream task canceled, and a
     /// watcher cancels the upstream task of a downstream task canceled while no
     /// turn runs.
-    pub fn with_store(mut self, store: Arc<dyn TaskStore>) -> Self {
+    pub fn with_store(self, store: Arc<dyn TaskStore>) -> Self {
+        self.with_store_routed(store, None)
+    }
+
+    /// As [`McpUpstream::with_store`], for one member of several upstreams.
+    pub(crate) fn with_store_routed(
+        mut self,
+        store: Arc<dyn TaskStore>,
+        route: Option<crate::many::Route>,
+    ) -> Self {
         if let Some(legacy) = self.legacy.take() {
-            let (legacy, watcher) = legacy.with_store(store.clone());
+            let (legacy, watcher) = legacy.with_store(store.clone(), route);
             self.legacy = Some(legacy);
             self.watcher = Some(Arc::new(watcher));
             self.store = Some(store);
             return self;
         }
         let client = self.client.clone();
-        let watcher = watch_cancels(store.clone(), PROTOCOL, move |task_id| {
+        let watcher = watch_cancels(store.clone(), PROTOCOL, route, move |task_id| {
             let client = client.clone();
             async move {
                 timed(PROTOCOL, "tasks/cancel", client.cancel_task(&task_id))

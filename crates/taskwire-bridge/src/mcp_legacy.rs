@@ -191,9 +191,10 @@ impl Legacy {
     pub(crate) fn with_store(
         mut self,
         store: Arc<dyn TaskStore>,
+        route: Option<crate::many::Route>,
     ) -> (Self, crate::common::AbortOnDrop) {
         let client = self.client.clone();
-        let tasks = watch_cancels(store.clone(), PROTOCOL, move |task_id| {
+        let tasks = watch_cancels(store.clone(), PROTOCOL, route, move |task_id| {
             let client = client.clone();
             async move {
                 timed(PROTOCOL, "tasks/cancel", client.cancel_task(&task_id))
