@@ -18,8 +18,8 @@ fn reserialize(m: &Incoming) -> Value {
         Incoming::Request { id, method, params } => {
             wire::request(id, method, Value::Object(params.clone()))
         }
-        Incoming::Notification { method } => {
-            json!({"jsonrpc": wire::JSONRPC, "method": method})
+        Incoming::Notification { method, params } => {
+            json!({"jsonrpc": wire::JSONRPC, "method": method, "params": params})
         }
         Incoming::Response { id, outcome } => match outcome {
             Ok(r) => wire::result(id, r.clone()),

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use taskwire_core::record::{PutOutcome, Quota, Record, RecordKind};
 use taskwire_core::store::ListQuery;
-use taskwire_core::{Caller, StoreError, Task, TaskService, Timestamp};
+use taskwire_core::{Caller, StoreError, Task, TaskId, TaskService, Timestamp};
 use taskwire_vocab::mcp::{self as vocab, Answering, Generation, McpStatus};
 use taskwire_wire::mcp as msg;
 
@@ -37,6 +37,11 @@ pub(crate) struct Session {
     /// Server-to-client requests waiting for the client's response, by id (held
     /// by this process: the stream that sent them is here).
     pending: Mutex<HashMap<String, oneshot::Sender<Result<Value, Value>>>>,
+    /// The blocking `tools/call`s of the session in progress in this process,
+    /// by request id (its JSON text): the task a `notifications/cancelled`
+    /// for that request cancels. One entry per open HTTP request, removed when
+    /// the call ends.
+    calls: Mutex<HashMap<String, TaskId>>,
     next_id: AtomicU64,
     /// When the stored session expires unless used (as this process last wrote it).
     expires: Mutex<Timestamp>,
@@ -46,6 +51,66 @@ impl Session {
     fn tasks(&self) -> bool {
         self.version == wire::V_LEGACY
     }
+
+    /// Notes that request `id` is a blocking call of `task`, until the
+    /// returned guard is dropped.
+    fn open_call(self: &Arc<Self>, id: &Value, task: &TaskId) -> OpenCall {
+        let key = id.to_string();
+        if let Ok(mut calls) = self.calls.lock() {
+            calls.insert(key.clone(), task.clone());
+        }
+        OpenCall {
+            session: self.clone(),
+            key,
+        }
+    }
+
+    /// The task of the blocking call with request id `id`, if it is open here.
+    fn call_of(&self, id: &Value) -> Option<TaskId> {
+        self.calls.lock().ok()?.get(&id.to_string()).cloned()
+    }
+}
+
+/// A blocking call in progress (see [`Session::open_call`]).
+struct OpenCall {
+    session: Arc<Session>,
+    key: String,
+}
+
+impl Drop for OpenCall {
+    fn drop(&mut self) {
+        if let Ok(mut calls) = self.session.calls.lock() {
+            calls.remove(&self.key);
+        }
+    }
+}
+
+/// `notifications/cancelled`: the client gives up request `requestId`; a
+/// blocking `tools/call` of this session in progress here has its task
+/// canceled (its stream or response then ends; the client ignores it). Other
+/// requests finish on their own: they are short, or are tasks, canceled with
+/// `tasks/cancel`.
+async fn cancelled(inner: &Inner, caller: &Caller, session: &Session, params: &Map<String, Value>) {
+    let Some(id) = params
+        .get("requestId")
+        .filter(|v| v.is_string() || v.is_number())
+    else {
+        return;
+    };
+    let Some(task) = session.call_of(id) else {
+        tracing::debug!(request = %id, "mcp: notifications/cancelled for no blocking call open here");
+        return;
+    };
+    let reason = params.get("reason").and_then(Value::as_str).map_or_else(
+        || "the client cancelled the call".to_string(),
+        |r| {
+            format!(
+                "the client cancelled the call: {}",
+                r.chars().take(200).collect::<String>()
+            )
+        },
+    );
+    inner.abandon(caller, &task, &reason).await;
 }
 
 /// What a session's record holds.
@@ -167,6 +232,7 @@ impl Sessions {
                     version: data.version,
                     asks,
                     pending: Mutex::new(HashMap::new()),
+                    calls: Mutex::new(HashMap::new()),
                     next_id: AtomicU64::new(1),
                     expires: Mutex::new(rec.expires_at.unwrap_or(now)),
                 });
@@ -237,6 +303,7 @@ pub(crate) async fn initialize(inner: Arc<Inner>, caller: Caller, msg: Incoming)
         version: version.clone(),
         asks,
         pending: Mutex::new(HashMap::new()),
+        calls: Mutex::new(HashMap::new()),
         next_id: AtomicU64::new(1),
         expires: Mutex::new(Utc::now()),
     };
@@ -339,7 +406,12 @@ pub(crate) async fn handle(
         }
     }
     let (id, name, params) = match msg {
-        Incoming::Notification { .. } => return accepted(),
+        Incoming::Notification { method, params } => {
+            if method == method::NOTIFY_CANCELLED {
+                cancelled(&inner, &caller, &session, &params).await;
+            }
+            return accepted();
+        }
         Incoming::Response { id, outcome } => {
             let key = id.to_string();
             let tx = session.pending.lock().ok().and_then(|mut p| p.remove(&key));
@@ -365,7 +437,7 @@ pub(crate) async fn handle(
     {
         return blocking_call_stream(inner, caller, session, id, params, progress_token).await;
     }
-    match dispatch(&inner, &caller, &session, &name, &params).await {
+    match dispatch(&inner, &caller, &session, &id, &name, &params).await {
         Ok(v) => json_response(StatusCode::OK, &wire::result(&id, v)),
         Err(e) => error_response(&id, &e),
     }
@@ -374,7 +446,8 @@ pub(crate) async fn handle(
 async fn dispatch(
     inner: &Inner,
     caller: &Caller,
-    session: &Session,
+    session: &Arc<Session>,
+    id: &Value,
     name: &str,
     params: &Map<String, Value>,
 ) -> Result<Value, RpcError> {
@@ -419,7 +492,7 @@ async fn dispatch(
                     meta: None,
                 });
             }
-            blocking_call(inner, caller, params).await
+            blocking_call(inner, caller, session, id, params).await
         }
         method::TASKS_GET if tasks => {
             let t = inner.get(caller, task_id_param(params)?).await?;
@@ -476,9 +549,12 @@ async fn dispatch(
 async fn blocking_call(
     inner: &Inner,
     caller: &Caller,
+    session: &Arc<Session>,
+    id: &Value,
     params: &Map<String, Value>,
 ) -> Result<Value, RpcError> {
     let task = inner.start_call(caller, params, None).await?;
+    let _open = session.open_call(id, &task.id);
     let timeout = inner.config.call_timeout;
     let t = inner.wait(caller, &task.id, timeout, true).await?;
     if t.state.is_interrupted() {
@@ -641,15 +717,20 @@ async fn blocking_call_stream(
             },
         )
     });
-    tokio::spawn(drive_result(
-        inner,
-        caller,
-        session,
-        id,
-        task,
-        tx,
-        Mode::BlockingCall(forwarder),
-    ));
+    let open = session.open_call(&id, &task.id);
+    tokio::spawn(async move {
+        let _open = open;
+        drive_result(
+            inner,
+            caller,
+            session,
+            id,
+            task,
+            tx,
+            Mode::BlockingCall(forwarder),
+        )
+        .await
+    });
     sse_of(rx)
 }
 
@@ -837,6 +918,7 @@ mod tests {
             version: wire::V_LEGACY.into(),
             asks: ["elicitation"].into_iter().collect(),
             pending: Mutex::new(HashMap::new()),
+            calls: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             expires: Mutex::new(Utc::now()),
         }

@@ -53,6 +53,8 @@ pub enum Incoming {
     Notification {
         /// The method.
         method: String,
+        /// The params object (empty when absent).
+        params: Map<String, Value>,
     },
     /// A response or error from the client to a server request.
     Response {
@@ -104,8 +106,9 @@ pub fn parse(body: &[u8]) -> Result<Incoming, (Value, RpcError)> {
             method: method.into_owned(),
             params: object(params),
         }),
-        Ok(jsonrpc::Incoming::Notification { method, .. }) => Ok(Incoming::Notification {
+        Ok(jsonrpc::Incoming::Notification { method, params }) => Ok(Incoming::Notification {
             method: method.into_owned(),
+            params: object(params),
         }),
         Ok(jsonrpc::Incoming::Response { id, outcome }) => Ok(Incoming::Response {
             id,

@@ -390,3 +390,65 @@ async fn sessions_are_bounded_per_caller() {
     assert_eq!(st, 200, "alice's open session survived the refusal");
     s.shutdown().await;
 }
+
+/// `notifications/cancelled` for a blocking `tools/call` in progress cancels
+/// its task, and the call ends at once (its answer, which the client ignores,
+/// comes long before the tool's 30 s sleep would end); with and without a
+/// stream (a client that declared elicitation gets one). A cancel for a
+/// request that is not an open call changes nothing.
+#[tokio::test]
+async fn notifications_cancelled_cancels_a_blocking_call() {
+    let s = Server::start().await;
+    for (who, elicitation) in [("alice", false), ("bob", true)] {
+        let (sess, _) = Session::open(&s, who, elicitation).await;
+        let call = sess.send(
+            json!({"jsonrpc": "2.0", "id": "slow-1", "method": "tools/call",
+            "params": {"name": "run_script", "arguments": {"text": "sleep 30000"}}}),
+        );
+        let watch = async {
+            let mut task = None;
+            for _ in 0..500 {
+                let (_, r) = sess.call("tasks/list", json!({})).await;
+                if let Some(t) = r["result"]["tasks"].as_array().and_then(|a| a.first()) {
+                    if t["status"] == "working" {
+                        task = Some(t["taskId"].as_str().expect("id").to_string());
+                        break;
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            let task = task.expect("the call's task runs");
+            // Another request id: nothing happens.
+            let (st, _) = sess
+                .send(
+                    json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                    "params": {"requestId": "slow-2"}}),
+                )
+                .await;
+            assert_eq!(st, 202);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let (_, r) = sess.call("tasks/get", json!({"taskId": task})).await;
+            assert_eq!(r["result"]["status"], "working", "{r}");
+            let (st, _) = sess
+                .send(
+                    json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                    "params": {"requestId": "slow-1", "reason": "the user gave up"}}),
+                )
+                .await;
+            assert_eq!(st, 202);
+            task
+        };
+        let (_, task) =
+            tokio::time::timeout(Duration::from_secs(10), async { tokio::join!(call, watch) })
+                .await
+                .expect("the call ends soon after its cancel");
+        let r = sess.poll(&task, "cancelled").await;
+        assert!(
+            r["result"]["statusMessage"]
+                .as_str()
+                .is_some_and(|m| m.contains("the user gave up")),
+            "{r}"
+        );
+    }
+    s.shutdown().await;
+}
