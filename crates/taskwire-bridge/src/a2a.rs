@@ -39,7 +39,7 @@ use taskwire_vocab::upstream::{
 };
 use tracing::{debug, info, info_span, warn, Instrument};
 
-use crate::common::{answered, reattached, timed, ReadyCache};
+use crate::common::{answered, reattached, timed, ReadyCache, RECORD_RUNNING_AFTER};
 use crate::error::BridgeError;
 
 /// How the bridge talks to an upstream.
@@ -267,7 +267,7 @@ pub struct A2aUpstream {
     store: Option<Arc<dyn TaskStore>>,
     backoff: BackoffPolicy,
     poll_interval: Duration,
-    watcher: Option<Arc<crate::common::AbortOnDrop>>,
+    watcher: Option<Arc<crate::common::Watcher>>,
     ready: Arc<ReadyCache>,
 }
 
@@ -652,11 +652,29 @@ impl<'a> Turn<'a> {
 
     /// Reads the stream until the turn ends.
     async fn follow(&mut self, mut stream: A2aStream) -> Result<TurnOutcome, BridgeError> {
+        // A turn still running upstream after a while gets its link record
+        // (see `LinkRecords`); most turns end sooner, without the write.
+        let records = self.up.watcher.as_ref().map(|w| w.records.clone());
+        let record_at = tokio::time::sleep(RECORD_RUNNING_AFTER);
+        tokio::pin!(record_at);
+        let mut recorded = records.is_none();
         loop {
             let item = tokio::select! {
                 biased;
                 _ = self.ctx.cancelled() => return self.stopped(Some(&mut stream)).await,
                 item = stream.next() => item,
+                _ = &mut record_at, if !recorded => {
+                    match (&records, &self.link) {
+                        (Some(r), Some(l)) => {
+                            r.remember(self.ctx.task(), &l.task_id).await;
+                            recorded = true;
+                        }
+                        _ => record_at
+                            .as_mut()
+                            .reset(tokio::time::Instant::now() + RECORD_RUNNING_AFTER),
+                    }
+                    continue;
+                }
             };
             match item {
                 Some(Ok(ev)) => match self.apply_at(ev.response, ev.event_id).await {
@@ -695,6 +713,11 @@ impl<'a> Turn<'a> {
     /// failed polls are retried with backoff, at most the policy's attempts in a
     /// row.
     async fn poll(&mut self, id: String) -> Result<TurnOutcome, BridgeError> {
+        let _record = self
+            .up
+            .watcher
+            .as_ref()
+            .map(|w| w.records.record_after(self.ctx.task(), &id));
         let backoff = self.up.backoff.clone();
         let mut failures: u32 = 0;
         let mut last: Option<pb::Task> = None;

@@ -65,18 +65,23 @@ pub(crate) fn watch_cancels<F, Fut>(
     protocol: &'static str,
     route: Option<Route>,
     cancel: F,
-) -> AbortOnDrop
+) -> Watcher
 where
     F: Fn(String) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<(), ClientError>> + Send + 'static,
 {
-    AbortOnDrop(tokio::spawn(async move {
+    let records = Arc::new(LinkRecords {
+        store: store.clone(),
+        protocol,
+        recorded: std::sync::Mutex::new(std::collections::HashSet::new()),
+    });
+    let recorded = records.clone();
+    let task = AbortOnDrop(tokio::spawn(async move {
         use tokio::sync::broadcast::error::RecvError;
+        let recorded = &recorded;
         // Subscribed before the catch-up, so nothing falls between the two.
         let mut rx = store.hub().firehose();
-        catch_up_cancels(&store, protocol, route.as_ref(), &cancel).await;
-        // The records this watcher stored (deleted when their task ends).
-        let mut recorded: std::collections::HashSet<TaskId> = std::collections::HashSet::new();
+        catch_up_cancels(&store, protocol, route.as_ref(), recorded, &cancel).await;
         loop {
             let (id, state) = match rx.recv().await {
                 Ok((id, wake)) => (id, wake.state),
@@ -96,6 +101,10 @@ where
                 }
                 continue;
             }
+            if waiting && recorded.contains(&id) {
+                // Recorded while its turn ran, or at an earlier wait.
+                continue;
+            }
             let task = match store.get_shared(&id).await {
                 Ok(Some(t)) => t,
                 Ok(None) => continue,
@@ -111,21 +120,101 @@ where
                 continue;
             };
             if waiting {
-                if recorded.len() < MAX_RECORDED
-                    && remember_link(&store, &task, protocol, &upstream).await
-                {
-                    recorded.insert(id);
-                }
+                recorded.remember(&task, &upstream).await;
                 continue;
             }
             send_cancel(&cancel, &id, &upstream).await;
             recorded.remove(&id);
             forget_link(&store, &id).await;
         }
-    }))
+    }));
+    Watcher {
+        _task: task,
+        records,
+    }
 }
 
-/// Most `upstream_link` records one watcher keeps track of (beyond it, waiting
+/// A running cancel watcher ([`watch_cancels`]; stopped when dropped) and its
+/// executor's `upstream_link` records.
+#[derive(Debug)]
+pub(crate) struct Watcher {
+    _task: AbortOnDrop,
+    /// The records of the executor's tasks.
+    pub(crate) records: Arc<LinkRecords>,
+}
+
+/// How long a turn runs on its upstream task before the task's
+/// `upstream_link` record is stored (see [`LinkRecords::record_after`]).
+pub(crate) const RECORD_RUNNING_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The `upstream_link` records of one executor's tasks: stored when a linked
+/// task waits (by the watcher) or when its turn has run upstream for
+/// [`RECORD_RUNNING_AFTER`] (by the turn), and deleted by the watcher when the
+/// task ends. This process remembers which it stored, to delete them.
+pub(crate) struct LinkRecords {
+    store: Arc<dyn TaskStore>,
+    protocol: &'static str,
+    recorded: std::sync::Mutex<std::collections::HashSet<TaskId>>,
+}
+
+impl std::fmt::Debug for LinkRecords {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LinkRecords")
+            .field("protocol", &self.protocol)
+            .field("store", &self.store.kind())
+            .finish_non_exhaustive()
+    }
+}
+
+impl LinkRecords {
+    fn contains(&self, id: &TaskId) -> bool {
+        self.recorded.lock().is_ok_and(|r| r.contains(id))
+    }
+
+    fn remove(&self, id: &TaskId) -> bool {
+        self.recorded.lock().is_ok_and(|mut r| r.remove(id))
+    }
+
+    /// Notes a record of `id` stored (by an earlier run, found at start);
+    /// false beyond [`MAX_RECORDED`].
+    fn track(&self, id: &TaskId) -> bool {
+        self.recorded.lock().is_ok_and(|mut r| {
+            (r.len() < MAX_RECORDED || r.contains(id)) && {
+                r.insert(id.clone());
+                true
+            }
+        })
+    }
+
+    /// Stores the record of `task`, linked to upstream task `upstream`.
+    pub(crate) async fn remember(&self, task: &taskwire_core::Task, upstream: &str) {
+        if self.contains(&task.id) || !self.track(&task.id) {
+            return;
+        }
+        if !remember_link(&self.store, task, self.protocol, upstream).await {
+            self.remove(&task.id);
+        }
+    }
+
+    /// Stores the record of `task` once its turn has run [`RECORD_RUNNING_AFTER`]
+    /// on upstream task `upstream`, so that a cancel made while no bridge runs
+    /// reaches that upstream task: a spawned task, stopped (before storing, if
+    /// it has not yet) when the returned guard is dropped with the turn.
+    /// Turns that end sooner cost no store write.
+    pub(crate) fn record_after(
+        self: &Arc<Self>,
+        task: &taskwire_core::Task,
+        upstream: &str,
+    ) -> AbortOnDrop {
+        let (me, task, upstream) = (self.clone(), task.clone(), upstream.to_string());
+        AbortOnDrop::spawn(async move {
+            tokio::time::sleep(RECORD_RUNNING_AFTER).await;
+            me.remember(&task, &upstream).await;
+        })
+    }
+}
+
+/// Most `upstream_link` records one watcher keeps track of (beyond it, linked
 /// tasks are not recorded: a cancel made while no bridge runs is then not
 /// sent upstream for them).
 const MAX_RECORDED: usize = 100_000;
@@ -197,6 +286,7 @@ async fn catch_up_cancels<F, Fut>(
     store: &Arc<dyn TaskStore>,
     protocol: &str,
     route: Option<&Route>,
+    records: &LinkRecords,
     cancel: &F,
 ) where
     F: Fn(String) -> Fut,
@@ -252,8 +342,12 @@ async fn catch_up_cancels<F, Fut>(
                     forget_link(store, &task_id).await;
                 }
                 // Still waiting (or running again): the watcher and the turns
-                // take it from here; its record stays.
-                Ok(Some(t)) if !t.state.is_terminal() => held.push(lease),
+                // take it from here; its record stays, deleted by this
+                // watcher when the task ends.
+                Ok(Some(t)) if !t.state.is_terminal() => {
+                    records.track(&t.id);
+                    held.push(lease);
+                }
                 Ok(_) => {
                     ended += 1;
                     forget_link(store, &task_id).await;
@@ -564,7 +658,7 @@ mod tests {
     type Sent = Arc<Mutex<Vec<String>>>;
 
     /// A watcher of `route` whose cancels are recorded in `sent`.
-    fn watcher(store: &Arc<dyn TaskStore>, route: Option<Route>, sent: &Sent) -> AbortOnDrop {
+    fn watcher(store: &Arc<dyn TaskStore>, route: Option<Route>, sent: &Sent) -> Watcher {
         let sent = sent.clone();
         watch_cancels(store.clone(), "a2a", route, move |id| {
             let sent = sent.clone();

@@ -41,8 +41,7 @@ use tracing::{debug, info, info_span, warn, Instrument};
 
 use crate::a2a::{client_config, retrying, UpstreamOptions, LINK_KEY};
 use crate::common::{
-    answered, downstream_canceled, end_canceled, reattached, timed, watch_cancels, AbortOnDrop,
-    ReadyCache,
+    answered, downstream_canceled, end_canceled, reattached, timed, watch_cancels, ReadyCache,
 };
 use crate::error::BridgeError;
 
@@ -175,7 +174,7 @@ pub struct McpUpstream {
     pub(crate) store: Option<Arc<dyn TaskStore>>,
     pub(crate) backoff: BackoffPolicy,
     pub(crate) poll_interval: Duration,
-    watcher: Option<Arc<AbortOnDrop>>,
+    watcher: Option<Arc<crate::common::Watcher>>,
     ready: Arc<ReadyCache>,
     /// Spoken to in revision 2025-11-25 (`crate::mcp_legacy`).
     legacy: Option<crate::mcp_legacy::Legacy>,
@@ -194,6 +193,11 @@ impl std::fmt::Debug for McpUpstream {
 }
 
 impl McpUpstream {
+    /// The `upstream_link` records of this executor's tasks (with a store).
+    pub(crate) fn link_records(&self) -> Option<&Arc<crate::common::LinkRecords>> {
+        self.watcher.as_ref().map(|w| &w.records)
+    }
+
     /// Discovers the MCP server at `endpoint` (`server/discover`, then
     /// `tools/list`) and builds the agent: with `tool`, that tool is its one
     /// skill; without, every tool of the server is one.
@@ -644,6 +648,10 @@ impl<'a> Turn<'a> {
 
     /// Follows the upstream task by polling `tasks/get` until the turn ends.
     async fn follow(&mut self, task_id: &str) -> Result<TurnOutcome, BridgeError> {
+        let _record = self
+            .up
+            .link_records()
+            .map(|r| r.record_after(self.ctx.task(), task_id));
         let backoff = self.up.backoff.clone();
         let mut failures: u32 = 0;
         let mut last_message: Option<String> = None;

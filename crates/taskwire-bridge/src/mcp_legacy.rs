@@ -192,7 +192,7 @@ impl Legacy {
         mut self,
         store: Arc<dyn TaskStore>,
         route: Option<crate::many::Route>,
-    ) -> (Self, crate::common::AbortOnDrop) {
+    ) -> (Self, crate::common::Watcher) {
         let client = self.client.clone();
         let tasks = watch_cancels(store.clone(), PROTOCOL, route, move |task_id| {
             let client = client.clone();
@@ -821,6 +821,10 @@ impl Turn<'_> {
     /// terminal, its result.
     async fn follow(&mut self, task_id: &str) -> Result<TurnOutcome, BridgeError> {
         let ctx = self.ctx;
+        let _record = self
+            .up
+            .link_records()
+            .map(|r| r.record_after(ctx.task(), task_id));
         let backoff = self.up.backoff.clone();
         let mut failures: u32 = 0;
         let mut last_message: Option<String> = None;

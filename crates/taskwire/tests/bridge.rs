@@ -728,10 +728,15 @@ async fn killed_mid_task(kind: &str, postgres: bool) {
 }
 
 /// A downstream cancel made while no bridge runs still reaches the upstream:
-/// the bridge records the link of a task waiting for input; it is killed; the
-/// task is canceled through a plain taskwire on the same store; the bridge,
-/// started again, cancels the upstream task (and drops the record).
-async fn cancel_while_the_bridge_is_down(postgres: bool) {
+/// the bridge records the link of a task waiting for input (`running`:
+/// whose turn has run upstream for a second); it is killed; the task is
+/// canceled through a plain taskwire on the same store; the bridge, started
+/// again, cancels the upstream task (and drops the record).
+async fn cancel_while_the_bridge_is_down(postgres: bool, running: bool) {
+    let (text, waits, upstream_state) = match running {
+        false => ("ask what colour?", true, pb::TaskState::InputRequired),
+        true => ("sleep 60000", false, pb::TaskState::Working),
+    };
     let pg = match postgres {
         true => match pg::pg_url() {
             Some(url) => Some(pg::fresh_store(&url).await),
@@ -759,13 +764,15 @@ async fn cancel_while_the_bridge_is_down(postgres: bool) {
     let (mut first, base) = bridge(1).await;
     let t = task_of(
         a2a_client(&base)
-            .send_text("ask what colour?", false)
+            .send_text(text, !waits)
             .await
             .expect("send")
             .into_inner(),
     );
-    assert_eq!(state(&t), pb::TaskState::InputRequired, "{t:?}");
-    let ut = upstream_task_in(&direct, pb::TaskState::InputRequired).await;
+    if waits {
+        assert_eq!(state(&t), pb::TaskState::InputRequired, "{t:?}");
+    }
+    let ut = upstream_task_in(&direct, upstream_state).await;
     eventually_showing(
         "the link record is stored",
         || logs(1).contains("upstream link record stored"),
@@ -791,11 +798,7 @@ async fn cancel_while_the_bridge_is_down(postgres: bool) {
         .await
         .expect("get")
         .into_inner();
-    assert_eq!(
-        state(&still),
-        pb::TaskState::InputRequired,
-        "nobody told the upstream yet"
-    );
+    assert_eq!(state(&still), upstream_state, "nobody told the upstream yet");
 
     // The bridge again: it cancels the upstream task it finds recorded.
     let (third, _) = bridge(3).await;
@@ -831,11 +834,19 @@ async fn cancel_while_the_bridge_is_down(postgres: bool) {
 mod a_cancel_while_the_bridge_is_down_reaches_the_upstream {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn sqlite() {
-        super::cancel_while_the_bridge_is_down(false).await
+        super::cancel_while_the_bridge_is_down(false, false).await
     }
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn postgres() {
-        super::cancel_while_the_bridge_is_down(true).await
+        super::cancel_while_the_bridge_is_down(true, false).await
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite_running_upstream() {
+        super::cancel_while_the_bridge_is_down(false, true).await
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres_running_upstream() {
+        super::cancel_while_the_bridge_is_down(true, true).await
     }
 }
 
