@@ -39,7 +39,7 @@ use taskwire_vocab::upstream::{
 };
 use tracing::{debug, info, info_span, warn, Instrument};
 
-use crate::common::{answered, reattached, timed, ReadyCache, RECORD_RUNNING_AFTER};
+use crate::common::{answered, reattached, timed, ReadyCache};
 use crate::error::BridgeError;
 
 /// How the bridge talks to an upstream.
@@ -568,6 +568,7 @@ struct Turn<'a> {
     /// This turn's number (stable across re-runs of the turn).
     number: u32,
     link: Option<UpstreamLink>,
+    running: Option<crate::common::RunningTurn>,
 }
 
 impl<'a> Turn<'a> {
@@ -578,11 +579,23 @@ impl<'a> Turn<'a> {
             ctx,
             number,
             link: UpstreamLink::read(ctx.state()),
+            running: None,
         }
     }
 
     fn task_id(&self) -> Option<String> {
         self.link.as_ref().map(|l| l.task_id.clone())
+    }
+
+    /// Once the upstream task is known, notes the turn as running on it (see
+    /// `LinkRecords::running`), until the turn ends.
+    fn note_running(&mut self) {
+        if self.running.is_some() {
+            return;
+        }
+        if let (Some(w), Some(l)) = (&self.up.watcher, &self.link) {
+            self.running = Some(w.records.running(self.ctx.task(), &l.task_id));
+        }
     }
 
     fn plan(&self) -> Plan {
@@ -652,29 +665,12 @@ impl<'a> Turn<'a> {
 
     /// Reads the stream until the turn ends.
     async fn follow(&mut self, mut stream: A2aStream) -> Result<TurnOutcome, BridgeError> {
-        // A turn still running upstream after a while gets its link record
-        // (see `LinkRecords`); most turns end sooner, without the write.
-        let records = self.up.watcher.as_ref().map(|w| w.records.clone());
-        let record_at = tokio::time::sleep(RECORD_RUNNING_AFTER);
-        tokio::pin!(record_at);
-        let mut recorded = records.is_none();
         loop {
+            self.note_running();
             let item = tokio::select! {
                 biased;
                 _ = self.ctx.cancelled() => return self.stopped(Some(&mut stream)).await,
                 item = stream.next() => item,
-                _ = &mut record_at, if !recorded => {
-                    match (&records, &self.link) {
-                        (Some(r), Some(l)) => {
-                            r.remember(self.ctx.task(), &l.task_id).await;
-                            recorded = true;
-                        }
-                        _ => record_at
-                            .as_mut()
-                            .reset(tokio::time::Instant::now() + RECORD_RUNNING_AFTER),
-                    }
-                    continue;
-                }
             };
             match item {
                 Some(Ok(ev)) => match self.apply_at(ev.response, ev.event_id).await {
@@ -713,11 +709,7 @@ impl<'a> Turn<'a> {
     /// failed polls are retried with backoff, at most the policy's attempts in a
     /// row.
     async fn poll(&mut self, id: String) -> Result<TurnOutcome, BridgeError> {
-        let _record = self
-            .up
-            .watcher
-            .as_ref()
-            .map(|w| w.records.record_after(self.ctx.task(), &id));
+        self.note_running();
         let backoff = self.up.backoff.clone();
         let mut failures: u32 = 0;
         let mut last: Option<pb::Task> = None;

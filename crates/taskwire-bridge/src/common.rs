@@ -74,6 +74,7 @@ where
         store: store.clone(),
         protocol,
         recorded: std::sync::Mutex::new(std::collections::HashSet::new()),
+        running: std::sync::Mutex::new(std::collections::HashMap::new()),
     });
     let recorded = records.clone();
     let task = AbortOnDrop(tokio::spawn(async move {
@@ -82,8 +83,17 @@ where
         // Subscribed before the catch-up, so nothing falls between the two.
         let mut rx = store.hub().firehose();
         catch_up_cancels(&store, protocol, route.as_ref(), recorded, &cancel).await;
+        let mut tick = tokio::time::interval(RECORD_RUNNING_AFTER);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            let (id, state) = match rx.recv().await {
+            let got = tokio::select! {
+                got = rx.recv() => got,
+                _ = tick.tick() => {
+                    recorded.record_long_turns().await;
+                    continue;
+                }
+            };
+            let (id, state) = match got {
                 Ok((id, wake)) => (id, wake.state),
                 Err(RecvError::Lagged(n)) => {
                     warn!(
@@ -120,7 +130,7 @@ where
                 continue;
             };
             if waiting {
-                recorded.remember(&task, &upstream).await;
+                recorded.remember(&Linked::of(&task, &upstream)).await;
                 continue;
             }
             send_cancel(&cancel, &id, &upstream).await;
@@ -144,17 +154,40 @@ pub(crate) struct Watcher {
 }
 
 /// How long a turn runs on its upstream task before the task's
-/// `upstream_link` record is stored (see [`LinkRecords::record_after`]).
+/// `upstream_link` record is stored (see [`LinkRecords::running`]).
 pub(crate) const RECORD_RUNNING_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// A linked downstream task, as its `upstream_link` record needs it.
+#[derive(Clone, Debug)]
+pub(crate) struct Linked {
+    id: TaskId,
+    tenant: String,
+    owner: String,
+    upstream: String,
+}
+
+impl Linked {
+    fn of(task: &taskwire_core::Task, upstream: &str) -> Self {
+        Self {
+            id: task.id.clone(),
+            tenant: task.tenant.clone(),
+            owner: task.owner.clone(),
+            upstream: upstream.to_string(),
+        }
+    }
+}
+
 /// The `upstream_link` records of one executor's tasks: stored when a linked
-/// task waits (by the watcher) or when its turn has run upstream for
-/// [`RECORD_RUNNING_AFTER`] (by the turn), and deleted by the watcher when the
-/// task ends. This process remembers which it stored, to delete them.
+/// task waits, or when its turn has run upstream for [`RECORD_RUNNING_AFTER`]
+/// (both by the watcher, which looks at the running turns once a
+/// [`RECORD_RUNNING_AFTER`]), and deleted by the watcher when the task ends.
+/// This process remembers which it stored, to delete them.
 pub(crate) struct LinkRecords {
     store: Arc<dyn TaskStore>,
     protocol: &'static str,
     recorded: std::sync::Mutex<std::collections::HashSet<TaskId>>,
+    /// The linked turns running now, since when.
+    running: std::sync::Mutex<std::collections::HashMap<TaskId, (Linked, std::time::Instant)>>,
 }
 
 impl std::fmt::Debug for LinkRecords {
@@ -186,31 +219,67 @@ impl LinkRecords {
         })
     }
 
-    /// Stores the record of `task`, linked to upstream task `upstream`.
-    pub(crate) async fn remember(&self, task: &taskwire_core::Task, upstream: &str) {
-        if self.contains(&task.id) || !self.track(&task.id) {
+    /// Stores the record of a linked task, unless stored already.
+    async fn remember(&self, linked: &Linked) {
+        if self.contains(&linked.id) || !self.track(&linked.id) {
             return;
         }
-        if !remember_link(&self.store, task, self.protocol, upstream).await {
-            self.remove(&task.id);
+        if !remember_link(&self.store, linked, self.protocol).await {
+            self.remove(&linked.id);
         }
     }
 
-    /// Stores the record of `task` once its turn has run [`RECORD_RUNNING_AFTER`]
-    /// on upstream task `upstream`, so that a cancel made while no bridge runs
-    /// reaches that upstream task: a spawned task, stopped (before storing, if
-    /// it has not yet) when the returned guard is dropped with the turn.
-    /// Turns that end sooner cost no store write.
-    pub(crate) fn record_after(
+    /// Notes that `task`'s turn runs on upstream task `upstream`, until the
+    /// returned guard is dropped with the turn. A turn still running after
+    /// [`RECORD_RUNNING_AFTER`] has its task's record stored, so that a cancel
+    /// made while no bridge runs reaches that upstream task; turns that end
+    /// sooner cost no store write (and no timer of their own).
+    pub(crate) fn running(
         self: &Arc<Self>,
         task: &taskwire_core::Task,
         upstream: &str,
-    ) -> AbortOnDrop {
-        let (me, task, upstream) = (self.clone(), task.clone(), upstream.to_string());
-        AbortOnDrop::spawn(async move {
-            tokio::time::sleep(RECORD_RUNNING_AFTER).await;
-            me.remember(&task, &upstream).await;
-        })
+    ) -> RunningTurn {
+        if let Ok(mut r) = self.running.lock() {
+            r.insert(
+                task.id.clone(),
+                (Linked::of(task, upstream), std::time::Instant::now()),
+            );
+        }
+        RunningTurn {
+            records: self.clone(),
+            id: task.id.clone(),
+        }
+    }
+
+    /// Stores the records of the turns running for [`RECORD_RUNNING_AFTER`]
+    /// or longer (each once).
+    async fn record_long_turns(&self) {
+        let now = std::time::Instant::now();
+        let long: Vec<Linked> = match self.running.lock() {
+            Ok(r) => r
+                .values()
+                .filter(|(_, since)| now.duration_since(*since) >= RECORD_RUNNING_AFTER)
+                .map(|(l, _)| l.clone())
+                .collect(),
+            Err(_) => return,
+        };
+        for linked in long {
+            self.remember(&linked).await;
+        }
+    }
+}
+
+/// A linked turn running (see [`LinkRecords::running`]).
+pub(crate) struct RunningTurn {
+    records: Arc<LinkRecords>,
+    id: TaskId,
+}
+
+impl Drop for RunningTurn {
+    fn drop(&mut self) {
+        if let Ok(mut r) = self.records.running.lock() {
+            r.remove(&self.id);
+        }
     }
 }
 
@@ -236,29 +305,24 @@ where
     }
 }
 
-/// Stores the `upstream_link` record of a waiting linked task; true if stored.
-async fn remember_link(
-    store: &Arc<dyn TaskStore>,
-    task: &taskwire_core::Task,
-    protocol: &str,
-    upstream: &str,
-) -> bool {
+/// Stores the `upstream_link` record of a linked task; true if stored.
+async fn remember_link(store: &Arc<dyn TaskStore>, linked: &Linked, protocol: &str) -> bool {
     let record = taskwire_core::Record::new(
         taskwire_core::RecordKind::UpstreamLink,
-        task.id.as_str(),
-        task.tenant.clone(),
-        task.owner.clone(),
-        serde_json::json!({ "protocol": protocol, "taskId": upstream }),
+        linked.id.as_str(),
+        linked.tenant.clone(),
+        linked.owner.clone(),
+        serde_json::json!({ "protocol": protocol, "taskId": linked.upstream }),
     )
-    .for_task(task.id.clone())
+    .for_task(linked.id.clone())
     .active(true);
     match store.put_record(record, None).await {
         Ok(_) => {
-            debug!(task = %task.id, upstream_task = %upstream, "upstream link record stored");
+            debug!(task = %linked.id, upstream_task = %linked.upstream, "upstream link record stored");
             true
         }
         Err(e) => {
-            warn!(task = %task.id, error = %e,
+            warn!(task = %linked.id, error = %e,
                 "storing the upstream link record failed; a cancel made while the bridge is down will not reach the upstream");
             false
         }

@@ -651,7 +651,7 @@ impl<'a> Turn<'a> {
         let _record = self
             .up
             .link_records()
-            .map(|r| r.record_after(self.ctx.task(), task_id));
+            .map(|r| r.running(self.ctx.task(), task_id));
         let backoff = self.up.backoff.clone();
         let mut failures: u32 = 0;
         let mut last_message: Option<String> = None;

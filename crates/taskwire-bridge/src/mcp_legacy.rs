@@ -824,7 +824,7 @@ impl Turn<'_> {
         let _record = self
             .up
             .link_records()
-            .map(|r| r.record_after(ctx.task(), task_id));
+            .map(|r| r.running(ctx.task(), task_id));
         let backoff = self.up.backoff.clone();
         let mut failures: u32 = 0;
         let mut last_message: Option<String> = None;

@@ -224,12 +224,33 @@ impl ClientConfig {
             value.set_sensitive(true);
             headers.insert(reqwest::header::AUTHORIZATION, value);
         }
-        reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .connect_timeout(self.connect_timeout)
-            .default_headers(headers)
+            .default_headers(headers);
+        if !proxy_in_env() {
+            // The same as reqwest's system proxy when the environment names
+            // none, without its per-request proxy lookups.
+            builder = builder.no_proxy();
+        }
+        builder
             .build()
             .map_err(|e| ClientError::Config(e.to_string()))
     }
+}
+
+/// Whether the environment names an HTTP proxy (`HTTP_PROXY`, `HTTPS_PROXY`,
+/// `ALL_PROXY`, in either case), which reqwest's default client uses.
+fn proxy_in_env() -> bool {
+    [
+        "HTTP_PROXY",
+        "http_proxy",
+        "HTTPS_PROXY",
+        "https_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+    ]
+    .iter()
+    .any(|k| std::env::var_os(k).is_some_and(|v| !v.is_empty()))
 }
 
 /// Builder of a [`ClientConfig`].

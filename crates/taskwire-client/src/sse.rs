@@ -151,6 +151,9 @@ impl SseParser {
         };
         match name {
             b"data" => {
+                // The value and its LF in one allocation (most events have
+                // one data line).
+                self.data.reserve(value.len() + 1);
                 self.data.push_str(&value);
                 self.data.push('\n');
                 self.data_seen = true;
