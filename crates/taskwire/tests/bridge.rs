@@ -798,7 +798,11 @@ async fn cancel_while_the_bridge_is_down(postgres: bool, running: bool) {
         .await
         .expect("get")
         .into_inner();
-    assert_eq!(state(&still), upstream_state, "nobody told the upstream yet");
+    assert_eq!(
+        state(&still),
+        upstream_state,
+        "nobody told the upstream yet"
+    );
 
     // The bridge again: it cancels the upstream task it finds recorded.
     let (third, _) = bridge(3).await;
