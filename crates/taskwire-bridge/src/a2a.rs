@@ -64,6 +64,10 @@ pub struct UpstreamOptions {
     /// [`DEFAULT_MAX_MESSAGE_BYTES`]); beyond it the turn fails, naming the
     /// limit.
     pub max_message_bytes: usize,
+    /// Certificates (PEM) trusted for `https://` and `a2a+grpcs://`
+    /// upstreams besides the built-in Mozilla roots and the system's (a
+    /// private CA; `--upstream-ca-file`).
+    pub root_certificates_pem: Vec<Vec<u8>>,
 }
 
 /// The default of [`UpstreamOptions::max_message_bytes`]: 4 MiB.
@@ -79,6 +83,7 @@ impl Default for UpstreamOptions {
             poll_interval: Duration::from_millis(500),
             mcp_tasks: true,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            root_certificates_pem: Vec::new(),
         }
     }
 }
@@ -450,6 +455,9 @@ pub(crate) fn client_config(base_url: &str, opts: &UpstreamOptions) -> ClientCon
         .max_message_bytes(opts.max_message_bytes);
     if let Some(t) = &opts.bearer_token {
         b = b.bearer_token(t.clone());
+    }
+    for pem in &opts.root_certificates_pem {
+        b = b.root_certificate_pem(pem.clone());
     }
     b.build()
 }

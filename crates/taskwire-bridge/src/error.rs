@@ -10,7 +10,7 @@ use taskwire_vocab::VocabError;
 #[non_exhaustive]
 pub enum BridgeError {
     /// The upstream URL's scheme is not one the bridge knows.
-    #[error("unknown upstream scheme in {url:?}: expected a2a+http://…, a2a+https://…, a2a+grpc://host:port, mcp+http(s)://…[#tool] or agui+http(s)://…")]
+    #[error("unknown upstream scheme in {url:?}: expected a2a+http://…, a2a+https://…, a2a+grpc(s)://host:port, mcp+http(s)://…[#tool] or agui+http(s)://…")]
     UnknownScheme {
         /// The URL as given.
         url: String,

@@ -14,9 +14,10 @@ pub enum UpstreamSpec {
         base_url: String,
     },
     /// `a2a+grpc://host:port`: an A2A agent over gRPC (h2c), at
-    /// `http://host:port`.
+    /// `http://host:port`; `a2a+grpcs://host:port`: over TLS, at
+    /// `https://host:port`.
     A2aGrpc {
-        /// `http://host:port`.
+        /// `http://host:port` or `https://host:port`.
         target: String,
     },
     /// `mcp+http://…/mcp[#tool]` or `mcp+https://…`: an MCP server over
@@ -38,7 +39,8 @@ pub enum UpstreamSpec {
 
 impl UpstreamSpec {
     /// Parses an upstream URL. `a2a+http(s)://host[:port][/path]` is an A2A
-    /// JSON-RPC upstream, `a2a+grpc://host:port` an A2A gRPC upstream;
+    /// JSON-RPC upstream, `a2a+grpc://host:port` an A2A gRPC upstream (h2c;
+    /// `a2a+grpcs://` over TLS);
     /// `mcp+http(s)://…/mcp[#tool]` an MCP server (its one `#tool`, or all of
     /// its tools); `agui+http(s)://…/path` an AG-UI agent's run endpoint; any
     /// other scheme is an error.
@@ -52,6 +54,7 @@ impl UpstreamSpec {
             "a2a+http" => "http",
             "a2a+https" => "https",
             "a2a+grpc" => "grpc",
+            "a2a+grpcs" => "grpcs",
             "mcp+http" => "mcp-http",
             "mcp+https" => "mcp-https",
             "agui+http" => "agui-http",
@@ -120,7 +123,7 @@ impl UpstreamSpec {
                 return Err(invalid("the port is not a number from 0 to 65535"));
             }
         }
-        if inner == "grpc" {
+        if let Some(tls) = inner.strip_prefix("grpc") {
             let path = &rest[authority.len()..];
             if !path.is_empty() && path != "/" {
                 return Err(invalid(
@@ -130,8 +133,9 @@ impl UpstreamSpec {
             if port.is_none() {
                 return Err(invalid("a gRPC upstream needs a port (host:port)"));
             }
+            let scheme = if tls == "s" { "https" } else { "http" };
             return Ok(UpstreamSpec::A2aGrpc {
-                target: format!("http://{authority}"),
+                target: format!("{scheme}://{authority}"),
             });
         }
         if let Some(scheme) = inner.strip_prefix("agui-") {
@@ -234,6 +238,10 @@ mod tests {
         assert_eq!(grpc("a2a+grpc://127.0.0.1:50051"), "http://127.0.0.1:50051");
         assert_eq!(grpc("a2a+grpc://h:1/"), "http://h:1");
         assert_eq!(grpc("A2A+GRPC://[::1]:9"), "http://[::1]:9");
+        assert_eq!(
+            grpc("a2a+grpcs://agents.example.com:443"),
+            "https://agents.example.com:443"
+        );
         for url in [
             "a2a+grpc://h",
             "a2a+grpc://h:1/lf.a2a.v1.A2AService",

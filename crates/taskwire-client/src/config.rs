@@ -146,6 +146,9 @@ pub struct ClientConfig {
     pub max_message_bytes: usize,
     /// Receives every exchange (optional).
     pub observer: Option<ExchangeObserver>,
+    /// Certificates (PEM, one or more per entry) trusted for HTTPS and gRPC
+    /// over TLS besides the built-in Mozilla roots and the system's.
+    pub root_certificates_pem: Vec<Vec<u8>>,
 }
 
 impl fmt::Debug for ClientConfig {
@@ -161,6 +164,7 @@ impl fmt::Debug for ClientConfig {
             .field("headers", &self.headers)
             .field("max_message_bytes", &self.max_message_bytes)
             .field("observer", &self.observer.is_some())
+            .field("root_certificates", &self.root_certificates_pem.len())
             .finish()
     }
 }
@@ -180,6 +184,7 @@ impl ClientConfig {
             headers: Vec::new(),
             max_message_bytes: crate::sse::DEFAULT_MAX_EVENT_BYTES,
             observer: None,
+            root_certificates_pem: Vec::new(),
         }
     }
 
@@ -227,6 +232,18 @@ impl ClientConfig {
         let mut builder = reqwest::Client::builder()
             .connect_timeout(self.connect_timeout)
             .default_headers(headers);
+        for pem in &self.root_certificates_pem {
+            let certs = reqwest::Certificate::from_pem_bundle(pem)
+                .map_err(|e| ClientError::Config(format!("root certificate: {e}")))?;
+            if certs.is_empty() {
+                return Err(ClientError::Config(
+                    "root certificate: no PEM certificate found".into(),
+                ));
+            }
+            for c in certs {
+                builder = builder.add_root_certificate(c);
+            }
+        }
         if !proxy_in_env() {
             // The same as reqwest's system proxy when the environment names
             // none, without its per-request proxy lookups.
@@ -305,6 +322,13 @@ impl ClientConfigBuilder {
     /// An extra header for every HTTP request.
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.config.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Trusts the certificates of `pem` (one or more, PEM) for HTTPS and gRPC
+    /// over TLS, besides the built-in and system roots.
+    pub fn root_certificate_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.config.root_certificates_pem.push(pem.into());
         self
     }
 

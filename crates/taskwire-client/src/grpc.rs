@@ -107,8 +107,10 @@ struct Inner {
 }
 
 impl A2aGrpcClient {
-    /// A client for the gRPC service at the config's base url (h2c). The
-    /// connection is made lazily, on the first call.
+    /// A client for the gRPC service at the config's base url (`http://`:
+    /// h2c; `https://`: TLS, trusting the built-in and system roots and the
+    /// config's root certificates). The connection is made lazily, on the
+    /// first call.
     pub fn new(config: ClientConfig) -> Result<Self, ClientError> {
         let target = config.base_url.clone();
         Self::with_target(config, &target)
@@ -122,9 +124,20 @@ impl A2aGrpcClient {
         } else {
             format!("http://{target}")
         };
-        let endpoint = Endpoint::from_shared(target.clone())
+        let mut endpoint = Endpoint::from_shared(target.clone())
             .map_err(|e| ClientError::Config(format!("gRPC target {target}: {e}")))?
             .connect_timeout(config.connect_timeout);
+        if target.starts_with("https://") {
+            let mut tls = tonic::transport::ClientTlsConfig::new()
+                .with_webpki_roots()
+                .with_native_roots();
+            for pem in &config.root_certificates_pem {
+                tls = tls.ca_certificate(tonic::transport::Certificate::from_pem(pem));
+            }
+            endpoint = endpoint
+                .tls_config(tls)
+                .map_err(|e| ClientError::Config(format!("gRPC target {target}: TLS: {e}")))?;
+        }
         let channel = endpoint.connect_lazy();
         Ok(Self {
             inner: Arc::new(Inner {

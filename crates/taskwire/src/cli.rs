@@ -378,7 +378,8 @@ pub struct UpstreamArgs {
     /// protocol this server speaks. `a2a+http://HOST:PORT[/PATH]` (or
     /// `a2a+https://…`) is an A2A agent over JSON-RPC, discovered at start from
     /// `http://HOST:PORT[/PATH]/.well-known/agent-card.json` (its skills become
-    /// this server's); `a2a+grpc://HOST:PORT` is an A2A agent over gRPC (h2c);
+    /// this server's); `a2a+grpc://HOST:PORT` is an A2A agent over gRPC (h2c;
+    /// `a2a+grpcs://` over TLS);
     /// `mcp+http(s)://HOST:PORT/PATH[#TOOL]` is an MCP server (revision
     /// 2026-07-28, or 2025-11-25 when it refuses `server/discover`) whose tools
     /// (or its one TOOL) become this server's skills;
@@ -447,6 +448,17 @@ pub struct UpstreamArgs {
         value_parser = clap::value_parser!(u32).range(1024..)
     )]
     pub max_message_bytes: u32,
+
+    /// Bridge mode: a PEM file of certificates (a private CA) trusted for
+    /// `https://` and `a2a+grpcs://` upstreams besides the built-in Mozilla
+    /// roots and the system's; repeatable. Read at start.
+    #[arg(
+        long = "upstream-ca-file",
+        env = "TASKWIRE_UPSTREAM_CA_FILE",
+        value_name = "FILE",
+        requires = "upstream"
+    )]
+    pub ca_file: Vec<std::path::PathBuf>,
 }
 
 /// Most `--upstream` one server takes (the bridge's own limit,
@@ -832,9 +844,22 @@ async fn upstream_agent(
         .parse()
         .map_err(|e: taskwire_bridge::BridgeError| Error::Usage(e.to_string()))?;
     let max_message_bytes = usize::try_from(args.upstream.max_message_bytes).unwrap_or(usize::MAX);
+    let mut root_certificates_pem = Vec::new();
+    for f in &args.upstream.ca_file {
+        let pem = std::fs::read(f)
+            .map_err(|e| Error::Usage(format!("--upstream-ca-file {}: {e}", f.display())))?;
+        if !String::from_utf8_lossy(&pem).contains("-----BEGIN CERTIFICATE-----") {
+            return Err(Error::Usage(format!(
+                "--upstream-ca-file {}: no PEM certificate in it",
+                f.display()
+            )));
+        }
+        root_certificates_pem.push(pem);
+    }
     let options = |token: &Option<String>| taskwire_bridge::UpstreamOptions {
         bearer_token: token.clone(),
         max_message_bytes,
+        root_certificates_pem: root_certificates_pem.clone(),
         ..taskwire_bridge::UpstreamOptions::default()
     };
     match list.as_slice() {

@@ -1641,3 +1641,134 @@ async fn an_agui_upstream_runs_every_directive() {
     up.stop().await;
     bridge.stop().await;
 }
+
+// ---- upstreams over TLS (`a2a+https://`, `a2a+grpcs://`, `mcp+https://`) ----
+
+/// A TLS front on 127.0.0.1: a fresh CA signs a certificate for `localhost`
+/// and 127.0.0.1; once [`TlsFront::relay_to`] runs, each TLS connection (ALPN
+/// `h2` or `http/1.1`) is relayed byte for byte to a plain server.
+struct TlsFront {
+    listener: tokio::net::TcpListener,
+    acceptor: tokio_rustls::TlsAcceptor,
+    port: u16,
+    /// The CA certificate, PEM.
+    ca_pem: String,
+}
+
+impl TlsFront {
+    async fn bind() -> Self {
+        use tokio_rustls::rustls;
+        let ca_key = rcgen::KeyPair::generate().expect("CA key");
+        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA");
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca_params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "taskwire test CA");
+        let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).expect("CA");
+        let key = rcgen::KeyPair::generate().expect("key");
+        let cert = rcgen::CertificateParams::new(vec!["localhost".into(), "127.0.0.1".into()])
+            .expect("params")
+            .signed_by(&key, &ca)
+            .expect("certificate");
+        let key_der = rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into());
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("TLS versions")
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.der().clone()], key_der)
+            .expect("server config");
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        Self {
+            listener,
+            acceptor: tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config)),
+            port,
+            ca_pem: ca.pem(),
+        }
+    }
+
+    /// Relays to the plain server at `base` (`http://127.0.0.1:PORT`) until
+    /// the returned task is aborted.
+    fn relay_to(self, base: &str) -> tokio::task::JoinHandle<()> {
+        let backend = base.trim_start_matches("http://").to_string();
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = self.listener.accept().await {
+                let acceptor = self.acceptor.clone();
+                let backend = backend.clone();
+                tokio::spawn(async move {
+                    let Ok(mut tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let Ok(mut plain) = tokio::net::TcpStream::connect(&backend).await else {
+                        return;
+                    };
+                    let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+                });
+            }
+        })
+    }
+}
+
+/// A bridge reaches upstreams over TLS, trusting a private CA given with
+/// `--upstream-ca-file`: an A2A agent over JSON-RPC (`a2a+https://`, its card
+/// naming its https URL) and over gRPC (`a2a+grpcs://`), and an MCP server
+/// (`mcp+https://`); each runs a task to its end through the bridge. Without
+/// the CA the https upstream's certificate is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstreams_over_tls_with_a_private_ca() {
+    let front = TlsFront::bind().await;
+    let https = format!("https://localhost:{}", front.port);
+    let up = serve(&["--public-url", &https]).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, &front.ca_pem).expect("CA file");
+    let ca_arg = ca_file.to_string_lossy().to_string();
+    let port = front.port;
+    let relay = front.relay_to(&up.base);
+
+    for url in [
+        format!("a2a+https://localhost:{port}"),
+        format!("a2a+grpcs://localhost:{port}"),
+        format!("mcp+https://localhost:{port}/mcp#run_script"),
+    ] {
+        let bridge = serve(&["--upstream", &url, "--upstream-ca-file", &ca_arg]).await;
+        let t = task_of(
+            a2a_client(&bridge.base)
+                .send_text(format!("over {url}"), false)
+                .await
+                .expect("send")
+                .into_inner(),
+        );
+        assert_eq!(state(&t), pb::TaskState::Completed, "{url}: {t:?}");
+        let texts = artifact_texts(&t);
+        assert!(
+            texts.iter().any(|(_, text)| text == &format!("over {url}")),
+            "{url}: {texts:?}"
+        );
+        bridge.stop().await;
+    }
+
+    // Without the CA, the upstream's certificate is not trusted.
+    let url = format!("a2a+https://localhost:{port}");
+    let args = serve_args(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--store",
+        "memory://",
+        "--upstream",
+        &url,
+    ])
+    .expect("parse");
+    let err = match tokio::time::timeout(LIMIT, taskwire::cli::build_server(&args)).await {
+        Ok(Ok(_)) => panic!("an untrusted upstream was accepted"),
+        Ok(Err(e)) => e.to_string(),
+        Err(_) => panic!("no answer within {LIMIT:?}"),
+    };
+    assert!(err.to_lowercase().contains("certificate"), "{err}");
+    relay.abort();
+    up.stop().await;
+}
