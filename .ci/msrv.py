@@ -8,7 +8,9 @@ import sys
 
 
 def version(text):
-    return tuple(int(x) for x in text.split("."))
+    """`1.88` and `1.88.0` are the same version: padded to three parts."""
+    parts = [int(x) for x in text.split(".")]
+    return tuple(parts + [0] * (3 - len(parts)))
 
 
 meta = json.loads(

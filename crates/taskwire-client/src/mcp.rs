@@ -342,6 +342,54 @@ fn typed<T: serde::de::DeserializeOwned>(
     Ok(Received { value, raw })
 }
 
+/// Most `tools/list` pages a client reads; a server that pages on is an
+/// error (as is one that repeats a cursor).
+pub const MAX_TOOL_PAGES: usize = 100;
+
+/// Every page of `tools/list`, `page` sending one request with the given
+/// params (`{}` first, then `{"cursor": …}`).
+async fn all_tools<F, Fut>(mut page: F) -> Result<Received<Vec<Tool>>, ClientError>
+where
+    F: FnMut(Value) -> Fut,
+    Fut: std::future::Future<Output = Result<Value, ClientError>>,
+{
+    let mut value = Vec::new();
+    let mut raw = Vec::new();
+    let mut cursors = std::collections::HashSet::new();
+    let mut params = Map::new();
+    for _ in 0..MAX_TOOL_PAGES {
+        let mut r = page(Value::Object(params.clone())).await?;
+        let tools = r
+            .get_mut("tools")
+            .map(Value::take)
+            .unwrap_or(Value::Array(vec![]));
+        let page_tools = typed::<Vec<Tool>>(tools, "tools")?;
+        value.extend(page_tools.value);
+        if let Value::Array(t) = page_tools.raw {
+            raw.extend(t);
+        }
+        let next = r
+            .get("nextCursor")
+            .and_then(Value::as_str)
+            .filter(|c| !c.is_empty());
+        let Some(next) = next else {
+            return Ok(Received {
+                value,
+                raw: serde_json::json!({ "tools": raw }),
+            });
+        };
+        if !cursors.insert(next.to_string()) {
+            return Err(ClientError::Protocol(format!(
+                "tools/list gave the cursor {next:?} twice"
+            )));
+        }
+        params.insert("cursor".into(), Value::String(next.to_string()));
+    }
+    Err(ClientError::Protocol(format!(
+        "tools/list has more than {MAX_TOOL_PAGES} pages"
+    )))
+}
+
 /// The MCP client of revision 2026-07-28 with the tasks extension. Cheap to
 /// clone.
 #[derive(Clone, Debug)]
@@ -498,14 +546,10 @@ impl McpClient {
             .is_some_and(|e| e.contains_key(TASKS_EXTENSION))
     }
 
-    /// `tools/list` (first page).
+    /// `tools/list`, every page (following `nextCursor`, at most
+    /// [`MAX_TOOL_PAGES`]); `raw` is `{"tools": [...]}` of all of them.
     pub async fn list_tools(&self) -> Result<Received<Vec<Tool>>, ClientError> {
-        let r = self
-            .call_raw(method::TOOLS_LIST, Value::Object(Map::new()), None)
-            .await?;
-        let tools = r.get("tools").cloned().unwrap_or(Value::Array(vec![]));
-        let value = typed::<Vec<Tool>>(tools, "tools")?.value;
-        Ok(Received { value, raw: r })
+        all_tools(|params| self.call_raw(method::TOOLS_LIST, params, None)).await
     }
 
     /// `tools/call`: the tool's result, a task, or an MRTR input request.
@@ -941,14 +985,9 @@ impl McpLegacyClient {
         self.inner.notify(&body, &self.headers()).await.map(|_| ())
     }
 
-    /// `tools/list`.
+    /// `tools/list`, every page (as [`McpClient::list_tools`]).
     pub async fn list_tools(&self) -> Result<Received<Vec<Tool>>, ClientError> {
-        let r = self
-            .call_raw(method::TOOLS_LIST, Value::Object(Map::new()))
-            .await?;
-        let tools = r.get("tools").cloned().unwrap_or(Value::Array(vec![]));
-        let value = typed::<Vec<Tool>>(tools, "tools")?.value;
-        Ok(Received { value, raw: r })
+        all_tools(|params| self.call_raw(method::TOOLS_LIST, params)).await
     }
 
     /// `tools/call` without a task: blocks until the result.

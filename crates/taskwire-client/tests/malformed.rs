@@ -135,3 +135,60 @@ async fn every_client_reports_malformed_answers_as_typed_errors() {
     let grpc = A2aGrpcClient::new(cfg()).unwrap();
     assert!(grpc.get_task("x", None).await.is_err());
 }
+
+/// A `tools/list` server that pages: three pages of one tool each at
+/// `/mcp`, and a cursor that never changes at `/loop/mcp`.
+async fn paging() -> (String, tokio::task::JoinHandle<()>) {
+    async fn page(looping: bool, body: axum::body::Bytes) -> axum::response::Response {
+        use axum::response::IntoResponse;
+        let req: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+        let id = req["id"].clone();
+        let cursor = req["params"]["cursor"].as_str().map(str::to_string);
+        let (name, next) = match (looping, cursor.as_deref()) {
+            (true, _) => ("again", Some("same")),
+            (false, None) => ("first", Some("p2")),
+            (false, Some("p2")) => ("second", Some("p3")),
+            (false, _) => ("third", None),
+        };
+        let mut result =
+            serde_json::json!({"tools": [{"name": name, "inputSchema": {"type": "object"}}]});
+        if let Some(n) = next {
+            result["nextCursor"] = serde_json::Value::from(n);
+        }
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result});
+        ([(CONTENT_TYPE, "application/json")], body.to_string()).into_response()
+    }
+    let app = Router::new()
+        .route("/mcp", post(|b: axum::body::Bytes| page(false, b)))
+        .route("/loop/mcp", post(|b: axum::body::Bytes| page(true, b)));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let h = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (format!("http://{addr}"), h)
+}
+
+/// `tools/list` follows `nextCursor` to the last page, and a server that
+/// repeats a cursor is an error, not a loop.
+#[tokio::test]
+async fn tools_list_reads_every_page() {
+    let (base, _h) = paging().await;
+    let tools = McpClient::new(common::config(&base))
+        .unwrap()
+        .list_tools()
+        .await
+        .expect("tools/list");
+    let names: Vec<&str> = tools.value.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["first", "second", "third"]);
+    assert_eq!(tools.raw["tools"].as_array().map(Vec::len), Some(3));
+    let e = McpClient::new(common::config(&format!("{base}/loop")))
+        .unwrap()
+        .list_tools()
+        .await
+        .expect_err("a repeated cursor");
+    assert!(
+        matches!(&e, ClientError::Protocol(m) if m.contains("twice")),
+        "{e:?}"
+    );
+}
