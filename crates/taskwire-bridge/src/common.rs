@@ -73,7 +73,7 @@ where
     let records = Arc::new(LinkRecords {
         store: store.clone(),
         protocol,
-        recorded: std::sync::Mutex::new(std::collections::HashSet::new()),
+        recorded: std::sync::Mutex::new(std::collections::HashMap::new()),
         running: std::sync::Mutex::new(std::collections::HashMap::new()),
     });
     let recorded = records.clone();
@@ -109,10 +109,6 @@ where
                 if state.is_terminal() && recorded.remove(&id) {
                     forget_link(&store, &id).await;
                 }
-                continue;
-            }
-            if waiting && recorded.contains(&id) {
-                // Recorded while its turn ran, or at an earlier wait.
                 continue;
             }
             let task = match store.get_shared(&id).await {
@@ -181,11 +177,13 @@ impl Linked {
 /// task waits, or when its turn has run upstream for [`RECORD_RUNNING_AFTER`]
 /// (both by the watcher, which looks at the running turns once a
 /// [`RECORD_RUNNING_AFTER`]), and deleted by the watcher when the task ends.
-/// This process remembers which it stored, to delete them.
+/// This process remembers which it stored (and the upstream task each
+/// names), to delete them, and to store one again when a later turn links
+/// another upstream task.
 pub(crate) struct LinkRecords {
     store: Arc<dyn TaskStore>,
     protocol: &'static str,
-    recorded: std::sync::Mutex<std::collections::HashSet<TaskId>>,
+    recorded: std::sync::Mutex<std::collections::HashMap<TaskId, String>>,
     /// The linked turns running now, since when.
     running: std::sync::Mutex<std::collections::HashMap<TaskId, (Linked, std::time::Instant)>>,
 }
@@ -200,28 +198,36 @@ impl std::fmt::Debug for LinkRecords {
 }
 
 impl LinkRecords {
-    fn contains(&self, id: &TaskId) -> bool {
-        self.recorded.lock().is_ok_and(|r| r.contains(id))
-    }
-
     fn remove(&self, id: &TaskId) -> bool {
-        self.recorded.lock().is_ok_and(|mut r| r.remove(id))
+        self.recorded
+            .lock()
+            .is_ok_and(|mut r| r.remove(id).is_some())
     }
 
-    /// Notes a record of `id` stored (by an earlier run, found at start);
-    /// false beyond [`MAX_RECORDED`].
-    fn track(&self, id: &TaskId) -> bool {
+    /// Notes a record of `id` naming upstream task `upstream` as stored;
+    /// false when it was already, or beyond [`MAX_RECORDED`].
+    fn track(&self, id: &TaskId, upstream: &str) -> bool {
         self.recorded.lock().is_ok_and(|mut r| {
-            (r.len() < MAX_RECORDED || r.contains(id)) && {
-                r.insert(id.clone());
-                true
+            let full = r.len() >= MAX_RECORDED;
+            match r.get_mut(id) {
+                Some(u) if u == upstream => false,
+                Some(u) => {
+                    *u = upstream.to_string();
+                    true
+                }
+                None if !full => {
+                    r.insert(id.clone(), upstream.to_string());
+                    true
+                }
+                None => false,
             }
         })
     }
 
-    /// Stores the record of a linked task, unless stored already.
+    /// Stores the record of a linked task, unless stored already with the
+    /// same upstream task.
     async fn remember(&self, linked: &Linked) {
-        if self.contains(&linked.id) || !self.track(&linked.id) {
+        if !self.track(&linked.id, &linked.upstream) {
             return;
         }
         if !remember_link(&self.store, linked, self.protocol).await {
@@ -409,7 +415,7 @@ async fn catch_up_cancels<F, Fut>(
                 // take it from here; its record stays, deleted by this
                 // watcher when the task ends.
                 Ok(Some(t)) if !t.state.is_terminal() => {
-                    records.track(&t.id);
+                    records.track(&t.id, &upstream);
                     held.push(lease);
                 }
                 Ok(_) => {
@@ -811,6 +817,41 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(100)).await;
         assert_eq!(sent(&sa), vec!["up-a".to_string()]);
         assert_eq!(sent(&sb), vec!["up-b".to_string()]);
+    }
+
+    /// A record names the upstream task of the task's latest link: a later
+    /// turn linked to another upstream task (an MCP tool called again)
+    /// stores it again; the same link is stored once.
+    #[tokio::test]
+    async fn a_later_link_replaces_the_record() {
+        let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
+        let service = TaskService::new(store.clone(), "bridge".to_string());
+        let id = linked(&service, &store, "a", "up-1").await;
+        let task = store.get_shared(&id).await.expect("get").expect("task");
+        let records = LinkRecords {
+            store: store.clone(),
+            protocol: "a2a",
+            recorded: std::sync::Mutex::new(std::collections::HashMap::new()),
+            running: std::sync::Mutex::new(std::collections::HashMap::new()),
+        };
+        let stored = || async {
+            store
+                .get_record(taskwire_core::RecordKind::UpstreamLink, id.as_str())
+                .await
+                .expect("get record")
+                .map(|r| (r.data["taskId"].clone(), r.version))
+        };
+        records.remember(&Linked::of(&task, "up-1")).await;
+        let first = stored().await.expect("stored");
+        assert_eq!(first.0, "up-1");
+        records.remember(&Linked::of(&task, "up-1")).await;
+        assert_eq!(
+            stored().await,
+            Some(first.clone()),
+            "the same link is not stored again"
+        );
+        records.remember(&Linked::of(&task, "up-2")).await;
+        assert_eq!(stored().await.map(|s| s.0), Some(Value::from("up-2")));
     }
 
     /// The start-up catch-up of several watchers: every member finds the
