@@ -154,6 +154,40 @@ impl McpLink {
         json!({ LINK_KEY: self })
     }
 
+    /// The link a turn makes to a tool call (`task_id` empty when the call
+    /// made no upstream task): nothing asked, not repeated, revision 2026-07-28.
+    pub(crate) fn new(task_id: String, tool: String, turn: u32) -> Self {
+        Self {
+            protocol: PROTOCOL.into(),
+            task_id,
+            tool,
+            turn,
+            asked: Vec::new(),
+            repeat: false,
+            request_state: None,
+            version: None,
+            session: None,
+            call: None,
+        }
+    }
+
+    /// As [`McpLink::new`], for a 2025-11-25 upstream: in `session`, with the
+    /// open blocking call's request id `call`.
+    pub(crate) fn legacy(
+        task_id: String,
+        tool: String,
+        turn: u32,
+        session: Option<String>,
+        call: Option<Value>,
+    ) -> Self {
+        Self {
+            version: Some(vocab::LEGACY_VERSION.into()),
+            session,
+            call,
+            ..Self::new(task_id, tool, turn)
+        }
+    }
+
     /// A link of a 2025-11-25 upstream.
     pub fn is_legacy(&self) -> bool {
         self.version.is_some()
@@ -575,18 +609,7 @@ impl<'a> Turn<'a> {
         })?;
         match outcome.into_inner() {
             ToolCallOutcome::Task(t) => {
-                let link = McpLink {
-                    protocol: PROTOCOL.into(),
-                    task_id: t.task_id.clone(),
-                    tool,
-                    turn: self.number,
-                    asked: Vec::new(),
-                    repeat: false,
-                    request_state: None,
-                    version: None,
-                    session: None,
-                    call: None,
-                };
+                let link = McpLink::new(t.task_id.clone(), tool, self.number);
                 if let Err(e) = self.store_link(link.clone()).await {
                     if self.ctx.is_cancelled() {
                         // Canceled while the task was being created: it is
@@ -606,16 +629,10 @@ impl<'a> Turn<'a> {
                     Err(refused) => return Ok(refused),
                 };
                 let link = McpLink {
-                    protocol: PROTOCOL.into(),
-                    task_id: String::new(),
-                    tool,
-                    turn: self.number,
                     asked,
                     repeat: true,
                     request_state: r.request_state,
-                    version: None,
-                    session: None,
-                    call: None,
+                    ..McpLink::new(String::new(), tool, self.number)
                 };
                 self.ctx.set_state(link.to_state()).await?;
                 self.link = Some(link);

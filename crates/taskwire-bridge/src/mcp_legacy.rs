@@ -490,18 +490,13 @@ impl Turn<'_> {
                     source: Box::new(source),
                 })?
                 .into_inner();
-            let link = McpLink {
-                protocol: PROTOCOL.into(),
-                task_id: t.task_id.clone(),
+            let link = McpLink::legacy(
+                t.task_id.clone(),
                 tool,
-                turn: self.number,
-                asked: Vec::new(),
-                repeat: false,
-                request_state: None,
-                version: Some(vocab::LEGACY_VERSION.into()),
-                session: self.client.session_id(),
-                call: None,
-            };
+                self.number,
+                self.client.session_id(),
+                None,
+            );
             if let Err(e) = self.store_link(link.clone(), true).await {
                 if ctx.is_cancelled() {
                     // Canceled while the task was being created: it is
@@ -740,18 +735,13 @@ impl Turn<'_> {
         }
         if let Some(tool) = tool {
             let call = self.open.as_ref().map(|o| o.request_id.clone());
-            self.link = Some(McpLink {
-                protocol: PROTOCOL.into(),
-                task_id: String::new(),
-                tool: tool.to_string(),
-                turn: self.number,
-                asked: Vec::new(),
-                repeat: false,
-                request_state: None,
-                version: Some(vocab::LEGACY_VERSION.into()),
-                session: self.client.session_id(),
+            self.link = Some(McpLink::legacy(
+                String::new(),
+                tool.to_string(),
+                self.number,
+                self.client.session_id(),
                 call,
-            });
+            ));
         }
         self.raise_and_wait(asks).await
     }

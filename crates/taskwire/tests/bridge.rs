@@ -581,20 +581,12 @@ async fn bad_upstreams_are_clear_errors() {
 /// sending again; the task completes once, with one upstream task. Over each
 /// upstream protocol.
 async fn killed_mid_task(kind: &str, postgres: bool) {
-    let pg = match postgres {
-        true => match pg::pg_url() {
-            Some(url) => Some(pg::fresh_store(&url).await),
-            None => return,
-        },
-        false => None,
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some((store, _schema)) = pg::store_in(postgres, dir.path()).await else {
+        return;
     };
     let up = serve(&[]).await;
     let direct = a2a_client(&up.base);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = match &pg {
-        Some((_, store, _)) => store.clone(),
-        None => format!("sqlite://{}", dir.path().join("bridge.db").display()),
-    };
     let (url, reattach_line, metric) = match kind {
         "a2a" => (
             format!("a2a+{}", up.base),
@@ -737,20 +729,12 @@ async fn cancel_while_the_bridge_is_down(postgres: bool, running: bool) {
         false => ("ask what colour?", true, pb::TaskState::InputRequired),
         true => ("sleep 60000", false, pb::TaskState::Working),
     };
-    let pg = match postgres {
-        true => match pg::pg_url() {
-            Some(url) => Some(pg::fresh_store(&url).await),
-            None => return,
-        },
-        false => None,
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some((store, _schema)) = pg::store_in(postgres, dir.path()).await else {
+        return;
     };
     let up = serve(&[]).await;
     let direct = a2a_client(&up.base);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = match &pg {
-        Some((_, store, _)) => store.clone(),
-        None => format!("sqlite://{}", dir.path().join("bridge.db").display()),
-    };
     let url = format!("a2a+{}", up.base);
     let logs = |n: u32| {
         std::fs::read_to_string(dir.path().join(format!("stderr-{n}.log"))).unwrap_or_default()

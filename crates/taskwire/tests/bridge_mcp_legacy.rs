@@ -332,20 +332,12 @@ async fn a_blocking_legacy_call_answers_its_elicitation_from_the_next_turn() {
 /// answer, sent by the restarted bridge as the response to the upstream's
 /// stored request id, completes it.
 async fn killed_mid_legacy_task(postgres: bool) {
-    let pg = match postgres {
-        true => match pg::pg_url() {
-            Some(url) => Some(pg::fresh_store(&url).await),
-            None => return,
-        },
-        false => None,
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some((store, _schema)) = pg::store_in(postgres, dir.path()).await else {
+        return;
     };
     let up = serve(&[]).await;
     let direct = a2a_client(&up.base);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = match &pg {
-        Some((_, store, _)) => store.clone(),
-        None => format!("sqlite://{}", dir.path().join("bridge.db").display()),
-    };
     let url = format!("mcp+{}/mcp#run_script", up.base);
     let start = |n: u32| {
         spawn_serve(

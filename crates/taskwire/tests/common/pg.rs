@@ -83,3 +83,20 @@ fn rand_suffix() -> String {
     );
     format!("{:x}", h.finish())
 }
+
+/// The store address of a test that restarts a server on one store: a fresh
+/// PostgreSQL schema (with the guard that drops it) when `postgres`, else a
+/// SQLite file in `dir`. `None` when PostgreSQL is asked for and not
+/// configured (the test is skipped, saying so).
+#[allow(dead_code, reason = "used by the bridge tests, not by multinode")]
+pub(crate) async fn store_in(
+    postgres: bool,
+    dir: &std::path::Path,
+) -> Option<(String, Option<DropSchema>)> {
+    if !postgres {
+        let file = dir.join("bridge.db");
+        return Some((format!("sqlite://{}", file.display()), None));
+    }
+    let (_, store, guard) = fresh_store(&pg_url()?).await;
+    Some((store, Some(guard)))
+}
