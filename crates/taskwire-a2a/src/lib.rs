@@ -91,6 +91,10 @@ pub struct A2aConfig {
     pub push_max_attempts: u32,
     /// First retry delay; doubled on each attempt (capped at 30 s), plus jitter.
     pub push_base_backoff: Duration,
+    /// Certificates (PEM) trusted for `https` push receivers besides the
+    /// built-in Mozilla roots and the system's: a private CA
+    /// (`--push-ca-file`). One that does not parse disables delivery, logged.
+    pub push_root_certificates_pem: Vec<Vec<u8>>,
     /// Bearer authentication is on (`--auth-tokens`): the card declares it.
     pub bearer_auth: bool,
     /// Serve GetExtendedAgentCard (else ExtendedAgentCardNotConfigured).
@@ -118,6 +122,7 @@ impl Default for A2aConfig {
             push_lease: Duration::from_secs(30),
             push_max_attempts: 8,
             push_base_backoff: Duration::from_millis(200),
+            push_root_certificates_pem: Vec::new(),
             bearer_auth: false,
             extended_card: false,
             input_modes: vec![

@@ -68,6 +68,10 @@ pub struct UpstreamOptions {
     /// upstreams besides the built-in Mozilla roots and the system's (a
     /// private CA; `--upstream-ca-file`).
     pub root_certificates_pem: Vec<Vec<u8>>,
+    /// The client certificate and key presented to `https://` and
+    /// `a2a+grpcs://` upstreams that ask for one (mutual TLS;
+    /// `--upstream-client-cert`, `--upstream-client-key`).
+    pub client_identity: Option<taskwire_client::ClientIdentityPem>,
 }
 
 /// The default of [`UpstreamOptions::max_message_bytes`]: 4 MiB.
@@ -84,6 +88,7 @@ impl Default for UpstreamOptions {
             mcp_tasks: true,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             root_certificates_pem: Vec::new(),
+            client_identity: None,
         }
     }
 }
@@ -458,6 +463,9 @@ pub(crate) fn client_config(base_url: &str, opts: &UpstreamOptions) -> ClientCon
     }
     for pem in &opts.root_certificates_pem {
         b = b.root_certificate_pem(pem.clone());
+    }
+    if let Some(id) = &opts.client_identity {
+        b = b.client_identity_pem(id.certificate_chain.clone(), id.private_key.clone());
     }
     b.build()
 }

@@ -35,6 +35,7 @@ pub use error::BridgeError;
 pub use many::{Member, Upstreams};
 pub use mcp::{McpUpstream, McpVersion};
 pub use spec::UpstreamSpec;
+pub use taskwire_client::ClientIdentityPem;
 
 /// The agent for the upstream at `url`: parses the spec, discovers the
 /// upstream (its agent card), and gives the agent `store` (the store its tasks

@@ -149,6 +149,48 @@ pub struct ClientConfig {
     /// Certificates (PEM, one or more per entry) trusted for HTTPS and gRPC
     /// over TLS besides the built-in Mozilla roots and the system's.
     pub root_certificates_pem: Vec<Vec<u8>>,
+    /// The certificate and key presented to HTTPS and gRPC-over-TLS servers
+    /// that ask for one (mutual TLS); none by default.
+    pub client_identity: Option<ClientIdentityPem>,
+}
+
+/// A client certificate for mutual TLS, PEM.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct ClientIdentityPem {
+    /// The certificate chain, leaf first.
+    pub certificate_chain: Vec<u8>,
+    /// The private key of the leaf (PKCS#8, PKCS#1 or SEC1).
+    pub private_key: Vec<u8>,
+}
+
+impl fmt::Debug for ClientIdentityPem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientIdentityPem")
+            .field("certificate_chain", &self.certificate_chain.len())
+            .field("private_key", &"…")
+            .finish()
+    }
+}
+
+impl ClientIdentityPem {
+    /// A certificate chain (leaf first) and the leaf's private key, PEM.
+    pub fn new(certificate_chain: impl Into<Vec<u8>>, private_key: impl Into<Vec<u8>>) -> Self {
+        Self {
+            certificate_chain: certificate_chain.into(),
+            private_key: private_key.into(),
+        }
+    }
+
+    /// As reqwest takes it: the key and the chain in one PEM buffer. Fails
+    /// when either does not parse.
+    pub fn to_reqwest(&self) -> Result<reqwest::Identity, ClientError> {
+        let mut pem = self.private_key.clone();
+        pem.push(b'\n');
+        pem.extend_from_slice(&self.certificate_chain);
+        reqwest::Identity::from_pem(&pem)
+            .map_err(|e| ClientError::Config(format!("client certificate: {e}")))
+    }
 }
 
 impl fmt::Debug for ClientConfig {
@@ -165,6 +207,7 @@ impl fmt::Debug for ClientConfig {
             .field("max_message_bytes", &self.max_message_bytes)
             .field("observer", &self.observer.is_some())
             .field("root_certificates", &self.root_certificates_pem.len())
+            .field("client_identity", &self.client_identity)
             .finish()
     }
 }
@@ -185,6 +228,7 @@ impl ClientConfig {
             max_message_bytes: crate::sse::DEFAULT_MAX_EVENT_BYTES,
             observer: None,
             root_certificates_pem: Vec::new(),
+            client_identity: None,
         }
     }
 
@@ -243,6 +287,9 @@ impl ClientConfig {
             for c in certs {
                 builder = builder.add_root_certificate(c);
             }
+        }
+        if let Some(id) = &self.client_identity {
+            builder = builder.identity(id.to_reqwest()?);
         }
         if !proxy_in_env() {
             // The same as reqwest's system proxy when the environment names
@@ -329,6 +376,17 @@ impl ClientConfigBuilder {
     /// over TLS, besides the built-in and system roots.
     pub fn root_certificate_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
         self.config.root_certificates_pem.push(pem.into());
+        self
+    }
+
+    /// Presents this certificate chain (leaf first) and key, PEM, to HTTPS
+    /// and gRPC-over-TLS servers that ask for a client certificate.
+    pub fn client_identity_pem(
+        mut self,
+        certificate_chain: impl Into<Vec<u8>>,
+        private_key: impl Into<Vec<u8>>,
+    ) -> Self {
+        self.config.client_identity = Some(ClientIdentityPem::new(certificate_chain, private_key));
         self
     }
 

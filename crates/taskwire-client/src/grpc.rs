@@ -134,6 +134,12 @@ impl A2aGrpcClient {
             for pem in &config.root_certificates_pem {
                 tls = tls.ca_certificate(tonic::transport::Certificate::from_pem(pem));
             }
+            if let Some(id) = &config.client_identity {
+                tls = tls.identity(tonic::transport::Identity::from_pem(
+                    &id.certificate_chain,
+                    &id.private_key,
+                ));
+            }
             endpoint = endpoint
                 .tls_config(tls)
                 .map_err(|e| ClientError::Config(format!("gRPC target {target}: TLS: {e}")))?;

@@ -80,7 +80,8 @@ pub mod mcp;
 pub mod sse;
 
 pub use config::{
-    BackoffPolicy, ClientConfig, ClientConfigBuilder, Exchange, ExchangeObserver, Received,
+    BackoffPolicy, ClientConfig, ClientConfigBuilder, ClientIdentityPem, Exchange,
+    ExchangeObserver, Received,
 };
 pub use error::{error_info_reason, ClientError, RpcError};
 pub use http::{RawResponse, SseEvent};

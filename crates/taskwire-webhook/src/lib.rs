@@ -263,11 +263,36 @@ pub fn client_with(
     allow_private: bool,
     lookup: Arc<dyn Lookup>,
 ) -> Result<reqwest::Client, WebhookError> {
+    client_trusting(timeout, allow_private, lookup, &[])
+}
+
+/// [`client_with`], also trusting the certificates in `roots` (each a PEM
+/// file's contents, one or more certificates: a private CA) for `https`
+/// receivers, besides the built-in Mozilla roots and the system's. A PEM with
+/// no certificate, or one that does not parse, is [`WebhookError::Client`].
+pub fn client_trusting(
+    timeout: Duration,
+    allow_private: bool,
+    lookup: Arc<dyn Lookup>,
+    roots: &[Vec<u8>],
+) -> Result<reqwest::Client, WebhookError> {
     let mut b = reqwest::Client::builder()
         .timeout(timeout)
         .redirect(reqwest::redirect::Policy::none());
     if !allow_private {
         b = b.dns_resolver(Arc::new(PublicOnly { lookup }));
+    }
+    for pem in roots {
+        let certs = reqwest::Certificate::from_pem_bundle(pem)
+            .map_err(|e| WebhookError::Client(format!("root certificate: {e}")))?;
+        if certs.is_empty() {
+            return Err(WebhookError::Client(
+                "root certificate: no PEM certificate found".into(),
+            ));
+        }
+        for c in certs {
+            b = b.add_root_certificate(c);
+        }
     }
     b.build().map_err(|e| WebhookError::Client(e.to_string()))
 }

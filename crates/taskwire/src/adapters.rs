@@ -19,6 +19,9 @@ pub struct AdapterOptions {
     pub public_url: Option<String>,
     /// Allow A2A push urls on loopback, private or link-local addresses.
     pub push_allow_private: bool,
+    /// Certificates (PEM) trusted for `https` A2A push urls besides the
+    /// built-in and system roots (`--push-ca-file`).
+    pub push_root_certificates_pem: Vec<Vec<u8>>,
     /// Per-principal bounds of what a caller can hold.
     pub quotas: Quotas,
     /// MCP: when `tools/call` becomes a task (`always` or milliseconds).
@@ -131,6 +134,7 @@ impl A2a {
                 v.public_url = self.opts.public_url(ctx);
                 v.grpc = cfg!(feature = "grpc");
                 v.push_allow_private = self.opts.push_allow_private;
+                v.push_root_certificates_pem = self.opts.push_root_certificates_pem.clone();
                 v.push_max_configs_per_principal = self.opts.quotas.push_configs;
                 v.bearer_auth = ctx.authenticated();
                 v.max_body_bytes = ctx.body_limit();

@@ -62,6 +62,10 @@ pub struct Cli {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "parsed once per process; boxing would only move the bytes"
+)]
 pub enum Command {
     /// Serve an agent's tasks over HTTP (health, readiness, metrics and every
     /// adapter compiled in) until SIGTERM or Ctrl-C.
@@ -352,6 +356,16 @@ pub struct ServeArgs {
     #[arg(long, env = "TASKWIRE_PUSH_ALLOW_PRIVATE")]
     pub push_allow_private: bool,
 
+    /// A PEM file of certificates (a private CA) trusted for `https` A2A push
+    /// notification urls besides the built-in Mozilla roots and the system's;
+    /// repeatable. Read at start.
+    #[arg(
+        long = "push-ca-file",
+        env = "TASKWIRE_PUSH_CA_FILE",
+        value_name = "FILE"
+    )]
+    pub push_ca_file: Vec<std::path::PathBuf>,
+
     /// MCP: when a `tools/call` from a client with the tasks extension becomes a
     /// task: `always`, or a number of milliseconds to wait for the result first.
     #[arg(long, env = "TASKWIRE_MCP_TASK_MODE", value_name = "always|MS", value_parser = parse_mcp_task_mode)]
@@ -459,6 +473,28 @@ pub struct UpstreamArgs {
         requires = "upstream"
     )]
     pub ca_file: Vec<std::path::PathBuf>,
+
+    /// Bridge mode: a PEM file with the certificate chain (leaf first)
+    /// presented to `https://` and `a2a+grpcs://` upstreams that ask for a
+    /// client certificate (mutual TLS); with `--upstream-client-key`. Read
+    /// at start.
+    #[arg(
+        long = "upstream-client-cert",
+        env = "TASKWIRE_UPSTREAM_CLIENT_CERT",
+        value_name = "FILE",
+        requires_all = ["upstream", "client_key"]
+    )]
+    pub client_cert: Option<std::path::PathBuf>,
+
+    /// Bridge mode: the PEM file of the private key of
+    /// `--upstream-client-cert`.
+    #[arg(
+        long = "upstream-client-key",
+        env = "TASKWIRE_UPSTREAM_CLIENT_KEY",
+        value_name = "FILE",
+        requires = "client_cert"
+    )]
+    pub client_key: Option<std::path::PathBuf>,
 }
 
 /// Most `--upstream` one server takes (the bridge's own limit,
@@ -844,22 +880,32 @@ async fn upstream_agent(
         .parse()
         .map_err(|e: taskwire_bridge::BridgeError| Error::Usage(e.to_string()))?;
     let max_message_bytes = usize::try_from(args.upstream.max_message_bytes).unwrap_or(usize::MAX);
-    let mut root_certificates_pem = Vec::new();
-    for f in &args.upstream.ca_file {
-        let pem = std::fs::read(f)
-            .map_err(|e| Error::Usage(format!("--upstream-ca-file {}: {e}", f.display())))?;
-        if !String::from_utf8_lossy(&pem).contains("-----BEGIN CERTIFICATE-----") {
-            return Err(Error::Usage(format!(
-                "--upstream-ca-file {}: no PEM certificate in it",
-                f.display()
-            )));
+    let root_certificates_pem = read_ca_files("--upstream-ca-file", &args.upstream.ca_file)?;
+    let client_identity = match (&args.upstream.client_cert, &args.upstream.client_key) {
+        (Some(cert), Some(key)) => {
+            let read = |flag: &str, f: &std::path::Path| {
+                std::fs::read(f).map_err(|e| Error::Usage(format!("{flag} {}: {e}", f.display())))
+            };
+            let id = taskwire_bridge::ClientIdentityPem::new(
+                read("--upstream-client-cert", cert)?,
+                read("--upstream-client-key", key)?,
+            );
+            id.to_reqwest().map_err(|e| {
+                Error::Usage(format!(
+                    "--upstream-client-cert {} with --upstream-client-key {}: {e}",
+                    cert.display(),
+                    key.display()
+                ))
+            })?;
+            Some(id)
         }
-        root_certificates_pem.push(pem);
-    }
+        _ => None,
+    };
     let options = |token: &Option<String>| taskwire_bridge::UpstreamOptions {
         bearer_token: token.clone(),
         max_message_bytes,
         root_certificates_pem: root_certificates_pem.clone(),
+        client_identity: client_identity.clone(),
         ..taskwire_bridge::UpstreamOptions::default()
     };
     match list.as_slice() {
@@ -1058,6 +1104,7 @@ pub async fn build_server(args: &ServeArgs) -> Result<Server, Error> {
     let opts = crate::adapters::AdapterOptions {
         public_url: args.public_url.clone(),
         push_allow_private: args.push_allow_private,
+        push_root_certificates_pem: read_ca_files("--push-ca-file", &args.push_ca_file)?,
         quotas: args.quotas.quotas(),
         mcp_task_mode: args.mcp_task_mode.clone(),
         push_lease: Some(args.lease),
@@ -1066,6 +1113,27 @@ pub async fn build_server(args: &ServeArgs) -> Result<Server, Error> {
         builder = builder.boxed_adapter(adapter);
     }
     builder.build().await
+}
+
+/// The contents of the PEM files given with `flag`, each holding at least
+/// one certificate that parses.
+fn read_ca_files(flag: &str, files: &[std::path::PathBuf]) -> Result<Vec<Vec<u8>>, Error> {
+    let mut out = Vec::with_capacity(files.len());
+    for f in files {
+        let pem =
+            std::fs::read(f).map_err(|e| Error::Usage(format!("{flag} {}: {e}", f.display())))?;
+        match reqwest::Certificate::from_pem_bundle(&pem) {
+            Ok(certs) if !certs.is_empty() => out.push(pem),
+            Ok(_) => {
+                return Err(Error::Usage(format!(
+                    "{flag} {}: no PEM certificate in it",
+                    f.display()
+                )))
+            }
+            Err(e) => return Err(Error::Usage(format!("{flag} {}: {e}", f.display()))),
+        }
+    }
+    Ok(out)
 }
 
 /// Runs `serve`: builds the server, prints `listening on ADDR` on stdout, and

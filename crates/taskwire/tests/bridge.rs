@@ -1637,10 +1637,23 @@ struct TlsFront {
     port: u16,
     /// The CA certificate, PEM.
     ca_pem: String,
+    /// A client certificate the CA signed, and its key, PEM (for
+    /// [`TlsFront::bind_mutual`]).
+    client_pem: (String, String),
 }
 
 impl TlsFront {
     async fn bind() -> Self {
+        Self::bind_with(false).await
+    }
+
+    /// A front that asks every client for a certificate the CA signed
+    /// (mutual TLS) and refuses the handshake without one.
+    async fn bind_mutual() -> Self {
+        Self::bind_with(true).await
+    }
+
+    async fn bind_with(mutual: bool) -> Self {
         use tokio_rustls::rustls;
         let ca_key = rcgen::KeyPair::generate().expect("CA key");
         let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA");
@@ -1654,12 +1667,30 @@ impl TlsFront {
             .expect("params")
             .signed_by(&key, &ca)
             .expect("certificate");
+        let client_key = rcgen::KeyPair::generate().expect("client key");
+        let client_cert = rcgen::CertificateParams::new(vec!["taskwire-bridge".into()])
+            .expect("client params")
+            .signed_by(&client_key, &ca)
+            .expect("client certificate");
         let key_der = rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into());
         let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
-            .expect("TLS versions")
-            .with_no_client_auth()
+            .expect("TLS versions");
+        let builder = if mutual {
+            let mut roots = rustls::RootCertStore::empty();
+            roots.add(ca.der().clone()).expect("CA root");
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                std::sync::Arc::new(roots),
+                provider,
+            )
+            .build()
+            .expect("client verifier");
+            builder.with_client_cert_verifier(verifier)
+        } else {
+            builder.with_no_client_auth()
+        };
+        let mut config = builder
             .with_single_cert(vec![cert.der().clone()], key_der)
             .expect("server config");
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
@@ -1672,6 +1703,7 @@ impl TlsFront {
             acceptor: tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config)),
             port,
             ca_pem: ca.pem(),
+            client_pem: (client_cert.pem(), client_key.serialize_pem()),
         }
     }
 
@@ -1753,6 +1785,221 @@ async fn upstreams_over_tls_with_a_private_ca() {
         Err(_) => panic!("no answer within {LIMIT:?}"),
     };
     assert!(err.to_lowercase().contains("certificate"), "{err}");
+    relay.abort();
+    up.stop().await;
+}
+
+/// A2A push notifications reach an `https` receiver whose certificate a
+/// private CA signed, when that CA is given with `--push-ca-file` (the same
+/// TLS front as the upstreams above, in front of a plain receiver); without
+/// it, nothing reaches the receiver. A CA file without a certificate stops
+/// `serve` with a usage error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_notifications_over_tls_with_a_private_ca() {
+    use std::sync::{Arc, Mutex};
+    let got: Arc<Mutex<Vec<serde_json::Value>>> = Arc::default();
+    let keep = got.clone();
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |body: axum::body::Bytes| {
+            let keep = keep.clone();
+            async move {
+                if let Ok(v) = serde_json::from_slice(&body) {
+                    keep.lock().expect("receiver lock").push(v);
+                }
+                axum::http::StatusCode::OK
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind receiver");
+    let plain = format!("http://{}", listener.local_addr().expect("addr"));
+    let receiver = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    let front = TlsFront::bind().await;
+    let hook = format!("https://localhost:{}/hook", front.port);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, &front.ca_pem).expect("CA file");
+    let ca_arg = ca_file.to_string_lossy().to_string();
+    let relay = front.relay_to(&plain);
+    let http = reqwest::Client::new();
+
+    // Sends a task with a push config for the hook; answers its id once done.
+    let run = |base: String, text: &'static str| {
+        let http = http.clone();
+        let hook = hook.clone();
+        async move {
+            let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+                "params": {"message": {"messageId": format!("push-{text}"), "role": "ROLE_USER",
+                    "parts": [{"text": text}]},
+                    "configuration": {"taskPushNotificationConfig": {"url": hook, "token": "t"}}}});
+            let r: serde_json::Value = http
+                .post(format!("{base}/a2a"))
+                .header("A2A-Version", "1.0")
+                .json(&body)
+                .send()
+                .await
+                .expect("send")
+                .json()
+                .await
+                .expect("json");
+            assert_eq!(
+                r["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+                "{r}"
+            );
+            r["result"]["task"]["id"]
+                .as_str()
+                .expect("task id")
+                .to_string()
+        }
+    };
+    let pushed_for = |id: &str| {
+        got.lock()
+            .expect("receiver lock")
+            .iter()
+            .filter(|v| v.to_string().contains(id))
+            .count()
+    };
+
+    // Without the CA: the receiver's certificate is not trusted.
+    let untrusting = serve(&["--push-allow-private"]).await;
+    let refused = run(untrusting.base.clone(), "untrusted").await;
+    // With it: the notifications arrive, up to the completed status.
+    let trusting = serve(&["--push-allow-private", "--push-ca-file", &ca_arg]).await;
+    let delivered = run(trusting.base.clone(), "trusted").await;
+    common::bridge::eventually("the completed status pushed over https", || {
+        got.lock().expect("receiver lock").iter().any(|v| {
+            v.to_string().contains(&delivered) && v.to_string().contains("TASK_STATE_COMPLETED")
+        })
+    })
+    .await;
+    // The untrusting server has had as long, and more, to deliver its task's.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(pushed_for(&refused), 0, "delivered without the CA");
+    assert!(pushed_for(&delivered) >= 1);
+    untrusting.stop().await;
+    trusting.stop().await;
+
+    // A file without a certificate is refused at start.
+    let empty = dir.path().join("empty.pem");
+    std::fs::write(&empty, "not a certificate\n").expect("file");
+    let args = serve_args(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--store",
+        "memory://",
+        "--push-ca-file",
+        &empty.to_string_lossy(),
+    ])
+    .expect("parse");
+    let err = match taskwire::cli::build_server(&args).await {
+        Ok(_) => panic!("a CA file without a certificate was accepted"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("--push-ca-file"), "{err}");
+    relay.abort();
+    receiver.abort();
+}
+
+/// A bridge presents the client certificate of `--upstream-client-cert` and
+/// `--upstream-client-key` to upstreams that require one (mutual TLS), over
+/// `a2a+https://`, `a2a+grpcs://` and `mcp+https://`; without it, such an
+/// upstream refuses the bridge, which then does not start. A key that does
+/// not belong with a certificate file is a usage error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstreams_over_mutual_tls() {
+    let front = TlsFront::bind_mutual().await;
+    let https = format!("https://localhost:{}", front.port);
+    let up = serve(&["--public-url", &https]).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).expect("write");
+        p.to_string_lossy().to_string()
+    };
+    let ca = write("ca.pem", &front.ca_pem);
+    let cert = write("client.pem", &front.client_pem.0);
+    let key = write("client-key.pem", &front.client_pem.1);
+    let port = front.port;
+    let relay = front.relay_to(&up.base);
+
+    for url in [
+        format!("a2a+https://localhost:{port}"),
+        format!("a2a+grpcs://localhost:{port}"),
+        format!("mcp+https://localhost:{port}/mcp#run_script"),
+    ] {
+        let bridge = serve(&[
+            "--upstream",
+            &url,
+            "--upstream-ca-file",
+            &ca,
+            "--upstream-client-cert",
+            &cert,
+            "--upstream-client-key",
+            &key,
+        ])
+        .await;
+        let t = task_of(
+            a2a_client(&bridge.base)
+                .send_text(format!("mutual {url}"), false)
+                .await
+                .expect("send")
+                .into_inner(),
+        );
+        assert_eq!(state(&t), pb::TaskState::Completed, "{url}: {t:?}");
+        assert!(
+            artifact_texts(&t)
+                .iter()
+                .any(|(_, text)| text == &format!("mutual {url}")),
+            "{url}: {t:?}"
+        );
+        bridge.stop().await;
+    }
+
+    // Without a client certificate the upstream refuses the bridge.
+    let url = format!("a2a+https://localhost:{port}");
+    let args = serve_args(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--store",
+        "memory://",
+        "--upstream",
+        &url,
+        "--upstream-ca-file",
+        &ca,
+    ])
+    .expect("parse");
+    let err = match tokio::time::timeout(LIMIT, taskwire::cli::build_server(&args)).await {
+        Ok(Ok(_)) => panic!("an upstream requiring a client certificate accepted none"),
+        Ok(Err(e)) => e.to_string(),
+        Err(_) => panic!("no answer within {LIMIT:?}"),
+    };
+    assert!(err.contains("CertificateRequired"), "{err}");
+
+    // A certificate with a key that is not one is refused at start.
+    let args = serve_args(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--store",
+        "memory://",
+        "--upstream",
+        &url,
+        "--upstream-client-cert",
+        &cert,
+        "--upstream-client-key",
+        &ca,
+    ])
+    .expect("parse");
+    let err = match taskwire::cli::build_server(&args).await {
+        Ok(_) => panic!("a client certificate without its key was accepted"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("--upstream-client-key"), "{err}");
+    // The key alone is not a flag set.
+    assert!(serve_args(&["--upstream", &url, "--upstream-client-key", &key]).is_err());
     relay.abort();
     up.stop().await;
 }
