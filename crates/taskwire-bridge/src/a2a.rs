@@ -446,6 +446,19 @@ fn has_output(resp: &pb::StreamResponse) -> bool {
     }
 }
 
+/// The `SendStreamingMessage` of a turn's message. It asks for no history
+/// (`historyLength` 0): the upstream task's history is not copied downstream
+/// (`LOSS_UPSTREAM_HISTORY`), so neither side spends anything on it; the same
+/// goes for the `GetTask` polls.
+fn send_request(message: pb::Message) -> pb::SendMessageRequest {
+    let mut req = a2a::send_request(message);
+    req.configuration = Some(pb::SendMessageConfiguration {
+        history_length: Some(0),
+        ..Default::default()
+    });
+    req
+}
+
 /// The id the gRPC discovery probe asks for: no agent holds it, so an
 /// answering service says "not found".
 const PROBE_TASK_ID: &str = "taskwire-bridge-probe";
@@ -654,7 +667,7 @@ impl<'a> Turn<'a> {
                     upstream_task = ?self.task_id(), "sending upstream");
                 self.up
                     .client
-                    .send_streaming_message(a2a::send_request(*m))
+                    .send_streaming_message(send_request(*m))
                     .await
                     .map_err(|source| BridgeError::Upstream {
                         operation: "SendStreamingMessage",
@@ -733,7 +746,7 @@ impl<'a> Turn<'a> {
             let got = tokio::select! {
                 biased;
                 _ = self.ctx.cancelled() => return self.stopped(None).await,
-                r = self.up.client.get_task(&id, None) => r,
+                r = self.up.client.get_task(&id, Some(0)) => r,
             };
             let wait = match got {
                 Ok(t) => {
@@ -1030,6 +1043,18 @@ mod tests {
             UpstreamLink::read(Some(&json!({"upstream": {"taskId": 5}}))),
             None
         );
+    }
+
+    #[test]
+    fn sends_ask_for_no_history() {
+        let m = pb::Message {
+            message_id: upstream_message_id("abc", 1),
+            role: pb::Role::User as i32,
+            ..Default::default()
+        };
+        let v = serde_json::to_value(send_request(m)).expect("ProtoJSON");
+        assert_eq!(v["configuration"], json!({"historyLength": 0}), "{v}");
+        assert_eq!(v["message"]["messageId"], "tw-abc-turn-1");
     }
 
     #[test]
