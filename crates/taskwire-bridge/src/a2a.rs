@@ -72,6 +72,16 @@ pub struct UpstreamOptions {
     /// `a2a+grpcs://` upstreams that ask for one (mutual TLS;
     /// `--upstream-client-cert`, `--upstream-client-key`).
     pub client_identity: Option<taskwire_client::ClientIdentityPem>,
+    /// MCP 2025-11-25 upstreams: most open calls (blocking calls, and
+    /// `tasks/result` streams, held while their downstream task waits for an
+    /// answer) this process keeps (`--upstream-max-open-calls`); past it,
+    /// one is dropped and its task fails or polls on its next turn.
+    pub max_open_calls: usize,
+    /// The same, per principal (tenant and owner of the downstream task;
+    /// `--upstream-max-open-calls-per-principal`): past it, that principal's
+    /// oldest is dropped, and when all [`UpstreamOptions::max_open_calls`]
+    /// are held, the oldest of the principal holding the most.
+    pub max_open_calls_per_principal: usize,
 }
 
 /// The default of [`UpstreamOptions::max_message_bytes`]: 4 MiB.
@@ -89,6 +99,8 @@ impl Default for UpstreamOptions {
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             root_certificates_pem: Vec::new(),
             client_identity: None,
+            max_open_calls: crate::mcp_legacy::DEFAULT_MAX_OPEN_CALLS,
+            max_open_calls_per_principal: crate::mcp_legacy::DEFAULT_MAX_OPEN_CALLS_PER_PRINCIPAL,
         }
     }
 }

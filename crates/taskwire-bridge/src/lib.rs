@@ -34,6 +34,7 @@ pub use common::metric;
 pub use error::BridgeError;
 pub use many::{Member, Upstreams};
 pub use mcp::{McpUpstream, McpVersion};
+pub use mcp_legacy::{DEFAULT_MAX_OPEN_CALLS, DEFAULT_MAX_OPEN_CALLS_PER_PRINCIPAL};
 pub use spec::UpstreamSpec;
 pub use taskwire_client::ClientIdentityPem;
 

@@ -377,6 +377,7 @@ impl McpUpstream {
                 legacy_client,
                 capabilities,
                 as_task,
+                opts,
             )),
         })
     }

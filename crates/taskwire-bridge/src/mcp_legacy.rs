@@ -73,10 +73,11 @@ const SETTLE_POLL: Duration = Duration::from_millis(100);
 /// At most this many upstream questions are raised at once.
 const MAX_ASKS: usize = 32;
 
-/// At most this many open calls (blocking calls waiting for an answer, and
-/// `tasks/result` streams of tasks waiting for one) are held by a process; a
-/// new one past that drops the oldest (whose next turn fails or polls).
-const MAX_OPEN: usize = 256;
+/// The default of [`crate::UpstreamOptions::max_open_calls`].
+pub const DEFAULT_MAX_OPEN_CALLS: usize = 256;
+
+/// The default of [`crate::UpstreamOptions::max_open_calls_per_principal`].
+pub const DEFAULT_MAX_OPEN_CALLS_PER_PRINCIPAL: usize = 32;
 
 /// An open call older than this is dropped when another is put away (a
 /// downstream task that never answers nor ends does not hold a connection
@@ -99,6 +100,9 @@ enum OpenKind {
     TaskResult,
 }
 
+/// Whose downstream task an open call serves: its tenant and owner.
+type Principal = (String, String);
+
 /// An upstream request whose answer is still being read: its SSE stream.
 struct OpenCall {
     kind: OpenKind,
@@ -111,42 +115,92 @@ struct OpenCall {
     opened: Instant,
 }
 
-/// The open calls of this process, by downstream task (bounded by
-/// [`MAX_OPEN`]).
-#[derive(Default)]
+/// The open calls of this process, by downstream task: an open call holds an
+/// upstream connection while its downstream task waits for an answer, so
+/// their number is bounded, per principal ([`OpenCalls::per_principal`]) and
+/// in all ([`OpenCalls::max`]).
 struct OpenCalls {
-    map: Mutex<HashMap<TaskId, OpenCall>>,
+    map: Mutex<HashMap<TaskId, (Principal, OpenCall)>>,
+    max: usize,
+    per_principal: usize,
 }
 
 impl OpenCalls {
-    fn put(&self, id: TaskId, call: OpenCall) {
+    fn new(max: usize, per_principal: usize) -> Self {
+        Self {
+            map: Mutex::new(HashMap::new()),
+            max: max.max(1),
+            per_principal: per_principal.max(1),
+        }
+    }
+
+    /// Keeps `call` of task `id` (of `principal`). Past a bound, one open call
+    /// is dropped first (its task fails or polls on its next turn; see
+    /// [`evicted`]).
+    fn put(&self, id: TaskId, principal: Principal, call: OpenCall) {
         let Ok(mut m) = self.map.lock() else {
             return;
         };
-        m.retain(|k, c| {
+        m.retain(|k, (_, c)| {
             let keep = c.opened.elapsed() < MAX_OPEN_AGE;
             if !keep {
                 warn!(task = %k, "an open upstream MCP call waited too long for an answer: dropped");
             }
             keep
         });
-        if m.len() >= MAX_OPEN && !m.contains_key(&id) {
-            let oldest = m
-                .iter()
-                .min_by_key(|(_, c)| c.opened)
-                .map(|(k, _)| k.clone());
-            if let Some(k) = oldest {
-                warn!(task = %k, max = MAX_OPEN,
-                    "too many open upstream MCP calls: the oldest is dropped (its task fails or polls on its next turn)");
-                m.remove(&k);
-            }
+        m.remove(&id);
+        let held: Vec<(&TaskId, &Principal, Instant)> =
+            m.iter().map(|(k, (p, c))| (k, p, c.opened)).collect();
+        if let Some(k) = evicted(&held, &principal, self.max, self.per_principal) {
+            warn!(task = %k, max = self.max, per_principal = self.per_principal,
+                "too many open upstream MCP calls: one is dropped (its task fails or polls on its next turn)");
+            m.remove(&k);
         }
-        m.insert(id, call);
+        m.insert(id, (principal, call));
     }
 
     fn take(&self, id: &TaskId) -> Option<OpenCall> {
-        self.map.lock().ok().and_then(|mut m| m.remove(id))
+        self.map
+            .lock()
+            .ok()
+            .and_then(|mut m| m.remove(id))
+            .map(|(_, c)| c)
     }
+}
+
+/// Which held call (task, principal, opened) to drop before one more of
+/// `principal` is kept: the principal's own oldest when it holds
+/// `per_principal` already; else, when `max` are held, the oldest of the
+/// principal holding the most (so that one caller's calls never push out
+/// those of a caller holding fewer); else none.
+fn evicted(
+    held: &[(&TaskId, &Principal, Instant)],
+    principal: &Principal,
+    max: usize,
+    per_principal: usize,
+) -> Option<TaskId> {
+    let oldest_of = |p: &Principal| {
+        held.iter()
+            .filter(|(_, q, _)| *q == p)
+            .min_by_key(|(_, _, at)| *at)
+            .map(|(k, _, _)| (*k).clone())
+    };
+    let own = held.iter().filter(|(_, q, _)| *q == principal).count();
+    if own >= per_principal {
+        return oldest_of(principal);
+    }
+    if held.len() < max {
+        return None;
+    }
+    let mut counts: HashMap<&Principal, usize> = HashMap::new();
+    for (_, p, _) in held {
+        *counts.entry(*p).or_default() += 1;
+    }
+    let hog = counts
+        .into_iter()
+        .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(a.0)))
+        .map(|(p, _)| p.clone())?;
+    oldest_of(&hog)
 }
 
 /// The 2025-11-25 state of an [`McpUpstream`].
@@ -167,13 +221,17 @@ impl Legacy {
         client: McpLegacyClient,
         capabilities: Map<String, Value>,
         as_task: HashSet<String>,
+        opts: &crate::UpstreamOptions,
     ) -> Self {
         Self {
             client,
             capabilities,
             reinit: Arc::new(tokio::sync::Mutex::new(())),
             as_task: Arc::new(as_task),
-            open: Arc::new(OpenCalls::default()),
+            open: Arc::new(OpenCalls::new(
+                opts.max_open_calls,
+                opts.max_open_calls_per_principal,
+            )),
             open_watcher: None,
         }
     }
@@ -326,7 +384,10 @@ pub(crate) async fn run_turn(
             Ok(TurnOutcome::Waiting { .. }) | Err(BridgeError::Core(CoreError::LeaseLost))
         );
         if keep {
-            legacy.open.put(ctx.task().id.clone(), open);
+            let t = ctx.task();
+            legacy
+                .open
+                .put(t.id.clone(), (t.tenant.clone(), t.owner.clone()), open);
         }
     }
     crate::common::turn_result(r)
@@ -1212,5 +1273,37 @@ mod tests {
         let other = RpcError::from_json(&json!({"code": -32602, "message": "no task"}), Some(200))
             .map(ClientError::Rpc);
         assert!(!other.as_ref().is_some_and(session_lost));
+    }
+
+    #[test]
+    fn open_calls_are_bounded_per_principal_before_anyone_else_loses_one() {
+        let t0 = Instant::now();
+        let at = |i: u64| t0 + Duration::from_secs(i);
+        let ids: Vec<TaskId> = (0..8).map(|_| TaskId::new()).collect();
+        let a: Principal = ("".into(), "alice".into());
+        let b: Principal = ("".into(), "bob".into());
+        let c: Principal = ("".into(), "carol".into());
+        // Room left: nothing is dropped.
+        let held = vec![(&ids[0], &a, at(0)), (&ids[1], &b, at(1))];
+        assert_eq!(evicted(&held, &a, 4, 2), None);
+        // Alice at her own bound loses her own oldest, not Bob's older one.
+        let held = vec![
+            (&ids[0], &b, at(0)),
+            (&ids[1], &a, at(2)),
+            (&ids[2], &a, at(1)),
+        ];
+        assert_eq!(evicted(&held, &a, 8, 2), Some(ids[2].clone()));
+        // All held: Carol (holding none) pushes out the oldest call of the
+        // one holding the most (Alice), not the oldest of all (Bob's).
+        let held = vec![
+            (&ids[0], &b, at(0)),
+            (&ids[1], &a, at(2)),
+            (&ids[2], &a, at(1)),
+            (&ids[3], &a, at(3)),
+        ];
+        assert_eq!(evicted(&held, &c, 4, 8), Some(ids[2].clone()));
+        // A tie between the largest holders is broken the same way each time.
+        let held = vec![(&ids[0], &b, at(0)), (&ids[1], &a, at(1))];
+        assert_eq!(evicted(&held, &c, 2, 8), Some(ids[1].clone()));
     }
 }

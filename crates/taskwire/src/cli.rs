@@ -463,6 +463,32 @@ pub struct UpstreamArgs {
     )]
     pub max_message_bytes: u32,
 
+    /// Bridge mode, MCP 2025-11-25 upstreams: the most open upstream calls
+    /// (blocking calls and `tasks/result` streams held while their downstream
+    /// task waits for an answer) this process keeps; past it one is dropped,
+    /// and its task fails or polls on its next turn.
+    #[arg(
+        long = "upstream-max-open-calls",
+        env = "TASKWIRE_UPSTREAM_MAX_OPEN_CALLS",
+        value_name = "N",
+        default_value_t = 256,
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub max_open_calls: u32,
+
+    /// Bridge mode, MCP 2025-11-25 upstreams: the most open upstream calls of
+    /// one principal (the downstream task's tenant and owner); past it that
+    /// principal's oldest is dropped, and when --upstream-max-open-calls are
+    /// held, the oldest of the principal holding the most.
+    #[arg(
+        long = "upstream-max-open-calls-per-principal",
+        env = "TASKWIRE_UPSTREAM_MAX_OPEN_CALLS_PER_PRINCIPAL",
+        value_name = "N",
+        default_value_t = 32,
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub max_open_calls_per_principal: u32,
+
     /// Bridge mode: a PEM file of certificates (a private CA) trusted for
     /// `https://` and `a2a+grpcs://` upstreams besides the built-in Mozilla
     /// roots and the system's; repeatable. Read at start.
@@ -906,6 +932,8 @@ async fn upstream_agent(
         max_message_bytes,
         root_certificates_pem: root_certificates_pem.clone(),
         client_identity: client_identity.clone(),
+        max_open_calls: args.upstream.max_open_calls as usize,
+        max_open_calls_per_principal: args.upstream.max_open_calls_per_principal as usize,
         ..taskwire_bridge::UpstreamOptions::default()
     };
     match list.as_slice() {
