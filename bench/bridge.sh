@@ -8,10 +8,15 @@
 #                                         # the machine has been idle for 30 s (at most
 #                                         # QUIET_MAX s, default 1800)
 #   ONLY=mcp bench/bridge.sh              # one caller protocol only (a2a or mcp)
+#   STORE=sqlite bench/bridge.sh          # both servers on their default store: a SQLite
+#                                         # file each (synchronous=full), fresh every run;
+#                                         # STORE=sqlite-normal: ?synchronous=normal
 #
 # The upstream is `taskwire serve --store memory://` (the scripted agent: plain
 # text comes back as an artifact and the task completes). The bridge is another
 # `taskwire serve --store memory:// --upstream a2a+http://…` in front of it.
+# With STORE=sqlite each server stores its tasks in a SQLite file of its own,
+# as `taskwire serve` does by default.
 #
 # - A2A→A2A: blocking JSON-RPC SendMessage, to the bridge / to the upstream.
 # - MCP→A2A: blocking MCP tools/call of run_script (revision 2026-07-28, no tasks
@@ -49,6 +54,11 @@ ROUNDS=${ROUNDS:-1}
 LAT_CONC=${LAT_CONC:-1}
 CPU_CONC=${CPU_CONC:-16}
 PROTOCOLS=${ONLY:-a2a mcp}
+STORE=${STORE:-memory}
+case "$STORE" in
+  memory | sqlite | sqlite-normal) ;;
+  *) echo "STORE is memory, sqlite or sqlite-normal" >&2; exit 2 ;;
+esac
 cargo build --release -p taskwire -p taskwire-bench --bin taskwire --bin bridge_load >&2
 TARGET=${CARGO_TARGET_DIR:-target}
 DIR=$(mktemp -d)
@@ -103,14 +113,19 @@ free_port() {
 # serve <log> [upstream-url]: starts a server on core 0 with one runtime worker,
 # waits until it is ready, and sets PORT and PID.
 serve() {
-  local log=$1 up=${2:-}
+  local log=$1 up=${2:-} store=memory://
   PORT=$(free_port)
+  if [ "$STORE" != memory ]; then
+    rm -f "$log.db" "$log.db-wal" "$log.db-shm"
+    store="sqlite://$log.db"
+    [ "$STORE" = sqlite-normal ] && store="$store?synchronous=normal"
+  fi
   if [ -n "$up" ]; then
     TOKIO_WORKER_THREADS=1 taskset -c 0 "$BIN/taskwire" serve --listen "127.0.0.1:$PORT" \
-      --store memory:// --upstream "$up" >"$log" 2>&1 &
+      --store "$store" --upstream "$up" >"$log" 2>&1 &
   else
     TOKIO_WORKER_THREADS=1 taskset -c 0 "$BIN/taskwire" serve --listen "127.0.0.1:$PORT" \
-      --store memory:// >"$log" 2>&1 &
+      --store "$store" >"$log" 2>&1 &
   fi
   PID=$!
   for _ in $(seq 200); do
@@ -183,7 +198,7 @@ run() {
     "$p50" "$p99" "$rps" "$cpu_up" "$cpu_br" "$cpu_sum" "$busy" >>"$RESULTS"
 }
 
-echo "# taskwire $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates Cargo.lock || echo ' (crates/ modified in the working tree)'), SECS=$SECS ROUNDS=$ROUNDS, latency at concurrency $LAT_CONC, CPU at $CPU_CONC"
+echo "# taskwire $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates Cargo.lock || echo ' (crates/ modified in the working tree)'), SECS=$SECS ROUNDS=$ROUNDS, $STORE store, latency at concurrency $LAT_CONC, CPU at $CPU_CONC"
 for round in $(seq "$ROUNDS"); do
   for proto in $PROTOCOLS; do
     for phase in lat cpu; do

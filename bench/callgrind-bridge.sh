@@ -6,14 +6,19 @@
 #   bench/callgrind-bridge.sh a2a direct       # the upstream alone under callgrind
 #   bench/callgrind-bridge.sh mcp              # MCP→A2A
 #   SECS=10 CONC=8 OUT=/tmp/cg NO_BUILD=1 bench/callgrind-bridge.sh
+#   STORE=sqlite bench/callgrind-bridge.sh     # both servers on their default store,
+#                                              # a SQLite file each (in $OUT);
+#                                              # STORE=sqlite-normal: ?synchronous=normal
 #
 # The upstream is `taskwire serve --store memory://` (the scripted agent), run
 # natively; in `bridged` mode the bridge (`--upstream a2a+http://…`, memory
-# store) runs under callgrind. The load is `bridge_load` (bench/bridge.sh's
-# generator) pinned to core 1. The counters are zeroed once the load runs and
-# dumped after SECS seconds, with the generator stopped (SIGSTOP) around both,
-# so that the requests answered in between are the difference of the profiled
-# server's request metric. Prints instructions per request; the profile is left
+# store) runs under callgrind. With STORE=sqlite both servers store their tasks
+# in a SQLite file of their own instead, as `taskwire serve` does by default.
+# The load is `bridge_load` (bench/bridge.sh's generator) pinned to core 1.
+# The counters are zeroed once the load runs and dumped after SECS seconds,
+# with the generator stopped (SIGSTOP) around both, so that the requests
+# answered in between are the difference of the profiled server's request
+# metric. Prints instructions per request; the profile is left
 # in $OUT/callgrind.out.* for callgrind_annotate.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,7 +34,16 @@ BIN=${BIN:-$TARGET/release/taskwire}
 LOAD=${LOAD:-$TARGET/release/bridge_load}
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
-rm -f "$OUT"/callgrind.out.*
+rm -f "$OUT"/callgrind.out.* "$OUT"/*.db "$OUT"/*.db-wal "$OUT"/*.db-shm
+case "${STORE:-memory}" in
+  memory) up_store=memory:// bridge_store=memory:// ;;
+  sqlite) up_store="sqlite://$OUT/upstream.db" bridge_store="sqlite://$OUT/bridge.db" ;;
+  sqlite-normal)
+    up_store="sqlite://$OUT/upstream.db?synchronous=normal"
+    bridge_store="sqlite://$OUT/bridge.db?synchronous=normal"
+    ;;
+  *) echo "STORE is memory, sqlite or sqlite-normal" >&2; exit 2 ;;
+esac
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
@@ -47,19 +61,19 @@ up_port=$(free_port)
 if [ "$KIND" = direct ]; then
   TOKIO_WORKER_THREADS=1 taskset -c 0 valgrind --tool=callgrind \
     --callgrind-out-file="$OUT/callgrind.out.%p" "$BIN" serve --listen "127.0.0.1:$up_port" \
-    --store memory:// >"$OUT/upstream.log" 2>&1 &
+    --store "$up_store" >"$OUT/upstream.log" 2>&1 &
   pids+=($!)
   vg=$!
   port=$up_port
 else
   TOKIO_WORKER_THREADS=1 taskset -c 0 "$BIN" serve --listen "127.0.0.1:$up_port" \
-    --store memory:// >"$OUT/upstream.log" 2>&1 &
+    --store "$up_store" >"$OUT/upstream.log" 2>&1 &
   pids+=($!)
   wait_ready "$up_port"
   port=$(free_port)
   TOKIO_WORKER_THREADS=1 taskset -c 0 valgrind --tool=callgrind \
     --callgrind-out-file="$OUT/callgrind.out.%p" "$BIN" serve --listen "127.0.0.1:$port" \
-    --store memory:// --upstream "a2a+http://127.0.0.1:$up_port" >"$OUT/bridge.log" 2>&1 &
+    --store "$bridge_store" --upstream "a2a+http://127.0.0.1:$up_port" >"$OUT/bridge.log" 2>&1 &
   pids+=($!)
   vg=$!
 fi
@@ -88,5 +102,5 @@ wait "$load" 2>/dev/null || true
 requests=$((after - before - 1))
 file=$(ls -t "$OUT"/callgrind.out.* | head -1)
 total=$(callgrind_annotate "$file" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1; exit}')
-echo "$PROTO $KIND: requests: $requests, instructions: $total, per request: $((total / requests))"
+echo "$PROTO $KIND (${STORE:-memory} store): requests: $requests, instructions: $total, per request: $((total / requests))"
 echo "profile: $file"
