@@ -1111,6 +1111,99 @@ async fn cancels_cross_an_mcp_upstream_both_ways() {
     bridge.stop().await;
 }
 
+/// A TCP relay on 127.0.0.1 to `backend` (`http://HOST:PORT`): while `slow`
+/// is set, each chunk the backend sends back waits [`SlowRelay::DELAY`]
+/// first (requests pass at once).
+struct SlowRelay {
+    port: u16,
+    slow: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl SlowRelay {
+    const DELAY: Duration = Duration::from_secs(2);
+
+    async fn start(backend: &str) -> Self {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let backend = backend.trim_start_matches("http://").to_string();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind relay");
+        let port = listener.local_addr().expect("addr").port();
+        let slow = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = slow.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let Ok(server) = tokio::net::TcpStream::connect(&backend).await else {
+                    continue;
+                };
+                let flag = flag.clone();
+                let (mut cr, mut cw) = client.into_split();
+                let (mut sr, mut sw) = server.into_split();
+                tokio::spawn(async move {
+                    let _ = tokio::io::copy(&mut cr, &mut sw).await;
+                    let _ = sw.shutdown().await;
+                });
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 16 * 1024];
+                    loop {
+                        let n = match sr.read(&mut buf).await {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => n,
+                        };
+                        if flag.load(std::sync::atomic::Ordering::SeqCst) {
+                            tokio::time::sleep(SlowRelay::DELAY).await;
+                        }
+                        if cw.write_all(&buf[..n]).await.is_err() {
+                            break;
+                        }
+                    }
+                    let _ = cw.shutdown().await;
+                });
+            }
+        });
+        Self { port, slow, task }
+    }
+}
+
+/// A downstream cancel made while the upstream MCP server is creating the
+/// tool call's task (its `tools/call` answer held back by a slow relay)
+/// still cancels that task once the answer names it, over the tasks
+/// extension and over the 2025-11-25 task methods: the bridge does not give
+/// up a call that answers with a task, and a link whose commit the cancel
+/// refuses still cancels upstream (36a279d; before it, the upstream task was
+/// left running).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_while_the_upstream_creates_its_task_reaches_it() {
+    for version in ["2026-07-28", "2025-11-25"] {
+        let up = serve(&[]).await;
+        let relay = SlowRelay::start(&up.base).await;
+        let url = format!("mcp+http://127.0.0.1:{}/mcp", relay.port);
+        let bridge = serve(&["--upstream", &url, "--upstream-mcp-version", version]).await;
+        let down = a2a_client(&bridge.base);
+        let direct = a2a_client(&up.base);
+        relay.slow.store(true, std::sync::atomic::Ordering::SeqCst);
+        let t = task_of(
+            down.send_text("sleep 30000", true)
+                .await
+                .expect("send")
+                .into_inner(),
+        );
+        // The upstream has made its task; its answer is still in the relay.
+        let ut = upstream_task_in(&direct, pb::TaskState::Working).await;
+        let canceled = down.cancel_task(&t.id).await.expect("cancel").into_inner();
+        assert_eq!(state(&canceled), pb::TaskState::Canceled, "{version}");
+        assert_eq!(
+            upstream_task_in(&direct, pb::TaskState::Canceled).await.id,
+            ut.id,
+            "{version}"
+        );
+        relay.task.abort();
+        bridge.stop().await;
+        up.stop().await;
+    }
+}
+
 #[tokio::test]
 async fn a_missing_mcp_tool_is_a_clear_error() {
     let up = serve(&[]).await;
