@@ -85,6 +85,18 @@ impl Drop for OpenCall {
     }
 }
 
+/// The refusal of `tasks/cancel` for a task that ended other than cancelled
+/// (invalid params, as 2025-11-25 says), if it did.
+fn not_cancelable(t: &taskwire_core::Task, raw: &str) -> Option<RpcError> {
+    let (st, _) = vocab::status(t, Generation::Legacy);
+    (st.is_terminal() && st != McpStatus::Cancelled).then(|| {
+        RpcError::invalid_params(format!(
+            "cannot cancel task {raw}: it is already {}",
+            st.as_str()
+        ))
+    })
+}
+
 /// `notifications/cancelled`: the client gives up request `requestId`; a
 /// blocking `tools/call` of this session in progress here has its task
 /// canceled (its stream or response then ends; the client ignores it). Other
@@ -501,14 +513,25 @@ async fn dispatch(
         method::TASKS_CANCEL if tasks => {
             let raw = task_id_param(params)?;
             let t = inner.get(caller, raw).await?;
-            let (st, _) = vocab::status(&t, Generation::Legacy);
-            if st.is_terminal() && st != McpStatus::Cancelled {
-                return Err(RpcError::invalid_params(format!(
-                    "cannot cancel task {raw}: it is already {}",
-                    st.as_str()
-                )));
+            if let Some(refused) = not_cancelable(&t, raw) {
+                return Err(refused);
             }
-            let t = inner.cancel(caller, raw).await?;
+            let t = match inner.cancel(caller, raw).await {
+                Ok(t) => t,
+                Err(e) => {
+                    // It ended between the read and the cancel: the same
+                    // refusal as when it had ended before.
+                    if let Some(refused) = inner
+                        .get(caller, raw)
+                        .await
+                        .ok()
+                        .and_then(|t| not_cancelable(&t, raw))
+                    {
+                        return Err(refused);
+                    }
+                    return Err(e);
+                }
+            };
             to_json(&vocab::legacy_task(&t, poll))
         }
         method::TASKS_LIST if tasks => {

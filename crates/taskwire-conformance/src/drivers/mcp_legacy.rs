@@ -87,6 +87,19 @@ fn contents(result: &Value) -> Vec<String> {
     field_texts(&result["content"], "text")
 }
 
+/// 2025-11-25 refuses to cancel an ended task with invalid params; the
+/// message says which refusal it is (taskwire's: "cannot cancel task …: it is
+/// already completed"; also seen: "task is completed and cannot be
+/// canceled").
+fn not_cancelable_refined(mut o: OpError) -> OpError {
+    if o.class == ErrorClass::Invalid
+        && (o.detail.contains("cannot cancel") || o.detail.contains("cannot be canceled"))
+    {
+        o.class = ErrorClass::NotCancelable;
+    }
+    o
+}
+
 impl McpLegacyDriver {
     pub(crate) fn new(client: McpLegacyClient, tool: String, wire: Wire) -> McpLegacyDriver {
         McpLegacyDriver {
@@ -98,12 +111,7 @@ impl McpLegacyDriver {
     }
 
     fn err(&self, e: ClientError) -> OpError {
-        let mut o = classify(P, &e);
-        // 2025-11-25 refuses to cancel an ended task with invalid params.
-        if o.class == ErrorClass::Invalid && o.detail.contains("cannot cancel") {
-            o.class = ErrorClass::NotCancelable;
-        }
-        o
+        not_cancelable_refined(classify(P, &e))
     }
 
     /// Opens the session (once): `initialize` with the elicitation capability.
@@ -425,6 +433,19 @@ impl Driver for McpLegacyDriver {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refusals_to_cancel_an_ended_task_are_not_cancelable() {
+        for m in [
+            "cannot cancel task t: it is already completed",
+            "task is completed and cannot be canceled",
+        ] {
+            let o = not_cancelable_refined(super::super::rpc_class(-32602, m));
+            assert_eq!(o.class, ErrorClass::NotCancelable, "{m}");
+        }
+        let o = not_cancelable_refined(super::super::rpc_class(-32602, "no taskId"));
+        assert_eq!(o.class, ErrorClass::Invalid);
+    }
 
     #[test]
     fn picks_match_their_elicitations() {
