@@ -536,23 +536,22 @@ fn serve_args(argv: &[&str]) -> Result<taskwire::cli::ServeArgs, clap::Error> {
     })
 }
 
+/// What `taskwire serve --listen 127.0.0.1:0 --store memory:// ARGV…` stops
+/// with at start (within LIMIT); panics if it starts.
+async fn refused_at_start(argv: &[&str]) -> String {
+    let mut full = vec!["--listen", "127.0.0.1:0", "--store", "memory://"];
+    full.extend_from_slice(argv);
+    let args = serve_args(&full).expect("parse");
+    match tokio::time::timeout(LIMIT, taskwire::cli::build_server(&args)).await {
+        Ok(Ok(_)) => panic!("started: {argv:?}"),
+        Ok(Err(e)) => e.to_string(),
+        Err(_) => panic!("no answer within {LIMIT:?}: {argv:?}"),
+    }
+}
+
 #[tokio::test]
 async fn bad_upstreams_are_clear_errors() {
-    let build = |url: &'static str| async move {
-        let args = serve_args(&[
-            "--listen",
-            "127.0.0.1:0",
-            "--store",
-            "memory://",
-            "--upstream",
-            url,
-        ])
-        .expect("parse");
-        match taskwire::cli::build_server(&args).await {
-            Ok(_) => panic!("{url} was accepted"),
-            Err(e) => e.to_string(),
-        }
-    };
+    let build = |url: &'static str| async move { refused_at_start(&["--upstream", url]).await };
     let e = build("mcp+http://127.0.0.1:1/mcp#run_script").await;
     assert!(e.contains("discovering"), "{e}");
     let e = build("agui+http://127.0.0.1:1/agui").await;
@@ -1207,19 +1206,7 @@ async fn a_cancel_while_the_upstream_creates_its_task_reaches_it() {
 #[tokio::test]
 async fn a_missing_mcp_tool_is_a_clear_error() {
     let up = serve(&[]).await;
-    let args = serve_args(&[
-        "--listen",
-        "127.0.0.1:0",
-        "--store",
-        "memory://",
-        "--upstream",
-        &format!("mcp+{}/mcp#no_such_tool", up.base),
-    ])
-    .expect("parse");
-    let e = match taskwire::cli::build_server(&args).await {
-        Ok(_) => panic!("a missing tool was accepted"),
-        Err(e) => e.to_string(),
-    };
+    let e = refused_at_start(&["--upstream", &format!("mcp+{}/mcp#no_such_tool", up.base)]).await;
     assert!(e.contains("no tool \"no_such_tool\""), "{e}");
     assert!(e.contains("run_script"), "{e}");
     up.stop().await;
@@ -1471,19 +1458,8 @@ async fn bad_upstream_lists_are_usage_errors() {
     std::fs::write(&empty, "\n").expect("file");
     let empty_arg = format!("a={}", empty.display());
     let build = |argv: Vec<String>| async move {
-        let mut full = vec![
-            "--listen".to_string(),
-            "127.0.0.1:0".into(),
-            "--store".into(),
-            "memory://".into(),
-        ];
-        full.extend(argv);
-        let refs: Vec<&str> = full.iter().map(String::as_str).collect();
-        let args = serve_args(&refs).expect("parse");
-        match taskwire::cli::build_server(&args).await {
-            Ok(_) => panic!("accepted: {full:?}"),
-            Err(e) => e.to_string(),
-        }
+        let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
+        refused_at_start(&refs).await
     };
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     let e = build(s(&[
@@ -1721,6 +1697,26 @@ async fn an_agui_upstream_runs_every_directive() {
 
 // ---- upstreams over TLS (`a2a+https://`, `a2a+grpcs://`, `mcp+https://`) ----
 
+/// One task through a bridge of upstream `url` (started with `flags` besides):
+/// it completes, its text echoed back as the artifact.
+async fn one_task_through(url: &str, flags: &[&str]) {
+    let mut argv = vec!["--upstream", url];
+    argv.extend_from_slice(flags);
+    let bridge = serve(&argv).await;
+    let text = format!("through {url}");
+    let t = task_of(
+        a2a_client(&bridge.base)
+            .send_text(text.clone(), false)
+            .await
+            .expect("send")
+            .into_inner(),
+    );
+    assert_eq!(state(&t), pb::TaskState::Completed, "{url}: {t:?}");
+    let texts = artifact_texts(&t);
+    assert!(texts.iter().any(|(_, x)| x == &text), "{url}: {texts:?}");
+    bridge.stop().await;
+}
+
 /// A TLS front on 127.0.0.1: a fresh CA signs a certificate for `localhost`
 /// and 127.0.0.1; once [`TlsFront::relay_to`] runs, each TLS connection (ALPN
 /// `h2` or `http/1.1`) is relayed byte for byte to a plain server.
@@ -1844,39 +1840,12 @@ async fn upstreams_over_tls_with_a_private_ca() {
         format!("a2a+grpcs://localhost:{port}"),
         format!("mcp+https://localhost:{port}/mcp#run_script"),
     ] {
-        let bridge = serve(&["--upstream", &url, "--upstream-ca-file", &ca_arg]).await;
-        let t = task_of(
-            a2a_client(&bridge.base)
-                .send_text(format!("over {url}"), false)
-                .await
-                .expect("send")
-                .into_inner(),
-        );
-        assert_eq!(state(&t), pb::TaskState::Completed, "{url}: {t:?}");
-        let texts = artifact_texts(&t);
-        assert!(
-            texts.iter().any(|(_, text)| text == &format!("over {url}")),
-            "{url}: {texts:?}"
-        );
-        bridge.stop().await;
+        one_task_through(&url, &["--upstream-ca-file", &ca_arg]).await;
     }
 
     // Without the CA, the upstream's certificate is not trusted.
     let url = format!("a2a+https://localhost:{port}");
-    let args = serve_args(&[
-        "--listen",
-        "127.0.0.1:0",
-        "--store",
-        "memory://",
-        "--upstream",
-        &url,
-    ])
-    .expect("parse");
-    let err = match tokio::time::timeout(LIMIT, taskwire::cli::build_server(&args)).await {
-        Ok(Ok(_)) => panic!("an untrusted upstream was accepted"),
-        Ok(Err(e)) => e.to_string(),
-        Err(_) => panic!("no answer within {LIMIT:?}"),
-    };
+    let err = refused_at_start(&["--upstream", &url]).await;
     assert!(err.to_lowercase().contains("certificate"), "{err}");
     relay.abort();
     up.stop().await;
@@ -1979,19 +1948,7 @@ async fn push_notifications_over_tls_with_a_private_ca() {
     // A file without a certificate is refused at start.
     let empty = dir.path().join("empty.pem");
     std::fs::write(&empty, "not a certificate\n").expect("file");
-    let args = serve_args(&[
-        "--listen",
-        "127.0.0.1:0",
-        "--store",
-        "memory://",
-        "--push-ca-file",
-        &empty.to_string_lossy(),
-    ])
-    .expect("parse");
-    let err = match taskwire::cli::build_server(&args).await {
-        Ok(_) => panic!("a CA file without a certificate was accepted"),
-        Err(e) => e.to_string(),
-    };
+    let err = refused_at_start(&["--push-ca-file", &empty.to_string_lossy()]).await;
     assert!(err.contains("--push-ca-file"), "{err}");
     relay.abort();
     receiver.abort();
@@ -2024,60 +1981,24 @@ async fn upstreams_over_mutual_tls() {
         format!("a2a+grpcs://localhost:{port}"),
         format!("mcp+https://localhost:{port}/mcp#run_script"),
     ] {
-        let bridge = serve(&[
-            "--upstream",
-            &url,
+        let flags = [
             "--upstream-ca-file",
             &ca,
             "--upstream-client-cert",
             &cert,
             "--upstream-client-key",
             &key,
-        ])
-        .await;
-        let t = task_of(
-            a2a_client(&bridge.base)
-                .send_text(format!("mutual {url}"), false)
-                .await
-                .expect("send")
-                .into_inner(),
-        );
-        assert_eq!(state(&t), pb::TaskState::Completed, "{url}: {t:?}");
-        assert!(
-            artifact_texts(&t)
-                .iter()
-                .any(|(_, text)| text == &format!("mutual {url}")),
-            "{url}: {t:?}"
-        );
-        bridge.stop().await;
+        ];
+        one_task_through(&url, &flags).await;
     }
 
     // Without a client certificate the upstream refuses the bridge.
     let url = format!("a2a+https://localhost:{port}");
-    let args = serve_args(&[
-        "--listen",
-        "127.0.0.1:0",
-        "--store",
-        "memory://",
-        "--upstream",
-        &url,
-        "--upstream-ca-file",
-        &ca,
-    ])
-    .expect("parse");
-    let err = match tokio::time::timeout(LIMIT, taskwire::cli::build_server(&args)).await {
-        Ok(Ok(_)) => panic!("an upstream requiring a client certificate accepted none"),
-        Ok(Err(e)) => e.to_string(),
-        Err(_) => panic!("no answer within {LIMIT:?}"),
-    };
+    let err = refused_at_start(&["--upstream", &url, "--upstream-ca-file", &ca]).await;
     assert!(err.contains("CertificateRequired"), "{err}");
 
     // A certificate with a key that is not one is refused at start.
-    let args = serve_args(&[
-        "--listen",
-        "127.0.0.1:0",
-        "--store",
-        "memory://",
+    let err = refused_at_start(&[
         "--upstream",
         &url,
         "--upstream-client-cert",
@@ -2085,11 +2006,7 @@ async fn upstreams_over_mutual_tls() {
         "--upstream-client-key",
         &ca,
     ])
-    .expect("parse");
-    let err = match taskwire::cli::build_server(&args).await {
-        Ok(_) => panic!("a client certificate without its key was accepted"),
-        Err(e) => e.to_string(),
-    };
+    .await;
     assert!(err.contains("--upstream-client-key"), "{err}");
     // The key alone is not a flag set.
     assert!(serve_args(&["--upstream", &url, "--upstream-client-key", &key]).is_err());
