@@ -91,10 +91,12 @@ pub struct A2aConfig {
     pub push_max_attempts: u32,
     /// First retry delay; doubled on each attempt (capped at 30 s), plus jitter.
     pub push_base_backoff: Duration,
-    /// Certificates (PEM) trusted for `https` push receivers besides the
-    /// built-in Mozilla roots and the system's: a private CA
-    /// (`--push-ca-file`). One that does not parse disables delivery, logged.
-    pub push_root_certificates_pem: Vec<Vec<u8>>,
+    /// TLS of push deliveries to `https` receivers: certificates trusted
+    /// besides the built-in Mozilla roots and the system's (a private CA,
+    /// `--push-ca-file`) and a client certificate for receivers that ask for
+    /// one (`--push-client-cert`, `--push-client-key`). One that does not
+    /// parse disables delivery, logged.
+    pub push_tls: taskwire_webhook::Tls,
     /// Bearer authentication is on (`--auth-tokens`): the card declares it.
     pub bearer_auth: bool,
     /// Serve GetExtendedAgentCard (else ExtendedAgentCardNotConfigured).
@@ -122,7 +124,7 @@ impl Default for A2aConfig {
             push_lease: Duration::from_secs(30),
             push_max_attempts: 8,
             push_base_backoff: Duration::from_millis(200),
-            push_root_certificates_pem: Vec::new(),
+            push_tls: taskwire_webhook::Tls::default(),
             bearer_auth: false,
             extended_card: false,
             input_modes: vec![

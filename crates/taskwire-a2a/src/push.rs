@@ -124,11 +124,11 @@ impl PushManager {
     pub fn with_lookup(service: TaskService, config: &A2aConfig, lookup: Arc<dyn Lookup>) -> Self {
         // No fallback to a default client: it would follow redirects and resolve
         // to any address. Without the guarded client, delivery is off.
-        let client = match taskwire_webhook::client_trusting(
+        let client = match taskwire_webhook::client_with_tls(
             Duration::from_secs(10),
             config.push_allow_private,
             lookup.clone(),
-            &config.push_root_certificates_pem,
+            &config.push_tls,
         ) {
             Ok(c) => Some(c),
             Err(e) => {

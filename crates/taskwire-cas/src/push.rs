@@ -52,10 +52,11 @@ pub struct PushConfig {
     /// Lease of a worker on a subscription it delivers (renewed every third of
     /// it; another worker takes over once it lapses).
     pub lease: Duration,
-    /// Certificates (PEM) trusted for `https` push URLs besides the built-in
-    /// Mozilla roots and the system's (a private CA). One that does not parse
-    /// disables delivery, logged.
-    pub root_certificates_pem: Vec<Vec<u8>>,
+    /// TLS of deliveries to `https` push URLs: certificates trusted besides
+    /// the built-in Mozilla roots and the system's (a private CA), and a
+    /// client certificate for receivers that ask for one. One that does not
+    /// parse disables delivery, logged.
+    pub tls: taskwire_webhook::Tls,
 }
 
 impl Default for PushConfig {
@@ -66,7 +67,7 @@ impl Default for PushConfig {
             timeout: Duration::from_secs(10),
             attempts: 3,
             lease: Duration::from_secs(30),
-            root_certificates_pem: Vec::new(),
+            tls: taskwire_webhook::Tls::default(),
         }
     }
 }
@@ -167,11 +168,11 @@ pub(crate) fn start(inner: &Arc<Inner>) {
     {
         return;
     }
-    let client = match taskwire_webhook::client_trusting(
+    let client = match taskwire_webhook::client_with_tls(
         inner.config.push.timeout,
         inner.config.push.allow_private,
         Arc::new(taskwire_webhook::SystemLookup),
-        &inner.config.push.root_certificates_pem,
+        &inner.config.push.tls,
     ) {
         Ok(c) => c,
         Err(e) => {

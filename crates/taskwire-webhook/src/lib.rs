@@ -263,18 +263,40 @@ pub fn client_with(
     allow_private: bool,
     lookup: Arc<dyn Lookup>,
 ) -> Result<reqwest::Client, WebhookError> {
-    client_trusting(timeout, allow_private, lookup, &[])
+    client_with_tls(timeout, allow_private, lookup, &Tls::default())
 }
 
-/// [`client_with`], also trusting the certificates in `roots` (each a PEM
-/// file's contents, one or more certificates: a private CA) for `https`
-/// receivers, besides the built-in Mozilla roots and the system's. A PEM with
-/// no certificate, or one that does not parse, is [`WebhookError::Client`].
-pub fn client_trusting(
+/// TLS settings of the delivery client for `https` receivers, beyond the
+/// built-in Mozilla roots and the system's.
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub struct Tls {
+    /// Certificates trusted besides the built-in and system roots (each a PEM
+    /// file's contents, one or more certificates: a private CA).
+    pub root_certificates_pem: Vec<Vec<u8>>,
+    /// The client certificate presented to receivers that ask for one
+    /// (mutual TLS): the private key and the certificate chain (leaf first),
+    /// PEM, in one buffer.
+    pub identity_pem: Option<Vec<u8>>,
+}
+
+impl std::fmt::Debug for Tls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tls")
+            .field("root_certificates", &self.root_certificates_pem.len())
+            .field("identity", &self.identity_pem.as_ref().map(|_| "…"))
+            .finish()
+    }
+}
+
+/// [`client_with`], with the trust and client certificate of `tls`. A PEM
+/// with no certificate, or one (or an identity) that does not parse, is
+/// [`WebhookError::Client`].
+pub fn client_with_tls(
     timeout: Duration,
     allow_private: bool,
     lookup: Arc<dyn Lookup>,
-    roots: &[Vec<u8>],
+    tls: &Tls,
 ) -> Result<reqwest::Client, WebhookError> {
     let mut b = reqwest::Client::builder()
         .timeout(timeout)
@@ -282,7 +304,7 @@ pub fn client_trusting(
     if !allow_private {
         b = b.dns_resolver(Arc::new(PublicOnly { lookup }));
     }
-    for pem in roots {
+    for pem in &tls.root_certificates_pem {
         let certs = reqwest::Certificate::from_pem_bundle(pem)
             .map_err(|e| WebhookError::Client(format!("root certificate: {e}")))?;
         if certs.is_empty() {
@@ -293,6 +315,11 @@ pub fn client_trusting(
         for c in certs {
             b = b.add_root_certificate(c);
         }
+    }
+    if let Some(pem) = &tls.identity_pem {
+        let id = reqwest::Identity::from_pem(pem)
+            .map_err(|e| WebhookError::Client(format!("client certificate: {e}")))?;
+        b = b.identity(id);
     }
     b.build().map_err(|e| WebhookError::Client(e.to_string()))
 }

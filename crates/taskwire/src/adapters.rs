@@ -22,6 +22,10 @@ pub struct AdapterOptions {
     /// Certificates (PEM) trusted for `https` A2A push urls besides the
     /// built-in and system roots (`--push-ca-file`).
     pub push_root_certificates_pem: Vec<Vec<u8>>,
+    /// The client certificate presented to A2A push receivers that ask for
+    /// one: its private key and chain (leaf first), PEM, in one buffer
+    /// (`--push-client-cert`, `--push-client-key`).
+    pub push_client_identity_pem: Option<Vec<u8>>,
     /// Per-principal bounds of what a caller can hold.
     pub quotas: Quotas,
     /// MCP: when `tools/call` becomes a task (`always` or milliseconds).
@@ -134,7 +138,8 @@ impl A2a {
                 v.public_url = self.opts.public_url(ctx);
                 v.grpc = cfg!(feature = "grpc");
                 v.push_allow_private = self.opts.push_allow_private;
-                v.push_root_certificates_pem = self.opts.push_root_certificates_pem.clone();
+                v.push_tls.root_certificates_pem = self.opts.push_root_certificates_pem.clone();
+                v.push_tls.identity_pem = self.opts.push_client_identity_pem.clone();
                 v.push_max_configs_per_principal = self.opts.quotas.push_configs;
                 v.bearer_auth = ctx.authenticated();
                 v.max_body_bytes = ctx.body_limit();

@@ -366,6 +366,26 @@ pub struct ServeArgs {
     )]
     pub push_ca_file: Vec<std::path::PathBuf>,
 
+    /// A PEM file with the certificate chain (leaf first) presented to
+    /// `https` A2A push receivers that ask for a client certificate (mutual
+    /// TLS); with `--push-client-key`. Read at start.
+    #[arg(
+        long = "push-client-cert",
+        env = "TASKWIRE_PUSH_CLIENT_CERT",
+        value_name = "FILE",
+        requires = "push_client_key"
+    )]
+    pub push_client_cert: Option<std::path::PathBuf>,
+
+    /// The PEM file of the private key of `--push-client-cert`.
+    #[arg(
+        long = "push-client-key",
+        env = "TASKWIRE_PUSH_CLIENT_KEY",
+        value_name = "FILE",
+        requires = "push_client_cert"
+    )]
+    pub push_client_key: Option<std::path::PathBuf>,
+
     /// MCP: when a `tools/call` from a client with the tasks extension becomes a
     /// task: `always`, or a number of milliseconds to wait for the result first.
     #[arg(long, env = "TASKWIRE_MCP_TASK_MODE", value_name = "always|MS", value_parser = parse_mcp_task_mode)]
@@ -907,24 +927,19 @@ async fn upstream_agent(
         .map_err(|e: taskwire_bridge::BridgeError| Error::Usage(e.to_string()))?;
     let max_message_bytes = usize::try_from(args.upstream.max_message_bytes).unwrap_or(usize::MAX);
     let root_certificates_pem = read_ca_files("--upstream-ca-file", &args.upstream.ca_file)?;
+    // Checked with the parser the clients use.
+    read_identity(
+        (
+            "--upstream-client-cert",
+            args.upstream.client_cert.as_deref(),
+        ),
+        ("--upstream-client-key", args.upstream.client_key.as_deref()),
+    )?;
     let client_identity = match (&args.upstream.client_cert, &args.upstream.client_key) {
-        (Some(cert), Some(key)) => {
-            let read = |flag: &str, f: &std::path::Path| {
-                std::fs::read(f).map_err(|e| Error::Usage(format!("{flag} {}: {e}", f.display())))
-            };
-            let id = taskwire_bridge::ClientIdentityPem::new(
-                read("--upstream-client-cert", cert)?,
-                read("--upstream-client-key", key)?,
-            );
-            id.to_reqwest().map_err(|e| {
-                Error::Usage(format!(
-                    "--upstream-client-cert {} with --upstream-client-key {}: {e}",
-                    cert.display(),
-                    key.display()
-                ))
-            })?;
-            Some(id)
-        }
+        (Some(cert), Some(key)) => Some(taskwire_bridge::ClientIdentityPem::new(
+            read_file("--upstream-client-cert", cert)?,
+            read_file("--upstream-client-key", key)?,
+        )),
         _ => None,
     };
     let options = |token: &Option<String>| taskwire_bridge::UpstreamOptions {
@@ -1133,6 +1148,10 @@ pub async fn build_server(args: &ServeArgs) -> Result<Server, Error> {
         public_url: args.public_url.clone(),
         push_allow_private: args.push_allow_private,
         push_root_certificates_pem: read_ca_files("--push-ca-file", &args.push_ca_file)?,
+        push_client_identity_pem: read_identity(
+            ("--push-client-cert", args.push_client_cert.as_deref()),
+            ("--push-client-key", args.push_client_key.as_deref()),
+        )?,
         quotas: args.quotas.quotas(),
         mcp_task_mode: args.mcp_task_mode.clone(),
         push_lease: Some(args.lease),
@@ -1143,13 +1162,42 @@ pub async fn build_server(args: &ServeArgs) -> Result<Server, Error> {
     builder.build().await
 }
 
+/// The contents of `f`, given with `flag`.
+fn read_file(flag: &str, f: &std::path::Path) -> Result<Vec<u8>, Error> {
+    std::fs::read(f).map_err(|e| Error::Usage(format!("{flag} {}: {e}", f.display())))
+}
+
+/// A client certificate from a certificate chain file and a key file (both
+/// PEM; none unless both are given), checked: the key and the chain in one
+/// PEM buffer, as reqwest takes them.
+fn read_identity(
+    cert: (&str, Option<&std::path::Path>),
+    key: (&str, Option<&std::path::Path>),
+) -> Result<Option<Vec<u8>>, Error> {
+    let (Some(cert_file), Some(key_file)) = (cert.1, key.1) else {
+        return Ok(None);
+    };
+    let mut pem = read_file(key.0, key_file)?;
+    pem.push(b'\n');
+    pem.extend_from_slice(&read_file(cert.0, cert_file)?);
+    reqwest::Identity::from_pem(&pem).map_err(|e| {
+        Error::Usage(format!(
+            "{} {} with {} {}: {e}",
+            cert.0,
+            cert_file.display(),
+            key.0,
+            key_file.display()
+        ))
+    })?;
+    Ok(Some(pem))
+}
+
 /// The contents of the PEM files given with `flag`, each holding at least
 /// one certificate that parses.
 fn read_ca_files(flag: &str, files: &[std::path::PathBuf]) -> Result<Vec<Vec<u8>>, Error> {
     let mut out = Vec::with_capacity(files.len());
     for f in files {
-        let pem =
-            std::fs::read(f).map_err(|e| Error::Usage(format!("{flag} {}: {e}", f.display())))?;
+        let pem = read_file(flag, f)?;
         match reqwest::Certificate::from_pem_bundle(&pem) {
             Ok(certs) if !certs.is_empty() => out.push(pem),
             Ok(_) => {

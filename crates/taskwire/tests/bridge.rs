@@ -1851,15 +1851,14 @@ async fn upstreams_over_tls_with_a_private_ca() {
     up.stop().await;
 }
 
-/// A2A push notifications reach an `https` receiver whose certificate a
-/// private CA signed, when that CA is given with `--push-ca-file` (the same
-/// TLS front as the upstreams above, in front of a plain receiver); without
-/// it, nothing reaches the receiver. A CA file without a certificate stops
-/// `serve` with a usage error.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn push_notifications_over_tls_with_a_private_ca() {
-    use std::sync::{Arc, Mutex};
-    let got: Arc<Mutex<Vec<serde_json::Value>>> = Arc::default();
+/// A webhook receiver on 127.0.0.1 (plain HTTP, `/hook`) keeping every JSON
+/// body POSTed to it; answers its base URL, the bodies, and its task.
+async fn push_receiver() -> (
+    String,
+    std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>,
+    tokio::task::JoinHandle<()>,
+) {
+    let got: std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>> = Default::default();
     let keep = got.clone();
     let app = axum::Router::new().route(
         "/hook",
@@ -1876,48 +1875,50 @@ async fn push_notifications_over_tls_with_a_private_ca() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind receiver");
-    let plain = format!("http://{}", listener.local_addr().expect("addr"));
-    let receiver = tokio::spawn(async move {
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    let task = tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
-    let front = TlsFront::bind().await;
-    let hook = format!("https://localhost:{}/hook", front.port);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let ca_file = dir.path().join("ca.pem");
-    std::fs::write(&ca_file, &front.ca_pem).expect("CA file");
-    let ca_arg = ca_file.to_string_lossy().to_string();
-    let relay = front.relay_to(&plain);
-    let http = reqwest::Client::new();
+    (base, got, task)
+}
 
-    // Sends a task with a push config for the hook; answers its id once done.
-    let run = |base: String, text: &'static str| {
-        let http = http.clone();
-        let hook = hook.clone();
-        async move {
-            let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
-                "params": {"message": {"messageId": format!("push-{text}"), "role": "ROLE_USER",
-                    "parts": [{"text": text}]},
-                    "configuration": {"taskPushNotificationConfig": {"url": hook, "token": "t"}}}});
-            let r: serde_json::Value = http
-                .post(format!("{base}/a2a"))
-                .header("A2A-Version", "1.0")
-                .json(&body)
-                .send()
-                .await
-                .expect("send")
-                .json()
-                .await
-                .expect("json");
-            assert_eq!(
-                r["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
-                "{r}"
-            );
-            r["result"]["task"]["id"]
-                .as_str()
-                .expect("task id")
-                .to_string()
-        }
-    };
+/// Runs a task on the taskwire at `base` with a push config for `hook`
+/// (blocking SendMessage); answers its id once completed.
+async fn task_pushed_to(base: &str, hook: &str, text: &str) -> String {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+        "params": {"message": {"messageId": format!("push-{text}"), "role": "ROLE_USER",
+            "parts": [{"text": text}]},
+            "configuration": {"taskPushNotificationConfig": {"url": hook, "token": "t"}}}});
+    let r: serde_json::Value = reqwest::Client::new()
+        .post(format!("{base}/a2a"))
+        .header("A2A-Version", "1.0")
+        .json(&body)
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(
+        r["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{r}"
+    );
+    r["result"]["task"]["id"]
+        .as_str()
+        .expect("task id")
+        .to_string()
+}
+
+/// Serves with `untrusting` flags and with `trusting` ones (besides
+/// `--push-allow-private`), runs one task on each pushing to `hook`: the
+/// second's completed status arrives, the first's nothing (given as long and
+/// more).
+async fn pushes_arrive_only_with(
+    hook: &str,
+    got: &std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>,
+    untrusting: &[&str],
+    trusting: &[&str],
+) {
     let pushed_for = |id: &str| {
         got.lock()
             .expect("receiver lock")
@@ -1925,31 +1926,91 @@ async fn push_notifications_over_tls_with_a_private_ca() {
             .filter(|v| v.to_string().contains(id))
             .count()
     };
-
-    // Without the CA: the receiver's certificate is not trusted.
-    let untrusting = serve(&["--push-allow-private"]).await;
-    let refused = run(untrusting.base.clone(), "untrusted").await;
-    // With it: the notifications arrive, up to the completed status.
-    let trusting = serve(&["--push-allow-private", "--push-ca-file", &ca_arg]).await;
-    let delivered = run(trusting.base.clone(), "trusted").await;
+    fn with<'a>(flags: &[&'a str]) -> Vec<&'a str> {
+        let mut v = vec!["--push-allow-private"];
+        v.extend_from_slice(flags);
+        v
+    }
+    let refusing = serve(&with(untrusting)).await;
+    let refused = task_pushed_to(&refusing.base, hook, "refused").await;
+    let delivering = serve(&with(trusting)).await;
+    let delivered = task_pushed_to(&delivering.base, hook, "delivered").await;
     common::bridge::eventually("the completed status pushed over https", || {
         got.lock().expect("receiver lock").iter().any(|v| {
             v.to_string().contains(&delivered) && v.to_string().contains("TASK_STATE_COMPLETED")
         })
     })
     .await;
-    // The untrusting server has had as long, and more, to deliver its task's.
     tokio::time::sleep(Duration::from_secs(1)).await;
-    assert_eq!(pushed_for(&refused), 0, "delivered without the CA");
+    assert_eq!(pushed_for(&refused), 0, "delivered with {untrusting:?}");
     assert!(pushed_for(&delivered) >= 1);
-    untrusting.stop().await;
-    trusting.stop().await;
+    refusing.stop().await;
+    delivering.stop().await;
+}
+
+/// A2A push notifications reach an `https` receiver whose certificate a
+/// private CA signed, when that CA is given with `--push-ca-file` (the same
+/// TLS front as the upstreams above, in front of a plain receiver); without
+/// it, nothing reaches the receiver. A CA file without a certificate stops
+/// `serve` with a usage error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_notifications_over_tls_with_a_private_ca() {
+    let (plain, got, receiver) = push_receiver().await;
+    let front = TlsFront::bind().await;
+    let hook = format!("https://localhost:{}/hook", front.port);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, &front.ca_pem).expect("CA file");
+    let ca_arg = ca_file.to_string_lossy().to_string();
+    let relay = front.relay_to(&plain);
+    pushes_arrive_only_with(&hook, &got, &[], &["--push-ca-file", &ca_arg]).await;
 
     // A file without a certificate is refused at start.
     let empty = dir.path().join("empty.pem");
     std::fs::write(&empty, "not a certificate\n").expect("file");
     let err = refused_at_start(&["--push-ca-file", &empty.to_string_lossy()]).await;
     assert!(err.contains("--push-ca-file"), "{err}");
+    relay.abort();
+    receiver.abort();
+}
+
+/// A2A push notifications reach an `https` receiver that requires a client
+/// certificate (mutual TLS) when `--push-client-cert` and
+/// `--push-client-key` give one its CA signed; with the CA alone, nothing
+/// arrives. A key that does not parse stops `serve` with a usage error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_notifications_over_mutual_tls() {
+    let (plain, got, receiver) = push_receiver().await;
+    let front = TlsFront::bind_mutual().await;
+    let hook = format!("https://localhost:{}/hook", front.port);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).expect("write");
+        p.to_string_lossy().to_string()
+    };
+    let ca = write("ca.pem", &front.ca_pem);
+    let cert = write("client.pem", &front.client_pem.0);
+    let key = write("client-key.pem", &front.client_pem.1);
+    let relay = front.relay_to(&plain);
+    pushes_arrive_only_with(
+        &hook,
+        &got,
+        &["--push-ca-file", &ca],
+        &[
+            "--push-ca-file",
+            &ca,
+            "--push-client-cert",
+            &cert,
+            "--push-client-key",
+            &key,
+        ],
+    )
+    .await;
+
+    let err = refused_at_start(&["--push-client-cert", &cert, "--push-client-key", &ca]).await;
+    assert!(err.contains("--push-client-key"), "{err}");
+    assert!(serve_args(&["--push-client-cert", &cert]).is_err());
     relay.abort();
     receiver.abort();
 }
