@@ -1796,6 +1796,21 @@ impl TlsFront {
         }
     }
 
+    /// Writes the CA certificate, the client certificate and its key (PEM)
+    /// into `dir`; answers their paths.
+    fn write_pems(&self, dir: &std::path::Path) -> (String, String, String) {
+        let write = |name: &str, text: &str| {
+            let p = dir.join(name);
+            std::fs::write(&p, text).expect("write");
+            p.to_string_lossy().to_string()
+        };
+        (
+            write("ca.pem", &self.ca_pem),
+            write("client.pem", &self.client_pem.0),
+            write("client-key.pem", &self.client_pem.1),
+        )
+    }
+
     /// Relays to the plain server at `base` (`http://127.0.0.1:PORT`) until
     /// the returned task is aborted.
     fn relay_to(self, base: &str) -> tokio::task::JoinHandle<()> {
@@ -1984,14 +1999,7 @@ async fn push_notifications_over_mutual_tls() {
     let front = TlsFront::bind_mutual().await;
     let hook = format!("https://localhost:{}/hook", front.port);
     let dir = tempfile::tempdir().expect("tempdir");
-    let write = |name: &str, text: &str| {
-        let p = dir.path().join(name);
-        std::fs::write(&p, text).expect("write");
-        p.to_string_lossy().to_string()
-    };
-    let ca = write("ca.pem", &front.ca_pem);
-    let cert = write("client.pem", &front.client_pem.0);
-    let key = write("client-key.pem", &front.client_pem.1);
+    let (ca, cert, key) = front.write_pems(dir.path());
     let relay = front.relay_to(&plain);
     pushes_arrive_only_with(
         &hook,
@@ -2026,14 +2034,7 @@ async fn upstreams_over_mutual_tls() {
     let https = format!("https://localhost:{}", front.port);
     let up = serve(&["--public-url", &https]).await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let write = |name: &str, text: &str| {
-        let p = dir.path().join(name);
-        std::fs::write(&p, text).expect("write");
-        p.to_string_lossy().to_string()
-    };
-    let ca = write("ca.pem", &front.ca_pem);
-    let cert = write("client.pem", &front.client_pem.0);
-    let key = write("client-key.pem", &front.client_pem.1);
+    let (ca, cert, key) = front.write_pems(dir.path());
     let port = front.port;
     let relay = front.relay_to(&up.base);
 
