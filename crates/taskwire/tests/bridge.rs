@@ -95,6 +95,37 @@ async fn upstream_task_in(up: &A2aClient, want: pb::TaskState) -> pb::Task {
     }
 }
 
+/// A downstream task running `sleep 30000` (sent returning at once), and the
+/// upstream's task for it once it is working.
+async fn sleeping_task(down: &A2aClient, direct: &A2aClient) -> (pb::Task, pb::Task) {
+    let t = task_of(
+        down.send_text("sleep 30000", true)
+            .await
+            .expect("send")
+            .into_inner(),
+    );
+    let ut = upstream_task_in(direct, pb::TaskState::Working).await;
+    (t, ut)
+}
+
+/// Cancels downstream task `id`: it answers canceled, and the upstream's one
+/// task, `upstream`, ends canceled (`what` names the case in failures).
+async fn cancel_reaches_upstream(
+    down: &A2aClient,
+    direct: &A2aClient,
+    id: &str,
+    upstream: &str,
+    what: &str,
+) {
+    let canceled = down.cancel_task(id).await.expect("cancel").into_inner();
+    assert_eq!(state(&canceled), pb::TaskState::Canceled, "{what}");
+    assert_eq!(
+        upstream_task_in(direct, pb::TaskState::Canceled).await.id,
+        upstream,
+        "{what}"
+    );
+}
+
 fn text_to_task(text: &str, task_id: &str) -> pb::SendMessageRequest {
     let mut m = a2a::text_message(text);
     m.task_id = task_id.to_string();
@@ -343,17 +374,8 @@ async fn a_downstream_cancel_cancels_the_upstream_task(over: Over) {
     let down = a2a_client(&bridge.base);
     let direct = a2a_client(&up.base);
 
-    let t = task_of(
-        down.send_text("sleep 30000", true)
-            .await
-            .expect("send")
-            .into_inner(),
-    );
-    let ut = upstream_task_in(&direct, pb::TaskState::Working).await;
-    let canceled = down.cancel_task(&t.id).await.expect("cancel").into_inner();
-    assert_eq!(state(&canceled), pb::TaskState::Canceled);
-    let ut2 = upstream_task_in(&direct, pb::TaskState::Canceled).await;
-    assert_eq!(ut2.id, ut.id);
+    let (t, ut) = sleeping_task(&down, &direct).await;
+    cancel_reaches_upstream(&down, &direct, &t.id, &ut.id, "").await;
     up.stop().await;
     bridge.stop().await;
 }
@@ -373,10 +395,7 @@ async fn a_downstream_cancel_while_waiting_for_input_cancels_the_upstream_task(o
     assert_eq!(state(&t), pb::TaskState::InputRequired, "{t:?}");
     let ut = upstream_task_in(&direct, pb::TaskState::InputRequired).await;
     // No turn runs now: the bridge's watcher of the store cancels upstream.
-    let canceled = down.cancel_task(&t.id).await.expect("cancel").into_inner();
-    assert_eq!(state(&canceled), pb::TaskState::Canceled);
-    let ut2 = upstream_task_in(&direct, pb::TaskState::Canceled).await;
-    assert_eq!(ut2.id, ut.id);
+    cancel_reaches_upstream(&down, &direct, &t.id, &ut.id, "").await;
     up.stop().await;
     bridge.stop().await;
 }
@@ -444,13 +463,7 @@ async fn an_upstream_cancel_ends_the_downstream_task_canceled(over: Over) {
     let down = a2a_client(&bridge.base);
     let direct = a2a_client(&up.base);
 
-    let t = task_of(
-        down.send_text("sleep 30000", true)
-            .await
-            .expect("send")
-            .into_inner(),
-    );
-    let ut = upstream_task_in(&direct, pb::TaskState::Working).await;
+    let (t, ut) = sleeping_task(&down, &direct).await;
     direct.cancel_task(&ut.id).await.expect("cancel upstream");
     let ended = down
         .wait_task(&t.id, LIMIT)
@@ -1061,19 +1074,8 @@ async fn cancels_cross_an_mcp_upstream_both_ways() {
     let down = a2a_client(&bridge.base);
     let direct = a2a_client(&up.base);
 
-    let t = task_of(
-        down.send_text("sleep 30000", true)
-            .await
-            .expect("send")
-            .into_inner(),
-    );
-    let ut = upstream_task_in(&direct, pb::TaskState::Working).await;
-    let canceled = down.cancel_task(&t.id).await.expect("cancel").into_inner();
-    assert_eq!(state(&canceled), pb::TaskState::Canceled);
-    assert_eq!(
-        upstream_task_in(&direct, pb::TaskState::Canceled).await.id,
-        ut.id
-    );
+    let (t, ut) = sleeping_task(&down, &direct).await;
+    cancel_reaches_upstream(&down, &direct, &t.id, &ut.id, "").await;
     up.stop().await;
     bridge.stop().await;
 
@@ -1096,13 +1098,7 @@ async fn cancels_cross_an_mcp_upstream_both_ways() {
     let (up, bridge) = mcp_pair("").await;
     let down = a2a_client(&bridge.base);
     let direct = a2a_client(&up.base);
-    let t = task_of(
-        down.send_text("sleep 30000", true)
-            .await
-            .expect("send")
-            .into_inner(),
-    );
-    let ut = upstream_task_in(&direct, pb::TaskState::Working).await;
+    let (t, ut) = sleeping_task(&down, &direct).await;
     direct.cancel_task(&ut.id).await.expect("cancel upstream");
     let ended = settled(&down, &t.id).await;
     assert_eq!(state(&ended), pb::TaskState::Canceled, "{ended:?}");
@@ -1182,21 +1178,9 @@ async fn a_cancel_while_the_upstream_creates_its_task_reaches_it() {
         let down = a2a_client(&bridge.base);
         let direct = a2a_client(&up.base);
         relay.slow.store(true, std::sync::atomic::Ordering::SeqCst);
-        let t = task_of(
-            down.send_text("sleep 30000", true)
-                .await
-                .expect("send")
-                .into_inner(),
-        );
+        let (t, ut) = sleeping_task(&down, &direct).await;
         // The upstream has made its task; its answer is still in the relay.
-        let ut = upstream_task_in(&direct, pb::TaskState::Working).await;
-        let canceled = down.cancel_task(&t.id).await.expect("cancel").into_inner();
-        assert_eq!(state(&canceled), pb::TaskState::Canceled, "{version}");
-        assert_eq!(
-            upstream_task_in(&direct, pb::TaskState::Canceled).await.id,
-            ut.id,
-            "{version}"
-        );
+        cancel_reaches_upstream(&down, &direct, &t.id, &ut.id, version).await;
         relay.task.abort();
         bridge.stop().await;
         up.stop().await;
