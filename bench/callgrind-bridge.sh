@@ -9,6 +9,8 @@
 #   STORE=sqlite bench/callgrind-bridge.sh     # both servers on their default store,
 #                                              # a SQLite file each (in $OUT);
 #                                              # STORE=sqlite-normal: ?synchronous=normal
+#   UPSCHEME=a2a+grpc bench/callgrind-bridge.sh  # the bridge reaches its upstream over
+#                                              # A2A gRPC (default: a2a+http, JSON-RPC)
 #
 # The upstream is `taskwire serve --store memory://` (the scripted agent), run
 # natively; in `bridged` mode the bridge (`--upstream a2a+http://…`, memory
@@ -73,7 +75,7 @@ else
   port=$(free_port)
   TOKIO_WORKER_THREADS=1 taskset -c 0 valgrind --tool=callgrind \
     --callgrind-out-file="$OUT/callgrind.out.%p" "$BIN" serve --listen "127.0.0.1:$port" \
-    --store "$bridge_store" --upstream "a2a+http://127.0.0.1:$up_port" >"$OUT/bridge.log" 2>&1 &
+    --store "$bridge_store" --upstream "${UPSCHEME:-a2a+http}://127.0.0.1:$up_port" >"$OUT/bridge.log" 2>&1 &
   pids+=($!)
   vg=$!
 fi
