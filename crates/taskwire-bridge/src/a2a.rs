@@ -82,6 +82,27 @@ pub struct UpstreamOptions {
     /// oldest is dropped, and when all [`UpstreamOptions::max_open_calls`]
     /// are held, the oldest of the principal holding the most.
     pub max_open_calls_per_principal: usize,
+    /// AG-UI upstreams: most text messages a run may stream at once (started
+    /// and not ended; `--upstream-max-open-messages`, default
+    /// [`crate::agui::MAX_OPEN_MESSAGES`]); past it the turn fails.
+    pub max_open_messages: usize,
+    /// MCP upstreams: most `tools/list` pages read at discovery
+    /// (`--upstream-max-list-pages`, default
+    /// [`taskwire_client::mcp::MAX_TOOL_PAGES`]); past it discovery fails.
+    pub max_list_pages: usize,
+    /// Most `upstream_link` records (of linked tasks waiting, or running
+    /// long) one executor's cancel watcher keeps track of
+    /// (`--upstream-max-link-records`, default
+    /// [`crate::DEFAULT_MAX_LINK_RECORDS`]); past it no record is
+    /// stored, and a cancel made while no bridge runs does not reach those
+    /// upstream tasks.
+    pub max_link_records: usize,
+    /// Most `upstream_link` records one watcher reads at start, to cancel the
+    /// upstream tasks of tasks canceled while no bridge ran
+    /// (`--upstream-catch-up-records`, default
+    /// [`crate::DEFAULT_CATCH_UP_RECORDS`]); the rest wait for the
+    /// next start.
+    pub catch_up_records: usize,
 }
 
 /// The default of [`UpstreamOptions::max_message_bytes`]: 4 MiB.
@@ -101,6 +122,10 @@ impl Default for UpstreamOptions {
             client_identity: None,
             max_open_calls: crate::mcp_legacy::DEFAULT_MAX_OPEN_CALLS,
             max_open_calls_per_principal: crate::mcp_legacy::DEFAULT_MAX_OPEN_CALLS_PER_PRINCIPAL,
+            max_open_messages: crate::agui::MAX_OPEN_MESSAGES,
+            max_list_pages: taskwire_client::mcp::MAX_TOOL_PAGES,
+            max_link_records: crate::common::DEFAULT_MAX_LINK_RECORDS,
+            catch_up_records: crate::common::DEFAULT_CATCH_UP_RECORDS,
         }
     }
 }
@@ -289,6 +314,7 @@ pub struct A2aUpstream {
     store: Option<Arc<dyn TaskStore>>,
     backoff: BackoffPolicy,
     poll_interval: Duration,
+    link_bounds: crate::common::LinkBounds,
     watcher: Option<Arc<crate::common::Watcher>>,
     ready: Arc<ReadyCache>,
 }
@@ -396,6 +422,7 @@ impl A2aUpstream {
             store: None,
             backoff: opts.backoff.clone(),
             poll_interval: opts.poll_interval,
+            link_bounds: crate::common::LinkBounds::of(opts),
             watcher: None,
             ready: Arc::new(ReadyCache::default()),
         }
@@ -422,10 +449,12 @@ impl A2aUpstream {
         route: Option<crate::many::Route>,
     ) -> Self {
         let client = self.client.clone();
-        let watcher = crate::common::watch_cancels(store.clone(), "a2a", route, move |task_id| {
-            let client = client.clone();
-            async move { client.cancel_task(&task_id).await.map(|_| ()) }
-        });
+        let bounds = self.link_bounds;
+        let watcher =
+            crate::common::watch_cancels(store.clone(), "a2a", route, bounds, move |task_id| {
+                let client = client.clone();
+                async move { client.cancel_task(&task_id).await.map(|_| ()) }
+            });
         self.watcher = Some(Arc::new(watcher));
         self.store = Some(store);
         self
@@ -482,7 +511,8 @@ pub(crate) fn client_config(base_url: &str, opts: &UpstreamOptions) -> ClientCon
         .connect_timeout(opts.connect_timeout)
         .backoff(opts.backoff.clone())
         .poll_interval(opts.poll_interval)
-        .max_message_bytes(opts.max_message_bytes);
+        .max_message_bytes(opts.max_message_bytes)
+        .max_list_pages(opts.max_list_pages);
     if let Some(t) = &opts.bearer_token {
         b = b.bearer_token(t.clone());
     }

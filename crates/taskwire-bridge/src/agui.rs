@@ -100,10 +100,12 @@ pub struct AguiUpstream {
     ready: Arc<ReadyCache>,
     /// Most bytes of text held for the messages being streamed at once.
     max_text_bytes: usize,
+    /// Most text messages streamed at once.
+    max_open_messages: usize,
 }
 
-/// Most text messages an AG-UI upstream may stream at once (started and not
-/// yet ended).
+/// The default of [`UpstreamOptions::max_open_messages`]: most text messages
+/// an AG-UI upstream may stream at once (started and not yet ended).
 pub const MAX_OPEN_MESSAGES: usize = 64;
 
 impl std::fmt::Debug for AguiUpstream {
@@ -147,6 +149,7 @@ impl AguiUpstream {
             store: None,
             ready: Arc::new(ReadyCache::default()),
             max_text_bytes: opts.max_message_bytes,
+            max_open_messages: opts.max_open_messages.max(1),
         })
     }
 
@@ -195,8 +198,8 @@ struct Turn<'a> {
     ctx: &'a TurnContext,
     number: u32,
     link: Option<AguiLink>,
-    /// Text of messages being streamed, by message id (at most
-    /// [`MAX_OPEN_MESSAGES`] of them, together at most the upstream's
+    /// Text of messages being streamed, by message id (at most the
+    /// upstream's `max_open_messages` of them, together at most its
     /// `max_text_bytes`).
     texts: BTreeMap<String, String>,
     /// The bytes held in `texts`.
@@ -362,9 +365,10 @@ impl<'a> Turn<'a> {
         match e.kind.as_str() {
             ev::TEXT_MESSAGE_START if e.raw.get("role").and_then(Value::as_str) != Some("user") => {
                 let id = s("messageId");
-                if !self.texts.contains_key(&id) && self.texts.len() >= MAX_OPEN_MESSAGES {
+                let max = self.up.max_open_messages;
+                if !self.texts.contains_key(&id) && self.texts.len() >= max {
                     return Err(BridgeError::Protocol(format!(
-                        "the upstream streams more than {MAX_OPEN_MESSAGES} text messages at once"
+                        "the upstream streams more than {max} text messages at once"
                     )));
                 }
                 if let Some(old) = self.texts.insert(id, String::new()) {

@@ -64,6 +64,7 @@ pub(crate) fn watch_cancels<F, Fut>(
     store: Arc<dyn TaskStore>,
     protocol: &'static str,
     route: Option<Route>,
+    bounds: LinkBounds,
     cancel: F,
 ) -> Watcher
 where
@@ -75,6 +76,7 @@ where
         protocol,
         recorded: std::sync::Mutex::new(std::collections::HashMap::new()),
         running: std::sync::Mutex::new(std::collections::HashMap::new()),
+        max_tracked: bounds.tracked,
     });
     let recorded = records.clone();
     let task = AbortOnDrop(tokio::spawn(async move {
@@ -82,7 +84,15 @@ where
         let recorded = &recorded;
         // Subscribed before the catch-up, so nothing falls between the two.
         let mut rx = store.hub().firehose();
-        catch_up_cancels(&store, protocol, route.as_ref(), recorded, &cancel).await;
+        catch_up_cancels(
+            &store,
+            protocol,
+            route.as_ref(),
+            recorded,
+            bounds.catch_up,
+            &cancel,
+        )
+        .await;
         let mut tick = tokio::time::interval(RECORD_RUNNING_AFTER);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -186,6 +196,8 @@ pub(crate) struct LinkRecords {
     recorded: std::sync::Mutex<std::collections::HashMap<TaskId, String>>,
     /// The linked turns running now, since when.
     running: std::sync::Mutex<std::collections::HashMap<TaskId, (Linked, std::time::Instant)>>,
+    /// Most records kept track of ([`LinkBounds::tracked`]).
+    max_tracked: usize,
 }
 
 impl std::fmt::Debug for LinkRecords {
@@ -205,10 +217,10 @@ impl LinkRecords {
     }
 
     /// Notes a record of `id` naming upstream task `upstream` as stored;
-    /// false when it was already, or beyond [`MAX_RECORDED`].
+    /// false when it was already, or beyond [`LinkBounds::tracked`].
     fn track(&self, id: &TaskId, upstream: &str) -> bool {
         self.recorded.lock().is_ok_and(|mut r| {
-            let full = r.len() >= MAX_RECORDED;
+            let full = r.len() >= self.max_tracked;
             match r.get_mut(id) {
                 Some(u) if u == upstream => false,
                 Some(u) => {
@@ -289,15 +301,46 @@ impl Drop for RunningTurn {
     }
 }
 
-/// Most `upstream_link` records one watcher keeps track of (beyond it, linked
+/// The default of [`crate::UpstreamOptions::max_link_records`]: most
+/// `upstream_link` records one watcher keeps track of (beyond it, linked
 /// tasks are not recorded: a cancel made while no bridge runs is then not
 /// sent upstream for them).
-const MAX_RECORDED: usize = 100_000;
+pub const DEFAULT_MAX_LINK_RECORDS: usize = 100_000;
 
-/// Records claimed by the start-up catch-up at once, and at most how many
-/// batches it reads.
+/// The default of [`crate::UpstreamOptions::catch_up_records`]: most
+/// `upstream_link` records one watcher reads at start.
+pub const DEFAULT_CATCH_UP_RECORDS: usize = 10_000;
+
+/// The bounds of one watcher's `upstream_link` records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LinkBounds {
+    /// Most records kept track of at once.
+    pub(crate) tracked: usize,
+    /// Most records read by the start-up catch-up.
+    pub(crate) catch_up: usize,
+}
+
+impl LinkBounds {
+    /// The bounds `opts` asks for (each at least 1).
+    pub(crate) fn of(opts: &crate::UpstreamOptions) -> Self {
+        Self {
+            tracked: opts.max_link_records.max(1),
+            catch_up: opts.catch_up_records.max(1),
+        }
+    }
+}
+
+impl Default for LinkBounds {
+    fn default() -> Self {
+        Self {
+            tracked: DEFAULT_MAX_LINK_RECORDS,
+            catch_up: DEFAULT_CATCH_UP_RECORDS,
+        }
+    }
+}
+
+/// Records claimed by the start-up catch-up at once.
 const CATCH_UP_BATCH: usize = 100;
-const CATCH_UP_BATCHES: usize = 100;
 
 async fn send_cancel<F, Fut>(cancel: &F, id: &TaskId, upstream: &str)
 where
@@ -345,7 +388,7 @@ async fn forget_link(store: &Arc<dyn TaskStore>, id: &TaskId) {
 }
 
 /// The start-up pass over the `upstream_link` records (see [`watch_cancels`]),
-/// bounded ([`CATCH_UP_BATCHES`] claims of [`CATCH_UP_BATCH`]).
+/// bounded: at most `limit` records, claimed [`CATCH_UP_BATCH`] at a time.
 ///
 /// The watchers of one process take turns (one lock), and each holds every
 /// record it claimed until its pass ends: the records of other protocols and
@@ -357,6 +400,7 @@ async fn catch_up_cancels<F, Fut>(
     protocol: &str,
     route: Option<&Route>,
     records: &LinkRecords,
+    limit: usize,
     cancel: &F,
 ) where
     F: Fn(String) -> Fut,
@@ -369,12 +413,13 @@ async fn catch_up_cancels<F, Fut>(
     let worker = format!("taskwire-bridge-{protocol}-{member}-{}", std::process::id());
     let (mut canceled, mut ended) = (0usize, 0usize);
     let mut held = Vec::new();
-    for _ in 0..CATCH_UP_BATCHES {
+    let mut left = limit;
+    while left > 0 {
         let batch = match store
             .claim_records(
                 RecordKind::UpstreamLink,
                 &worker,
-                CATCH_UP_BATCH,
+                left.min(CATCH_UP_BATCH),
                 std::time::Duration::from_secs(60),
                 chrono::Utc::now(),
             )
@@ -389,6 +434,7 @@ async fn catch_up_cancels<F, Fut>(
         if batch.is_empty() {
             break;
         }
+        left = left.saturating_sub(batch.len());
         for (record, lease) in batch {
             let ours = record.data.get("protocol").and_then(Value::as_str) == Some(protocol);
             let (Some(task_id), true) = (record.task_id.clone(), ours) else {
@@ -729,8 +775,18 @@ mod tests {
 
     /// A watcher of `route` whose cancels are recorded in `sent`.
     fn watcher(store: &Arc<dyn TaskStore>, route: Option<Route>, sent: &Sent) -> Watcher {
+        bounded_watcher(store, route, sent, LinkBounds::default())
+    }
+
+    /// [`watcher`] with the record bounds `bounds`.
+    fn bounded_watcher(
+        store: &Arc<dyn TaskStore>,
+        route: Option<Route>,
+        sent: &Sent,
+        bounds: LinkBounds,
+    ) -> Watcher {
         let sent = sent.clone();
-        watch_cancels(store.clone(), "a2a", route, move |id| {
+        watch_cancels(store.clone(), "a2a", route, bounds, move |id| {
             let sent = sent.clone();
             async move {
                 sent.lock().unwrap_or_else(|e| e.into_inner()).push(id);
@@ -775,6 +831,17 @@ mod tests {
             .await
             .expect("commit");
         t.id.clone()
+    }
+
+    /// The `upstream_link` records stored.
+    async fn link_records(store: &Arc<dyn TaskStore>) -> u64 {
+        store
+            .count_records()
+            .await
+            .expect("count")
+            .iter()
+            .find(|(k, _)| *k == taskwire_core::RecordKind::UpstreamLink)
+            .map_or(0, |(_, n)| *n)
     }
 
     /// Lets the watchers just spawned subscribe to the store's changes.
@@ -833,6 +900,7 @@ mod tests {
             protocol: "a2a",
             recorded: std::sync::Mutex::new(std::collections::HashMap::new()),
             running: std::sync::Mutex::new(std::collections::HashMap::new()),
+            max_tracked: DEFAULT_MAX_LINK_RECORDS,
         };
         let stored = || async {
             store
@@ -880,20 +948,8 @@ mod tests {
                 ids.push(linked(&service, &store, "a", &format!("up-a{i}")).await);
             }
             let expected = ids.len() as u64;
-            let s = store.clone();
-            let count = move || {
-                let s = s.clone();
-                async move {
-                    s.count_records()
-                        .await
-                        .expect("count")
-                        .iter()
-                        .find(|(k, _)| *k == taskwire_core::RecordKind::UpstreamLink)
-                        .map_or(0, |(_, n)| *n)
-                }
-            };
             let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-            while count().await < expected {
+            while link_records(&store).await < expected {
                 assert!(tokio::time::Instant::now() < deadline, "records not stored");
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
@@ -922,5 +978,74 @@ mod tests {
             |member: &str, n: usize| sorted((0..n).map(|i| format!("up-{member}{i}")).collect());
         assert_eq!(sorted(sent(&sa)), want("a", n_a));
         assert_eq!(sorted(sent(&sb)), want("b", n_b));
+    }
+
+    /// A watcher stores at most `tracked` records, and its start-up
+    /// catch-up reads at most `catch_up` of them: the rest are read by the
+    /// next start.
+    #[tokio::test]
+    async fn the_link_records_are_bounded() {
+        let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
+        let service = TaskService::new(store.clone(), "bridge".to_string());
+        let sent_at: Sent = Default::default();
+        let mut ids = Vec::new();
+        {
+            let three = LinkBounds {
+                tracked: 3,
+                catch_up: 100,
+            };
+            let _w = bounded_watcher(&store, None, &sent_at, three);
+            started().await;
+            for i in 0..5 {
+                ids.push(linked(&service, &store, "a", &format!("up-{i}")).await);
+            }
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+            while link_records(&store).await < 3 {
+                assert!(tokio::time::Instant::now() < deadline, "records not stored");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            assert_eq!(link_records(&store).await, 3, "past the bound, none stored");
+        }
+        // Five records, from a watcher without the bound.
+        {
+            let _w = watcher(&store, None, &sent_at);
+            started().await;
+            for i in 5..7 {
+                ids.push(linked(&service, &store, "a", &format!("up-{i}")).await);
+            }
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+            while link_records(&store).await < 5 {
+                assert!(tokio::time::Instant::now() < deadline, "records not stored");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+        for id in &ids {
+            service
+                .cancel(Access::System, id, None)
+                .await
+                .expect("cancel");
+        }
+        assert!(sent(&sent_at).is_empty());
+        // A start that reads two records cancels two upstream tasks.
+        let (first, second): (Sent, Sent) = Default::default();
+        let two = LinkBounds {
+            tracked: 100,
+            catch_up: 2,
+        };
+        let _w1 = bounded_watcher(&store, None, &first, two);
+        until("two cancels sent", || sent(&first).len() >= 2).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(sent(&first).len(), 2, "{:?}", sent(&first));
+        assert_eq!(link_records(&store).await, 3);
+        // The next start reads the other three.
+        let _w2 = watcher(&store, None, &second);
+        until("the other cancels sent", || sent(&second).len() >= 3).await;
+        let mut all = [sent(&first), sent(&second)].concat();
+        all.sort();
+        let recorded = ["up-0", "up-1", "up-2", "up-5", "up-6"];
+        let mut want: Vec<String> = recorded.iter().map(|s| s.to_string()).collect();
+        want.sort();
+        assert_eq!(all, want);
     }
 }

@@ -31,6 +31,7 @@ use taskwire_core::{Agent, TaskStore};
 pub use a2a::{A2aTransport, A2aUpstream, UpstreamLink, UpstreamOptions};
 pub use agui::AguiUpstream;
 pub use common::metric;
+pub use common::{DEFAULT_CATCH_UP_RECORDS, DEFAULT_MAX_LINK_RECORDS};
 pub use error::BridgeError;
 pub use many::{Member, Upstreams};
 pub use mcp::{McpUpstream, McpVersion};

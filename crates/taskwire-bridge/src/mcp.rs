@@ -208,6 +208,7 @@ pub struct McpUpstream {
     pub(crate) store: Option<Arc<dyn TaskStore>>,
     pub(crate) backoff: BackoffPolicy,
     pub(crate) poll_interval: Duration,
+    link_bounds: crate::common::LinkBounds,
     watcher: Option<Arc<crate::common::Watcher>>,
     ready: Arc<ReadyCache>,
     /// Spoken to in revision 2025-11-25 (`crate::mcp_legacy`).
@@ -315,6 +316,7 @@ impl McpUpstream {
             store: None,
             backoff: opts.backoff.clone(),
             poll_interval: opts.poll_interval,
+            link_bounds: crate::common::LinkBounds::of(opts),
             watcher: None,
             ready: Arc::new(ReadyCache::default()),
             legacy: None,
@@ -371,6 +373,7 @@ impl McpUpstream {
             store: None,
             backoff: opts.backoff.clone(),
             poll_interval: opts.poll_interval,
+            link_bounds: crate::common::LinkBounds::of(opts),
             watcher: None,
             ready: Arc::new(ReadyCache::default()),
             legacy: Some(crate::mcp_legacy::Legacy::new(
@@ -405,14 +408,20 @@ impl McpUpstream {
             return self;
         }
         let client = self.client.clone();
-        let watcher = watch_cancels(store.clone(), PROTOCOL, route, move |task_id| {
-            let client = client.clone();
-            async move {
-                timed(PROTOCOL, "tasks/cancel", client.cancel_task(&task_id))
-                    .await
-                    .map(|_| ())
-            }
-        });
+        let watcher = watch_cancels(
+            store.clone(),
+            PROTOCOL,
+            route,
+            self.link_bounds,
+            move |task_id| {
+                let client = client.clone();
+                async move {
+                    timed(PROTOCOL, "tasks/cancel", client.cancel_task(&task_id))
+                        .await
+                        .map(|_| ())
+                }
+            },
+        );
         self.watcher = Some(Arc::new(watcher));
         self.store = Some(store);
         self

@@ -214,6 +214,7 @@ pub(crate) struct Legacy {
     as_task: Arc<HashSet<String>>,
     open: Arc<OpenCalls>,
     open_watcher: Option<Arc<AbortOnDrop>>,
+    link_bounds: crate::common::LinkBounds,
 }
 
 impl Legacy {
@@ -233,6 +234,7 @@ impl Legacy {
                 opts.max_open_calls_per_principal,
             )),
             open_watcher: None,
+            link_bounds: crate::common::LinkBounds::of(opts),
         }
     }
 
@@ -252,14 +254,20 @@ impl Legacy {
         route: Option<crate::many::Route>,
     ) -> (Self, crate::common::Watcher) {
         let client = self.client.clone();
-        let tasks = watch_cancels(store.clone(), PROTOCOL, route, move |task_id| {
-            let client = client.clone();
-            async move {
-                timed(PROTOCOL, "tasks/cancel", client.cancel_task(&task_id))
-                    .await
-                    .map(|_| ())
-            }
-        });
+        let tasks = watch_cancels(
+            store.clone(),
+            PROTOCOL,
+            route,
+            self.link_bounds,
+            move |task_id| {
+                let client = client.clone();
+                async move {
+                    timed(PROTOCOL, "tasks/cancel", client.cancel_task(&task_id))
+                        .await
+                        .map(|_| ())
+                }
+            },
+        );
         let open = self.open.clone();
         self.open_watcher = Some(Arc::new(watch_open_calls(store, open)));
         (self, tasks)

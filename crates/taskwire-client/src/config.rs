@@ -144,6 +144,10 @@ pub struct ClientConfig {
     /// AG-UI clients read (default 16 MiB); beyond it the response or stream is a
     /// [`crate::ClientError::Decode`].
     pub max_message_bytes: usize,
+    /// Most pages of a paged list (MCP `tools/list`) the clients follow
+    /// (default [`crate::mcp::MAX_TOOL_PAGES`]); a server that pages on is a
+    /// [`crate::ClientError::Protocol`].
+    pub max_list_pages: usize,
     /// Receives every exchange (optional).
     pub observer: Option<ExchangeObserver>,
     /// Certificates (PEM, one or more per entry) trusted for HTTPS and gRPC
@@ -205,6 +209,7 @@ impl fmt::Debug for ClientConfig {
             .field("poll_interval", &self.poll_interval)
             .field("headers", &self.headers)
             .field("max_message_bytes", &self.max_message_bytes)
+            .field("max_list_pages", &self.max_list_pages)
             .field("observer", &self.observer.is_some())
             .field("root_certificates", &self.root_certificates_pem.len())
             .field("client_identity", &self.client_identity)
@@ -226,6 +231,7 @@ impl ClientConfig {
             poll_interval: Duration::from_millis(500),
             headers: Vec::new(),
             max_message_bytes: crate::sse::DEFAULT_MAX_EVENT_BYTES,
+            max_list_pages: crate::mcp::MAX_TOOL_PAGES,
             observer: None,
             root_certificates_pem: Vec::new(),
             client_identity: None,
@@ -345,6 +351,12 @@ impl ClientConfigBuilder {
     /// Largest response body and stream event read (at least 1 byte).
     pub fn max_message_bytes(mut self, n: usize) -> Self {
         self.config.max_message_bytes = n.max(1);
+        self
+    }
+
+    /// Most pages of a paged list followed (at least 1).
+    pub fn max_list_pages(mut self, n: usize) -> Self {
+        self.config.max_list_pages = n.max(1);
         self
     }
 

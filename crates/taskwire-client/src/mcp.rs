@@ -342,13 +342,17 @@ fn typed<T: serde::de::DeserializeOwned>(
     Ok(Received { value, raw })
 }
 
-/// Most `tools/list` pages a client reads; a server that pages on is an
-/// error (as is one that repeats a cursor).
+/// The default of [`ClientConfig::max_list_pages`]: most `tools/list` pages a
+/// client reads; a server that pages on is an error (as is one that repeats a
+/// cursor).
 pub const MAX_TOOL_PAGES: usize = 100;
 
-/// Every page of `tools/list`, `page` sending one request with the given
-/// params (`{}` first, then `{"cursor": …}`).
-async fn all_tools<F, Fut>(mut page: F) -> Result<Received<Vec<Tool>>, ClientError>
+/// Every page of `tools/list` (at most `max_pages`), `page` sending one
+/// request with the given params (`{}` first, then `{"cursor": …}`).
+async fn all_tools<F, Fut>(
+    max_pages: usize,
+    mut page: F,
+) -> Result<Received<Vec<Tool>>, ClientError>
 where
     F: FnMut(Value) -> Fut,
     Fut: std::future::Future<Output = Result<Value, ClientError>>,
@@ -357,7 +361,7 @@ where
     let mut raw = Vec::new();
     let mut cursors = std::collections::HashSet::new();
     let mut params = Map::new();
-    for _ in 0..MAX_TOOL_PAGES {
+    for _ in 0..max_pages {
         let mut r = page(Value::Object(params.clone())).await?;
         let tools = r
             .get_mut("tools")
@@ -386,7 +390,7 @@ where
         params.insert("cursor".into(), Value::String(next.to_string()));
     }
     Err(ClientError::Protocol(format!(
-        "tools/list has more than {MAX_TOOL_PAGES} pages"
+        "tools/list has more than {max_pages} pages"
     )))
 }
 
@@ -547,9 +551,13 @@ impl McpClient {
     }
 
     /// `tools/list`, every page (following `nextCursor`, at most
-    /// [`MAX_TOOL_PAGES`]); `raw` is `{"tools": [...]}` of all of them.
+    /// [`ClientConfig::max_list_pages`]); `raw` is `{"tools": [...]}` of all
+    /// of them.
     pub async fn list_tools(&self) -> Result<Received<Vec<Tool>>, ClientError> {
-        all_tools(|params| self.call_raw(method::TOOLS_LIST, params, None)).await
+        all_tools(self.inner.config.max_list_pages, |params| {
+            self.call_raw(method::TOOLS_LIST, params, None)
+        })
+        .await
     }
 
     /// `tools/call`: the tool's result, a task, or an MRTR input request.
@@ -987,7 +995,10 @@ impl McpLegacyClient {
 
     /// `tools/list`, every page (as [`McpClient::list_tools`]).
     pub async fn list_tools(&self) -> Result<Received<Vec<Tool>>, ClientError> {
-        all_tools(|params| self.call_raw(method::TOOLS_LIST, params)).await
+        all_tools(self.inner.config.max_list_pages, |params| {
+            self.call_raw(method::TOOLS_LIST, params)
+        })
+        .await
     }
 
     /// `tools/call` without a task: blocks until the result.

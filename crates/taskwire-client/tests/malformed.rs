@@ -17,7 +17,7 @@ use taskwire_client::agui::{AguiClient, AguiEncoding, RunAgentInput};
 use taskwire_client::cas::CasClient;
 use taskwire_client::grpc::A2aGrpcClient;
 use taskwire_client::mcp::McpClient;
-use taskwire_client::ClientError;
+use taskwire_client::{ClientConfig, ClientError};
 
 fn reply(
     ct: &'static str,
@@ -189,6 +189,17 @@ async fn tools_list_reads_every_page() {
         .expect_err("a repeated cursor");
     assert!(
         matches!(&e, ClientError::Protocol(m) if m.contains("twice")),
+        "{e:?}"
+    );
+    // Past max_list_pages, the list is refused, naming the bound.
+    let two = ClientConfig::builder(&base).max_list_pages(2).build();
+    let e = McpClient::new(two)
+        .unwrap()
+        .list_tools()
+        .await
+        .expect_err("three pages past a bound of two");
+    assert!(
+        matches!(&e, ClientError::Protocol(m) if m.contains("more than 2 pages")),
         "{e:?}"
     );
 }

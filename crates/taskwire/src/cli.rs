@@ -509,6 +509,53 @@ pub struct UpstreamArgs {
     )]
     pub max_open_calls_per_principal: u32,
 
+    /// Bridge mode, AG-UI upstreams: the most text messages a run may stream
+    /// at once (started and not yet ended); past it the bridged turn fails.
+    #[arg(
+        long = "upstream-max-open-messages",
+        env = "TASKWIRE_UPSTREAM_MAX_OPEN_MESSAGES",
+        value_name = "N",
+        default_value_t = 64,
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub max_open_messages: u32,
+
+    /// Bridge mode, MCP upstreams: the most `tools/list` pages read at
+    /// discovery; an upstream that pages on fails discovery.
+    #[arg(
+        long = "upstream-max-list-pages",
+        env = "TASKWIRE_UPSTREAM_MAX_LIST_PAGES",
+        value_name = "N",
+        default_value_t = 100,
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub max_list_pages: u32,
+
+    /// Bridge mode: the most `upstream_link` records (of bridged tasks that
+    /// wait for input, or whose turn runs long) each upstream's cancel
+    /// watcher keeps; past it no record is stored, and a cancel made while no
+    /// bridge runs does not reach those upstream tasks.
+    #[arg(
+        long = "upstream-max-link-records",
+        env = "TASKWIRE_UPSTREAM_MAX_LINK_RECORDS",
+        value_name = "N",
+        default_value_t = 100_000,
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub max_link_records: u32,
+
+    /// Bridge mode: the most `upstream_link` records each upstream's cancel
+    /// watcher reads at start, to cancel the upstream tasks of bridged tasks
+    /// canceled while no bridge ran; the rest wait for the next start.
+    #[arg(
+        long = "upstream-catch-up-records",
+        env = "TASKWIRE_UPSTREAM_CATCH_UP_RECORDS",
+        value_name = "N",
+        default_value_t = 10_000,
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub catch_up_records: u32,
+
     /// Bridge mode: a PEM file of certificates (a private CA) trusted for
     /// `https://` and `a2a+grpcs://` upstreams besides the built-in Mozilla
     /// roots and the system's; repeatable. Read at start.
@@ -949,6 +996,10 @@ async fn upstream_agent(
         client_identity: client_identity.clone(),
         max_open_calls: args.upstream.max_open_calls as usize,
         max_open_calls_per_principal: args.upstream.max_open_calls_per_principal as usize,
+        max_open_messages: args.upstream.max_open_messages as usize,
+        max_list_pages: args.upstream.max_list_pages as usize,
+        max_link_records: args.upstream.max_link_records as usize,
+        catch_up_records: args.upstream.catch_up_records as usize,
         ..taskwire_bridge::UpstreamOptions::default()
     };
     match list.as_slice() {

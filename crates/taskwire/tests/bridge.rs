@@ -1512,6 +1512,40 @@ async fn bad_upstream_lists_are_usage_errors() {
     .expect_err("below the floor")
     .to_string();
     assert!(e.contains("--upstream-max-message-bytes"), "{e}");
+    // The record, page and message bounds: their defaults, a value, and no 0.
+    let a = serve_args(&["--upstream", "a2a+http://127.0.0.1:1"]).expect("defaults");
+    assert_eq!(
+        (
+            a.upstream.max_open_messages,
+            a.upstream.max_list_pages,
+            a.upstream.max_link_records,
+            a.upstream.catch_up_records
+        ),
+        (64, 100, 100_000, 10_000)
+    );
+    for flag in [
+        "--upstream-max-open-messages",
+        "--upstream-max-list-pages",
+        "--upstream-max-link-records",
+        "--upstream-catch-up-records",
+    ] {
+        let a = serve_args(&["--upstream", "a2a+http://127.0.0.1:1", flag, "7"]).expect(flag);
+        let got = [
+            a.upstream.max_open_messages,
+            a.upstream.max_list_pages,
+            a.upstream.max_link_records,
+            a.upstream.catch_up_records,
+        ];
+        assert_eq!(
+            got.iter().filter(|v| **v == 7).count(),
+            1,
+            "{flag}: {got:?}"
+        );
+        let e = serve_args(&["--upstream", "a2a+http://127.0.0.1:1", flag, "0"])
+            .expect_err("0")
+            .to_string();
+        assert!(e.contains(flag), "{e}");
+    }
     // A query's `=` is not a name.
     assert_eq!(
         taskwire::cli::split_named("mcp+http://h/mcp?k=v"),
@@ -1557,6 +1591,65 @@ async fn upstream_answers_beyond_the_limit_fail_the_task_naming_it() {
                 .into_inner(),
         );
         assert_eq!(state(&t), pb::TaskState::Completed, "{url}: {t:?}");
+    }
+}
+
+/// An AG-UI upstream whose run streams more text messages at once than
+/// `--upstream-max-open-messages` fails the bridged task, naming the bound;
+/// with the default bound the same run completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agui_run_with_too_many_open_messages_fails_the_task() {
+    use axum::http::header::CONTENT_TYPE;
+    async fn run(body: axum::body::Bytes) -> impl axum::response::IntoResponse {
+        let input: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+        let (thread, run) = (input["threadId"].clone(), input["runId"].clone());
+        let mut events =
+            vec![serde_json::json!({"type": "RUN_STARTED", "threadId": thread, "runId": run})];
+        for m in ["m1", "m2", "m3"] {
+            events.push(serde_json::json!({"type": "TEXT_MESSAGE_START", "messageId": m, "role": "assistant"}));
+            events.push(
+                serde_json::json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": m, "delta": m}),
+            );
+        }
+        for m in ["m1", "m2", "m3"] {
+            events.push(serde_json::json!({"type": "TEXT_MESSAGE_END", "messageId": m}));
+        }
+        events.push(serde_json::json!({"type": "RUN_FINISHED", "threadId": thread, "runId": run}));
+        let sse: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+        ([(CONTENT_TYPE, "text/event-stream")], sse)
+    }
+    let app = axum::Router::new().route(
+        "/agui",
+        axum::routing::get(|| async { "an AG-UI agent" }).post(run),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    let url = format!("agui+http://{addr}/agui");
+    for (bound, want) in [
+        ("2", pb::TaskState::Failed),
+        ("64", pb::TaskState::Completed),
+    ] {
+        let bridge = serve(&["--upstream", &url, "--upstream-max-open-messages", bound]).await;
+        let t = task_of(
+            a2a_client(&bridge.base)
+                .send_text("three at once", false)
+                .await
+                .expect("send")
+                .into_inner(),
+        );
+        assert_eq!(state(&t), want, "bound {bound}: {t:?}");
+        if want == pb::TaskState::Failed {
+            assert!(
+                status_text(&t).contains("more than 2 text messages at once"),
+                "{}",
+                status_text(&t)
+            );
+        }
     }
 }
 
