@@ -17,6 +17,9 @@ Blocking tools (FastMCP; `execution` absent, so never run as tasks):
 - `ask_name` (no arguments) asks for a name with `ctx.elicit` (form mode, one
   string `name`): an `elicitation/create` request on the tools/call's SSE
   answer. Accepted: text `hello, <name>`; declined or cancelled: a tool error.
+- `ask_name_again`: the same, asking "What is your name, again?" and
+  answering `hello again, <name>`, with `annotations.idempotentHint: true`;
+  each call logs `event: ask_name_again called` on stderr.
 - `slow` (`seconds`, an integer, default 2) sleeps that long and returns text
   `slept <n>s`. A cancel (`notifications/cancelled` of the call) logs
   `event: slow cancelled` on stderr.
@@ -115,6 +118,18 @@ def build(host: str) -> FastMCP:
         answer = await ctx.elicit("What is your name?", NameForm)
         if answer.action == "accept":
             return f"hello, {answer.data.name}"
+        raise ToolError(f"no name given (the elicitation was answered with {answer.action})")
+
+    @mcp.tool(
+        description="As ask_name, marked idempotent (a bridge that lost the call may call it again).",
+        structured_output=False,
+        annotations=types.ToolAnnotations(idempotentHint=True),
+    )
+    async def ask_name_again(ctx: Context) -> str:
+        event("ask_name_again called")
+        answer = await ctx.elicit("What is your name, again?", NameForm)
+        if answer.action == "accept":
+            return f"hello again, {answer.data.name}"
         raise ToolError(f"no name given (the elicitation was answered with {answer.action})")
 
     @mcp.tool(description="Sleeps `seconds` seconds (default 2), then says so.", structured_output=False)

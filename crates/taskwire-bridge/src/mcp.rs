@@ -353,6 +353,11 @@ impl McpUpstream {
             .filter(|t| opts.mcp_tasks && vocab::legacy_calls_as_task(&init.capabilities, t))
             .map(|t| t.name.clone())
             .collect();
+        let idempotent: std::collections::HashSet<String> = chosen
+            .iter()
+            .filter(|t| vocab::tool_is_idempotent(t))
+            .map(|t| t.name.clone())
+            .collect();
         let (info, tools) = agent_info(
             endpoint,
             init.server_info.name.clone(),
@@ -380,6 +385,7 @@ impl McpUpstream {
                 legacy_client,
                 capabilities,
                 as_task,
+                idempotent,
                 opts,
             )),
         })

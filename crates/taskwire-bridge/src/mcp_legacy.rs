@@ -21,7 +21,9 @@
 //!   requests before the result. The turn raises them and ends waiting, and
 //!   the open call (its stream) stays in this process's memory, bounded, until
 //!   the next turn answers it and reads on. A call lost with its process cannot
-//!   be answered: that turn fails (`LOSS_MCP_LEGACY_BLOCKING_INPUT`).
+//!   be answered: that turn fails (`LOSS_MCP_LEGACY_BLOCKING_INPUT`), unless
+//!   the tool is marked idempotent (`annotations.idempotentHint`), which is
+//!   called again, its repeated questions answered with the answers given.
 //!
 //! A downstream cancel sends `tasks/cancel` for a task, and
 //! `notifications/cancelled` with the request id for a blocking call (then
@@ -37,7 +39,7 @@ use std::time::{Duration, Instant};
 use futures::stream::BoxStream;
 use futures::StreamExt;
 use serde_json::{json, Map, Value};
-use taskwire_client::mcp::{method, CallToolResult, McpLegacyClient};
+use taskwire_client::mcp::{method, CallToolResult, ElicitResult, McpLegacyClient};
 use taskwire_client::{ClientError, RpcError};
 use taskwire_core::{CoreError, Message, TaskId, TaskState, TaskStore, TurnContext, TurnOutcome};
 use taskwire_vocab::upstream::mcp::{self as vocab, UpstreamAsk};
@@ -212,6 +214,9 @@ pub(crate) struct Legacy {
     reinit: Arc<tokio::sync::Mutex<()>>,
     /// The tools called as tasks.
     as_task: Arc<HashSet<String>>,
+    /// The tools marked idempotent (`annotations.idempotentHint`): a blocking
+    /// call of one lost while it waited for an answer is made again.
+    idempotent: Arc<HashSet<String>>,
     open: Arc<OpenCalls>,
     open_watcher: Option<Arc<AbortOnDrop>>,
     link_bounds: crate::common::LinkBounds,
@@ -222,6 +227,7 @@ impl Legacy {
         client: McpLegacyClient,
         capabilities: Map<String, Value>,
         as_task: HashSet<String>,
+        idempotent: HashSet<String>,
         opts: &crate::UpstreamOptions,
     ) -> Self {
         Self {
@@ -229,6 +235,7 @@ impl Legacy {
             capabilities,
             reinit: Arc::new(tokio::sync::Mutex::new(())),
             as_task: Arc::new(as_task),
+            idempotent: Arc::new(idempotent),
             open: Arc::new(OpenCalls::new(
                 opts.max_open_calls,
                 opts.max_open_calls_per_principal,
@@ -379,6 +386,7 @@ pub(crate) async fn run_turn(
         open: legacy.open.take(&ctx.task().id),
         switched: false,
         settle_until: None,
+        replay: std::collections::VecDeque::new(),
     };
     let span = info_span!("bridged_turn", protocol = PROTOCOL, version = vocab::LEGACY_VERSION,
         task = %ctx.task().id, turn = turn.number, upstream_task = tracing::field::Empty);
@@ -420,6 +428,11 @@ struct Turn<'a> {
     /// applied yet, and a server may send their questions again on a new
     /// stream.
     settle_until: Option<tokio::time::Instant>,
+    /// A blocking call made again (its first was lost): the answers given to
+    /// the first call's questions, in order, each with its question; a
+    /// question of the new call that is the next one here is answered with
+    /// it instead of being asked again.
+    replay: std::collections::VecDeque<(Option<String>, ElicitResult)>,
 }
 
 /// What a message of an open stream is.
@@ -600,12 +613,40 @@ impl Turn<'_> {
         self.read_call(&tool).await
     }
 
+    /// A blocking call of an idempotent tool that asked `l.asked` was lost
+    /// (the bridge restarted, or dropped it): calls the tool again, answering
+    /// the questions it asks again with the answers given to them (in order,
+    /// while each is the same question), and asking the others.
+    async fn call_again(&mut self, l: &McpLink) -> Result<TurnOutcome, BridgeError> {
+        // A re-run of the turn that asked has no answers yet (its input is
+        // the message that called the tool, not an answer).
+        let mut responses = if l.turn < self.number {
+            crate::mcp::responses(self.ctx, &l.asked)
+        } else {
+            std::collections::BTreeMap::new()
+        };
+        self.replay = l
+            .asked
+            .iter()
+            .map_while(|a| responses.remove(&a.key).map(|r| (a.prompt.clone(), r)))
+            .collect();
+        info!(task = %self.ctx.task().id, tool = %l.tool, answers = self.replay.len(),
+            "the blocking call of an idempotent upstream tool was lost; calling it again");
+        reattached(PROTOCOL);
+        self.open = None;
+        self.link = None;
+        self.call().await
+    }
+
     /// A later turn of a blocking call that waits for answers: answers it on
     /// the open call (held by this process) and reads on.
     async fn resume_call(&mut self, l: McpLink) -> Result<TurnOutcome, BridgeError> {
         let held = self.open.as_ref().is_some_and(|o| {
             o.kind == OpenKind::Call && l.call.as_ref().is_some_and(|c| same_id(c, &o.request_id))
         });
+        if !held && self.legacy.idempotent.contains(&l.tool) {
+            return self.call_again(&l).await;
+        }
         if !held {
             self.open = None;
             warn!(task = %self.ctx.task().id, tool = %l.tool,
@@ -752,6 +793,9 @@ impl Turn<'_> {
                 }
                 Incoming::Request(req) => {
                     if let Some(req) = self.handle_request(req).await {
+                        if requests.is_empty() && self.replayed(&req).await? {
+                            continue;
+                        }
                         if requests.len() < MAX_ASKS {
                             requests.push(req);
                         }
@@ -761,6 +805,32 @@ impl Turn<'_> {
             }
         }
         self.raise_requests(requests, Some(tool)).await
+    }
+
+    /// Answers `req` with the next answer of a call made again (see
+    /// [`Turn::call_again`]) when it asks the same question; true if it did.
+    /// Once a question differs, nothing more is replayed.
+    async fn replayed(&mut self, req: &Value) -> Result<bool, BridgeError> {
+        let Some((prompt, _)) = self.replay.front() else {
+            return Ok(false);
+        };
+        if prompt.as_deref() != vocab::elicitation_message(req) {
+            self.replay.clear();
+            return Ok(false);
+        }
+        let Some((_, answer)) = self.replay.pop_front() else {
+            return Ok(false);
+        };
+        let id = req.get("id").cloned().unwrap_or(Value::Null);
+        debug!(task = %self.ctx.task().id, request = %id, "answering a repeated question as before");
+        self.client
+            .respond(id, &answer)
+            .await
+            .map_err(|e| BridgeError::Upstream {
+                operation: "elicitation/create response",
+                source: Box::new(e),
+            })?;
+        Ok(true)
     }
 
     /// Answers what a server request needs no person for (`ping`); returns

@@ -42,7 +42,14 @@ use common::bridge::{
 };
 
 /// The SDK server's tools, sorted.
-const SDK_TOOLS: [&str; 5] = ["ask_name", "fail", "slow", "task_ask", "task_slow"];
+const SDK_TOOLS: [&str; 6] = [
+    "ask_name",
+    "ask_name_again",
+    "fail",
+    "slow",
+    "task_ask",
+    "task_slow",
+];
 /// The text of `fail`'s tool error (FastMCP prefixes the ToolError's message).
 const FAIL_TEXT: &str = "Error executing tool fail: it broke";
 
@@ -513,7 +520,7 @@ const LEGACY_SDK: PythonSdk = PythonSdk {
 };
 
 /// The SDK server refuses `server/discover` (it wants a session): the bridge
-/// falls back to 2025-11-25 by itself, and its card lists the five tools.
+/// falls back to 2025-11-25 by itself, and its card lists the six tools.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "interop: needs the Python MCP SDK 1.x (.ci/setup-mcp-legacy-py.sh); .ci/test runs it with --include-ignored"]
 async fn the_bridge_falls_back_to_2025_11_25_and_lists_the_sdk_tools() {
@@ -597,6 +604,78 @@ async fn a2a_task_ask_elicitation_round_trips_through_tasks_result() {
     let ops = upstream_operations(&bridge.base).await;
     assert!(ops.contains("operation=\"tasks/get\""), "{ops}");
     bridge.stop().await;
+    drop(sdk);
+}
+
+/// A bridge in front of the SDK's `tool` (2025-11-25, found by itself),
+/// serving on `store`.
+async fn sdk_bridge_on(
+    sdk: &SdkServer,
+    tool: &str,
+    store: Arc<dyn taskwire::core::TaskStore>,
+) -> Running {
+    let agent = taskwire_bridge::McpUpstream::discover_as(
+        &sdk.endpoint,
+        Some(tool),
+        &taskwire_bridge::UpstreamOptions::default(),
+        taskwire_bridge::McpVersion::Auto,
+    )
+    .await
+    .expect("discover")
+    .with_store(store.clone());
+    assert!(agent.is_legacy());
+    serve_agent(Arc::new(agent), store).await
+}
+
+/// `ask_name_again` is marked idempotent: when the bridge that holds its
+/// blocking call waiting for the answer is gone, the next bridge on the same
+/// store calls the tool again and answers its repeated question with the
+/// answer the caller gave, instead of failing the task
+/// (`LOSS_MCP_LEGACY_BLOCKING_INPUT`'s exception). `ask_name`, not marked,
+/// still fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "interop: needs the Python MCP SDK 1.x (.ci/setup-mcp-legacy-py.sh); .ci/test runs it with --include-ignored"]
+async fn an_idempotent_blocking_call_lost_with_its_bridge_is_made_again() {
+    let sdk = SdkServer::start(&LEGACY_SDK).await;
+    for (tool, idempotent) in [("ask_name_again", true), ("ask_name", false)] {
+        let store: Arc<dyn taskwire::core::TaskStore> = Arc::new(taskwire::MemoryStore::new());
+        let first = sdk_bridge_on(&sdk, tool, store.clone()).await;
+        let t = a2a_send(&a2a_client(&first.base), "greet me", None, false).await;
+        assert_eq!(state(&t), pb::TaskState::InputRequired, "{tool}: {t:?}");
+        first.stop().await;
+
+        let second = sdk_bridge_on(&sdk, tool, store).await;
+        let down = a2a_client(&second.base);
+        a2a_send(&down, "Ada", Some(&t.id), false).await;
+        let ended = settled(&down, &t.id).await;
+        if idempotent {
+            assert_eq!(
+                state(&ended),
+                pb::TaskState::Completed,
+                "{ended:?}\n{}",
+                sdk.logs()
+            );
+            assert_eq!(
+                artifact_texts(&ended),
+                vec![("result".to_string(), "hello again, Ada".to_string())],
+                "{ended:?}"
+            );
+            assert_eq!(
+                sdk.logs().matches("event: ask_name_again called").count(),
+                2,
+                "{}",
+                sdk.logs()
+            );
+        } else {
+            assert_eq!(state(&ended), pb::TaskState::Failed, "{ended:?}");
+            assert!(
+                status_text(&ended).contains("that call was lost"),
+                "{}",
+                status_text(&ended)
+            );
+        }
+        second.stop().await;
+    }
     drop(sdk);
 }
 

@@ -44,7 +44,7 @@ pub const LOSS_MCP_PROGRESS: Loss = Loss(
 /// Lost: a question inside a blocking 2025-11-25 call lives on that call's
 /// open connection.
 pub const LOSS_MCP_LEGACY_BLOCKING_INPUT: Loss = Loss(
-    "an elicitation inside a blocking 2025-11-25 tools/call is answered on the call's open connection, which only the bridge process that made it holds: a bridge restarted while the call waits for the answer fails the task, and the tool is not called again",
+    "an elicitation inside a blocking 2025-11-25 tools/call is answered on the call's open connection, which only the bridge process that made it holds: a bridge restarted while the call waits for the answer fails the task, and the tool is not called again, unless the tool is marked idempotent (annotations.idempotentHint), which is called again with its questions answered as before",
 );
 /// Lost: 2025-11-25 sessions do not outlive the server that holds them.
 pub const LOSS_MCP_LEGACY_SESSION: Loss = Loss(
@@ -78,6 +78,22 @@ pub fn legacy_calls_as_task(caps: &wire::LegacyServerCapabilities, tool: &wire::
 /// have ids, not keys).
 pub fn legacy_input_key(turn: u32, n: usize) -> String {
     format!("upstream-elicitation-{turn}-{n}")
+}
+
+/// Whether `tool` says calling it again with the same arguments has no
+/// further effect (`annotations.idempotentHint: true`; absent means false).
+pub fn tool_is_idempotent(tool: &wire::Tool) -> bool {
+    tool.other
+        .get("annotations")
+        .and_then(|a| a.get("idempotentHint"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+}
+
+/// The question (`params.message`) of a server's `elicitation/create`
+/// request.
+pub fn elicitation_message(request: &Value) -> Option<&str> {
+    request.get("params")?.get("message")?.as_str()
 }
 
 /// The task a server-to-client message of a 2025-11-25 server belongs to
@@ -485,6 +501,30 @@ mod tests {
     use super::*;
     use serde_json::json;
     use taskwire_core::types::Role;
+
+    #[test]
+    fn idempotency_and_questions_are_read_from_the_wire() {
+        let tool = |v: Value| serde_json::from_value::<wire::Tool>(v).expect("tool");
+        let schema = json!({"type": "object"});
+        assert!(tool_is_idempotent(&tool(json!({
+            "name": "t", "inputSchema": schema, "annotations": {"idempotentHint": true}
+        }))));
+        for not in [
+            json!({"name": "t", "inputSchema": schema}),
+            json!({"name": "t", "inputSchema": schema, "annotations": {"idempotentHint": false}}),
+            json!({"name": "t", "inputSchema": schema, "annotations": {"idempotentHint": "yes"}}),
+            json!({"name": "t", "inputSchema": schema, "annotations": {"readOnlyHint": true}}),
+        ] {
+            assert!(!tool_is_idempotent(&tool(not.clone())), "{not}");
+        }
+        let req = json!({"jsonrpc": "2.0", "id": 3, "method": "elicitation/create",
+            "params": {"message": "Your name?", "requestedSchema": schema}});
+        assert_eq!(elicitation_message(&req), Some("Your name?"));
+        assert_eq!(
+            elicitation_message(&json!({"method": "ping", "id": 1})),
+            None
+        );
+    }
 
     #[test]
     fn statuses_read_into_upstream_states() {
