@@ -844,6 +844,25 @@ mod tests {
             .map_or(0, |(_, n)| *n)
     }
 
+    /// Waits (at most 10 s) until `n` `upstream_link` records are stored.
+    async fn until_records(store: &Arc<dyn TaskStore>, n: u64) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while link_records(store).await < n {
+            assert!(tokio::time::Instant::now() < deadline, "records not stored");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Cancels every task of `ids`.
+    async fn cancel_all(service: &TaskService, ids: &[TaskId]) {
+        for id in ids {
+            service
+                .cancel(Access::System, id, None)
+                .await
+                .expect("cancel");
+        }
+    }
+
     /// Lets the watchers just spawned subscribe to the store's changes.
     async fn started() {
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -947,20 +966,10 @@ mod tests {
             for i in 0..n_a {
                 ids.push(linked(&service, &store, "a", &format!("up-a{i}")).await);
             }
-            let expected = ids.len() as u64;
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-            while link_records(&store).await < expected {
-                assert!(tokio::time::Instant::now() < deadline, "records not stored");
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
+            until_records(&store, ids.len() as u64).await;
         }
         // No bridge runs: every task is canceled.
-        for id in &ids {
-            service
-                .cancel(Access::System, id, None)
-                .await
-                .expect("cancel");
-        }
+        cancel_all(&service, &ids).await;
         assert!(sent(&sa).is_empty() && sent(&sb).is_empty());
         // The bridge again: both watchers start at once.
         let _wa = watcher(&store, Some(routes[0].clone()), &sa);
@@ -999,11 +1008,7 @@ mod tests {
             for i in 0..5 {
                 ids.push(linked(&service, &store, "a", &format!("up-{i}")).await);
             }
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-            while link_records(&store).await < 3 {
-                assert!(tokio::time::Instant::now() < deadline, "records not stored");
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
+            until_records(&store, 3).await;
             tokio::time::sleep(Duration::from_millis(200)).await;
             assert_eq!(link_records(&store).await, 3, "past the bound, none stored");
         }
@@ -1014,18 +1019,9 @@ mod tests {
             for i in 5..7 {
                 ids.push(linked(&service, &store, "a", &format!("up-{i}")).await);
             }
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-            while link_records(&store).await < 5 {
-                assert!(tokio::time::Instant::now() < deadline, "records not stored");
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
+            until_records(&store, 5).await;
         }
-        for id in &ids {
-            service
-                .cancel(Access::System, id, None)
-                .await
-                .expect("cancel");
-        }
+        cancel_all(&service, &ids).await;
         assert!(sent(&sent_at).is_empty());
         // A start that reads two records cancels two upstream tasks.
         let (first, second): (Sent, Sent) = Default::default();

@@ -574,8 +574,15 @@ async fn a2a_elicitation_round_trip(
         sdk.logs()
     );
     assert_eq!(status_text(&t), question, "{t:?}");
-    a2a_send(&down, answer, Some(&t.id), false).await;
-    let ended = settled(&down, &t.id).await;
+    answer_completes(&sdk, &down, &t.id, answer, result).await;
+    (sdk, bridge)
+}
+
+/// Sends the plain-text `answer` to task `id` through `down` and waits for it
+/// to complete with the one artifact `result`, whose text is `result`.
+async fn answer_completes(sdk: &SdkServer, down: &A2aClient, id: &str, answer: &str, result: &str) {
+    a2a_send(down, answer, Some(id), false).await;
+    let ended = settled(down, id).await;
     assert_eq!(
         state(&ended),
         pb::TaskState::Completed,
@@ -584,9 +591,9 @@ async fn a2a_elicitation_round_trip(
     );
     assert_eq!(
         artifact_texts(&ended),
-        vec![("result".to_string(), result.to_string())]
+        vec![("result".to_string(), result.to_string())],
+        "{ended:?}"
     );
-    (sdk, bridge)
 }
 
 /// `task_ask` (a 2025-11-25 task whose elicitation is delivered on
@@ -646,20 +653,8 @@ async fn an_idempotent_blocking_call_lost_with_its_bridge_is_made_again() {
 
         let second = sdk_bridge_on(&sdk, tool, store).await;
         let down = a2a_client(&second.base);
-        a2a_send(&down, "Ada", Some(&t.id), false).await;
-        let ended = settled(&down, &t.id).await;
         if idempotent {
-            assert_eq!(
-                state(&ended),
-                pb::TaskState::Completed,
-                "{ended:?}\n{}",
-                sdk.logs()
-            );
-            assert_eq!(
-                artifact_texts(&ended),
-                vec![("result".to_string(), "hello again, Ada".to_string())],
-                "{ended:?}"
-            );
+            answer_completes(&sdk, &down, &t.id, "Ada", "hello again, Ada").await;
             assert_eq!(
                 sdk.logs().matches("event: ask_name_again called").count(),
                 2,
@@ -667,6 +662,8 @@ async fn an_idempotent_blocking_call_lost_with_its_bridge_is_made_again() {
                 sdk.logs()
             );
         } else {
+            a2a_send(&down, "Ada", Some(&t.id), false).await;
+            let ended = settled(&down, &t.id).await;
             assert_eq!(state(&ended), pb::TaskState::Failed, "{ended:?}");
             assert!(
                 status_text(&ended).contains("that call was lost"),
