@@ -11,6 +11,8 @@
 #   STORE=sqlite bench/bridge.sh          # both servers on their default store: a SQLite
 #                                         # file each (synchronous=full), fresh every run;
 #                                         # STORE=sqlite-normal: ?synchronous=normal
+#   UPSCHEME=a2a+grpc bench/bridge.sh     # the bridge reaches its upstream over A2A gRPC
+#                                         # (default a2a+http: JSON-RPC)
 #
 # The upstream is `taskwire serve --store memory://` (the scripted agent: plain
 # text comes back as an artifact and the task completes). The bridge is another
@@ -58,6 +60,11 @@ STORE=${STORE:-memory}
 case "$STORE" in
   memory | sqlite | sqlite-normal) ;;
   *) echo "STORE is memory, sqlite or sqlite-normal" >&2; exit 2 ;;
+esac
+UPSCHEME=${UPSCHEME:-a2a+http}
+case "$UPSCHEME" in
+  a2a+http | a2a+grpc) ;;
+  *) echo "UPSCHEME is a2a+http or a2a+grpc" >&2; exit 2 ;;
 esac
 cargo build --release -p taskwire -p taskwire-bench --bin taskwire --bin bridge_load >&2
 TARGET=${CARGO_TARGET_DIR:-target}
@@ -161,7 +168,7 @@ run() {
   serve "$DIR/upstream.log"
   local up_pid=$PID up_port=$PORT
   if [ "$kind" = bridged ]; then
-    serve "$DIR/bridge.log" "a2a+http://127.0.0.1:$up_port"
+    serve "$DIR/bridge.log" "$UPSCHEME://127.0.0.1:$up_port"
     local br_pid=$PID br_port=$PORT
     echo "## round $round / $proto / bridged / $phase (concurrency $conc; rustc running: $busy)"
     if ! taskset -c 1 "$BIN/bridge_load" "http://127.0.0.1:$br_port" "$proto" "$conc" "$SECS" \
@@ -198,7 +205,7 @@ run() {
     "$p50" "$p99" "$rps" "$cpu_up" "$cpu_br" "$cpu_sum" "$busy" >>"$RESULTS"
 }
 
-echo "# taskwire $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates Cargo.lock || echo ' (crates/ modified in the working tree)'), SECS=$SECS ROUNDS=$ROUNDS, $STORE store, latency at concurrency $LAT_CONC, CPU at $CPU_CONC"
+echo "# taskwire $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates Cargo.lock || echo ' (crates/ modified in the working tree)'), SECS=$SECS ROUNDS=$ROUNDS, $STORE store, upstream $UPSCHEME, latency at concurrency $LAT_CONC, CPU at $CPU_CONC"
 for round in $(seq "$ROUNDS"); do
   for proto in $PROTOCOLS; do
     for phase in lat cpu; do
