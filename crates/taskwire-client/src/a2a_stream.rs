@@ -294,6 +294,25 @@ impl Stream for A2aStream {
     }
 }
 
+/// How long a stream that has given its last event may take to end.
+const END_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
+/// Most frames read after a stream's last event (a server that streams on
+/// past it is cut off).
+const END_FRAMES: usize = 16;
+
+/// Reads what `s` still sends until it ends, for at most [`END_GRACE`] and
+/// [`END_FRAMES`] frames (which are dropped: the stream's last event came).
+async fn read_to_end(s: &mut FrameStream) {
+    let rest = async {
+        for _ in 0..END_FRAMES {
+            if s.next().await.is_none() {
+                return;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(END_GRACE, rest).await;
+}
+
 struct Driver {
     source: Arc<dyn StreamSource>,
     kind: StreamKind,
@@ -370,10 +389,20 @@ impl Driver {
                     if let Some(st) = ev.state() {
                         last_state = Some(st);
                     }
+                    let last = message || last_state.is_some_and(is_terminal);
+                    if last {
+                        // Read the stream to its end (a gRPC call's
+                        // trailers, an HTTP body's last chunk) before the
+                        // consumer, who stops here, drops it: a call dropped
+                        // before its end is reset (HTTP/2 RST_STREAM, whose
+                        // count h2 bounds per connection) or its connection
+                        // closed (HTTP/1.1).
+                        read_to_end(&mut s).await;
+                    }
                     if !self.emit(ev).await {
                         return End::Gone;
                     }
-                    if message || last_state.is_some_and(is_terminal) {
+                    if last {
                         return End::Done;
                     }
                 }
@@ -569,6 +598,72 @@ mod tests {
             }
             .boxed()
         }
+    }
+
+    /// One COMPLETED snapshot, then the stream's end, which sets `ended`
+    /// when it is read.
+    struct Ending {
+        ended: Arc<std::sync::atomic::AtomicBool>,
+    }
+
+    impl StreamSource for Ending {
+        fn open(
+            &self,
+            _kind: StreamKind,
+            _last_event_id: Option<String>,
+        ) -> BoxFuture<'static, Result<FrameStream, ClientError>> {
+            let ended = self.ended.clone();
+            async move {
+                let frame: Frame = (
+                    None,
+                    pb::StreamResponse {
+                        payload: Some(pb::stream_response::Payload::Task(task(
+                            pb::TaskState::Completed,
+                        ))),
+                    },
+                    RawJson::value(serde_json::json!({"task": {"id": "t1"}})),
+                );
+                let end = futures::stream::poll_fn(move |_| {
+                    ended.store(true, std::sync::atomic::Ordering::SeqCst);
+                    std::task::Poll::Ready(None)
+                });
+                Ok(futures::stream::iter([Ok(frame)]).chain(end).boxed())
+            }
+            .boxed()
+        }
+
+        fn get_task(
+            &self,
+            _id: String,
+        ) -> BoxFuture<'static, Result<(pb::Task, Value), ClientError>> {
+            async { Err(ClientError::Transport("not polled".into())) }.boxed()
+        }
+    }
+
+    /// The terminal event is handed over only once its stream has been read
+    /// to its end, so that a consumer who stops there does not drop (and so
+    /// reset) an unfinished call.
+    #[tokio::test]
+    async fn the_last_event_comes_after_its_stream_ended() {
+        let ended = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let source = Arc::new(Ending {
+            ended: ended.clone(),
+        });
+        let mut s = A2aStream::start(
+            source,
+            StreamKind::Subscribe("t1".into()),
+            None,
+            BackoffPolicy::default(),
+            Duration::from_millis(10),
+        )
+        .await
+        .expect("open");
+        let ev = s.next().await.expect("an event").expect("not an error");
+        assert_eq!(ev.state(), Some(pb::TaskState::Completed));
+        assert!(
+            ended.load(std::sync::atomic::Ordering::SeqCst),
+            "the terminal event was handed over before its stream ended"
+        );
     }
 
     #[tokio::test(start_paused = true)]
