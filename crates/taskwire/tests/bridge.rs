@@ -17,8 +17,8 @@ use taskwire_client::cas::{CasClient, CasInput, CasPhase, TerminalReason};
 use taskwire_client::ClientConfig;
 
 use common::bridge::{
-    a2a_client, artifact_texts, config, eventually_showing, serve, serve_agent, settled,
-    spawn_serve, state, status_text, task_of, Running, LIMIT,
+    a2a_client, artifact_texts, config, eventually_showing, free_ports, serve, serve_agent,
+    settled, spawn_serve, state, status_text, task_of, Running, LIMIT,
 };
 
 /// The binding the bridge calls its upstream over.
@@ -1160,6 +1160,88 @@ impl SlowRelay {
         Self { port, slow, task }
     }
 }
+
+/// A TCP relay on 127.0.0.1:`port` (0: any) to `backend` (`http://HOST:PORT`)
+/// that can be shut, dropping its listener and every connection through it
+/// (the upstream "down": connections refused), and opened again on its port.
+struct Gate {
+    port: u16,
+    tasks: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>,
+}
+
+impl Gate {
+    async fn open(port: u16, backend: &str) -> Self {
+        let backend = backend.trim_start_matches("http://").to_string();
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .expect("bind gate");
+        let port = listener.local_addr().expect("addr").port();
+        let tasks: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>> =
+            Default::default();
+        let held = tasks.clone();
+        let accept = tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                let Ok(mut server) = tokio::net::TcpStream::connect(&backend).await else {
+                    continue;
+                };
+                let relay = tokio::spawn(async move {
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                });
+                held.lock().unwrap_or_else(|e| e.into_inner()).push(relay);
+            }
+        });
+        tasks.lock().unwrap_or_else(|e| e.into_inner()).push(accept);
+        Self { port, tasks }
+    }
+
+    fn shut(&self) {
+        for t in self
+            .tasks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+        {
+            t.abort();
+        }
+    }
+}
+
+/// The upstream cannot be reached when a turn sends (its connections are
+/// refused): the bridge sends again with backoff, with the same message id,
+/// and once the upstream is back the task completes, with one upstream task.
+/// Before, the task failed at once.
+async fn a_send_to_an_upstream_briefly_down_is_sent_again(over: Over) {
+    // The upstream's card names the gate, so that JSON-RPC calls go through
+    // it too (a bridge calls the interface URL of the card).
+    let port = free_ports(1)[0];
+    let at_gate = format!("http://127.0.0.1:{port}");
+    let up = serve(&["--public-url", &at_gate]).await;
+    let gate = Gate::open(port, &up.base).await;
+    let url = upstream_url(&at_gate, over);
+    let bridge = serve(&["--upstream", &url]).await;
+    let down = a2a_client(&bridge.base);
+    gate.shut();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let t = task_of(
+        down.send_text("hello while down", true)
+            .await
+            .expect("send")
+            .into_inner(),
+    );
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let _back = Gate::open(gate.port, &up.base).await;
+    let ended = settled(&down, &t.id).await;
+    assert_eq!(state(&ended), pb::TaskState::Completed, "{ended:?}");
+    assert_eq!(
+        artifact_texts(&ended),
+        vec![("echo".to_string(), "hello while down".to_string())]
+    );
+    assert_eq!(upstream_tasks(&a2a_client(&up.base)).await.len(), 1);
+    bridge.stop().await;
+    up.stop().await;
+}
+
+over_both!(a_send_to_an_upstream_briefly_down_is_sent_again);
 
 /// A downstream cancel made while the upstream MCP server is creating the
 /// tool call's task (its `tools/call` answer held back by a slow relay)
