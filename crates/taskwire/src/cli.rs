@@ -974,21 +974,14 @@ async fn upstream_agent(
         .map_err(|e: taskwire_bridge::BridgeError| Error::Usage(e.to_string()))?;
     let max_message_bytes = usize::try_from(args.upstream.max_message_bytes).unwrap_or(usize::MAX);
     let root_certificates_pem = read_ca_files("--upstream-ca-file", &args.upstream.ca_file)?;
-    // Checked with the parser the clients use.
-    read_identity(
+    let client_identity = read_identity(
         (
             "--upstream-client-cert",
             args.upstream.client_cert.as_deref(),
         ),
         ("--upstream-client-key", args.upstream.client_key.as_deref()),
-    )?;
-    let client_identity = match (&args.upstream.client_cert, &args.upstream.client_key) {
-        (Some(cert), Some(key)) => Some(taskwire_bridge::ClientIdentityPem::new(
-            read_file("--upstream-client-cert", cert)?,
-            read_file("--upstream-client-key", key)?,
-        )),
-        _ => None,
-    };
+    )?
+    .map(|i| taskwire_bridge::ClientIdentityPem::new(i.chain, i.key));
     let options = |token: &Option<String>| taskwire_bridge::UpstreamOptions {
         bearer_token: token.clone(),
         max_message_bytes,
@@ -1202,7 +1195,8 @@ pub async fn build_server(args: &ServeArgs) -> Result<Server, Error> {
         push_client_identity_pem: read_identity(
             ("--push-client-cert", args.push_client_cert.as_deref()),
             ("--push-client-key", args.push_client_key.as_deref()),
-        )?,
+        )?
+        .map(|i| i.pem()),
         quotas: args.quotas.quotas(),
         mcp_task_mode: args.mcp_task_mode.clone(),
         push_lease: Some(args.lease),
@@ -1218,20 +1212,38 @@ fn read_file(flag: &str, f: &std::path::Path) -> Result<Vec<u8>, Error> {
     std::fs::read(f).map_err(|e| Error::Usage(format!("{flag} {}: {e}", f.display())))
 }
 
+/// A client certificate as read from its files: the certificate chain (leaf
+/// first) and the leaf's private key, PEM.
+struct IdentityFiles {
+    chain: Vec<u8>,
+    key: Vec<u8>,
+}
+
+impl IdentityFiles {
+    /// The key and the chain in one PEM buffer, as reqwest takes them.
+    fn pem(&self) -> Vec<u8> {
+        let mut pem = self.key.clone();
+        pem.push(b'\n');
+        pem.extend_from_slice(&self.chain);
+        pem
+    }
+}
+
 /// A client certificate from a certificate chain file and a key file (both
-/// PEM; none unless both are given), checked: the key and the chain in one
-/// PEM buffer, as reqwest takes them.
+/// PEM; none unless both are given), read once and checked with the parser
+/// the clients use.
 fn read_identity(
     cert: (&str, Option<&std::path::Path>),
     key: (&str, Option<&std::path::Path>),
-) -> Result<Option<Vec<u8>>, Error> {
+) -> Result<Option<IdentityFiles>, Error> {
     let (Some(cert_file), Some(key_file)) = (cert.1, key.1) else {
         return Ok(None);
     };
-    let mut pem = read_file(key.0, key_file)?;
-    pem.push(b'\n');
-    pem.extend_from_slice(&read_file(cert.0, cert_file)?);
-    reqwest::Identity::from_pem(&pem).map_err(|e| {
+    let files = IdentityFiles {
+        key: read_file(key.0, key_file)?,
+        chain: read_file(cert.0, cert_file)?,
+    };
+    reqwest::Identity::from_pem(&files.pem()).map_err(|e| {
         Error::Usage(format!(
             "{} {} with {} {}: {e}",
             cert.0,
@@ -1240,7 +1252,7 @@ fn read_identity(
             key_file.display()
         ))
     })?;
-    Ok(Some(pem))
+    Ok(Some(files))
 }
 
 /// The contents of the PEM files given with `flag`, each holding at least
