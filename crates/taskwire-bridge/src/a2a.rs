@@ -708,30 +708,20 @@ impl<'a> Turn<'a> {
                 debug!(task = %self.ctx.task().id, turn = self.number, message = %m.message_id,
                     upstream_task = ?self.task_id(), "sending upstream");
                 let req = send_request(*m);
-                let mut attempt = 0;
-                loop {
-                    match self.up.client.send_streaming_message(req.clone()).await {
-                        Ok(s) => break s,
-                        // Sent again with the same message id, as a re-run
-                        // of the turn would (an upstream that makes create
-                        // idempotent on it returns the same task).
-                        Err(e) if e.is_transient() && attempt < self.up.backoff.max_attempts => {
-                            let wait = self.up.backoff.delay(attempt);
-                            attempt += 1;
-                            warn!(task = %self.ctx.task().id, error = %e, attempt,
-                                retry_in = ?wait, "sending upstream failed; sending again");
-                            tokio::select! {
-                                _ = self.ctx.cancelled() => return self.stopped(None).await,
-                                _ = tokio::time::sleep(wait) => {}
-                            }
-                        }
-                        Err(source) => {
-                            return Err(BridgeError::Upstream {
-                                operation: "SendStreamingMessage",
-                                source: Box::new(source),
-                            })
-                        }
-                    }
+                // Sent again with the same message id, as a re-run of the
+                // turn would (an upstream that makes create idempotent on it
+                // returns the same task).
+                let sent = crate::common::sent_again(
+                    self.ctx,
+                    &self.up.backoff,
+                    "SendStreamingMessage",
+                    ClientError::is_transient,
+                    || self.up.client.send_streaming_message(req.clone()),
+                )
+                .await?;
+                match sent {
+                    Some(s) => s,
+                    None => return self.stopped(None).await,
                 }
             }
             Plan::Reattach(id) => {

@@ -23,6 +23,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use serde_json::{json, Value};
 use taskwire_client::agui::{AguiClient, AguiEncoding, AguiEvent, AguiStream};
+use taskwire_client::{BackoffPolicy, ClientError};
 use taskwire_core::{
     async_trait, Agent, AgentError, AgentInfo, CoreError, Message, Skill, TaskStore, TurnContext,
     TurnOutcome,
@@ -102,6 +103,9 @@ pub struct AguiUpstream {
     max_text_bytes: usize,
     /// Most text messages streamed at once.
     max_open_messages: usize,
+    /// How often, and after how long, a run that could not be posted (no
+    /// connection) is posted again.
+    backoff: BackoffPolicy,
 }
 
 /// The default of [`UpstreamOptions::max_open_messages`]: most text messages
@@ -150,6 +154,7 @@ impl AguiUpstream {
             ready: Arc::new(ReadyCache::default()),
             max_text_bytes: opts.max_message_bytes,
             max_open_messages: opts.max_open_messages.max(1),
+            backoff: opts.backoff.clone(),
         })
     }
 
@@ -302,15 +307,18 @@ impl<'a> Turn<'a> {
         debug!(task = %task, run = %link.run_id, turn = link.turn, "upstream link stored");
         self.link = Some(link);
         debug!(task = %task, run = %run, "posting the upstream run");
-        let stream = tokio::select! {
+        // Posted again only when nothing of it reached the upstream: a run's
+        // id is not an idempotency key.
+        let posted = tokio::select! {
             biased;
             _ = self.ctx.cancelled() => return self.stopped().await,
-            r = timed(PROTOCOL, "run", self.up.client.run(&input, AguiEncoding::Sse)) => r,
-        }
-        .map_err(|source| BridgeError::Upstream {
-            operation: "run",
-            source: Box::new(source),
-        })?;
+            r = crate::common::sent_again(self.ctx, &self.up.backoff, "run", ClientError::is_unsent, || {
+                timed(PROTOCOL, "run", self.up.client.run(&input, AguiEncoding::Sse))
+            }) => r,
+        };
+        let Some(stream) = posted? else {
+            return self.stopped().await;
+        };
         self.follow(stream).await
     }
 

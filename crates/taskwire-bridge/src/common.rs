@@ -563,6 +563,67 @@ pub(crate) fn turn_result(
     }
 }
 
+/// Makes an upstream call, and makes it again while it fails in a way
+/// `again` says is safe to repeat (see [`after_failed_send`]). `Ok(None)` when
+/// the task is canceled during a wait.
+pub(crate) async fn sent_again<T, F, Fut>(
+    ctx: &taskwire_core::TurnContext,
+    backoff: &taskwire_client::BackoffPolicy,
+    operation: &'static str,
+    again: fn(&ClientError) -> bool,
+    mut call: F,
+) -> Result<Option<T>, BridgeError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, ClientError>>,
+{
+    let mut attempt = 0;
+    loop {
+        match call().await {
+            Ok(v) => return Ok(Some(v)),
+            Err(e) => {
+                match after_failed_send(ctx, backoff, &mut attempt, e, operation, again).await {
+                    Ok(true) => {}
+                    Ok(false) => return Ok(None),
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+    }
+}
+
+/// After a failed upstream call: waits the backoff policy's delay and says
+/// `true` (make it again) while `again(&e)` and fewer than its attempts were
+/// made; `false` when the task is canceled during the wait; else the error
+/// that ends the turn. `again` is [`ClientError::is_transient`] for an A2A
+/// send (sent again with the same message id) and
+/// [`ClientError::is_unsent`] for a call that has no idempotency key (an MCP
+/// `tools/call`, an AG-UI run), made again only when nothing of it reached
+/// the upstream.
+pub(crate) async fn after_failed_send(
+    ctx: &taskwire_core::TurnContext,
+    backoff: &taskwire_client::BackoffPolicy,
+    attempt: &mut u32,
+    e: ClientError,
+    operation: &'static str,
+    again: fn(&ClientError) -> bool,
+) -> Result<bool, BridgeError> {
+    if !again(&e) || *attempt >= backoff.max_attempts {
+        return Err(BridgeError::Upstream {
+            operation,
+            source: Box::new(e),
+        });
+    }
+    let wait = backoff.delay(*attempt);
+    *attempt += 1;
+    warn!(task = %ctx.task().id, error = %e, attempt = *attempt, retry_in = ?wait,
+        "{operation} failed; sending it again");
+    tokio::select! {
+        _ = ctx.cancelled() => Ok(false),
+        _ = tokio::time::sleep(wait) => Ok(true),
+    }
+}
+
 /// After a failed poll of an upstream task: the wait before the next one, or
 /// (when the failure is not transient, or `failures` already reached the
 /// policy's attempts) the error that ends the turn. Counts the failure.

@@ -30,7 +30,7 @@ use serde_json::{json, Map, Value};
 use taskwire_client::mcp::{
     DetailedTask, ElicitResult, McpClient, McpLegacyClient, ToolCallOutcome,
 };
-use taskwire_client::BackoffPolicy;
+use taskwire_client::{BackoffPolicy, ClientError};
 use taskwire_core::{
     async_trait, Agent, AgentError, AgentInfo, CoreError, Message, Skill, TaskStore, TurnContext,
     TurnOutcome,
@@ -597,15 +597,25 @@ impl<'a> Turn<'a> {
         let args = self.up.arguments(&tool, self.ctx);
         debug!(task = %self.ctx.task().id, tool = %tool, tasks = self.up.tasks,
             repeat = input_responses.is_some(), "calling the upstream tool");
-        let call = timed(
-            PROTOCOL,
+        // Made again only when nothing of it reached the upstream: a
+        // `tools/call` has no idempotency key.
+        let call = crate::common::sent_again(
+            self.ctx,
+            &self.up.backoff,
             "tools/call",
-            self.up.client.call_tool_answering(
-                &tool,
-                Value::Object(args),
-                input_responses,
-                request_state,
-            ),
+            ClientError::is_unsent,
+            || {
+                timed(
+                    PROTOCOL,
+                    "tools/call",
+                    self.up.client.call_tool_answering(
+                        &tool,
+                        Value::Object(args.clone()),
+                        input_responses.clone(),
+                        request_state.clone(),
+                    ),
+                )
+            },
         );
         // A call answered with a task is not given up on a cancel: it answers
         // at once with the task the cancel must reach (a blocking call is,
@@ -619,10 +629,9 @@ impl<'a> Turn<'a> {
                 r = call => r,
             }
         };
-        let outcome = called.map_err(|source| BridgeError::Upstream {
-            operation: "tools/call",
-            source: Box::new(source),
-        })?;
+        let Some(outcome) = called? else {
+            return self.stopped().await;
+        };
         match outcome.into_inner() {
             ToolCallOutcome::Task(t) => {
                 let link = McpLink::new(t.task_id.clone(), tool, self.number);
@@ -984,7 +993,9 @@ fn agent_info(
 fn answered_at_all(e: &taskwire_client::ClientError) -> bool {
     !matches!(
         e,
-        taskwire_client::ClientError::Transport(_) | taskwire_client::ClientError::Timeout(_)
+        taskwire_client::ClientError::Connect(_)
+            | taskwire_client::ClientError::Transport(_)
+            | taskwire_client::ClientError::Timeout(_)
     )
 }
 

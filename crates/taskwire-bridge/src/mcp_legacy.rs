@@ -47,7 +47,8 @@ use taskwire_vocab::upstream::UpstreamState;
 use tracing::{debug, info, info_span, warn, Instrument};
 
 use crate::common::{
-    downstream_canceled, end_canceled, reattached, timed, watch_cancels, AbortOnDrop,
+    after_failed_send, downstream_canceled, end_canceled, reattached, timed, watch_cancels,
+    AbortOnDrop,
 };
 use crate::error::BridgeError;
 use crate::mcp::{Asked, McpLink, McpUpstream};
@@ -560,18 +561,35 @@ impl Turn<'_> {
         if as_task {
             // Not given up on a cancel: the call answers at once with the
             // task the cancel must reach.
-            let called = self
-                .in_session("tools/call", |c| {
-                    let (tool, args) = (tool.clone(), args.clone());
-                    async move { c.call_tool_as_task(&tool, args, None).await }
-                })
-                .await;
-            let t = called
-                .map_err(|source| BridgeError::Upstream {
-                    operation: "tools/call",
-                    source: Box::new(source),
-                })?
-                .into_inner();
+            // Made again only when nothing of it reached the upstream: a
+            // `tools/call` has no idempotency key.
+            let mut attempt = 0;
+            let t = loop {
+                let called = self
+                    .in_session("tools/call", |c| {
+                        let (tool, args) = (tool.clone(), args.clone());
+                        async move { c.call_tool_as_task(&tool, args, None).await }
+                    })
+                    .await;
+                match called {
+                    Ok(t) => break t.into_inner(),
+                    Err(e) => {
+                        let again = ClientError::is_unsent;
+                        if !after_failed_send(
+                            ctx,
+                            &self.up.backoff,
+                            &mut attempt,
+                            e,
+                            "tools/call",
+                            again,
+                        )
+                        .await?
+                        {
+                            return self.stopped().await;
+                        }
+                    }
+                }
+            };
             let link = McpLink::legacy(
                 t.task_id.clone(),
                 tool,
@@ -591,18 +609,35 @@ impl Turn<'_> {
             return self.follow(&t.task_id).await;
         }
         let params = json!({"name": tool, "arguments": args});
-        let opened = tokio::select! {
-            biased;
-            _ = ctx.cancelled() => return self.stopped().await,
-            r = self.in_session("tools/call", |c| {
-                let params = params.clone();
-                async move { c.request_events_with_id(method::TOOLS_CALL, params).await }
-            }) => r,
+        let mut attempt = 0;
+        let (request_id, stream) = loop {
+            let opened = tokio::select! {
+                biased;
+                _ = ctx.cancelled() => return self.stopped().await,
+                r = self.in_session("tools/call", |c| {
+                    let params = params.clone();
+                    async move { c.request_events_with_id(method::TOOLS_CALL, params).await }
+                }) => r,
+            };
+            match opened {
+                Ok(o) => break o,
+                Err(e) => {
+                    let again = ClientError::is_unsent;
+                    if !after_failed_send(
+                        ctx,
+                        &self.up.backoff,
+                        &mut attempt,
+                        e,
+                        "tools/call",
+                        again,
+                    )
+                    .await?
+                    {
+                        return self.stopped().await;
+                    }
+                }
+            }
         };
-        let (request_id, stream) = opened.map_err(|source| BridgeError::Upstream {
-            operation: "tools/call",
-            source: Box::new(source),
-        })?;
         self.open = Some(OpenCall {
             kind: OpenKind::Call,
             request_id,

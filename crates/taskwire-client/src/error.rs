@@ -73,8 +73,14 @@ pub enum ClientError {
     /// The configuration is unusable (bad url, bad header value, …).
     #[error("invalid client configuration: {0}")]
     Config(String),
-    /// The request could not be sent or the response not read (connection
-    /// refused, reset, DNS, …).
+    /// No connection could be made (refused, DNS, TLS handshake, connect
+    /// timeout): nothing of the request reached the server, so sending it
+    /// again cannot make its effect twice.
+    #[error("cannot connect: {0}")]
+    Connect(String),
+    /// The request could not be sent whole or the response not read (a
+    /// connection reset or closed mid-request, …): the server may have acted
+    /// on it.
     #[error("transport error: {0}")]
     Transport(String),
     /// The request, the connect or a stream read exceeded its time limit.
@@ -166,13 +172,20 @@ impl ClientError {
     /// timeouts, HTTP 408/429/5xx except 501, truncated streams).
     pub fn is_transient(&self) -> bool {
         match self {
-            Self::Transport(_) | Self::Timeout(_) => true,
+            Self::Connect(_) | Self::Transport(_) | Self::Timeout(_) => true,
             Self::Http { status, .. } => {
                 matches!(*status, 408 | 429) || (*status >= 500 && *status != 501)
             }
             Self::Grpc { code, .. } => *code == tonic::Code::Unavailable as i32,
             _ => false,
         }
+    }
+
+    /// Whether the request certainly did not reach the server (no
+    /// connection could be made): then even a call that is not idempotent
+    /// (an MCP `tools/call`, an AG-UI run) can be sent again.
+    pub fn is_unsent(&self) -> bool {
+        matches!(self, Self::Connect(_))
     }
 
     pub(crate) fn decode(what: &str, detail: impl std::fmt::Display, input: &[u8]) -> Self {
@@ -185,21 +198,30 @@ impl ClientError {
 
 impl From<reqwest::Error> for ClientError {
     fn from(e: reqwest::Error) -> Self {
-        if e.is_timeout() {
+        // A connect that timed out sent nothing either: checked first.
+        if e.is_connect() {
+            Self::Connect(with_sources(&e))
+        } else if e.is_timeout() {
             Self::Timeout(e.to_string())
         } else if e.is_builder() {
             Self::Config(e.to_string())
         } else {
-            let mut s = e.to_string();
-            let mut src = std::error::Error::source(&e);
-            while let Some(inner) = src {
-                s.push_str(": ");
-                s.push_str(&inner.to_string());
-                src = inner.source();
-            }
-            Self::Transport(s)
+            Self::Transport(with_sources(&e))
         }
     }
+}
+
+/// An error's text followed by its sources' (hyper's "client error (Connect)"
+/// says little without "tcp connect error: Connection refused").
+fn with_sources(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(inner) = src {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        src = inner.source();
+    }
+    s
 }
 
 /// At most 4 KiB of a body, as text.

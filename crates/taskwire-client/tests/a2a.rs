@@ -170,10 +170,10 @@ async fn typed_errors_for_unknown_and_foreign_tasks_and_bad_requests() {
         "{err}"
     );
 
-    // Nothing listening: a transport error, not a panic.
+    // Nothing listening: a connect error (nothing sent), not a panic.
     let dead = A2aClient::new(ClientConfig::new("http://127.0.0.1:1")).unwrap();
     let err = dead.get_task("x", None).await.unwrap_err();
-    assert!(matches!(err, ClientError::Transport(_)), "{err:?}");
+    assert!(matches!(err, ClientError::Connect(_)), "{err:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

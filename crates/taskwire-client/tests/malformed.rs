@@ -203,3 +203,41 @@ async fn tools_list_reads_every_page() {
         "{e:?}"
     );
 }
+
+/// A call that could not connect sent nothing and says so (`is_unsent`, so
+/// a bridge may send even a `tools/call` again); one whose connection broke
+/// after the request was written is a transport error that may have reached
+/// the server.
+#[tokio::test]
+async fn a_refused_connection_is_told_from_a_broken_one() {
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let closed_base = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let e = McpClient::new(common::config(&format!("{closed_base}/mcp")))
+        .unwrap()
+        .list_tools()
+        .await
+        .unwrap_err();
+    assert!(matches!(e, ClientError::Connect(_)), "{e:?}");
+    assert!(e.is_unsent() && e.is_transient(), "{e:?}");
+
+    // Reads the request's head, then closes without answering.
+    let breaking = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", breaking.local_addr().unwrap());
+    let server = tokio::spawn(async move {
+        use tokio::io::AsyncReadExt;
+        while let Ok((mut sock, _)) = breaking.accept().await {
+            let mut buf = vec![0u8; 64 * 1024];
+            let _ = sock.read(&mut buf).await;
+            drop(sock);
+        }
+    });
+    let e = McpClient::new(common::config(&format!("{base}/mcp")))
+        .unwrap()
+        .list_tools()
+        .await
+        .unwrap_err();
+    assert!(matches!(e, ClientError::Transport(_)), "{e:?}");
+    assert!(!e.is_unsent() && e.is_transient(), "{e:?}");
+    server.abort();
+}

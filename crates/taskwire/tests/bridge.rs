@@ -1243,6 +1243,75 @@ async fn a_send_to_an_upstream_briefly_down_is_sent_again(over: Over) {
 
 over_both!(a_send_to_an_upstream_briefly_down_is_sent_again);
 
+/// The upstream refuses connections when a turn makes its first call: an MCP
+/// `tools/call` (over the tasks extension, over the 2025-11-25 task methods,
+/// and a plain blocking call) or an AG-UI run. These carry no idempotency
+/// key, but nothing of the call reached the upstream (no connection was
+/// made), so the bridge makes it again with backoff; once the upstream is
+/// back the task completes, with one upstream task. Before, the task failed
+/// at once ("the upstream refused tools/call: cannot connect").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_call_the_upstream_never_got_is_made_again() {
+    use std::sync::Arc;
+    for case in ["mcp 2026-07-28", "mcp 2025-11-25", "mcp blocking", "agui"] {
+        let up = serve(&[]).await;
+        let gate = Gate::open(0, &up.base).await;
+        let at_gate = format!("http://127.0.0.1:{}", gate.port);
+        let bridge = match case {
+            "mcp blocking" => {
+                let options = taskwire_bridge::UpstreamOptions {
+                    mcp_tasks: false,
+                    poll_interval: Duration::from_millis(50),
+                    ..Default::default()
+                };
+                let store: Arc<dyn taskwire::core::TaskStore> =
+                    Arc::new(taskwire::MemoryStore::new());
+                let agent = taskwire_bridge::McpUpstream::discover(
+                    &format!("{at_gate}/mcp"),
+                    None,
+                    &options,
+                )
+                .await
+                .expect("discover")
+                .with_store(store.clone());
+                assert!(!agent.offers_tasks());
+                serve_agent(Arc::new(agent), store).await
+            }
+            "agui" => serve(&["--upstream", &format!("agui+{at_gate}/agui")]).await,
+            mcp => {
+                let version = mcp.trim_start_matches("mcp ");
+                let url = format!("mcp+{at_gate}/mcp#run_script");
+                serve(&["--upstream", &url, "--upstream-mcp-version", version]).await
+            }
+        };
+        let down = a2a_client(&bridge.base);
+        gate.shut();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let t = task_of(
+            down.send_text("hello while down", true)
+                .await
+                .expect("send")
+                .into_inner(),
+        );
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        let _back = Gate::open(gate.port, &up.base).await;
+        let ended = settled(&down, &t.id).await;
+        assert_eq!(state(&ended), pb::TaskState::Completed, "{case}: {ended:?}");
+        let texts = artifact_texts(&ended);
+        assert!(
+            texts.len() == 1 && texts[0].1 == "hello while down",
+            "{case}: {texts:?}"
+        );
+        assert_eq!(
+            upstream_tasks(&a2a_client(&up.base)).await.len(),
+            1,
+            "{case}"
+        );
+        bridge.stop().await;
+        up.stop().await;
+    }
+}
+
 /// A downstream cancel made while the upstream MCP server is creating the
 /// tool call's task (its `tools/call` answer held back by a slow relay)
 /// still cancels that task once the answer names it, over the tasks
