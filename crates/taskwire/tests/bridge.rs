@@ -2048,8 +2048,23 @@ impl TlsFront {
                 let acceptor = self.acceptor.clone();
                 let backend = backend.clone();
                 tokio::spawn(async move {
-                    let Ok(mut tls) = acceptor.accept(tcp).await else {
-                        return;
+                    let mut tls = match acceptor.accept(tcp).into_fallible().await {
+                        Ok(tls) => tls,
+                        // A refused handshake: the alert is sent; closing
+                        // with the client's first request unread would reset
+                        // the connection, and a reset can discard the alert
+                        // before the client reads it. Close our side, then
+                        // read what the client sent until it closes.
+                        Err((_, mut tcp)) => {
+                            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                            let _ = tcp.shutdown().await;
+                            let mut sink = [0u8; 4096];
+                            let drain = async {
+                                while matches!(tcp.read(&mut sink).await, Ok(n) if n > 0) {}
+                            };
+                            let _ = tokio::time::timeout(Duration::from_secs(2), drain).await;
+                            return;
+                        }
                     };
                     let Ok(mut plain) = tokio::net::TcpStream::connect(&backend).await else {
                         return;
