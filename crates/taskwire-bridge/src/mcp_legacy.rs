@@ -40,7 +40,7 @@ use futures::stream::BoxStream;
 use futures::StreamExt;
 use serde_json::{json, Map, Value};
 use taskwire_client::mcp::{method, CallToolResult, ElicitResult, McpLegacyClient};
-use taskwire_client::{ClientError, RpcError};
+use taskwire_client::{ClientError, Received, RpcError};
 use taskwire_core::{CoreError, Message, TaskId, TaskState, TaskStore, TurnContext, TurnOutcome};
 use taskwire_vocab::upstream::mcp::{self as vocab, UpstreamAsk};
 use taskwire_vocab::upstream::UpstreamState;
@@ -547,6 +547,42 @@ impl Turn<'_> {
         }
     }
 
+    /// Makes a `tools/call` with `f` in the turn's session, and makes it
+    /// again with backoff while nothing of it reached the upstream (a
+    /// `tools/call` has no idempotency key). `None` when the task is canceled
+    /// during a wait, or during the call when `give_up_on_cancel`.
+    async fn tools_call<T, F, Fut>(
+        &mut self,
+        give_up_on_cancel: bool,
+        f: F,
+    ) -> Result<Option<T>, BridgeError>
+    where
+        F: Fn(McpLegacyClient) -> Fut,
+        Fut: Future<Output = Result<T, ClientError>>,
+    {
+        let ctx = self.ctx;
+        let mut attempt = 0;
+        loop {
+            let called = tokio::select! {
+                biased;
+                _ = ctx.cancelled(), if give_up_on_cancel => return Ok(None),
+                r = self.in_session("tools/call", &f) => r,
+            };
+            match called {
+                Ok(v) => return Ok(Some(v)),
+                Err(e) => {
+                    let backoff = &self.up.backoff;
+                    let again = ClientError::is_unsent;
+                    if !after_failed_send(ctx, backoff, &mut attempt, e, "tools/call", again)
+                        .await?
+                    {
+                        return Ok(None);
+                    }
+                }
+            }
+        }
+    }
+
     /// The first turn: calls the tool, as a task when both sides allow it.
     async fn call(&mut self) -> Result<TurnOutcome, BridgeError> {
         let names = self.up.tool_names();
@@ -561,34 +597,14 @@ impl Turn<'_> {
         if as_task {
             // Not given up on a cancel: the call answers at once with the
             // task the cancel must reach.
-            // Made again only when nothing of it reached the upstream: a
-            // `tools/call` has no idempotency key.
-            let mut attempt = 0;
-            let t = loop {
-                let called = self
-                    .in_session("tools/call", |c| {
-                        let (tool, args) = (tool.clone(), args.clone());
-                        async move { c.call_tool_as_task(&tool, args, None).await }
-                    })
-                    .await;
-                match called {
-                    Ok(t) => break t.into_inner(),
-                    Err(e) => {
-                        let again = ClientError::is_unsent;
-                        if !after_failed_send(
-                            ctx,
-                            &self.up.backoff,
-                            &mut attempt,
-                            e,
-                            "tools/call",
-                            again,
-                        )
-                        .await?
-                        {
-                            return self.stopped().await;
-                        }
-                    }
-                }
+            let called = self
+                .tools_call(false, |c| {
+                    let (tool, args) = (tool.clone(), args.clone());
+                    async move { c.call_tool_as_task(&tool, args, None).await }
+                })
+                .await?;
+            let Some(t) = called.map(Received::into_inner) else {
+                return self.stopped().await;
             };
             let link = McpLink::legacy(
                 t.task_id.clone(),
@@ -609,34 +625,14 @@ impl Turn<'_> {
             return self.follow(&t.task_id).await;
         }
         let params = json!({"name": tool, "arguments": args});
-        let mut attempt = 0;
-        let (request_id, stream) = loop {
-            let opened = tokio::select! {
-                biased;
-                _ = ctx.cancelled() => return self.stopped().await,
-                r = self.in_session("tools/call", |c| {
-                    let params = params.clone();
-                    async move { c.request_events_with_id(method::TOOLS_CALL, params).await }
-                }) => r,
-            };
-            match opened {
-                Ok(o) => break o,
-                Err(e) => {
-                    let again = ClientError::is_unsent;
-                    if !after_failed_send(
-                        ctx,
-                        &self.up.backoff,
-                        &mut attempt,
-                        e,
-                        "tools/call",
-                        again,
-                    )
-                    .await?
-                    {
-                        return self.stopped().await;
-                    }
-                }
-            }
+        let opened = self
+            .tools_call(true, |c| {
+                let params = params.clone();
+                async move { c.request_events_with_id(method::TOOLS_CALL, params).await }
+            })
+            .await?;
+        let Some((request_id, stream)) = opened else {
+            return self.stopped().await;
         };
         self.open = Some(OpenCall {
             kind: OpenKind::Call,

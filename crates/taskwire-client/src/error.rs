@@ -200,28 +200,15 @@ impl From<reqwest::Error> for ClientError {
     fn from(e: reqwest::Error) -> Self {
         // A connect that timed out sent nothing either: checked first.
         if e.is_connect() {
-            Self::Connect(with_sources(&e))
+            Self::Connect(crate::http::error_chain(&e))
         } else if e.is_timeout() {
             Self::Timeout(e.to_string())
         } else if e.is_builder() {
             Self::Config(e.to_string())
         } else {
-            Self::Transport(with_sources(&e))
+            Self::Transport(crate::http::error_chain(&e))
         }
     }
-}
-
-/// An error's text followed by its sources' (hyper's "client error (Connect)"
-/// says little without "tcp connect error: Connection refused").
-fn with_sources(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(inner) = src {
-        s.push_str(": ");
-        s.push_str(&inner.to_string());
-        src = inner.source();
-    }
-    s
 }
 
 /// At most 4 KiB of a body, as text.

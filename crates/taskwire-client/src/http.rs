@@ -388,7 +388,9 @@ pub async fn parse_sse(body: Bytes) -> Result<Vec<SseEvent>, ClientError> {
     Ok(out)
 }
 
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+/// An error's text followed by its sources' (hyper's "client error
+/// (Connect)" says little without "tcp connect error: Connection refused").
+pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut s = e.to_string();
     let mut src = e.source();
     while let Some(inner) = src {

@@ -1206,6 +1206,24 @@ impl Gate {
     }
 }
 
+/// Shuts `gate` (the upstream's connections are refused), sends "hello while
+/// down" to `bridge` (returning at once), opens the gate again 0.8 s later,
+/// and returns the task once it settled.
+async fn sent_while_the_gate_is_shut(bridge: &Running, gate: Gate, up: &Running) -> pb::Task {
+    let down = a2a_client(&bridge.base);
+    gate.shut();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let t = task_of(
+        down.send_text("hello while down", true)
+            .await
+            .expect("send")
+            .into_inner(),
+    );
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let _back = Gate::open(gate.port, &up.base).await;
+    settled(&down, &t.id).await
+}
+
 /// The upstream cannot be reached when a turn sends (its connections are
 /// refused): the bridge sends again with backoff, with the same message id,
 /// and once the upstream is back the task completes, with one upstream task.
@@ -1219,18 +1237,7 @@ async fn a_send_to_an_upstream_briefly_down_is_sent_again(over: Over) {
     let gate = Gate::open(port, &up.base).await;
     let url = upstream_url(&at_gate, over);
     let bridge = serve(&["--upstream", &url]).await;
-    let down = a2a_client(&bridge.base);
-    gate.shut();
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let t = task_of(
-        down.send_text("hello while down", true)
-            .await
-            .expect("send")
-            .into_inner(),
-    );
-    tokio::time::sleep(Duration::from_millis(800)).await;
-    let _back = Gate::open(gate.port, &up.base).await;
-    let ended = settled(&down, &t.id).await;
+    let ended = sent_while_the_gate_is_shut(&bridge, gate, &up).await;
     assert_eq!(state(&ended), pb::TaskState::Completed, "{ended:?}");
     assert_eq!(
         artifact_texts(&ended),
@@ -1284,18 +1291,7 @@ async fn a_first_call_the_upstream_never_got_is_made_again() {
                 serve(&["--upstream", &url, "--upstream-mcp-version", version]).await
             }
         };
-        let down = a2a_client(&bridge.base);
-        gate.shut();
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let t = task_of(
-            down.send_text("hello while down", true)
-                .await
-                .expect("send")
-                .into_inner(),
-        );
-        tokio::time::sleep(Duration::from_millis(800)).await;
-        let _back = Gate::open(gate.port, &up.base).await;
-        let ended = settled(&down, &t.id).await;
+        let ended = sent_while_the_gate_is_shut(&bridge, gate, &up).await;
         assert_eq!(state(&ended), pb::TaskState::Completed, "{case}: {ended:?}");
         let texts = artifact_texts(&ended);
         assert!(
