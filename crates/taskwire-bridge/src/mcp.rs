@@ -550,16 +550,25 @@ impl<'a> Turn<'a> {
                 if !responses.is_empty() {
                     debug!(task = %self.ctx.task().id, upstream_task = %l.task_id,
                         keys = ?responses.keys().collect::<Vec<_>>(), "answering upstream");
-                    timed(
-                        PROTOCOL,
+                    // Sent again only when nothing of it reached the
+                    // upstream: answers given twice may be refused.
+                    let sent = crate::common::sent_again(
+                        self.ctx,
+                        &self.up.backoff,
                         "tasks/update",
-                        self.up.client.update_task(&l.task_id, responses),
+                        ClientError::is_unsent,
+                        || {
+                            timed(
+                                PROTOCOL,
+                                "tasks/update",
+                                self.up.client.update_task(&l.task_id, responses.clone()),
+                            )
+                        },
                     )
-                    .await
-                    .map_err(|source| BridgeError::Upstream {
-                        operation: "tasks/update",
-                        source: Box::new(source),
-                    })?;
+                    .await?;
+                    if sent.is_none() {
+                        return self.stopped().await;
+                    }
                 }
                 let next = McpLink {
                     turn: self.number,

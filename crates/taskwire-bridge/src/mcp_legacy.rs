@@ -500,7 +500,9 @@ impl Turn<'_> {
                 self.follow(&l.task_id).await
             }
             Some(l) => {
-                let unanswered = self.answer(&l).await?;
+                let Some(unanswered) = self.answer(&l).await? else {
+                    return self.stopped().await;
+                };
                 if !unanswered.is_empty() {
                     return self.ask_again(&l, unanswered).await;
                 }
@@ -547,12 +549,14 @@ impl Turn<'_> {
         }
     }
 
-    /// Makes a `tools/call` with `f` in the turn's session, and makes it
-    /// again with backoff while nothing of it reached the upstream (a
-    /// `tools/call` has no idempotency key). `None` when the task is canceled
-    /// during a wait, or during the call when `give_up_on_cancel`.
-    async fn tools_call<T, F, Fut>(
+    /// Makes `op` (a `tools/call`, an answer to the server's request) with
+    /// `f` in the turn's session, and makes it again with backoff while
+    /// nothing of it reached the upstream (neither has an idempotency key).
+    /// `None` when the task is canceled during a wait, or during the call
+    /// when `give_up_on_cancel`.
+    async fn unsent_again<T, F, Fut>(
         &mut self,
+        op: &'static str,
         give_up_on_cancel: bool,
         f: F,
     ) -> Result<Option<T>, BridgeError>
@@ -566,16 +570,14 @@ impl Turn<'_> {
             let called = tokio::select! {
                 biased;
                 _ = ctx.cancelled(), if give_up_on_cancel => return Ok(None),
-                r = self.in_session("tools/call", &f) => r,
+                r = self.in_session(op, &f) => r,
             };
             match called {
                 Ok(v) => return Ok(Some(v)),
                 Err(e) => {
                     let backoff = &self.up.backoff;
                     let again = ClientError::is_unsent;
-                    if !after_failed_send(ctx, backoff, &mut attempt, e, "tools/call", again)
-                        .await?
-                    {
+                    if !after_failed_send(ctx, backoff, &mut attempt, e, op, again).await? {
                         return Ok(None);
                     }
                 }
@@ -598,7 +600,7 @@ impl Turn<'_> {
             // Not given up on a cancel: the call answers at once with the
             // task the cancel must reach.
             let called = self
-                .tools_call(false, |c| {
+                .unsent_again("tools/call", false, |c| {
                     let (tool, args) = (tool.clone(), args.clone());
                     async move { c.call_tool_as_task(&tool, args, None).await }
                 })
@@ -626,7 +628,7 @@ impl Turn<'_> {
         }
         let params = json!({"name": tool, "arguments": args});
         let opened = self
-            .tools_call(true, |c| {
+            .unsent_again("tools/call", true, |c| {
                 let params = params.clone();
                 async move { c.request_events_with_id(method::TOOLS_CALL, params).await }
             })
@@ -694,7 +696,9 @@ impl Turn<'_> {
             // A re-run of the turn that asked: ask again.
             return self.ask_again(&l, l.asked.clone()).await;
         }
-        let unanswered = self.answer(&l).await?;
+        let Some(unanswered) = self.answer(&l).await? else {
+            return self.stopped().await;
+        };
         if !unanswered.is_empty() {
             return self.ask_again(&l, unanswered).await;
         }
@@ -709,8 +713,9 @@ impl Turn<'_> {
     }
 
     /// Sends the downstream answers to what `l` asked as the responses to the
-    /// upstream's requests; returns what is still unanswered.
-    async fn answer(&mut self, l: &McpLink) -> Result<Vec<Asked>, BridgeError> {
+    /// upstream's requests; returns what is still unanswered (`None`: the
+    /// task was canceled while an answer waited to be sent again).
+    async fn answer(&mut self, l: &McpLink) -> Result<Option<Vec<Asked>>, BridgeError> {
         let responses = crate::mcp::responses(self.ctx, &l.asked);
         let mut unanswered = Vec::new();
         for a in &l.asked {
@@ -720,19 +725,16 @@ impl Turn<'_> {
             };
             debug!(task = %self.ctx.task().id, key = %a.key, request = %id, "answering the upstream's request");
             let sent = self
-                .in_session("elicitation/create response", |c| {
+                .unsent_again("elicitation/create response", false, |c| {
                     let (id, r) = (id.clone(), r.clone());
                     async move { c.respond(id, &r).await }
                 })
-                .await;
-            if let Err(e) = sent {
-                return Err(BridgeError::Upstream {
-                    operation: "elicitation/create response",
-                    source: Box::new(e),
-                });
+                .await?;
+            if sent.is_none() {
+                return Ok(None);
             }
         }
-        Ok(unanswered)
+        Ok(Some(unanswered))
     }
 
     /// Raises `asked` (questions of `l` still unanswered) again and waits.

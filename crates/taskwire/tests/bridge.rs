@@ -1194,33 +1194,49 @@ impl Gate {
         Self { port, tasks }
     }
 
-    fn shut(&self) {
-        for t in self
-            .tasks
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .drain(..)
-        {
-            t.abort();
+    /// Stops accepting and closes every relayed connection; returns once
+    /// they are closed (a connection accepted while the listener was still
+    /// open would otherwise be reset after the bridge wrote to it, which is
+    /// not the refused connection the tests mean).
+    async fn shut(&self) {
+        loop {
+            let tasks: Vec<_> = self
+                .tasks
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .drain(..)
+                .collect();
+            if tasks.is_empty() {
+                return;
+            }
+            for t in &tasks {
+                t.abort();
+            }
+            for t in tasks {
+                let _ = t.await;
+            }
         }
     }
 }
 
-/// Shuts `gate` (the upstream's connections are refused), sends "hello while
-/// down" to `bridge` (returning at once), opens the gate again 0.8 s later,
-/// and returns the task once it settled.
-async fn sent_while_the_gate_is_shut(bridge: &Running, gate: Gate, up: &Running) -> pb::Task {
+/// Shuts `gate` (the upstream's connections are refused), sends `req` to
+/// `bridge` (returning at once), opens the gate again 0.8 s later, and
+/// returns the task once it settled. The gate is open again after.
+async fn sent_while_the_gate_is_shut(
+    bridge: &Running,
+    gate: &mut Gate,
+    up: &Running,
+    mut req: pb::SendMessageRequest,
+) -> pb::Task {
     let down = a2a_client(&bridge.base);
-    gate.shut();
+    gate.shut().await;
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let t = task_of(
-        down.send_text("hello while down", true)
-            .await
-            .expect("send")
-            .into_inner(),
-    );
+    req.configuration
+        .get_or_insert_with(Default::default)
+        .return_immediately = true;
+    let t = task_of(down.send_message(req).await.expect("send").into_inner());
     tokio::time::sleep(Duration::from_millis(800)).await;
-    let _back = Gate::open(gate.port, &up.base).await;
+    *gate = Gate::open(gate.port, &up.base).await;
     settled(&down, &t.id).await
 }
 
@@ -1234,10 +1250,11 @@ async fn a_send_to_an_upstream_briefly_down_is_sent_again(over: Over) {
     let port = free_ports(1)[0];
     let at_gate = format!("http://127.0.0.1:{port}");
     let up = serve(&["--public-url", &at_gate]).await;
-    let gate = Gate::open(port, &up.base).await;
+    let mut gate = Gate::open(port, &up.base).await;
     let url = upstream_url(&at_gate, over);
     let bridge = serve(&["--upstream", &url]).await;
-    let ended = sent_while_the_gate_is_shut(&bridge, gate, &up).await;
+    let hello = a2a::text_request("hello while down", true);
+    let ended = sent_while_the_gate_is_shut(&bridge, &mut gate, &up, hello).await;
     assert_eq!(state(&ended), pb::TaskState::Completed, "{ended:?}");
     assert_eq!(
         artifact_texts(&ended),
@@ -1255,14 +1272,15 @@ over_both!(a_send_to_an_upstream_briefly_down_is_sent_again);
 /// and a plain blocking call) or an AG-UI run. These carry no idempotency
 /// key, but nothing of the call reached the upstream (no connection was
 /// made), so the bridge makes it again with backoff; once the upstream is
-/// back the task completes, with one upstream task. Before, the task failed
-/// at once ("the upstream refused tools/call: cannot connect").
+/// back the task completes, with one upstream task. The same for the
+/// downstream answer to an upstream question. Before, the task failed at
+/// once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_first_call_the_upstream_never_got_is_made_again() {
     use std::sync::Arc;
     for case in ["mcp 2026-07-28", "mcp 2025-11-25", "mcp blocking", "agui"] {
         let up = serve(&[]).await;
-        let gate = Gate::open(0, &up.base).await;
+        let mut gate = Gate::open(0, &up.base).await;
         let at_gate = format!("http://127.0.0.1:{}", gate.port);
         let bridge = match case {
             "mcp blocking" => {
@@ -1291,7 +1309,8 @@ async fn a_first_call_the_upstream_never_got_is_made_again() {
                 serve(&["--upstream", &url, "--upstream-mcp-version", version]).await
             }
         };
-        let ended = sent_while_the_gate_is_shut(&bridge, gate, &up).await;
+        let hello = a2a::text_request("hello while down", true);
+        let ended = sent_while_the_gate_is_shut(&bridge, &mut gate, &up, hello).await;
         assert_eq!(state(&ended), pb::TaskState::Completed, "{case}: {ended:?}");
         let texts = artifact_texts(&ended);
         assert!(
@@ -1301,6 +1320,32 @@ async fn a_first_call_the_upstream_never_got_is_made_again() {
         assert_eq!(
             upstream_tasks(&a2a_client(&up.base)).await.len(),
             1,
+            "{case}"
+        );
+
+        // The downstream answer to an upstream question, carried upstream
+        // (an MCP `tasks/update`, a 2025-11-25 elicitation response, a
+        // repeated `tools/call`, an AG-UI resume run) while no connection
+        // can be made: sent again once it can.
+        let down = a2a_client(&bridge.base);
+        let t = task_of(
+            down.send_text("ask what colour?", false)
+                .await
+                .expect("send")
+                .into_inner(),
+        );
+        assert_eq!(state(&t), pb::TaskState::InputRequired, "{case}: {t:?}");
+        let answer = text_to_task("blue", &t.id);
+        let ended = sent_while_the_gate_is_shut(&bridge, &mut gate, &up, answer).await;
+        assert_eq!(state(&ended), pb::TaskState::Completed, "{case}: {ended:?}");
+        let texts = artifact_texts(&ended);
+        assert!(
+            texts.iter().any(|(_, t)| t == "answer: blue"),
+            "{case}: {texts:?}"
+        );
+        assert_eq!(
+            upstream_tasks(&a2a_client(&up.base)).await.len(),
+            2,
             "{case}"
         );
         bridge.stop().await;
