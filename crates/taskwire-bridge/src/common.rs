@@ -608,6 +608,26 @@ pub(crate) async fn after_failed_send(
     operation: &'static str,
     again: fn(&ClientError) -> bool,
 ) -> Result<bool, BridgeError> {
+    let (wait, e) = retry_delay(backoff, attempt, e, operation, again)?;
+    warn!(task = %ctx.task().id, error = %e, attempt = *attempt, retry_in = ?wait,
+        "{operation} failed; sending it again");
+    tokio::select! {
+        _ = ctx.cancelled() => Ok(false),
+        _ = tokio::time::sleep(wait) => Ok(true),
+    }
+}
+
+/// Whether a failed upstream call is made again: the backoff policy's delay
+/// before it (counting the attempt, and handing the error back for the log)
+/// while `again(&e)` and fewer than the policy's attempts were made; else the
+/// error that ends the turn.
+fn retry_delay(
+    backoff: &taskwire_client::BackoffPolicy,
+    attempt: &mut u32,
+    e: ClientError,
+    operation: &'static str,
+    again: fn(&ClientError) -> bool,
+) -> Result<(std::time::Duration, ClientError), BridgeError> {
     if !again(&e) || *attempt >= backoff.max_attempts {
         return Err(BridgeError::Upstream {
             operation,
@@ -616,12 +636,7 @@ pub(crate) async fn after_failed_send(
     }
     let wait = backoff.delay(*attempt);
     *attempt += 1;
-    warn!(task = %ctx.task().id, error = %e, attempt = *attempt, retry_in = ?wait,
-        "{operation} failed; sending it again");
-    tokio::select! {
-        _ = ctx.cancelled() => Ok(false),
-        _ = tokio::time::sleep(wait) => Ok(true),
-    }
+    Ok((wait, e))
 }
 
 /// After a failed poll of an upstream task: the wait before the next one, or
@@ -634,14 +649,7 @@ pub(crate) fn after_failed_poll(
     operation: &'static str,
     upstream_task: &str,
 ) -> Result<std::time::Duration, BridgeError> {
-    if *failures >= backoff.max_attempts || !e.is_transient() {
-        return Err(BridgeError::Upstream {
-            operation,
-            source: Box::new(e),
-        });
-    }
-    let d = backoff.delay(*failures);
-    *failures += 1;
+    let (d, e) = retry_delay(backoff, failures, e, operation, ClientError::is_transient)?;
     tracing::debug!(upstream_task = %upstream_task, error = %e, attempt = *failures,
         "{operation} failed; retrying");
     Ok(d)
