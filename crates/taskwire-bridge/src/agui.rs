@@ -11,11 +11,16 @@
 //! and the run result become artifacts, steps become steps.
 //!
 //! The link (thread, run, turn, the interrupts asked) is stored under
-//! `upstream` with `protocol: "agui"` before the run is posted. AG-UI has no
-//! resume cursor: a re-run turn re-reads the run from taskwire's
-//! `GET …/threads/{thread}/runs/{run}/events` where the upstream offers it,
-//! and fails otherwise; a downstream cancel calls taskwire's
-//! `POST …/runs/{run}/cancel` and drops the stream.
+//! `upstream` with `protocol: "agui"` before the run is posted, and with it the
+//! run's stream position (`cursor`: the SSE id of the last event whose outputs
+//! are committed, committed with them). A re-run turn re-reads the run from
+//! taskwire's `GET …/threads/{thread}/runs/{run}/events` where the upstream
+//! offers it (and fails otherwise), from its start: the events up to the
+//! cursor only rebuild the turn's state (the text being streamed, the message
+//! held back), so no output is emitted twice. (Not after `Last-Event-ID`:
+//! a resumed stream re-opens a text message without the text streamed
+//! before, which the bridge may not have emitted yet.) A downstream cancel
+//! calls taskwire's `POST …/runs/{run}/cancel` and drops the stream.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -68,6 +73,11 @@ pub struct AguiLink {
     /// The interrupts that run ended with.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub asked: Vec<AskedInterrupt>,
+    /// The run's stream position: the SSE id of the last upstream event
+    /// whose outputs are committed downstream (committed with them, all or
+    /// none). None before the first output and for events without ids.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
 }
 
 impl AguiLink {
@@ -211,6 +221,12 @@ struct Turn<'a> {
     text_bytes: usize,
     /// The last text message that ended, not yet emitted.
     pending: Option<String>,
+    /// While re-reading a run: the stored cursor, up to which (inclusive)
+    /// events only rebuild the turn's state, their outputs being committed.
+    replay_until: Option<String>,
+    /// Outputs emitted (or, while replaying, passed over) by the event being
+    /// applied.
+    outputs: usize,
 }
 
 impl<'a> Turn<'a> {
@@ -224,6 +240,8 @@ impl<'a> Turn<'a> {
             texts: BTreeMap::new(),
             text_bytes: 0,
             pending: None,
+            replay_until: None,
+            outputs: 0,
         }
     }
 
@@ -231,8 +249,10 @@ impl<'a> Turn<'a> {
         let task = self.ctx.task().id.as_str().to_string();
         let thread = thread_id(&task);
         if let Some(l) = self.link.clone().filter(|l| l.turn >= self.number) {
-            info!(task = %task, run = %l.run_id, "re-reading the upstream run");
+            info!(task = %task, run = %l.run_id, after_event = l.cursor.as_deref().unwrap_or(""),
+                "re-reading the upstream run");
             reattached(PROTOCOL);
+            self.replay_until = l.cursor.clone();
             let stream = timed(
                 PROTOCOL,
                 "run events",
@@ -301,6 +321,7 @@ impl<'a> Turn<'a> {
             run_id: run.clone(),
             turn: self.number,
             asked: Vec::new(),
+            cursor: None,
         };
         self.ctx.set_state(link.to_state()).await?;
         self.ctx.flush().await?;
@@ -330,7 +351,7 @@ impl<'a> Turn<'a> {
                 item = stream.next() => item,
             };
             match item {
-                Some(Ok(e)) => match self.apply(e).await {
+                Some(Ok(e)) => match self.apply_at(e).await {
                     Ok(Some(outcome)) => return Ok(outcome),
                     Ok(None) => {}
                     Err(BridgeError::Core(_)) if self.ctx.is_cancelled() => {
@@ -353,10 +374,55 @@ impl<'a> Turn<'a> {
         }
     }
 
+    /// Applies one upstream event and, when it had outputs and an SSE id,
+    /// advances the link's cursor to it: the outputs and the cursor are
+    /// committed together (the turn's automatic flushes wait meanwhile). While
+    /// re-reading up to the stored cursor, the event only rebuilds the turn's
+    /// state.
+    async fn apply_at(&mut self, e: AguiEvent) -> Result<Option<TurnOutcome>, BridgeError> {
+        let _hold = self.ctx.hold_flushes();
+        let id = e.id.clone();
+        if self.replay_until.is_some() && e.ends_run() {
+            // The run ended before the stored position came again: what it
+            // streams is not the run the cursor was taken from.
+            tracing::warn!(task = %self.ctx.task().id, cursor = self.replay_until.as_deref().unwrap_or(""),
+                "the re-read upstream run ended before its stored position; the rest is applied");
+            self.replay_until = None;
+        }
+        self.outputs = 0;
+        let outcome = self.apply(e).await?;
+        if let Some(until) = &self.replay_until {
+            if id.as_deref() == Some(until.as_str()) {
+                debug!(task = %self.ctx.task().id, cursor = %until, "re-read up to the stored position");
+                self.replay_until = None;
+            }
+            return Ok(outcome);
+        }
+        if outcome.is_none() && self.outputs > 0 {
+            if let (Some(id), Some(link)) = (id, self.link.as_mut()) {
+                debug!(task = %self.ctx.task().id, run = %link.run_id, cursor = %id,
+                    "upstream position stored (committed with the event's outputs)");
+                link.cursor = Some(id);
+                let state = link.to_state();
+                self.ctx.set_state(state).await?;
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// Whether outputs are to be emitted (not while re-reading what is
+    /// committed); counts them either way.
+    fn emits(&mut self) -> bool {
+        self.outputs += 1;
+        self.replay_until.is_none()
+    }
+
     /// Emits the held text message, if any.
     async fn flush_pending(&mut self) -> Result<(), BridgeError> {
         if let Some(t) = self.pending.take() {
-            self.ctx.emit_message(Message::agent_text(t)).await?;
+            if self.emits() {
+                self.ctx.emit_message(Message::agent_text(t)).await?;
+            }
         }
         Ok(())
     }
@@ -407,14 +473,24 @@ impl<'a> Turn<'a> {
                     self.pending = Some(t);
                 }
             }
-            ev::STEP_STARTED => ctx.step_started(&s("stepName")).await?,
-            ev::STEP_FINISHED => ctx.step_finished(&s("stepName")).await?,
+            ev::STEP_STARTED | ev::STEP_FINISHED => {
+                let name = s("stepName");
+                if self.emits() {
+                    if e.kind == ev::STEP_STARTED {
+                        ctx.step_started(&name).await?
+                    } else {
+                        ctx.step_finished(&name).await?
+                    }
+                }
+            }
             ev::ACTIVITY_SNAPSHOT => {
                 let content = e.raw.get("content").cloned().unwrap_or(Value::Null);
                 if let Some((id, name, parts)) =
                     vocab::artifact_of_activity(&s("activityType"), &content)
                 {
-                    ctx.emit_artifact(&id, name.as_deref(), parts).await?;
+                    if self.emits() {
+                        ctx.emit_artifact(&id, name.as_deref(), parts).await?;
+                    }
                 }
             }
             ev::RUN_ERROR => {
@@ -525,6 +601,7 @@ mod tests {
                 provider: None,
                 schema: None,
             }],
+            cursor: Some("7.1".into()),
         };
         assert_eq!(AguiLink::read(Some(&l.to_state())), Some(l));
         assert_eq!(run_id("t", 1), "tw-t-turn-1");

@@ -636,12 +636,12 @@ async fn killed_mid_task(kind: &str, postgres: bool) {
     );
     let ut = upstream_task_in(&direct, pb::TaskState::Working).await;
     // Kill it once the link is committed (before that, a restart sends again)
-    // and, over A2A, once the stream position after the two chunks is
-    // (committed with them by the next flush, a few ms later).
-    let stored = if kind == "a2a" {
-        "upstream position stored"
-    } else {
+    // and, over A2A and AG-UI, once the stream position after the two chunks
+    // is (committed with them by the next flush, a few ms later).
+    let stored = if kind == "mcp" {
         "upstream link stored"
+    } else {
+        "upstream position stored"
     };
     eventually_showing(stored, || logs(1).contains(stored), || logs(1)).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -698,6 +698,15 @@ async fn killed_mid_task(kind: &str, postgres: bool) {
         assert!(
             line.contains("after_event=\"") && !line.contains("from the snapshot"),
             "the re-attach did not resume after a stored position: {line}"
+        );
+    }
+    if kind == "agui" {
+        // The re-read run came to the stored position: the run's frames
+        // have the same SSE ids when read again.
+        assert!(
+            logs(2).contains("re-read up to the stored position"),
+            "{}",
+            logs(2)
         );
     }
     // The re-attachment is counted.
@@ -869,6 +878,153 @@ macro_rules! killed {
 killed!(a_bridge_killed_mid_task_re_attaches_over_a2a, "a2a");
 killed!(a_bridge_killed_mid_task_re_attaches_over_mcp, "mcp");
 killed!(a_bridge_killed_mid_task_re_attaches_over_agui, "agui");
+
+/// An AG-UI run re-read after the bridge was killed emits nothing twice: the
+/// link's cursor (the SSE id of the last event whose outputs are committed,
+/// committed with them) marks what the re-read only replays to rebuild the
+/// turn (the text held back), so each text message of the upstream run is
+/// once in the downstream history. The upstream here streams the run's
+/// first eight events and then hangs, and serves the whole run on taskwire's
+/// `GET …/runs/{run}/events` (as a taskwire upstream does).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_re_read_agui_run_emits_each_message_once() {
+    use axum::http::header::CONTENT_TYPE;
+    use futures::StreamExt;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    fn events(thread: &str, run: &str) -> Vec<serde_json::Value> {
+        let mut v =
+            vec![serde_json::json!({"type": "RUN_STARTED", "threadId": thread, "runId": run})];
+        for (m, text) in [("m1", "first"), ("m2", "second")] {
+            v.push(serde_json::json!({"type": "TEXT_MESSAGE_START", "messageId": m, "role": "assistant"}));
+            v.push(
+                serde_json::json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": m, "delta": text}),
+            );
+            v.push(serde_json::json!({"type": "TEXT_MESSAGE_END", "messageId": m}));
+        }
+        v.push(serde_json::json!({"type": "STEP_STARTED", "stepName": "think"}));
+        // What the live stream never sent: the bridge was killed before.
+        v.push(serde_json::json!({"type": "STEP_FINISHED", "stepName": "think"}));
+        v.push(serde_json::json!({"type": "TEXT_MESSAGE_START", "messageId": "m3", "role": "assistant"}));
+        v.push(serde_json::json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m3", "delta": "third"}));
+        v.push(serde_json::json!({"type": "TEXT_MESSAGE_END", "messageId": "m3"}));
+        v.push(serde_json::json!({"type": "RUN_FINISHED", "threadId": thread, "runId": run}));
+        v
+    }
+    fn sse(events: &[serde_json::Value]) -> String {
+        events
+            .iter()
+            .enumerate()
+            .map(|(i, e)| format!("id: {}\ndata: {e}\n\n", i + 1))
+            .collect()
+    }
+    let posts = Arc::new(AtomicUsize::new(0));
+    let counted = posts.clone();
+    let run = move |body: axum::body::Bytes| {
+        let counted = counted.clone();
+        async move {
+            counted.fetch_add(1, Ordering::SeqCst);
+            let input: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            let thread = input["threadId"].as_str().unwrap_or_default().to_string();
+            let run = input["runId"].as_str().unwrap_or_default().to_string();
+            let head = sse(&events(&thread, &run)[..8]);
+            let body = futures::stream::iter([Ok::<_, std::io::Error>(head)])
+                .chain(futures::stream::pending());
+            (
+                [(CONTENT_TYPE, "text/event-stream")],
+                axum::body::Body::from_stream(body),
+            )
+        }
+    };
+    let again = |axum::extract::Path((thread, run)): axum::extract::Path<(String, String)>| async move {
+        (
+            [(CONTENT_TYPE, "text/event-stream")],
+            sse(&events(&thread, &run)),
+        )
+    };
+    let app = axum::Router::new()
+        .route(
+            "/agui",
+            axum::routing::get(|| async { "an AG-UI agent" }).post(run),
+        )
+        .route(
+            "/agui/threads/{thread}/runs/{run}/events",
+            axum::routing::get(again),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some((store, _schema)) = pg::store_in(false, dir.path()).await else {
+        return;
+    };
+    let url = format!("agui+http://{addr}/agui");
+    let start = |n: u32| {
+        spawn_serve(
+            &["--store", &store, "--upstream", &url, "--lease", "1s"],
+            &dir.path().join(format!("stderr-{n}.log")),
+        )
+    };
+    let logs = |n: u32| {
+        std::fs::read_to_string(dir.path().join(format!("stderr-{n}.log"))).unwrap_or_default()
+    };
+    let (mut first, base) = start(1).await;
+    let t = task_of(
+        a2a_client(&base)
+            .send_text("think aloud", true)
+            .await
+            .expect("send")
+            .into_inner(),
+    );
+    // The step (event 8) is the last output the live stream had: killed once
+    // the cursor after it is stored (committed by the next flush, ms later).
+    let stored = "upstream position stored (committed with the event's outputs) task";
+    let at_step = |l: &str| l.contains(stored) && l.contains("cursor=8");
+    eventually_showing(
+        "the cursor at the step",
+        || logs(1).lines().any(at_step),
+        || logs(1),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    first.start_kill().expect("SIGKILL");
+    let _ = tokio::time::timeout(LIMIT, first.wait()).await;
+
+    let (second, base) = start(2).await;
+    let ended = a2a_client(&base)
+        .wait_task(&t.id, LIMIT)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\nfirst:\n{}\nsecond:\n{}", logs(1), logs(2)))
+        .into_inner();
+    assert_eq!(
+        state(&ended),
+        pb::TaskState::Completed,
+        "{ended:?}\n{}",
+        logs(2)
+    );
+    assert!(
+        logs(2).contains("re-reading the upstream run") && logs(2).contains("after_event=\"8\""),
+        "{}",
+        logs(2)
+    );
+    let said: Vec<String> = ended
+        .history
+        .iter()
+        .filter(|m| m.role == pb::Role::Agent as i32)
+        .map(|m| a2a::parts_text(&m.parts))
+        .collect();
+    assert_eq!(said, ["first", "second"], "{ended:?}");
+    // The last message of the run is the task's final (status) message.
+    assert_eq!(status_text(&ended), "third", "{ended:?}");
+    assert_eq!(posts.load(Ordering::SeqCst), 1, "the run was posted again");
+    drop(second);
+}
 
 // ---- MCP upstreams (`mcp+http://…/mcp[#tool]`) ----
 
