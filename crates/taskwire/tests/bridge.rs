@@ -18,7 +18,7 @@ use taskwire_client::ClientConfig;
 
 use common::bridge::{
     a2a_client, artifact_texts, config, eventually_showing, free_ports, serve, serve_agent,
-    settled, spawn_serve, state, status_text, task_of, Running, LIMIT,
+    settled, spawn_serve, state, status_text, task_of, Restartable, Running, LIMIT,
 };
 
 /// The binding the bridge calls its upstream over.
@@ -616,17 +616,13 @@ async fn killed_mid_task(kind: &str, postgres: bool) {
             "agui",
         ),
     };
-    let start = |n: u32| {
-        spawn_serve(
-            &["--store", &store, "--upstream", &url, "--lease", "1s"],
-            &dir.path().join(format!("stderr-{n}.log")),
-        )
-    };
-    let logs = |n: u32| {
-        std::fs::read_to_string(dir.path().join(format!("stderr-{n}.log"))).unwrap_or_default()
-    };
+    let bridge = Restartable::new(
+        dir.path(),
+        &["--store", &store, "--upstream", &url, "--lease", "1s"],
+    );
+    let logs = |n: u32| bridge.logs(n);
 
-    let (mut first, base) = start(1).await;
+    let (mut first, base) = bridge.start(1).await;
     let t = task_of(
         a2a_client(&base)
             .send_text("stream 2\nsleep 3000\nafter the nap", true)
@@ -645,16 +641,11 @@ async fn killed_mid_task(kind: &str, postgres: bool) {
     };
     eventually_showing(stored, || logs(1).contains(stored), || logs(1)).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    first.start_kill().expect("SIGKILL");
-    let _ = tokio::time::timeout(LIMIT, first.wait()).await;
+    bridge.kill(&mut first).await;
 
     // The same store again: a restart (SQLite), or another node (PostgreSQL).
-    let (second, base) = start(2).await;
-    let ended = a2a_client(&base)
-        .wait_task(&t.id, LIMIT)
-        .await
-        .unwrap_or_else(|e| panic!("{kind}: {e}\nfirst:\n{}\nsecond:\n{}", logs(1), logs(2)))
-        .into_inner();
+    let (second, base) = bridge.start(2).await;
+    let ended = bridge.ended(&base, &t.id, 2).await;
     assert_eq!(
         state(&ended),
         pb::TaskState::Completed,
@@ -757,16 +748,9 @@ async fn cancel_while_the_bridge_is_down(postgres: bool, running: bool) {
     let up = serve(&[]).await;
     let direct = a2a_client(&up.base);
     let url = format!("a2a+{}", up.base);
-    let logs = |n: u32| {
-        std::fs::read_to_string(dir.path().join(format!("stderr-{n}.log"))).unwrap_or_default()
-    };
-    let bridge = |n: u32| {
-        spawn_serve(
-            &["--store", &store, "--upstream", &url],
-            &dir.path().join(format!("stderr-{n}.log")),
-        )
-    };
-    let (mut first, base) = bridge(1).await;
+    let bridge = Restartable::new(dir.path(), &["--store", &store, "--upstream", &url]);
+    let logs = |n: u32| bridge.logs(n);
+    let (mut first, base) = bridge.start(1).await;
     let t = task_of(
         a2a_client(&base)
             .send_text(text, !waits)
@@ -784,8 +768,7 @@ async fn cancel_while_the_bridge_is_down(postgres: bool, running: bool) {
         || logs(1),
     )
     .await;
-    first.start_kill().expect("SIGKILL");
-    let _ = tokio::time::timeout(LIMIT, first.wait()).await;
+    bridge.kill(&mut first).await;
 
     // No bridge runs: the task is canceled through a taskwire without one.
     let (plain, plain_base) =
@@ -810,7 +793,7 @@ async fn cancel_while_the_bridge_is_down(postgres: bool, running: bool) {
     );
 
     // The bridge again: it cancels the upstream task it finds recorded.
-    let (third, _) = bridge(3).await;
+    let (third, _) = bridge.start(3).await;
     let deadline = tokio::time::Instant::now() + LIMIT;
     loop {
         let u = direct
@@ -965,16 +948,12 @@ async fn a_re_read_agui_run_emits_each_message_once() {
         return;
     };
     let url = format!("agui+http://{addr}/agui");
-    let start = |n: u32| {
-        spawn_serve(
-            &["--store", &store, "--upstream", &url, "--lease", "1s"],
-            &dir.path().join(format!("stderr-{n}.log")),
-        )
-    };
-    let logs = |n: u32| {
-        std::fs::read_to_string(dir.path().join(format!("stderr-{n}.log"))).unwrap_or_default()
-    };
-    let (mut first, base) = start(1).await;
+    let bridge = Restartable::new(
+        dir.path(),
+        &["--store", &store, "--upstream", &url, "--lease", "1s"],
+    );
+    let logs = |n: u32| bridge.logs(n);
+    let (mut first, base) = bridge.start(1).await;
     let t = task_of(
         a2a_client(&base)
             .send_text("think aloud", true)
@@ -993,15 +972,10 @@ async fn a_re_read_agui_run_emits_each_message_once() {
     )
     .await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    first.start_kill().expect("SIGKILL");
-    let _ = tokio::time::timeout(LIMIT, first.wait()).await;
+    bridge.kill(&mut first).await;
 
-    let (second, base) = start(2).await;
-    let ended = a2a_client(&base)
-        .wait_task(&t.id, LIMIT)
-        .await
-        .unwrap_or_else(|e| panic!("{e}\nfirst:\n{}\nsecond:\n{}", logs(1), logs(2)))
-        .into_inner();
+    let (second, base) = bridge.start(2).await;
+    let ended = bridge.ended(&base, &t.id, 2).await;
     assert_eq!(
         state(&ended),
         pb::TaskState::Completed,

@@ -37,7 +37,7 @@ use taskwire_client::agui::{event_type, AguiClient, ResumeEntry, ResumeStatus, R
 
 use common::bridge::{
     a2a_client, a2a_send, agui_id, agui_run, artifact_texts, config, eventually, serve,
-    serve_agent, settled, spawn_serve, state, status_text, task_of, PythonSdk, Running, SdkServer,
+    serve_agent, settled, state, status_text, task_of, PythonSdk, Restartable, Running, SdkServer,
     LIMIT,
 };
 
@@ -346,42 +346,32 @@ async fn killed_mid_legacy_task(postgres: bool) {
     let up = serve(&[]).await;
     let direct = a2a_client(&up.base);
     let url = format!("mcp+{}/mcp#run_script", up.base);
-    let start = |n: u32| {
-        spawn_serve(
-            &[
-                "--store",
-                &store,
-                "--upstream",
-                &url,
-                "--upstream-mcp-version",
-                "2025-11-25",
-                "--lease",
-                "1s",
-            ],
-            &dir.path().join(format!("stderr-{n}.log")),
-        )
-    };
-    let logs = |n: u32| {
-        std::fs::read_to_string(dir.path().join(format!("stderr-{n}.log"))).unwrap_or_default()
-    };
+    let bridge = Restartable::new(
+        dir.path(),
+        &[
+            "--store",
+            &store,
+            "--upstream",
+            &url,
+            "--upstream-mcp-version",
+            "2025-11-25",
+            "--lease",
+            "1s",
+        ],
+    );
+    let logs = |n: u32| bridge.logs(n);
 
     // Killed while the upstream task works.
-    let (mut first, base) = start(1).await;
+    let (mut first, base) = bridge.start(1).await;
     let t = a2a_send(&a2a_client(&base), "sleep 3000\nafter the nap", None, true).await;
     eventually("the link is committed", || {
         logs(1).contains("upstream link stored")
     })
     .await;
-    let session_line = logs(1);
-    first.start_kill().expect("SIGKILL");
-    let _ = tokio::time::timeout(LIMIT, first.wait()).await;
+    bridge.kill(&mut first).await;
 
-    let (mut second, base) = start(2).await;
-    let ended = a2a_client(&base)
-        .wait_task(&t.id, LIMIT)
-        .await
-        .unwrap_or_else(|e| panic!("{e}\nfirst:\n{session_line}\nsecond:\n{}", logs(2)))
-        .into_inner();
+    let (mut second, base) = bridge.start(2).await;
+    let ended = bridge.ended(&base, &t.id, 2).await;
     assert_eq!(
         state(&ended),
         pb::TaskState::Completed,
@@ -418,16 +408,10 @@ async fn killed_mid_legacy_task(postgres: bool) {
         "{t:?}\n{}",
         logs(2)
     );
-    second.start_kill().expect("SIGKILL");
-    let _ = tokio::time::timeout(LIMIT, second.wait()).await;
-    let (third, base) = start(3).await;
-    let down = a2a_client(&base);
-    a2a_send(&down, "violet", Some(&t.id), false).await;
-    let ended = down
-        .wait_task(&t.id, LIMIT)
-        .await
-        .unwrap_or_else(|e| panic!("{e}\nthird:\n{}", logs(3)))
-        .into_inner();
+    bridge.kill(&mut second).await;
+    let (third, base) = bridge.start(3).await;
+    a2a_send(&a2a_client(&base), "violet", Some(&t.id), false).await;
+    let ended = bridge.ended(&base, &t.id, 3).await;
     assert_eq!(
         state(&ended),
         pb::TaskState::Completed,

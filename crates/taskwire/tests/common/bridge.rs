@@ -124,6 +124,61 @@ pub(crate) fn spawn_serve(
     }
 }
 
+/// `taskwire serve` processes a test starts, kills (SIGKILL) and starts again
+/// with the same arguments (on the same store, so that the next one picks up
+/// the tasks of the one killed): start `n` writes its stderr to
+/// `stderr-n.log` in `dir`.
+pub(crate) struct Restartable<'a> {
+    dir: &'a std::path::Path,
+    args: Vec<String>,
+}
+
+impl<'a> Restartable<'a> {
+    /// `taskwire serve ARGS…` (see [`spawn_serve`]), logging into `dir`.
+    pub(crate) fn new(dir: &'a std::path::Path, args: &[&str]) -> Self {
+        Self {
+            dir,
+            args: args.iter().map(|a| a.to_string()).collect(),
+        }
+    }
+
+    fn log(&self, n: u32) -> PathBuf {
+        self.dir.join(format!("stderr-{n}.log"))
+    }
+
+    /// Start `n`: the child and its base URL.
+    pub(crate) async fn start(&self, n: u32) -> (tokio::process::Child, String) {
+        let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
+        spawn_serve(&args, &self.log(n)).await
+    }
+
+    /// What start `n` logged so far.
+    pub(crate) fn logs(&self, n: u32) -> String {
+        std::fs::read_to_string(self.log(n)).unwrap_or_default()
+    }
+
+    /// Kills `child` (SIGKILL) and waits for it to end (within LIMIT).
+    pub(crate) async fn kill(&self, child: &mut tokio::process::Child) {
+        child.start_kill().expect("SIGKILL");
+        let _ = tokio::time::timeout(LIMIT, child.wait()).await;
+    }
+
+    /// The task `id` once it has ended, read over A2A from `base` (start
+    /// `n`); panics with the logs of every start up to `n` when it does not
+    /// end within LIMIT.
+    pub(crate) async fn ended(&self, base: &str, id: &str, n: u32) -> pb::Task {
+        match a2a_client(base).wait_task(id, LIMIT).await {
+            Ok(t) => t.into_inner(),
+            Err(e) => {
+                let logs: String = (1..=n)
+                    .map(|i| format!("\nstart {i}:\n{}", self.logs(i)))
+                    .collect();
+                panic!("{e}{logs}")
+            }
+        }
+    }
+}
+
 // ---- clients and what they read ----
 
 /// A client configuration for `base`: LIMIT per request, polls every 50 ms.
