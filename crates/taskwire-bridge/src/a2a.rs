@@ -614,7 +614,7 @@ impl Agent for A2aUpstream {
         if let Some(l) = &turn.link {
             span.record("upstream_task", l.task_id.as_str());
         }
-        crate::common::turn_result(turn.run().instrument(span).await)
+        crate::common::turn_result(ctx, turn.run().instrument(span).await)
     }
 
     async fn ready(&self) -> Result<(), String> {

@@ -192,7 +192,7 @@ impl Agent for AguiUpstream {
         let turn = Turn::new(self, ctx);
         let span = info_span!("bridged_turn", protocol = PROTOCOL, task = %ctx.task().id,
             turn = turn.number, upstream_task = %thread_id(ctx.task().id.as_str()));
-        crate::common::turn_result(turn.run().instrument(span).await)
+        crate::common::turn_result(ctx, turn.run().instrument(span).await)
     }
 
     async fn ready(&self) -> Result<(), String> {

@@ -534,11 +534,24 @@ pub(crate) async fn end_canceled(
 
 /// A turn's result as the core takes it: an upstream's refusal (a JSON-RPC
 /// or gRPC error answering a call) fails the task with the upstream's words,
-/// which the caller needs to see; other failures are internal errors, whose
+/// which the caller needs to see; an upstream that could not be reached, did
+/// not answer in time or answered with an HTTP error (after the retries the
+/// call allows) fails it saying which, without the details (addresses, the
+/// error chain), which are logged; other failures are internal errors, whose
 /// details the core keeps out of the task.
 pub(crate) fn turn_result(
+    ctx: &taskwire_core::TurnContext,
     r: Result<TurnOutcome, BridgeError>,
 ) -> Result<TurnOutcome, taskwire_core::AgentError> {
+    if let Err(BridgeError::Upstream { operation, source }) = &r {
+        if let Some(what) = unreachable(source) {
+            warn!(task = %ctx.task().id, operation, error = %source,
+                "the upstream call failed; the task fails");
+            return Ok(TurnOutcome::Failed {
+                message: format!("{what} ({operation})"),
+            });
+        }
+    }
     match r {
         Err(BridgeError::Upstream { operation, source })
             if matches!(*source, ClientError::Rpc(_) | ClientError::Grpc { .. }) =>
@@ -561,6 +574,23 @@ pub(crate) fn turn_result(
         }),
         other => Ok(other?),
     }
+}
+
+/// What a downstream caller is told of an upstream call that failed without
+/// an answer of the protocol (None: an internal error).
+fn unreachable(e: &ClientError) -> Option<String> {
+    Some(match e {
+        ClientError::Connect(_) => "the upstream agent could not be reached".into(),
+        ClientError::Timeout(_) => "the upstream agent did not answer in time".into(),
+        ClientError::Transport(_) => "the connection to the upstream agent broke".into(),
+        ClientError::StreamBroken { .. } => {
+            "the upstream agent's stream broke and could not be resumed".into()
+        }
+        ClientError::Http { status, .. } => {
+            format!("the upstream agent answered with HTTP status {status}")
+        }
+        _ => return None,
+    })
 }
 
 /// Makes an upstream call, and makes it again while it fails in a way

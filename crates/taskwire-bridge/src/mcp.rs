@@ -492,7 +492,7 @@ impl Agent for McpUpstream {
         if let Some(l) = turn.link.as_ref().filter(|l| !l.task_id.is_empty()) {
             span.record("upstream_task", l.task_id.as_str());
         }
-        crate::common::turn_result(turn.run().instrument(span).await)
+        crate::common::turn_result(ctx, turn.run().instrument(span).await)
     }
 
     /// Ready when `server/discover` is answered (any JSON-RPC answer counts).

@@ -407,7 +407,7 @@ pub(crate) async fn run_turn(
                 .put(t.id.clone(), (t.tenant.clone(), t.owner.clone()), open);
         }
     }
-    crate::common::turn_result(r)
+    crate::common::turn_result(ctx, r)
 }
 
 /// One downstream turn.
