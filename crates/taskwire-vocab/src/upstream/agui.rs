@@ -22,7 +22,7 @@ pub const LOSS_AGUI_TOOL_CALLS: Loss = Loss(
 );
 /// Lost: AG-UI has no cancel message and no resume cursor.
 pub const LOSS_AGUI_CANCEL_AND_RESUME: Loss = Loss(
-    "AG-UI has no cancel message and no resume cursor: a downstream cancel drops the run's stream (and calls taskwire's cancel endpoint, which other servers answer 404); a run cut by a bridge restart is re-read from taskwire's run-events endpoint, or fails",
+    "AG-UI has no cancel message and no resume cursor: a downstream cancel drops the run's stream (and calls taskwire's cancel endpoint, which other servers answer 404); a run cut by a bridge restart is re-read from its start from taskwire's run-events endpoint (what was applied before is not emitted again when the events carry SSE ids), or fails",
 );
 /// Lost: an AG-UI `confirmation` interrupt is a question, not a review.
 pub const LOSS_AGUI_CONFIRMATION_AS_INPUT: Loss = Loss(
