@@ -19,8 +19,10 @@
 //! cursor only rebuild the turn's state (the text being streamed, the message
 //! held back), so no output is emitted twice. (Not after `Last-Event-ID`:
 //! a resumed stream re-opens a text message without the text streamed
-//! before, which the bridge may not have emitted yet.) A downstream cancel
-//! calls taskwire's `POST …/runs/{run}/cancel` and drops the stream.
+//! before, which the bridge may not have emitted yet.) A run whose `POST`
+//! broke after it was sent is followed on the same path where the upstream
+//! has it. A downstream cancel calls taskwire's `POST …/runs/{run}/cancel`
+//! and drops the stream.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -337,10 +339,70 @@ impl<'a> Turn<'a> {
                 timed(PROTOCOL, "run", self.up.client.run(&input, AguiEncoding::Sse))
             }) => r,
         };
-        let Some(stream) = posted? else {
-            return self.stopped().await;
+        let stream = match posted {
+            Ok(Some(stream)) => stream,
+            Ok(None) => return self.stopped().await,
+            Err(e) => match self.after_broken_post(&e, &thread, &run).await {
+                Some(stream) => stream,
+                None if self.ctx.is_cancelled() => return self.stopped().await,
+                None => return Err(e),
+            },
         };
         self.follow(stream).await
+    }
+
+    /// The run's `POST` failed after it was sent (the connection broke, or
+    /// no answer came in time): the upstream may have started the run, which
+    /// must not be posted again. Follows it on taskwire's run-events path
+    /// when the upstream has it (that `GET` made again while it fails
+    /// transiently); None for other errors, or when the upstream has no such
+    /// run (or path): then the task fails.
+    async fn after_broken_post(
+        &self,
+        e: &BridgeError,
+        thread: &str,
+        run: &str,
+    ) -> Option<AguiStream> {
+        let BridgeError::Upstream { source, .. } = e else {
+            return None;
+        };
+        if !matches!(
+            **source,
+            ClientError::Transport(_) | ClientError::Timeout(_)
+        ) {
+            return None;
+        }
+        let task = &self.ctx.task().id;
+        info!(task = %task, run = %run, error = %source,
+            "the run's POST broke after it was sent; looking for the run upstream");
+        let found = crate::common::sent_again(
+            self.ctx,
+            &self.up.backoff,
+            "run events",
+            ClientError::is_transient,
+            || {
+                timed(
+                    PROTOCOL,
+                    "run events",
+                    self.up
+                        .client
+                        .run_events(thread, run, None, AguiEncoding::Sse),
+                )
+            },
+        )
+        .await;
+        match found {
+            Ok(Some(stream)) => {
+                info!(task = %task, run = %run, "following the upstream run on its events path");
+                reattached(PROTOCOL);
+                Some(stream)
+            }
+            Ok(None) => None,
+            Err(e) => {
+                debug!(task = %task, run = %run, error = %e, "the upstream has no such run to follow");
+                None
+            }
+        }
     }
 
     async fn follow(&mut self, mut stream: AguiStream) -> Result<TurnOutcome, BridgeError> {

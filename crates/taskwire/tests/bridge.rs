@@ -2024,6 +2024,116 @@ async fn an_agui_run_with_too_many_open_messages_fails_the_task() {
     }
 }
 
+/// An AG-UI run whose `POST` broke after it was sent (the connection closed
+/// before any answer: the upstream may have started the run) is followed on
+/// taskwire's run-events path, where the upstream has the run, instead of
+/// failing the task; the run is not posted again. Before, the task failed
+/// ("the connection to the upstream agent broke (run)"). The upstream here
+/// reads each `POST` whole and closes the connection, and serves the run on
+/// `GET …/threads/{thread}/runs/{run}/events`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agui_run_whose_post_broke_is_followed_on_its_events_path() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// Reads one request: its head, and its body by `content-length`.
+    async fn request(sock: &mut tokio::net::TcpStream) -> Option<String> {
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        let end = loop {
+            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i + 4;
+            }
+            let n = sock.read(&mut chunk).await.ok().filter(|n| *n > 0)?;
+            buf.extend_from_slice(&chunk[..n]);
+        };
+        let head = String::from_utf8_lossy(&buf[..end]).to_string();
+        let length: usize = head
+            .lines()
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.eq_ignore_ascii_case("content-length")
+                    .then(|| v.trim().parse().ok())?
+            })
+            .unwrap_or(0);
+        while buf.len() < end + length {
+            let n = sock.read(&mut chunk).await.ok().filter(|n| *n > 0)?;
+            buf.extend_from_slice(&chunk[..n]);
+        }
+        Some(head)
+    }
+    async fn answer(sock: &mut tokio::net::TcpStream, content_type: &str, body: &str) {
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+            body.len()
+        );
+        let _ = sock.write_all(head.as_bytes()).await;
+        let _ = sock.write_all(body.as_bytes()).await;
+        let _ = sock.shutdown().await;
+    }
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let posts = Arc::new(AtomicUsize::new(0));
+    let counted = posts.clone();
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            let counted = counted.clone();
+            tokio::spawn(async move {
+                let Some(head) = request(&mut sock).await else {
+                    return;
+                };
+                let target = head
+                    .split_whitespace()
+                    .nth(1)
+                    .unwrap_or_default()
+                    .to_string();
+                if head.starts_with("POST") {
+                    // The run is taken, and the connection closes unanswered.
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    return;
+                }
+                // GET /agui/threads/{thread}/runs/{run}/events
+                let parts: Vec<&str> = target.trim_matches('/').split('/').collect();
+                if let ["agui", "threads", thread, "runs", run, "events"] = parts[..] {
+                    let events = [
+                        serde_json::json!({"type": "RUN_STARTED", "threadId": thread, "runId": run}),
+                        serde_json::json!({"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"}),
+                        serde_json::json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "done anyway"}),
+                        serde_json::json!({"type": "TEXT_MESSAGE_END", "messageId": "m1"}),
+                        serde_json::json!({"type": "RUN_FINISHED", "threadId": thread, "runId": run}),
+                    ];
+                    let sse: String = events
+                        .iter()
+                        .enumerate()
+                        .map(|(i, e)| format!("id: {}\ndata: {e}\n\n", i + 1))
+                        .collect();
+                    answer(&mut sock, "text/event-stream", &sse).await;
+                } else {
+                    answer(&mut sock, "text/plain", "an AG-UI agent").await;
+                }
+            });
+        }
+    });
+
+    let bridge = serve(&["--upstream", &format!("agui+http://{addr}/agui")]).await;
+    let down = a2a_client(&bridge.base);
+    let t = task_of(
+        down.send_text("hello", true)
+            .await
+            .expect("send")
+            .into_inner(),
+    );
+    let ended = settled(&down, &t.id).await;
+    assert_eq!(state(&ended), pb::TaskState::Completed, "{ended:?}");
+    assert_eq!(status_text(&ended), "done anyway", "{ended:?}");
+    assert_eq!(posts.load(Ordering::SeqCst), 1, "the run was posted again");
+    bridge.stop().await;
+}
+
 // ---- AG-UI upstreams (`agui+http://…/agui`) ----
 
 /// Every directive of the scripted agent through an AG-UI hop, driven over
