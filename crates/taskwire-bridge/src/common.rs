@@ -544,7 +544,7 @@ pub(crate) fn turn_result(
     r: Result<TurnOutcome, BridgeError>,
 ) -> Result<TurnOutcome, taskwire_core::AgentError> {
     if let Err(BridgeError::Upstream { operation, source }) = &r {
-        if let Some(what) = unreachable(source) {
+        if let Some(what) = plain_failure(source) {
             warn!(task = %ctx.task().id, operation, error = %source,
                 "the upstream call failed; the task fails");
             return Ok(TurnOutcome::Failed {
@@ -578,7 +578,7 @@ pub(crate) fn turn_result(
 
 /// What a downstream caller is told of an upstream call that failed without
 /// an answer of the protocol (None: an internal error).
-fn unreachable(e: &ClientError) -> Option<String> {
+fn plain_failure(e: &ClientError) -> Option<String> {
     Some(match e {
         ClientError::Connect(_) => "the upstream agent could not be reached".into(),
         ClientError::Timeout(_) => "the upstream agent did not answer in time".into(),

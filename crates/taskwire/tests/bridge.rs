@@ -639,12 +639,11 @@ async fn killed_mid_task(kind: &str, postgres: bool) {
     } else {
         "upstream position stored"
     };
-    eventually_showing(stored, || logs(1).contains(stored), || logs(1)).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    bridge.kill(&mut first).await;
-
-    // The same store again: a restart (SQLite), or another node (PostgreSQL).
-    let (second, base) = bridge.start(2).await;
+    // Then the same store again: a restart (SQLite), or another node
+    // (PostgreSQL).
+    let (second, base) = bridge
+        .killed_once(&mut first, 1, stored, |log| log.contains(stored))
+        .await;
     let ended = bridge.ended(&base, &t.id, 2).await;
     assert_eq!(
         state(&ended),
@@ -965,16 +964,11 @@ async fn a_re_read_agui_run_emits_each_message_once() {
     // the cursor after it is stored (committed by the next flush, ms later).
     let stored = "upstream position stored (committed with the event's outputs) task";
     let at_step = |l: &str| l.contains(stored) && l.contains("cursor=8");
-    eventually_showing(
-        "the cursor at the step",
-        || logs(1).lines().any(at_step),
-        || logs(1),
-    )
-    .await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    bridge.kill(&mut first).await;
-
-    let (second, base) = bridge.start(2).await;
+    let (second, base) = bridge
+        .killed_once(&mut first, 1, "the cursor at the step", |log| {
+            log.lines().any(at_step)
+        })
+        .await;
     let ended = bridge.ended(&base, &t.id, 2).await;
     assert_eq!(
         state(&ended),

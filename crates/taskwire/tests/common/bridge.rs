@@ -163,6 +163,22 @@ impl<'a> Restartable<'a> {
         let _ = tokio::time::timeout(LIMIT, child.wait()).await;
     }
 
+    /// Once the log of start `n` (`child`) shows what `shown` looks for
+    /// (`what`), and 200 ms more (what it logged as done is committed by the
+    /// turn's next flush, a few ms later), kills it and starts `n + 1`.
+    pub(crate) async fn killed_once(
+        &self,
+        child: &mut tokio::process::Child,
+        n: u32,
+        what: &str,
+        shown: impl Fn(&str) -> bool,
+    ) -> (tokio::process::Child, String) {
+        eventually_showing(what, || shown(&self.logs(n)), || self.logs(n)).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        self.kill(child).await;
+        self.start(n + 1).await
+    }
+
     /// The task `id` once it has ended, read over A2A from `base` (start
     /// `n`); panics with the logs of every start up to `n` when it does not
     /// end within LIMIT.
