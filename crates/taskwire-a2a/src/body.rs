@@ -2,32 +2,28 @@
 //! without axum's `Bytes` extractor (whose rejections are plain text) and without a
 //! per-route `DefaultBodyLimit` layer.
 
-use axum::body::{Body, Bytes, HttpBody};
+use axum::body::{Body, Bytes};
 use axum::http::StatusCode;
 use taskwire_vocab::a2a::A2aErrorKind;
+use taskwire_wire::WireError;
 
 use crate::error::A2aError;
 
 /// The whole body, or the error to answer with and its HTTP status: 413 when the
-/// body is over `limit` bytes (refused before reading when its length is declared),
-/// 400 when it cannot be read (the connection broke, or a layer in front failed it,
-/// e.g. for not making progress). Both are JSON-RPC Invalid Request (-32600).
+/// body is over `limit` bytes (refused before reading when its length is declared;
+/// the rest is read first, see [`taskwire_wire::body`]), 400 when it cannot be
+/// read (the connection broke, or a layer in front failed it, e.g. for not making
+/// progress). Both are JSON-RPC Invalid Request (-32600).
 pub(crate) async fn read(body: Body, limit: usize) -> Result<Bytes, (StatusCode, A2aError)> {
-    let too_large = || {
-        (
+    match taskwire_wire::body::read_body(body, limit).await {
+        Ok(b) => Ok(b),
+        Err(WireError::BodyTooLarge { .. }) => Err((
             StatusCode::PAYLOAD_TOO_LARGE,
             A2aError::new(
                 A2aErrorKind::InvalidRequest,
                 format!("the request body exceeds the limit of {limit} bytes"),
             ),
-        )
-    };
-    if body.size_hint().lower() > u64::try_from(limit).unwrap_or(u64::MAX) {
-        return Err(too_large());
-    }
-    match axum::body::to_bytes(body, limit).await {
-        Ok(b) => Ok(b),
-        Err(e) if is_length_limit(&e) => Err(too_large()),
+        )),
         Err(e) => {
             tracing::debug!(error = %e, "a2a: request body could not be read");
             Err((
@@ -39,19 +35,6 @@ pub(crate) async fn read(body: Body, limit: usize) -> Result<Bytes, (StatusCode,
             ))
         }
     }
-}
-
-/// True if the error, or any error it wraps, is a body length limit (ours, or one
-/// a layer in front of the adapter applied).
-pub(crate) fn is_length_limit(e: &(dyn std::error::Error + 'static)) -> bool {
-    let mut cur = Some(e);
-    while let Some(e) = cur {
-        if e.is::<http_body_util::LengthLimitError>() {
-            return true;
-        }
-        cur = e.source();
-    }
-    false
 }
 
 #[cfg(test)]

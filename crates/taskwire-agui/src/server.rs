@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use axum::body::{Body, Bytes, HttpBody};
+use axum::body::{Body, Bytes};
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -118,7 +118,7 @@ impl From<AguiError> for Refusal {
 
 /// Reads the posted `RunAgentInput`: the content type first (JSON only: protobuf
 /// is an output framing), then the body within `limit` bytes (a declared length
-/// over it is refused before reading), then the JSON, whose errors name the field.
+/// over it is refused before reading; see [`taskwire_wire::body`]), then the JSON, whose errors name the field.
 async fn read_input(
     headers: &HeaderMap,
     body: Body,
@@ -139,12 +139,11 @@ async fn read_input(
         };
         return Err(AguiError::UnsupportedMediaType { found });
     }
-    if body.size_hint().lower() > u64::try_from(limit).unwrap_or(u64::MAX) {
-        return Err(AguiError::BodyTooLarge { limit });
-    }
-    let bytes = match axum::body::to_bytes(body, limit).await {
+    let bytes = match taskwire_wire::body::read_body(body, limit).await {
         Ok(b) => b,
-        Err(e) if is_length_limit(&e) => return Err(AguiError::BodyTooLarge { limit }),
+        Err(taskwire_wire::WireError::BodyTooLarge { .. }) => {
+            return Err(AguiError::BodyTooLarge { limit })
+        }
         Err(e) => {
             debug!(error = %e, "AG-UI: request body could not be read");
             return Err(AguiError::BodyUnreadable);
@@ -171,19 +170,6 @@ fn is_json_media_type(base: &str) -> bool {
             .checked_sub(5)
             .and_then(|i| base.get(i..))
             .is_some_and(|end| end.eq_ignore_ascii_case("+json"))
-}
-
-/// True if the error, or any error it wraps, is a body length limit (ours, or one
-/// a layer in front of the adapter applied).
-fn is_length_limit(e: &(dyn std::error::Error + 'static)) -> bool {
-    let mut cur = Some(e);
-    while let Some(e) = cur {
-        if e.is::<http_body_util::LengthLimitError>() {
-            return true;
-        }
-        cur = e.source();
-    }
-    false
 }
 
 /// The error answer of the plain HTTP endpoints (replay, reconnect, cancel):

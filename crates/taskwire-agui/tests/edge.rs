@@ -298,3 +298,67 @@ async fn http_endpoints_answer_json_errors() {
     assert_json_error(r, 409, "wrong_state").await;
     env.stop().await;
 }
+
+/// A refused body is read before the refusal is answered: a client that sends
+/// its whole body (too large) before it reads the answer gets the `RUN_ERROR`,
+/// not a connection reset with the answer unread (a server that closes with
+/// the client's bytes unread resets the connection). Over raw connections,
+/// with a declared length and chunked, the body's second part sent after a
+/// pause, three times each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_body_is_read_before_the_refusal() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let env = start().await;
+    let size = 512 * 1024;
+    let declared = (format!("content-length: {size}"), vec![b' '; size]);
+    let chunked = {
+        let chunk = [
+            format!("{:x}\r\n", 4096).into_bytes(),
+            vec![b' '; 4096],
+            b"\r\n".to_vec(),
+        ]
+        .concat();
+        let mut body: Vec<u8> = chunk.repeat(size / 4096);
+        body.extend_from_slice(b"0\r\n\r\n");
+        ("transfer-encoding: chunked".to_string(), body)
+    };
+    for (framing, body) in [declared, chunked] {
+        for round in 0..3 {
+            let mut sock = tokio::net::TcpStream::connect(env.addr)
+                .await
+                .expect("connect");
+            let head = format!(
+                "POST /agui HTTP/1.1\r\nhost: {}\r\nx-test-principal: alice\r\ncontent-type: application/json\r\naccept: text/event-stream\r\nconnection: close\r\n{framing}\r\n\r\n",
+                env.addr
+            );
+            let mut answer = Vec::new();
+            // The body in two parts, the second sent after a pause (a client
+            // still sending when the server has decided).
+            let (first, rest) = body.split_at(64 * 1024);
+            let exchange = async {
+                sock.write_all(head.as_bytes()).await?;
+                sock.write_all(first).await?;
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                sock.write_all(rest).await?;
+                sock.read_to_end(&mut answer).await
+            };
+            let done = tokio::time::timeout(Duration::from_secs(20), exchange)
+                .await
+                .expect("answered in time");
+            let text = String::from_utf8_lossy(&answer);
+            assert!(
+                done.is_ok(),
+                "{framing}, round {round}: {done:?} after {text:?}"
+            );
+            assert!(
+                text.starts_with("HTTP/1.1 200"),
+                "{framing}, round {round}: {text}"
+            );
+            assert!(
+                text.contains("too_large"),
+                "{framing}, round {round}: {text}"
+            );
+        }
+    }
+    env.stop().await;
+}

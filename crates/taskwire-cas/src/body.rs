@@ -3,40 +3,25 @@
 //! axum's plain text, and no per-route body-limit layer): every refusal is the CAS
 //! error body.
 
-use axum::body::{Body, Bytes, HttpBody};
+use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderMap};
 use serde::de::DeserializeOwned;
 
 use crate::error::CasError;
 
-/// The whole body: over `limit` bytes (a declared length is refused before reading)
-/// is [`CasError::BodyTooLarge`]; a body that fails while being read is
+/// The whole body: over `limit` bytes (a declared length is refused before reading;
+/// the rest is read first, see [`taskwire_wire::body`]) is
+/// [`CasError::BodyTooLarge`]; a body that fails while being read is
 /// [`CasError::BodyUnreadable`].
 pub(crate) async fn read(body: Body, limit: usize) -> Result<Bytes, CasError> {
-    if body.size_hint().lower() > u64::try_from(limit).unwrap_or(u64::MAX) {
-        return Err(CasError::BodyTooLarge { limit });
-    }
-    match axum::body::to_bytes(body, limit).await {
+    match taskwire_wire::body::read_body(body, limit).await {
         Ok(b) => Ok(b),
-        Err(e) if is_length_limit(&e) => Err(CasError::BodyTooLarge { limit }),
+        Err(taskwire_wire::WireError::BodyTooLarge { .. }) => Err(CasError::BodyTooLarge { limit }),
         Err(e) => {
             tracing::debug!(error = %e, "cas: request body could not be read");
             Err(CasError::BodyUnreadable)
         }
     }
-}
-
-/// True if the error, or any error it wraps, is a body length limit (ours, or one
-/// a layer in front of the adapter applied).
-fn is_length_limit(e: &(dyn std::error::Error + 'static)) -> bool {
-    let mut cur = Some(e);
-    while let Some(e) = cur {
-        if e.is::<http_body_util::LengthLimitError>() {
-            return true;
-        }
-        cur = e.source();
-    }
-    false
 }
 
 /// Refuses a `Content-Type` that is not JSON (`application/json` or a `+json` type,

@@ -351,25 +351,18 @@ fn is_json(headers: &HeaderMap) -> bool {
             .is_some_and(|end| end.eq_ignore_ascii_case("+json"))
 }
 
-/// The whole body within `limit` bytes: over it (declared or found while reading)
-/// is Invalid Request with 413; a body that cannot be read (the connection broke,
-/// or a layer in front failed it, e.g. for not making progress) is Invalid Request
-/// with 400.
+/// The whole body within `limit` bytes: over it (declared or found while reading;
+/// the rest is read first, see [`taskwire_wire::body`]) is Invalid Request with
+/// 413; a body that cannot be read (the connection broke, or a layer in front
+/// failed it, e.g. for not making progress) is Invalid Request with 400.
 async fn read_body(body: Body, limit: usize) -> Result<axum::body::Bytes, RpcError> {
-    use axum::body::HttpBody;
-    let too_large = || {
-        RpcError::new(
+    match taskwire_wire::body::read_body(body, limit).await {
+        Ok(b) => Ok(b),
+        Err(taskwire_wire::WireError::BodyTooLarge { .. }) => Err(RpcError::new(
             wire::code::INVALID_REQUEST,
             format!("request body exceeds the limit of {limit} bytes"),
         )
-        .with_status(StatusCode::PAYLOAD_TOO_LARGE)
-    };
-    if body.size_hint().lower() > u64::try_from(limit).unwrap_or(u64::MAX) {
-        return Err(too_large());
-    }
-    match axum::body::to_bytes(body, limit).await {
-        Ok(b) => Ok(b),
-        Err(e) if is_length_limit(&e) => Err(too_large()),
+        .with_status(StatusCode::PAYLOAD_TOO_LARGE)),
         Err(e) => {
             tracing::debug!(error = %e, "mcp: request body could not be read");
             Err(RpcError::bad_request(
@@ -378,19 +371,6 @@ async fn read_body(body: Body, limit: usize) -> Result<axum::body::Bytes, RpcErr
             ))
         }
     }
-}
-
-/// True if the error, or any error it wraps, is a body length limit (ours, or one
-/// a layer in front of the adapter applied).
-fn is_length_limit(e: &(dyn std::error::Error + 'static)) -> bool {
-    let mut cur = Some(e);
-    while let Some(e) = cur {
-        if e.is::<http_body_util::LengthLimitError>() {
-            return true;
-        }
-        cur = e.source();
-    }
-    false
 }
 
 /// `GET /mcp`: no standalone SSE stream (405, as the transport allows), answered

@@ -20,6 +20,16 @@ pub enum WireError {
     /// The compiled descriptor lacks a message (a build fault, not input).
     #[error("descriptor: {0}")]
     Descriptor(String),
+    /// A request body is over the limit ([`crate::body::read_body`]).
+    #[error("the request body exceeds the limit of {limit} bytes")]
+    BodyTooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+    },
+    /// A request body failed while being read (the connection broke, or a
+    /// layer in front failed it); the error and its sources.
+    #[error("the request body could not be read: {0}")]
+    BodyUnreadable(String),
 }
 
 impl WireError {

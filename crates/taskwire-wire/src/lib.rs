@@ -16,6 +16,8 @@
 //! - [`mcp`]: the MCP task messages of both generations (2026-07-28 with the
 //!   tasks extension, 2025-11-25) as serde types, with schemars derives behind
 //!   the `schema` feature;
+//! - [`body`]: an HTTP request body read within a limit, the same at every
+//!   adapter's edge (a refused body is read before the refusal);
 //! - [`names`]: method, header and `_meta` names of A2A and MCP; the A2A error
 //!   kinds are [`a2a::errors`];
 //! - `schema` (feature `validate`): the one validator of the committed JSON
@@ -26,6 +28,7 @@
 
 pub mod a2a;
 pub mod agui;
+pub mod body;
 pub mod cas;
 pub mod error;
 pub mod jsonrpc;
