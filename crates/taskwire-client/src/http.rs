@@ -388,18 +388,7 @@ pub async fn parse_sse(body: Bytes) -> Result<Vec<SseEvent>, ClientError> {
     Ok(out)
 }
 
-/// An error's text followed by its sources' (hyper's "client error
-/// (Connect)" says little without "tcp connect error: Connection refused").
-pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(inner) = src {
-        s.push_str(": ");
-        s.push_str(&inner.to_string());
-        src = inner.source();
-    }
-    s
-}
+pub(crate) use taskwire_wire::error::error_chain;
 
 /// Ends the stream with a timeout error when no item arrives within `limit`.
 pub(crate) fn with_idle_timeout<T: Send + 'static>(

@@ -17,6 +17,7 @@ use bytes::{Bytes, BytesMut};
 use http_body::Body;
 use http_body_util::BodyExt;
 
+use crate::error::error_chain;
 use crate::WireError;
 
 /// The least of [`drain_bound`], whatever the limit.
@@ -118,18 +119,6 @@ fn is_length_limit(e: &(dyn std::error::Error + 'static)) -> bool {
         cur = e.source();
     }
     false
-}
-
-/// The error and its sources, joined with `: `.
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
 }
 
 #[cfg(test)]

@@ -41,3 +41,17 @@ impl WireError {
         }
     }
 }
+
+/// An error's text followed by its sources', joined with `: ` (hyper's
+/// "client error (Connect)" says little without "tcp connect error:
+/// Connection refused").
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(inner) = src {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        src = inner.source();
+    }
+    s
+}
