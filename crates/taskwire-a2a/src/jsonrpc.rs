@@ -299,7 +299,7 @@ pub async fn handle(
     if !content_type_ok(&parts.headers) {
         return content_type_refusal();
     }
-    let body = match crate::body::read(body, svc.config().max_body_bytes).await {
+    let body = match crate::body::read(&parts.headers, body, svc.config().max_body_bytes).await {
         Ok(b) => b,
         Err((status, e)) => return json_status_response(status, error_response(&Value::Null, &e)),
     };

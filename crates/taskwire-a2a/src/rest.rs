@@ -233,7 +233,7 @@ async fn read_body(svc: &A2aService, headers: &HeaderMap, body: Body) -> Result<
         )
         .into());
     }
-    let bytes = crate::body::read(body, svc.config().max_body_bytes)
+    let bytes = crate::body::read(headers, body, svc.config().max_body_bytes)
         .await
         .map_err(|(status, error)| RestError { status, error })?;
     let text = String::from_utf8(bytes.to_vec())

@@ -139,7 +139,7 @@ async fn read_input(
         };
         return Err(AguiError::UnsupportedMediaType { found });
     }
-    let bytes = match taskwire_wire::body::read_body(body, limit).await {
+    let bytes = match taskwire_wire::body::read_body(headers, body, limit).await {
         Ok(b) => b,
         Err(taskwire_wire::WireError::BodyTooLarge { .. }) => {
             return Err(AguiError::BodyTooLarge { limit })

@@ -362,3 +362,31 @@ async fn a_refused_body_is_read_before_the_refusal() {
     }
     env.stop().await;
 }
+
+/// A request that asked `Expect: 100-continue` with a declared length over
+/// the limit is refused at once, without `100 Continue`: the client, which
+/// waits before it sends the body, is told to stop rather than to send what
+/// would only be read and dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_body_expecting_continue_is_refused_unsent() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let env = start().await;
+    let mut sock = tokio::net::TcpStream::connect(env.addr)
+        .await
+        .expect("connect");
+    let head = format!(
+        "POST /agui HTTP/1.1\r\nhost: {}\r\nx-test-principal: alice\r\ncontent-type: application/json\r\naccept: text/event-stream\r\nconnection: close\r\nexpect: 100-continue\r\ncontent-length: {}\r\n\r\n",
+        env.addr,
+        4 * LIMIT
+    );
+    sock.write_all(head.as_bytes()).await.expect("head");
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), sock.read_to_end(&mut answer))
+        .await
+        .expect("answered in time")
+        .expect("read");
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(text.contains("too_large"), "{text}");
+    env.stop().await;
+}

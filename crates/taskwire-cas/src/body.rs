@@ -13,8 +13,8 @@ use crate::error::CasError;
 /// the rest is read first, see [`taskwire_wire::body`]) is
 /// [`CasError::BodyTooLarge`]; a body that fails while being read is
 /// [`CasError::BodyUnreadable`].
-pub(crate) async fn read(body: Body, limit: usize) -> Result<Bytes, CasError> {
-    match taskwire_wire::body::read_body(body, limit).await {
+pub(crate) async fn read(headers: &HeaderMap, body: Body, limit: usize) -> Result<Bytes, CasError> {
+    match taskwire_wire::body::read_body(headers, body, limit).await {
         Ok(b) => Ok(b),
         Err(taskwire_wire::WireError::BodyTooLarge { .. }) => Err(CasError::BodyTooLarge { limit }),
         Err(e) => {
@@ -57,7 +57,7 @@ pub(crate) async fn json<T: DeserializeOwned>(
     limit: usize,
 ) -> Result<T, CasError> {
     require_json(headers)?;
-    let bytes = read(body, limit).await?;
+    let bytes = read(headers, body, limit).await?;
     parse(&bytes)
 }
 
@@ -84,11 +84,11 @@ mod tests {
     #[tokio::test]
     async fn limits_and_errors_are_told_apart() {
         assert_eq!(
-            read(Body::from("abc"), 3).await.ok(),
+            read(&HeaderMap::new(), Body::from("abc"), 3).await.ok(),
             Some(Bytes::from_static(b"abc"))
         );
         assert!(matches!(
-            read(Body::from("abcd"), 3).await,
+            read(&HeaderMap::new(), Body::from("abcd"), 3).await,
             Err(CasError::BodyTooLarge { limit: 3 })
         ));
         let chunks = futures::stream::iter([
@@ -96,7 +96,7 @@ mod tests {
             Ok(Bytes::from_static(b"cd")),
         ]);
         assert!(matches!(
-            read(Body::from_stream(chunks), 3).await,
+            read(&HeaderMap::new(), Body::from_stream(chunks), 3).await,
             Err(CasError::BodyTooLarge { limit: 3 })
         ));
         let broken = futures::stream::iter([
@@ -104,7 +104,7 @@ mod tests {
             Err(std::io::Error::other("stalled")),
         ]);
         assert!(matches!(
-            read(Body::from_stream(broken), 100).await,
+            read(&HeaderMap::new(), Body::from_stream(broken), 100).await,
             Err(CasError::BodyUnreadable)
         ));
     }

@@ -245,7 +245,7 @@ fn query<T>(r: QueryIn<T>) -> Result<T, CasError> {
 /// any content type; anything else must be JSON.
 async fn host_body(req: Request, limit: usize) -> Result<HostBody, CasError> {
     let (parts, b) = req.into_parts();
-    let b = body::read(b, limit).await?;
+    let b = body::read(&parts.headers, b, limit).await?;
     if b.iter().all(u8::is_ascii_whitespace) {
         return Ok(HostBody::default());
     }

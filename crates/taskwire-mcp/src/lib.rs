@@ -258,7 +258,7 @@ async fn handle_post(
             .with_status(StatusCode::UNSUPPORTED_MEDIA_TYPE),
         );
     }
-    let bytes = match read_body(body, inner.config.max_body_bytes).await {
+    let bytes = match read_body(&headers, body, inner.config.max_body_bytes).await {
         Ok(b) => b,
         Err(e) => return error_response(&Value::Null, &e),
     };
@@ -355,8 +355,12 @@ fn is_json(headers: &HeaderMap) -> bool {
 /// the rest is read first, see [`taskwire_wire::body`]) is Invalid Request with
 /// 413; a body that cannot be read (the connection broke, or a layer in front
 /// failed it, e.g. for not making progress) is Invalid Request with 400.
-async fn read_body(body: Body, limit: usize) -> Result<axum::body::Bytes, RpcError> {
-    match taskwire_wire::body::read_body(body, limit).await {
+async fn read_body(
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+) -> Result<axum::body::Bytes, RpcError> {
+    match taskwire_wire::body::read_body(headers, body, limit).await {
         Ok(b) => Ok(b),
         Err(taskwire_wire::WireError::BodyTooLarge { .. }) => Err(RpcError::new(
             wire::code::INVALID_REQUEST,

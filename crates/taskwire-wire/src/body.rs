@@ -9,7 +9,9 @@
 //! server that answers and closes with the client's bytes unread resets the
 //! connection, and a reset can discard the answer before the client reads it,
 //! so the client would see a broken connection instead of the refusal. A
-//! declared length over that bound is refused at once.
+//! declared length over that bound is refused at once, and so is one whose
+//! request asked `Expect: 100-continue` (reading it would tell the client to
+//! send it; unread, the client is told to stop).
 
 use std::time::Duration;
 
@@ -35,12 +37,17 @@ pub fn drain_bound(limit: usize) -> u64 {
 /// Longest time spent reading a refused body before the refusal.
 pub const DRAIN_MAX_TIME: Duration = Duration::from_secs(1);
 
-/// The whole body: [`WireError::BodyTooLarge`] over `limit` bytes,
+/// The whole body of a request with `headers`: [`WireError::BodyTooLarge`]
+/// over `limit` bytes,
 /// [`WireError::BodyUnreadable`] when it fails while being read (the
 /// connection broke, or a layer in front failed it). A length limit a layer
 /// in front applied (`http_body_util::LengthLimitError`) is a
 /// [`WireError::BodyTooLarge`] too.
-pub async fn read_body<B>(mut body: B, limit: usize) -> Result<Bytes, WireError>
+pub async fn read_body<B>(
+    headers: &http::HeaderMap,
+    mut body: B,
+    limit: usize,
+) -> Result<Bytes, WireError>
 where
     B: Body<Data = Bytes> + Unpin,
     B::Error: std::error::Error + Send + Sync + 'static,
@@ -48,7 +55,7 @@ where
     let too_large = WireError::BodyTooLarge { limit };
     let declared = body.size_hint().lower();
     if declared > u64::try_from(limit).unwrap_or(u64::MAX) {
-        if declared <= drain_bound(limit) {
+        if declared <= drain_bound(limit) && !expects_continue(headers) {
             drain(&mut body, limit).await;
         }
         return Err(too_large);
@@ -91,6 +98,14 @@ where
     })
 }
 
+/// Whether the request asked `Expect: 100-continue`: its client sends the
+/// body only once the server reads it.
+fn expects_continue(headers: &http::HeaderMap) -> bool {
+    headers
+        .get(http::header::EXPECT)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"))
+}
+
 /// Reads the rest of a refused body and drops it, within the drain bounds.
 async fn drain<B>(body: &mut B, limit: usize)
 where
@@ -127,6 +142,10 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
 
+    fn none() -> http::HeaderMap {
+        http::HeaderMap::new()
+    }
+
     /// A body of `chunks` frames of `size` bytes (no declared length) that
     /// counts the frames read.
     fn chunks(
@@ -144,15 +163,19 @@ mod tests {
     #[tokio::test]
     async fn a_body_within_the_limit_is_read_whole() {
         let read = Arc::new(AtomicUsize::new(0));
-        let b = read_body(chunks(3, 10, read.clone()), 30)
+        let b = read_body(&none(), chunks(3, 10, read.clone()), 30)
             .await
             .expect("read");
         assert_eq!(b.len(), 30);
-        let one = read_body(http_body_util::Full::new(Bytes::from_static(b"{}")), 2)
-            .await
-            .expect("read");
+        let one = read_body(
+            &none(),
+            http_body_util::Full::new(Bytes::from_static(b"{}")),
+            2,
+        )
+        .await
+        .expect("read");
         assert_eq!(&one[..], b"{}");
-        let none = read_body(http_body_util::Empty::<Bytes>::new(), 0)
+        let none = read_body(&none(), http_body_util::Empty::<Bytes>::new(), 0)
             .await
             .expect("read");
         assert!(none.is_empty());
@@ -162,7 +185,7 @@ mod tests {
     async fn a_body_over_the_limit_is_refused_after_it_is_read() {
         // Streamed past the limit: refused, and the rest was read first.
         let read = Arc::new(AtomicUsize::new(0));
-        let e = read_body(chunks(10, 10, read.clone()), 25).await;
+        let e = read_body(&none(), chunks(10, 10, read.clone()), 25).await;
         assert!(
             matches!(e, Err(WireError::BodyTooLarge { limit: 25 })),
             "{e:?}"
@@ -170,7 +193,12 @@ mod tests {
         assert_eq!(read.load(Ordering::SeqCst), 10, "the rest was not read");
         // A declared length over the limit: refused, and read when it fits
         // the drain bound.
-        let e = read_body(http_body_util::Full::new(Bytes::from(vec![0u8; 100])), 10).await;
+        let e = read_body(
+            &none(),
+            http_body_util::Full::new(Bytes::from(vec![0u8; 100])),
+            10,
+        )
+        .await;
         assert!(
             matches!(e, Err(WireError::BodyTooLarge { limit: 10 })),
             "{e:?}"
@@ -181,7 +209,7 @@ mod tests {
         let bound = drain_bound(10) as usize;
         assert_eq!(bound, DRAIN_MIN_BYTES as usize);
         let count = (bound / big) * 4;
-        let e = read_body(chunks(count, big, read.clone()), 10).await;
+        let e = read_body(&none(), chunks(count, big, read.clone()), 10).await;
         assert!(matches!(e, Err(WireError::BodyTooLarge { .. })), "{e:?}");
         let n = read.load(Ordering::SeqCst);
         assert!(n <= bound / big + 1, "read {n} frames");
@@ -193,7 +221,7 @@ mod tests {
         let frames = futures::stream::iter([Err::<http_body::Frame<Bytes>, _>(
             std::io::Error::other("the connection broke"),
         )]);
-        let e = read_body(http_body_util::StreamBody::new(frames), 10).await;
+        let e = read_body(&none(), http_body_util::StreamBody::new(frames), 10).await;
         assert!(
             matches!(&e, Err(WireError::BodyUnreadable(m)) if m.contains("the connection broke")),
             "{e:?}"
