@@ -441,9 +441,10 @@ impl<'a> Turn<'a> {
     /// committed together (the turn's automatic flushes wait meanwhile). While
     /// re-reading up to the stored cursor, the event only rebuilds the turn's
     /// state.
-    async fn apply_at(&mut self, e: AguiEvent) -> Result<Option<TurnOutcome>, BridgeError> {
+    async fn apply_at(&mut self, mut e: AguiEvent) -> Result<Option<TurnOutcome>, BridgeError> {
         let _hold = self.ctx.hold_flushes();
-        let id = e.id.clone();
+        // `apply` reads the event's kind and JSON, not its id.
+        let id = e.id.take();
         if self.replay_until.is_some() && e.ends_run() {
             // The run ended before the stored position came again: what it
             // streams is not the run the cursor was taken from.
