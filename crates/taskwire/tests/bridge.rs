@@ -622,14 +622,9 @@ async fn killed_mid_task(kind: &str, postgres: bool) {
     );
     let logs = |n: u32| bridge.logs(n);
 
-    let (mut first, base) = bridge.start(1).await;
-    let t = task_of(
-        a2a_client(&base)
-            .send_text("stream 2\nsleep 3000\nafter the nap", true)
-            .await
-            .expect("send")
-            .into_inner(),
-    );
+    let (mut first, t) = bridge
+        .start_with("stream 2\nsleep 3000\nafter the nap", true)
+        .await;
     let ut = upstream_task_in(&direct, pb::TaskState::Working).await;
     // Kill it once the link is committed (before that, a restart sends again)
     // and, over A2A and AG-UI, once the stream position after the two chunks
@@ -749,14 +744,7 @@ async fn cancel_while_the_bridge_is_down(postgres: bool, running: bool) {
     let url = format!("a2a+{}", up.base);
     let bridge = Restartable::new(dir.path(), &["--store", &store, "--upstream", &url]);
     let logs = |n: u32| bridge.logs(n);
-    let (mut first, base) = bridge.start(1).await;
-    let t = task_of(
-        a2a_client(&base)
-            .send_text(text, !waits)
-            .await
-            .expect("send")
-            .into_inner(),
-    );
+    let (mut first, t) = bridge.start_with(text, !waits).await;
     if waits {
         assert_eq!(state(&t), pb::TaskState::InputRequired, "{t:?}");
     }
@@ -952,14 +940,7 @@ async fn a_re_read_agui_run_emits_each_message_once() {
         &["--store", &store, "--upstream", &url, "--lease", "1s"],
     );
     let logs = |n: u32| bridge.logs(n);
-    let (mut first, base) = bridge.start(1).await;
-    let t = task_of(
-        a2a_client(&base)
-            .send_text("think aloud", true)
-            .await
-            .expect("send")
-            .into_inner(),
-    );
+    let (mut first, t) = bridge.start_with("think aloud", true).await;
     // The step (event 8) is the last output the live stream had: killed once
     // the cursor after it is stored (committed by the next flush, ms later).
     let stored = "upstream position stored (committed with the event's outputs) task";

@@ -152,6 +152,25 @@ impl<'a> Restartable<'a> {
         spawn_serve(&args, &self.log(n)).await
     }
 
+    /// Start 1, and a task sent to it over A2A (`text`; answered at once when
+    /// `return_immediately`, else once it ends or waits): the child and the
+    /// task.
+    pub(crate) async fn start_with(
+        &self,
+        text: &str,
+        return_immediately: bool,
+    ) -> (tokio::process::Child, pb::Task) {
+        let (child, base) = self.start(1).await;
+        let t = task_of(
+            a2a_client(&base)
+                .send_text(text, return_immediately)
+                .await
+                .expect("send")
+                .into_inner(),
+        );
+        (child, t)
+    }
+
     /// What start `n` logged so far.
     pub(crate) fn logs(&self, n: u32) -> String {
         std::fs::read_to_string(self.log(n)).unwrap_or_default()
