@@ -1,5 +1,5 @@
 # Sourced by the .ci/setup-*.sh scripts that install a Python SDK (setup-a2a,
-# setup-mcp-py, setup-mcp-legacy-py): one way to make, check and reuse a
+# setup-mcp-py, setup-mcp-py-2025-11-25): one way to make, check and reuse a
 # virtualenv. Not run on its own (it lives under lib/, outside the
 # .ci/setup-*.sh that .ci/test runs).
 #

@@ -2,7 +2,7 @@
 `--port`) and serving their ASGI app with uvicorn, saying when it serves.
 
 Imported by `a2a_sdk_server.py`, `mcp_sdk_server.py` and
-`mcp_legacy_sdk_server.py` (run as scripts, so this folder is on their path).
+`mcp_sdk_server_2025_11_25.py` (run as scripts, so this folder is on their path).
 """
 
 import argparse

@@ -120,8 +120,9 @@ impl Default for UpstreamOptions {
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             root_certificates_pem: Vec::new(),
             client_identity: None,
-            max_open_calls: crate::mcp_legacy::DEFAULT_MAX_OPEN_CALLS,
-            max_open_calls_per_principal: crate::mcp_legacy::DEFAULT_MAX_OPEN_CALLS_PER_PRINCIPAL,
+            max_open_calls: crate::mcp_2025_11_25::DEFAULT_MAX_OPEN_CALLS,
+            max_open_calls_per_principal:
+                crate::mcp_2025_11_25::DEFAULT_MAX_OPEN_CALLS_PER_PRINCIPAL,
             max_open_messages: crate::agui::MAX_OPEN_MESSAGES,
             max_list_pages: taskwire_client::mcp::MAX_TOOL_PAGES,
             max_link_records: crate::common::DEFAULT_MAX_LINK_RECORDS,

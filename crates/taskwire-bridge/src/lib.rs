@@ -21,7 +21,7 @@ mod common;
 mod error;
 pub mod many;
 pub mod mcp;
-mod mcp_legacy;
+mod mcp_2025_11_25;
 pub mod spec;
 
 use std::sync::Arc;
@@ -35,7 +35,7 @@ pub use common::{DEFAULT_CATCH_UP_RECORDS, DEFAULT_MAX_LINK_RECORDS};
 pub use error::BridgeError;
 pub use many::{Member, Upstreams};
 pub use mcp::{McpUpstream, McpVersion};
-pub use mcp_legacy::{DEFAULT_MAX_OPEN_CALLS, DEFAULT_MAX_OPEN_CALLS_PER_PRINCIPAL};
+pub use mcp_2025_11_25::{DEFAULT_MAX_OPEN_CALLS, DEFAULT_MAX_OPEN_CALLS_PER_PRINCIPAL};
 pub use spec::UpstreamSpec;
 pub use taskwire_client::ClientIdentityPem;
 

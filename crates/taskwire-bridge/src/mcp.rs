@@ -17,7 +17,7 @@
 //!
 //! A server that speaks only revision 2025-11-25 (it refuses
 //! `server/discover`, but answers `initialize`), or any server when
-//! [`McpVersion::Legacy`] is asked for, is served by `crate::mcp_legacy`:
+//! [`McpVersion::V2025_11_25`] is asked for, is served by `crate::mcp_2025_11_25`:
 //! a session, the experimental task methods of 2025-11-25 for tools that
 //! allow them, else blocking `tools/call`s whose elicitations arrive on the
 //! call's SSE answer.
@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 use taskwire_client::mcp::{
-    DetailedTask, ElicitResult, McpClient, McpLegacyClient, ToolCallOutcome,
+    DetailedTask, ElicitResult, McpClient, McpClient2025_11_25, ToolCallOutcome,
 };
 use taskwire_client::{BackoffPolicy, ClientError};
 use taskwire_core::{
@@ -62,9 +62,9 @@ pub enum McpVersion {
     Auto,
     /// 2025-11-25 only (`initialize`, a session, the experimental tasks),
     /// even with a server that also speaks 2026-07-28.
-    Legacy,
+    V2025_11_25,
     /// 2026-07-28 only: a server that refuses `server/discover` is an error.
-    Current,
+    V2026_07_28,
 }
 
 impl std::str::FromStr for McpVersion {
@@ -73,8 +73,8 @@ impl std::str::FromStr for McpVersion {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim() {
             "auto" => Ok(Self::Auto),
-            "2025-11-25" => Ok(Self::Legacy),
-            "2026-07-28" => Ok(Self::Current),
+            "2025-11-25" => Ok(Self::V2025_11_25),
+            "2026-07-28" => Ok(Self::V2026_07_28),
             other => Err(BridgeError::Config(format!(
                 "unknown MCP protocol version {other:?}: use auto, 2025-11-25 or 2026-07-28"
             ))),
@@ -139,7 +139,7 @@ pub struct McpLink {
     pub session: Option<String>,
     /// 2025-11-25: the JSON-RPC id of a blocking `tools/call` that waits for
     /// the answers to `asked` (its connection is held by the bridge process
-    /// that made it, `LOSS_MCP_LEGACY_BLOCKING_INPUT`).
+    /// that made it, `LOSS_MCP_2025_11_25_BLOCKING_INPUT`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call: Option<Value>,
 }
@@ -173,7 +173,7 @@ impl McpLink {
 
     /// As [`McpLink::new`], for a 2025-11-25 upstream: in `session`, with the
     /// open blocking call's request id `call`.
-    pub(crate) fn legacy(
+    pub(crate) fn rev_2025_11_25(
         task_id: String,
         tool: String,
         turn: u32,
@@ -181,7 +181,7 @@ impl McpLink {
         call: Option<Value>,
     ) -> Self {
         Self {
-            version: Some(vocab::LEGACY_VERSION.into()),
+            version: Some(vocab::VERSION_2025_11_25.into()),
             session,
             call,
             ..Self::new(task_id, tool, turn)
@@ -189,7 +189,7 @@ impl McpLink {
     }
 
     /// A link of a 2025-11-25 upstream.
-    pub fn is_legacy(&self) -> bool {
+    pub fn is_2025_11_25(&self) -> bool {
         self.version.is_some()
     }
 }
@@ -211,8 +211,8 @@ pub struct McpUpstream {
     link_bounds: crate::common::LinkBounds,
     watcher: Option<Arc<crate::common::Watcher>>,
     ready: Arc<ReadyCache>,
-    /// Spoken to in revision 2025-11-25 (`crate::mcp_legacy`).
-    legacy: Option<crate::mcp_legacy::Legacy>,
+    /// Spoken to in revision 2025-11-25 (`crate::mcp_2025_11_25`).
+    rev_2025_11_25: Option<crate::mcp_2025_11_25::Upstream2025_11_25>,
 }
 
 impl std::fmt::Debug for McpUpstream {
@@ -221,7 +221,7 @@ impl std::fmt::Debug for McpUpstream {
             .field("endpoint", &self.endpoint)
             .field("tools", &self.tool_names())
             .field("tasks", &self.tasks)
-            .field("legacy", &self.legacy.is_some())
+            .field("rev_2025_11_25", &self.rev_2025_11_25.is_some())
             .field("store", &self.store.as_ref().map(|s| s.kind()))
             .finish_non_exhaustive()
     }
@@ -265,8 +265,8 @@ impl McpUpstream {
             })?
             .declare_tasks_extension(false)
             .capability("elicitation", json!({"form": {}, "url": {}}));
-        if version == McpVersion::Legacy {
-            return Self::discover_legacy(endpoint, tool, opts, client).await;
+        if version == McpVersion::V2025_11_25 {
+            return Self::discover_2025_11_25(endpoint, tool, opts, client).await;
         }
         let discovered =
             match retrying(endpoint, opts, "server/discover", || client.discover()).await {
@@ -276,11 +276,11 @@ impl McpUpstream {
                 {
                     debug!(upstream = %endpoint, error = %source,
                         "server/discover refused; trying MCP 2025-11-25 (initialize)");
-                    return match Self::discover_legacy(endpoint, tool, opts, client).await {
+                    return match Self::discover_2025_11_25(endpoint, tool, opts, client).await {
                         Ok(up) => Ok(up),
                         Err(e @ BridgeError::NoSuchTool { .. }) => Err(e),
-                        Err(legacy) => {
-                            debug!(upstream = %endpoint, error = %legacy,
+                        Err(older) => {
+                            debug!(upstream = %endpoint, error = %older,
                                 "initialize refused too");
                             Err(BridgeError::Discovery { url, source })
                         }
@@ -319,38 +319,43 @@ impl McpUpstream {
             link_bounds: crate::common::LinkBounds::of(opts),
             watcher: None,
             ready: Arc::new(ReadyCache::default()),
-            legacy: None,
+            rev_2025_11_25: None,
         })
     }
 
     /// Discovery in revision 2025-11-25: `initialize` (declaring form and
     /// URL elicitation) opens the bridge's session, then `tools/list`.
-    async fn discover_legacy(
+    async fn discover_2025_11_25(
         endpoint: &str,
         tool: Option<&str>,
         opts: &UpstreamOptions,
         client: McpClient,
     ) -> Result<Self, BridgeError> {
         let config = client_config(endpoint, opts);
-        let legacy_client = McpLegacyClient::with_endpoint(config, endpoint).map_err(|source| {
-            BridgeError::Discovery {
-                url: endpoint.to_string(),
-                source: Box::new(source),
-            }
-        })?;
-        let capabilities = crate::mcp_legacy::client_capabilities();
+        let rev_2025_11_25_client =
+            McpClient2025_11_25::with_endpoint(config, endpoint).map_err(|source| {
+                BridgeError::Discovery {
+                    url: endpoint.to_string(),
+                    source: Box::new(source),
+                }
+            })?;
+        let capabilities = crate::mcp_2025_11_25::client_capabilities();
         let init = retrying(endpoint, opts, "initialize", || {
-            legacy_client.initialize(capabilities.clone())
+            rev_2025_11_25_client.initialize(capabilities.clone())
         })
         .await?
         .into_inner();
-        let listed = retrying(endpoint, opts, "tools/list", || legacy_client.list_tools())
-            .await?
-            .into_inner();
+        let listed = retrying(endpoint, opts, "tools/list", || {
+            rev_2025_11_25_client.list_tools()
+        })
+        .await?
+        .into_inner();
         let chosen = choose_tools(listed, tool)?;
         let as_task: std::collections::HashSet<String> = chosen
             .iter()
-            .filter(|t| opts.mcp_tasks && vocab::legacy_calls_as_task(&init.capabilities, t))
+            .filter(|t| {
+                opts.mcp_tasks && vocab::rev_2025_11_25_calls_as_task(&init.capabilities, t)
+            })
             .map(|t| t.name.clone())
             .collect();
         let idempotent: std::collections::HashSet<String> = chosen
@@ -366,7 +371,7 @@ impl McpUpstream {
             &chosen,
         );
         info!(upstream = %endpoint, version = %init.protocol_version,
-            session = ?legacy_client.session_id(), as_tasks = ?as_task,
+            session = ?rev_2025_11_25_client.session_id(), as_tasks = ?as_task,
             tools = ?tools.iter().map(|t| &t.0).collect::<Vec<_>>(),
             "MCP upstream discovered (revision 2025-11-25)");
         Ok(Self {
@@ -381,8 +386,8 @@ impl McpUpstream {
             link_bounds: crate::common::LinkBounds::of(opts),
             watcher: None,
             ready: Arc::new(ReadyCache::default()),
-            legacy: Some(crate::mcp_legacy::Legacy::new(
-                legacy_client,
+            rev_2025_11_25: Some(crate::mcp_2025_11_25::Upstream2025_11_25::new(
+                rev_2025_11_25_client,
                 capabilities,
                 as_task,
                 idempotent,
@@ -406,9 +411,9 @@ impl McpUpstream {
         store: Arc<dyn TaskStore>,
         route: Option<crate::many::Route>,
     ) -> Self {
-        if let Some(legacy) = self.legacy.take() {
-            let (legacy, watcher) = legacy.with_store(store.clone(), route);
-            self.legacy = Some(legacy);
+        if let Some(older) = self.rev_2025_11_25.take() {
+            let (older, watcher) = older.with_store(store.clone(), route);
+            self.rev_2025_11_25 = Some(older);
             self.watcher = Some(Arc::new(watcher));
             self.store = Some(store);
             return self;
@@ -445,13 +450,13 @@ impl McpUpstream {
     }
 
     /// Whether the upstream is spoken to in revision 2025-11-25.
-    pub fn is_legacy(&self) -> bool {
-        self.legacy.is_some()
+    pub fn is_2025_11_25(&self) -> bool {
+        self.rev_2025_11_25.is_some()
     }
 
     /// The 2025-11-25 session the bridge opened (`None` in 2026-07-28).
-    pub fn legacy_session(&self) -> Option<String> {
-        self.legacy.as_ref().and_then(|l| l.session_id())
+    pub fn rev_2025_11_25_session(&self) -> Option<String> {
+        self.rev_2025_11_25.as_ref().and_then(|l| l.session_id())
     }
 
     /// The arguments of a call of `tool` for the task's first message, by
@@ -483,8 +488,8 @@ impl Agent for McpUpstream {
     }
 
     async fn run_turn(&self, ctx: &TurnContext) -> Result<TurnOutcome, AgentError> {
-        if let Some(legacy) = &self.legacy {
-            return crate::mcp_legacy::run_turn(self, legacy, ctx).await;
+        if let Some(older) = &self.rev_2025_11_25 {
+            return crate::mcp_2025_11_25::run_turn(self, older, ctx).await;
         }
         let turn = Turn::new(self, ctx);
         let span = info_span!("bridged_turn", protocol = PROTOCOL, task = %ctx.task().id,
@@ -497,8 +502,8 @@ impl Agent for McpUpstream {
 
     /// Ready when `server/discover` is answered (any JSON-RPC answer counts).
     async fn ready(&self) -> Result<(), String> {
-        if let Some(legacy) = &self.legacy {
-            return self.ready.check(|| legacy.ready(&self.endpoint)).await;
+        if let Some(older) = &self.rev_2025_11_25 {
+            return self.ready.check(|| older.ready(&self.endpoint)).await;
         }
         self.ready
             .check(|| async {

@@ -7,7 +7,7 @@
 //! | A2A 1.0, HTTP+JSON binding | [`a2a_rest::A2aRestClient`] | reqwest, SSE streams |
 //! | A2A 1.0, gRPC binding | [`grpc::A2aGrpcClient`] | tonic (h2c) |
 //! | MCP 2026-07-28 + tasks extension, `tasks/continue` | [`mcp::McpClient`] | Streamable HTTP |
-//! | MCP 2025-11-25 experimental tasks | [`mcp::McpLegacyClient`] | Streamable HTTP, session |
+//! | MCP 2025-11-25 experimental tasks | [`mcp::McpClient2025_11_25`] | Streamable HTTP, session |
 //! | AG-UI 1.0 | [`agui::AguiClient`] | SSE or protobuf frames |
 //! | CAS task status | [`cas::CasClient`] | HTTP (taskwire's `/cas` paths) |
 //!

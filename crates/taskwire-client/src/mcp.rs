@@ -7,7 +7,7 @@
 //!   (SEP-2663: `tools/call` answered with a task, `tasks/get`,
 //!   `tasks/update`, `tasks/cancel`, `subscriptions/listen`) and
 //!   `tasks/continue` (SEP-2339).
-//! - [`McpLegacyClient`] speaks revision 2025-11-25: `initialize` (+
+//! - [`McpClient2025_11_25`] speaks revision 2025-11-25: `initialize` (+
 //!   `notifications/initialized`), the `Mcp-Session-Id` session, and the
 //!   experimental tasks (`params.task`, `tasks/get`, `tasks/result`,
 //!   `tasks/list`, `tasks/cancel`).
@@ -33,9 +33,9 @@ use crate::http::{self, RawResponse};
 /// The default endpoint path.
 pub const MCP_PATH: &str = "/mcp";
 /// The current protocol revision.
-pub const VERSION_CURRENT: &str = "2026-07-28";
+pub const VERSION_2026_07_28: &str = "2026-07-28";
 /// The revision of the experimental tasks.
-pub const VERSION_LEGACY: &str = "2025-11-25";
+pub const VERSION_2025_11_25: &str = "2025-11-25";
 /// The tasks extension id.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
@@ -48,10 +48,11 @@ use taskwire_wire::mcp as wire;
 /// (`taskwire_wire::mcp`) for the server, this client and the schemas; the
 /// names are the ones this module exported before.
 pub use taskwire_wire::mcp::{
-    ClientCapabilities, ContentBlock, CreateTaskResult, DetailedTask, DiscoverResult, ElicitAction,
-    ElicitResult, EmptyResult, Implementation, InitializeResult, InputRequest, InputRequiredResult,
-    LegacyCallToolResult as CallToolResult, LegacyListTasksResult as LegacyTaskPage, LegacyTask,
-    RequestMeta, TaskFields, TaskStatus as McpTaskStatus, Tool,
+    CallToolResult2025_11_25 as CallToolResult, ClientCapabilities, ContentBlock, CreateTaskResult,
+    DetailedTask, DiscoverResult, ElicitAction, ElicitResult, EmptyResult, Implementation,
+    InitializeResult, InputRequest, InputRequiredResult,
+    ListTasksResult2025_11_25 as TaskPage2025_11_25, RequestMeta, Task2025_11_25, TaskFields,
+    TaskStatus as McpTaskStatus, Tool,
 };
 
 /// What a `tools/call` answered (revision 2026-07-28).
@@ -454,7 +455,7 @@ impl McpClient {
             m
         });
         RequestMeta {
-            protocol_version: VERSION_CURRENT.into(),
+            protocol_version: VERSION_2026_07_28.into(),
             client_info: Some(self.client_info.clone()),
             client_capabilities: ClientCapabilities {
                 extensions,
@@ -497,7 +498,7 @@ impl McpClient {
         let mut headers = vec![
             (
                 header::PROTOCOL_VERSION.to_string(),
-                VERSION_CURRENT.to_string(),
+                VERSION_2026_07_28.to_string(),
             ),
             (header::METHOD.to_string(), method.to_string()),
         ];
@@ -729,7 +730,7 @@ impl McpClient {
         let headers = vec![
             (
                 header::PROTOCOL_VERSION.to_string(),
-                VERSION_CURRENT.to_string(),
+                VERSION_2026_07_28.to_string(),
             ),
             (
                 header::METHOD.to_string(),
@@ -760,23 +761,23 @@ impl McpClient {
 }
 
 /// The `{taskId}` params of a 2025-11-25 task request.
-fn legacy_task_params(task_id: &str) -> Result<Value, ClientError> {
-    params(&wire::LegacyTaskRequestParams {
+fn rev_2025_11_25_task_params(task_id: &str) -> Result<Value, ClientError> {
+    params(&wire::TaskRequestParams2025_11_25 {
         task_id: task_id.to_string(),
     })
 }
 
 /// The MCP client of revision 2025-11-25 (session, experimental tasks).
 #[derive(Clone, Debug)]
-pub struct McpLegacyClient {
+pub struct McpClient2025_11_25 {
     inner: Arc<Transport>,
     session: Arc<Mutex<Option<String>>>,
     version: Arc<Mutex<String>>,
 }
 
-impl McpLegacyClient {
-    /// A client for `{base}/mcp`; call [`McpLegacyClient::initialize`] first
-    /// (or use [`McpLegacyClient::connect`]).
+impl McpClient2025_11_25 {
+    /// A client for `{base}/mcp`; call [`McpClient2025_11_25::initialize`] first
+    /// (or use [`McpClient2025_11_25::connect`]).
     pub fn new(config: ClientConfig) -> Result<Self, ClientError> {
         Self::with_endpoint(config, MCP_PATH)
     }
@@ -786,7 +787,7 @@ impl McpLegacyClient {
         Ok(Self {
             inner: Arc::new(Transport::new(config, url)?),
             session: Arc::new(Mutex::new(None)),
-            version: Arc::new(Mutex::new(VERSION_LEGACY.to_string())),
+            version: Arc::new(Mutex::new(VERSION_2025_11_25.to_string())),
         })
     }
 
@@ -808,7 +809,7 @@ impl McpLegacyClient {
     }
 
     /// A client of the same endpoint (sharing its connections) in the session
-    /// `session_id` (one that an earlier [`McpLegacyClient::initialize`] opened,
+    /// `session_id` (one that an earlier [`McpClient2025_11_25::initialize`] opened,
     /// perhaps in another process), or in none.
     pub fn with_session(&self, session_id: Option<String>) -> Self {
         Self {
@@ -828,7 +829,7 @@ impl McpLegacyClient {
         self.version
             .lock()
             .map(|v| v.clone())
-            .unwrap_or_else(|_| VERSION_LEGACY.to_string())
+            .unwrap_or_else(|_| VERSION_2025_11_25.to_string())
     }
 
     /// `initialize` with these client capabilities, then
@@ -839,7 +840,7 @@ impl McpLegacyClient {
     ) -> Result<Received<InitializeResult>, ClientError> {
         let id = http::next_id();
         let p = params(&wire::InitializeRequestParams {
-            protocol_version: VERSION_LEGACY.into(),
+            protocol_version: VERSION_2025_11_25.into(),
             capabilities,
             client_info: own_info(),
         })?;
@@ -902,7 +903,7 @@ impl McpLegacyClient {
     /// as it arrives: on an SSE answer, the server's notifications and requests
     /// (e.g. `notifications/tasks/status` and `elicitation/create` of
     /// `tasks/result`) and finally the response; on a JSON answer, the response
-    /// alone. Server requests are not answered: use [`McpLegacyClient::respond`].
+    /// alone. Server requests are not answered: use [`McpClient2025_11_25::respond`].
     /// Dropping the stream closes the connection.
     pub async fn request_events(
         &self,
@@ -914,9 +915,9 @@ impl McpLegacyClient {
             .map(|(_, s)| s)
     }
 
-    /// As [`McpLegacyClient::request_events`], with the request's JSON-RPC id
+    /// As [`McpClient2025_11_25::request_events`], with the request's JSON-RPC id
     /// (to tell its response from the other messages, and to cancel it with
-    /// [`McpLegacyClient::cancel_request`]). A non-success HTTP status is an
+    /// [`McpClient2025_11_25::cancel_request`]). A non-success HTTP status is an
     /// error (the JSON-RPC error it carries, else [`ClientError::Http`]), not
     /// a message of the stream.
     pub async fn request_events_with_id(
@@ -1010,7 +1011,7 @@ impl McpLegacyClient {
         let r = self
             .call_raw(
                 method::TOOLS_CALL,
-                params(&wire::LegacyCallToolRequestParams {
+                params(&wire::CallToolRequestParams2025_11_25 {
                     name: name.to_string(),
                     arguments: self::arguments(arguments)?,
                     task: None,
@@ -1027,11 +1028,11 @@ impl McpLegacyClient {
         name: &str,
         arguments: Value,
         ttl_ms: Option<u64>,
-    ) -> Result<Received<LegacyTask>, ClientError> {
+    ) -> Result<Received<Task2025_11_25>, ClientError> {
         let r = self
             .call_raw(
                 method::TOOLS_CALL,
-                params(&wire::LegacyCallToolRequestParams {
+                params(&wire::CallToolRequestParams2025_11_25 {
                     name: name.to_string(),
                     arguments: self::arguments(arguments)?,
                     task: Some(wire::TaskParam { ttl: ttl_ms }),
@@ -1040,14 +1041,14 @@ impl McpLegacyClient {
             )
             .await?;
         let inner = r.get("task").cloned().unwrap_or(Value::Null);
-        let value = typed::<LegacyTask>(inner, "CreateTaskResult.task")?.value;
+        let value = typed::<Task2025_11_25>(inner, "CreateTaskResult.task")?.value;
         Ok(Received { value, raw: r })
     }
 
     /// `tasks/get`.
-    pub async fn get_task(&self, task_id: &str) -> Result<Received<LegacyTask>, ClientError> {
+    pub async fn get_task(&self, task_id: &str) -> Result<Received<Task2025_11_25>, ClientError> {
         let r = self
-            .call_raw(method::TASKS_GET, legacy_task_params(task_id)?)
+            .call_raw(method::TASKS_GET, rev_2025_11_25_task_params(task_id)?)
             .await?;
         typed(r, "Task")
     }
@@ -1059,7 +1060,7 @@ impl McpLegacyClient {
         task_id: &str,
     ) -> Result<Received<CallToolResult>, ClientError> {
         let r = self
-            .call_raw(method::TASKS_RESULT, legacy_task_params(task_id)?)
+            .call_raw(method::TASKS_RESULT, rev_2025_11_25_task_params(task_id)?)
             .await?;
         typed(r, "CallToolResult")
     }
@@ -1068,8 +1069,8 @@ impl McpLegacyClient {
     pub async fn list_tasks(
         &self,
         cursor: Option<&str>,
-    ) -> Result<Received<LegacyTaskPage>, ClientError> {
-        let p = params(&wire::LegacyListTasksRequestParams {
+    ) -> Result<Received<TaskPage2025_11_25>, ClientError> {
+        let p = params(&wire::ListTasksRequestParams2025_11_25 {
             cursor: cursor.map(str::to_string),
         })?;
         let r = self.call_raw(method::TASKS_LIST, p).await?;
@@ -1077,9 +1078,12 @@ impl McpLegacyClient {
     }
 
     /// `tasks/cancel`: the cancelled task.
-    pub async fn cancel_task(&self, task_id: &str) -> Result<Received<LegacyTask>, ClientError> {
+    pub async fn cancel_task(
+        &self,
+        task_id: &str,
+    ) -> Result<Received<Task2025_11_25>, ClientError> {
         let r = self
-            .call_raw(method::TASKS_CANCEL, legacy_task_params(task_id)?)
+            .call_raw(method::TASKS_CANCEL, rev_2025_11_25_task_params(task_id)?)
             .await?;
         typed(r, "Task")
     }

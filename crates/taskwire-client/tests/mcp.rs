@@ -11,7 +11,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde_json::{json, Map, Value};
 use taskwire_client::mcp::{
-    self, elicit_accept, McpClient, McpLegacyClient, McpTaskStatus, ToolCallOutcome,
+    self, elicit_accept, McpClient, McpClient2025_11_25, McpTaskStatus, ToolCallOutcome,
 };
 
 fn task_id(o: &ToolCallOutcome) -> String {
@@ -141,7 +141,7 @@ async fn current_revision_lifecycles() {
     assert_eq!(err.http_status(), Some(404));
     // Raw probe: not JSON.
     let raw = client
-        .post_raw("{", &[("MCP-Protocol-Version", mcp::VERSION_CURRENT)])
+        .post_raw("{", &[("MCP-Protocol-Version", mcp::VERSION_2026_07_28)])
         .await
         .unwrap();
     assert_eq!(raw.status, 400);
@@ -182,12 +182,12 @@ async fn listen_for_task_notifications() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn legacy_session_and_tasks() {
+async fn rev_2025_11_25_session_and_tasks() {
     let server = common::start().await;
-    let (client, init) = McpLegacyClient::connect(common::config(&server.base))
+    let (client, init) = McpClient2025_11_25::connect(common::config(&server.base))
         .await
         .unwrap();
-    assert_eq!(init.raw["protocolVersion"], mcp::VERSION_LEGACY);
+    assert_eq!(init.raw["protocolVersion"], mcp::VERSION_2025_11_25);
     assert!(client.session_id().is_some());
     let tools = client.list_tools().await.unwrap();
     assert!(tools.iter().any(|t| t.name == "run_script"));
@@ -244,9 +244,9 @@ async fn legacy_session_and_tasks() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn legacy_task_result_events_arrive_one_by_one() {
+async fn rev_2025_11_25_task_result_events_arrive_one_by_one() {
     let server = common::start().await;
-    let (client, _) = McpLegacyClient::connect(common::config(&server.base))
+    let (client, _) = McpClient2025_11_25::connect(common::config(&server.base))
         .await
         .unwrap();
     let task = client

@@ -27,7 +27,7 @@ pub const SCRIPTED_SKILL: &str = "run_script";
 /// The MCP revision the suite drives.
 pub const MCP_VERSION: &str = "2026-07-28";
 /// The earlier MCP revision whose experimental tasks the `mcp-2025` column drives.
-pub const MCP_LEGACY_VERSION: &str = "2025-11-25";
+pub const MCP_VERSION_2025_11_25: &str = "2025-11-25";
 /// The MCP tasks extension id.
 pub const MCP_TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
@@ -51,9 +51,9 @@ pub struct Endpoints {
     /// The MCP tool that runs tasks (the scripted agent's `run_script`, or the first tool).
     pub mcp_tool: Option<String>,
     /// MCP 2025-11-25 endpoint url (a session negotiated 2025-11-25 with tasks).
-    pub mcp_legacy: Option<String>,
+    pub mcp_2025_11_25: Option<String>,
     /// The tool the 2025-11-25 session runs tasks with.
-    pub mcp_legacy_tool: Option<String>,
+    pub mcp_2025_11_25_tool: Option<String>,
 }
 
 /// The result of discovery.
@@ -143,12 +143,12 @@ fn mcp_request(
 
 /// `initialize` asking for 2025-11-25, then `tools/list` in the session it opened
 /// (closed again with `DELETE`): the initialize result and the tools/list result.
-async fn probe_legacy(
+async fn probe_2025_11_25(
     http: &reqwest::Client,
     url: &str,
     token: Option<&str>,
 ) -> Result<(Value, Value), String> {
-    let what = format!("MCP initialize ({MCP_LEGACY_VERSION}) at /mcp");
+    let what = format!("MCP initialize ({MCP_VERSION_2025_11_25}) at /mcp");
     let post = |body: Value, sid: Option<&str>| {
         let mut rb = http
             .post(url)
@@ -158,7 +158,7 @@ async fn probe_legacy(
         if let Some(s) = sid {
             rb = rb
                 .header("Mcp-Session-Id", s)
-                .header("MCP-Protocol-Version", MCP_LEGACY_VERSION);
+                .header("MCP-Protocol-Version", MCP_VERSION_2025_11_25);
         }
         match token {
             Some(t) => rb.bearer_auth(t),
@@ -167,7 +167,7 @@ async fn probe_legacy(
     };
     let resp = post(
         json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": MCP_LEGACY_VERSION,
+            "protocolVersion": MCP_VERSION_2025_11_25,
             "capabilities": {"elicitation": {}},
             "clientInfo": {"name": "taskwire-conformance", "version": env!("CARGO_PKG_VERSION")}}}),
         None,
@@ -428,36 +428,36 @@ pub async fn discover(target: &str, config: &Config, wire: &Wire) -> Result<Foun
 
     // MCP 2025-11-25: initialize asking for that revision; the server must
     // negotiate it and declare tasks for `tools/call`.
-    match probe_legacy(&http, &mcp_url, token).await {
+    match probe_2025_11_25(&http, &mcp_url, token).await {
         Ok((init, tools)) => {
             wire.validate(
                 Protocol::Mcp2025,
-                &["methods", MCP_LEGACY_VERSION, "initialize", "result"],
+                &["methods", MCP_VERSION_2025_11_25, "initialize", "result"],
                 &init,
             );
             wire.validate(
                 Protocol::Mcp2025,
-                &["methods", MCP_LEGACY_VERSION, "tools/list", "result"],
+                &["methods", MCP_VERSION_2025_11_25, "tools/list", "result"],
                 &tools,
             );
             let version = init["protocolVersion"].as_str().unwrap_or_default();
             let task_calls = init["capabilities"]["tasks"]["requests"]["tools"]["call"].is_object();
-            if version != MCP_LEGACY_VERSION {
+            if version != MCP_VERSION_2025_11_25 {
                 reasons.insert(
                     Protocol::Mcp2025,
                     format!(
-                        "MCP initialize asking for {MCP_LEGACY_VERSION} negotiated {version:?}"
+                        "MCP initialize asking for {MCP_VERSION_2025_11_25} negotiated {version:?}"
                     ),
                 );
             } else if !task_calls {
                 reasons.insert(
                     Protocol::Mcp2025,
-                    format!("MCP initialize ({MCP_LEGACY_VERSION}) declares no capabilities.tasks.requests.tools.call"),
+                    format!("MCP initialize ({MCP_VERSION_2025_11_25}) declares no capabilities.tasks.requests.tools.call"),
                 );
             } else {
                 let names = field_texts(&tools["tools"], "name");
-                ep.mcp_legacy = Some(mcp_url.clone());
-                ep.mcp_legacy_tool = if names.iter().any(|n| n == SCRIPTED_SKILL) {
+                ep.mcp_2025_11_25 = Some(mcp_url.clone());
+                ep.mcp_2025_11_25_tool = if names.iter().any(|n| n == SCRIPTED_SKILL) {
                     Some(SCRIPTED_SKILL.into())
                 } else {
                     names.first().cloned()
@@ -560,7 +560,7 @@ pub async fn discover(target: &str, config: &Config, wire: &Wire) -> Result<Foun
             Protocol::Grpc => ep.grpc.clone(),
             Protocol::A2aRest => ep.a2a_rest.clone(),
             Protocol::Mcp => ep.mcp.clone(),
-            Protocol::Mcp2025 => ep.mcp_legacy.clone(),
+            Protocol::Mcp2025 => ep.mcp_2025_11_25.clone(),
             Protocol::Agui => ep.agui.clone(),
             Protocol::Cas => ep.cas.clone(),
         };

@@ -143,7 +143,7 @@ pub fn expected(protocol: Protocol, e: &CoreExpect) -> Option<String> {
             a2a::state_to_a2a(task.state).name().to_string()
         }
         Protocol::Mcp => mcp_word(&task),
-        Protocol::Mcp2025 => mcp::status(&task, mcp::Generation::Legacy)
+        Protocol::Mcp2025 => mcp::status(&task, mcp::Revision::V2025_11_25)
             .0
             .as_str()
             .to_string(),
@@ -155,7 +155,7 @@ pub fn expected(protocol: Protocol, e: &CoreExpect) -> Option<String> {
 /// MCP (2026-07-28): the status, plus `+isError` for a completed call whose result
 /// is an error (agent failures and rejections).
 fn mcp_word(task: &Task) -> String {
-    let (status, _) = mcp::status(task, mcp::Generation::Current);
+    let (status, _) = mcp::status(task, mcp::Revision::V2026_07_28);
     let is_error = match mcp::outcome(task) {
         mcp::Outcome::Result(r) => r.is_error == Some(true),
         _ => false,

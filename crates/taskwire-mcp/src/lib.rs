@@ -70,13 +70,13 @@ use serde_json::Value;
 
 use taskwire_core::{Agent, AgentInfo, Caller, TaskService};
 
-mod current;
 pub mod error;
 pub mod fixture;
-mod legacy;
 mod mrtr;
 mod notify;
 mod ops;
+mod rev_2025_11_25;
+mod rev_2026_07_28;
 pub mod wire;
 
 pub use error::RpcError;
@@ -181,7 +181,7 @@ pub(crate) struct Inner {
     pub(crate) service: TaskService,
     pub(crate) info: AgentInfo,
     pub(crate) config: McpConfig,
-    pub(crate) sessions: legacy::Sessions,
+    pub(crate) sessions: rev_2025_11_25::Sessions,
     pub(crate) state_key: StateKey,
 }
 
@@ -205,7 +205,7 @@ impl McpAdapter {
         let info = agent.info().with_default_skill();
         Self {
             inner: Arc::new(Inner {
-                sessions: legacy::Sessions::new(
+                sessions: rev_2025_11_25::Sessions::new(
                     service.clone(),
                     config.max_sessions_per_principal,
                     config.session_idle,
@@ -268,20 +268,20 @@ async fn handle_post(
     };
     if let Some(sid) = headers.get(wire::header::SESSION_ID) {
         let sid = sid.to_str().unwrap_or_default().to_string();
-        return legacy::handle(inner, caller, headers, sid, msg).await;
+        return rev_2025_11_25::handle(inner, caller, headers, sid, msg).await;
     }
     // `initialize` opens a 2025-11-25 session, unless the request says it is
     // revision 2026-07-28, where the method no longer exists (404, -32601).
     let says_current = headers
         .get(wire::header::PROTOCOL_VERSION)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.trim() == wire::V_CURRENT);
+        .is_some_and(|v| v.trim() == wire::V_2026_07_28);
     if let wire::Incoming::Request { method, .. } = &msg {
         if method == wire::method::INITIALIZE && !says_current {
-            return legacy::initialize(inner, caller, msg).await;
+            return rev_2025_11_25::initialize(inner, caller, msg).await;
         }
     }
-    current::handle(inner, caller, headers, msg).await
+    rev_2026_07_28::handle(inner, caller, headers, msg).await
 }
 
 /// The host of a `Host` value (an authority) or an `Origin` (a URL), without

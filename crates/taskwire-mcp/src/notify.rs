@@ -14,7 +14,7 @@ use taskwire_vocab::mcp as vocab;
 use taskwire_wire::mcp as msg;
 use tokio::sync::mpsc;
 
-use crate::current::to_json;
+use crate::rev_2026_07_28::to_json;
 
 use crate::error::RpcError;
 use crate::wire::{self, method};
@@ -51,8 +51,8 @@ pub(crate) fn task_notification(inner: &Inner, t: &Task, sub: &Value) -> Value {
 }
 
 fn signature(t: &Task) -> (String, Option<String>, Vec<String>) {
-    let (st, _) = vocab::status(t, vocab::Generation::Current);
-    let (reqs, _) = vocab::input_requests(t, vocab::Generation::Current, "");
+    let (st, _) = vocab::status(t, vocab::Revision::V2026_07_28);
+    let (reqs, _) = vocab::input_requests(t, vocab::Revision::V2026_07_28, "");
     (
         st.as_str().to_string(),
         vocab::status_message(t),
@@ -106,7 +106,7 @@ pub(crate) async fn listen(
     }
     let (tx, rx) = mpsc::channel::<Value>(32);
     tokio::spawn(drive(inner, caller, id, tasks, tx));
-    crate::legacy::sse_of(rx)
+    crate::rev_2025_11_25::sse_of(rx)
 }
 
 async fn drive(

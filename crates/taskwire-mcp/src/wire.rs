@@ -12,9 +12,9 @@ use crate::error::RpcError;
 pub const JSONRPC: &str = jsonrpc::VERSION;
 
 /// Revision 2026-07-28 (no handshake, per-request `_meta`).
-pub const V_CURRENT: &str = "2026-07-28";
+pub const V_2026_07_28: &str = "2026-07-28";
 /// Revision 2025-11-25 (initialize, sessions, experimental tasks).
-pub const V_LEGACY: &str = "2025-11-25";
+pub const V_2025_11_25: &str = "2025-11-25";
 /// Older revisions an `initialize` may ask for (served without tasks).
 pub const V_OLDER: [&str; 2] = ["2025-06-18", "2025-03-26"];
 

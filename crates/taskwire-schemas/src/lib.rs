@@ -272,7 +272,7 @@ mod tests {
         let k = method_kind("mcp", Some("2026-07-28"), "tasks/get", "result");
         assert_eq!(k.as_deref(), Some("DetailedTask"));
         let k = method_kind("mcp", Some("2025-11-25"), "tasks/get", "result");
-        assert_eq!(k.as_deref(), Some("LegacyTask"));
+        assert_eq!(k.as_deref(), Some("Task2025_11_25"));
         assert_eq!(
             agui_event_kind("RUN_FINISHED").as_deref(),
             Some("RunFinishedEvent")

@@ -7,7 +7,7 @@
 use schemars::generate::SchemaSettings;
 use schemars::JsonSchema;
 use serde_json::{json, Map, Value};
-use taskwire_mcp::wire::{method, V_CURRENT, V_LEGACY};
+use taskwire_mcp::wire::{method, V_2025_11_25, V_2026_07_28};
 /// The MCP wire types the schemas are generated from.
 pub use taskwire_wire::mcp::*;
 
@@ -55,16 +55,16 @@ pub(crate) fn generate() -> Result<(Vec<Kind>, Value), SchemaError> {
         kind::<ElicitResult>("ElicitResult", None),
         kind::<InitializeRequestParams>("InitializeRequestParams", None),
         kind::<InitializeResult>("InitializeResult", None),
-        kind::<LegacyListToolsResult>("LegacyListToolsResult", None),
-        kind::<LegacyCallToolRequestParams>("LegacyCallToolRequestParams", None),
-        kind::<LegacyCallToolResult>("LegacyCallToolResult", None),
-        kind::<LegacyCreateTaskResult>("LegacyCreateTaskResult", None),
-        kind::<LegacyToolsCallResult>("LegacyToolsCallResult", None),
-        kind::<LegacyTask>("LegacyTask", None),
-        kind::<LegacyTaskRequestParams>("LegacyTaskRequestParams", None),
-        kind::<LegacyListTasksRequestParams>("LegacyListTasksRequestParams", None),
-        kind::<LegacyListTasksResult>("LegacyListTasksResult", None),
-        kind::<LegacyTask>("LegacyTaskStatusNotificationParams", Some("Params of notifications/tasks/status (2025-11-25): the task, with io.modelcontextprotocol/related-task in _meta.")),
+        kind::<ListToolsResult2025_11_25>("ListToolsResult2025_11_25", None),
+        kind::<CallToolRequestParams2025_11_25>("CallToolRequestParams2025_11_25", None),
+        kind::<CallToolResult2025_11_25>("CallToolResult2025_11_25", None),
+        kind::<CreateTaskResult2025_11_25>("CreateTaskResult2025_11_25", None),
+        kind::<ToolsCallResult2025_11_25>("ToolsCallResult2025_11_25", None),
+        kind::<Task2025_11_25>("Task2025_11_25", None),
+        kind::<TaskRequestParams2025_11_25>("TaskRequestParams2025_11_25", None),
+        kind::<ListTasksRequestParams2025_11_25>("ListTasksRequestParams2025_11_25", None),
+        kind::<ListTasksResult2025_11_25>("ListTasksResult2025_11_25", None),
+        kind::<Task2025_11_25>("TaskStatusNotificationParams2025_11_25", Some("Params of notifications/tasks/status (2025-11-25): the task, with io.modelcontextprotocol/related-task in _meta.")),
     ];
     let m = |params: Option<&str>, result: Option<&str>| {
         let mut e = Map::new();
@@ -76,96 +76,96 @@ pub(crate) fn generate() -> Result<(Vec<Kind>, Value), SchemaError> {
         }
         Value::Object(e)
     };
-    let mut current = Map::new();
-    current.insert(
+    let mut methods_2026_07_28 = Map::new();
+    methods_2026_07_28.insert(
         method::DISCOVER.into(),
         m(Some("RequestParams"), Some("DiscoverResult")),
     );
-    current.insert(
+    methods_2026_07_28.insert(
         method::TOOLS_LIST.into(),
         m(Some("RequestParams"), Some("ListToolsResult")),
     );
-    current.insert(
+    methods_2026_07_28.insert(
         method::TOOLS_CALL.into(),
         m(Some("CallToolRequestParams"), Some("ToolsCallResult")),
     );
-    current.insert(
+    methods_2026_07_28.insert(
         method::TASKS_GET.into(),
         m(Some("TaskRequestParams"), Some("DetailedTask")),
     );
-    current.insert(
+    methods_2026_07_28.insert(
         method::TASKS_UPDATE.into(),
         m(Some("UpdateTaskRequestParams"), Some("EmptyResult")),
     );
-    current.insert(
+    methods_2026_07_28.insert(
         method::TASKS_CANCEL.into(),
         m(Some("TaskRequestParams"), Some("EmptyResult")),
     );
-    current.insert(
+    methods_2026_07_28.insert(
         method::TASKS_CONTINUE.into(),
         m(Some("ContinueTaskRequestParams"), Some("DetailedTask")),
     );
-    current.insert(
+    methods_2026_07_28.insert(
         method::SUBSCRIPTIONS_LISTEN.into(),
         m(Some("ListenRequestParams"), Some("ListenResult")),
     );
-    current.insert(
+    methods_2026_07_28.insert(
         method::NOTIFY_TASKS.into(),
         m(Some("TaskNotificationParams"), None),
     );
-    current.insert(
+    methods_2026_07_28.insert(
         method::NOTIFY_SUBSCRIPTIONS_ACK.into(),
         m(Some("SubscriptionsAcknowledgedParams"), None),
     );
-    let mut legacy = Map::new();
-    legacy.insert(
+    let mut methods_2025_11_25 = Map::new();
+    methods_2025_11_25.insert(
         method::INITIALIZE.into(),
         m(Some("InitializeRequestParams"), Some("InitializeResult")),
     );
-    legacy.insert(
+    methods_2025_11_25.insert(
         method::TOOLS_LIST.into(),
-        m(None, Some("LegacyListToolsResult")),
+        m(None, Some("ListToolsResult2025_11_25")),
     );
-    legacy.insert(
+    methods_2025_11_25.insert(
         method::TOOLS_CALL.into(),
         m(
-            Some("LegacyCallToolRequestParams"),
-            Some("LegacyToolsCallResult"),
+            Some("CallToolRequestParams2025_11_25"),
+            Some("ToolsCallResult2025_11_25"),
         ),
     );
-    legacy.insert(
+    methods_2025_11_25.insert(
         method::TASKS_GET.into(),
-        m(Some("LegacyTaskRequestParams"), Some("LegacyTask")),
+        m(Some("TaskRequestParams2025_11_25"), Some("Task2025_11_25")),
     );
-    legacy.insert(
+    methods_2025_11_25.insert(
         method::TASKS_CANCEL.into(),
-        m(Some("LegacyTaskRequestParams"), Some("LegacyTask")),
+        m(Some("TaskRequestParams2025_11_25"), Some("Task2025_11_25")),
     );
-    legacy.insert(
+    methods_2025_11_25.insert(
         method::TASKS_RESULT.into(),
         m(
-            Some("LegacyTaskRequestParams"),
-            Some("LegacyCallToolResult"),
+            Some("TaskRequestParams2025_11_25"),
+            Some("CallToolResult2025_11_25"),
         ),
     );
-    legacy.insert(
+    methods_2025_11_25.insert(
         method::TASKS_LIST.into(),
         m(
-            Some("LegacyListTasksRequestParams"),
-            Some("LegacyListTasksResult"),
+            Some("ListTasksRequestParams2025_11_25"),
+            Some("ListTasksResult2025_11_25"),
         ),
     );
-    legacy.insert(
+    methods_2025_11_25.insert(
         method::NOTIFY_TASKS_STATUS.into(),
-        m(Some("LegacyTaskStatusNotificationParams"), None),
+        m(Some("TaskStatusNotificationParams2025_11_25"), None),
     );
-    legacy.insert(
+    methods_2025_11_25.insert(
         method::ELICITATION_CREATE.into(),
         m(Some("ElicitRequestParams"), Some("ElicitResult")),
     );
     let mut methods = Map::new();
-    methods.insert(V_CURRENT.into(), Value::Object(current));
-    methods.insert(V_LEGACY.into(), Value::Object(legacy));
+    methods.insert(V_2026_07_28.into(), Value::Object(methods_2026_07_28));
+    methods.insert(V_2025_11_25.into(), Value::Object(methods_2025_11_25));
     let entry = json!({
         "schemas": schemas_entry(crate::protocol::MCP, &kinds),
         "methods": methods,

@@ -56,9 +56,9 @@ fn mcp(stem: &str) -> Option<Vec<Check>> {
         s if s.starts_with("error_") => vec![("/body", p, "JsonRpcErrorResponse")],
         "current_call_needs_tasks"
         | "current_call_timeout"
-        | "legacy_cancel_terminal"
-        | "legacy_session_not_found"
-        | "legacy_task_result_error" => vec![],
+        | "rev_2025_11_25_cancel_terminal"
+        | "rev_2025_11_25_session_not_found"
+        | "rev_2025_11_25_task_result_error" => vec![],
         "current_call_tool_result" => vec![
             ("/result", p, "CallToolResult"),
             ("/result", p, "ToolsCallResult"),
@@ -81,26 +81,28 @@ fn mcp(stem: &str) -> Option<Vec<Check>> {
             vec![("/params", p, "SubscriptionsAcknowledgedParams")]
         }
         "current_subscriptions_listen_result" => vec![("/result", p, "ListenResult")],
-        "legacy_blocking_elicitation_request" | "legacy_elicitation_request" => {
+        "rev_2025_11_25_blocking_elicitation_request" | "rev_2025_11_25_elicitation_request" => {
             vec![("/params", p, "ElicitRequestParams")]
         }
-        "legacy_call_tool_result" | "legacy_task_result" => vec![
-            ("/result", p, "LegacyCallToolResult"),
-            ("/result", p, "LegacyToolsCallResult"),
+        "rev_2025_11_25_call_tool_result" | "rev_2025_11_25_task_result" => vec![
+            ("/result", p, "CallToolResult2025_11_25"),
+            ("/result", p, "ToolsCallResult2025_11_25"),
         ],
-        "legacy_create_task_result" => vec![
-            ("/result", p, "LegacyCreateTaskResult"),
-            ("/result", p, "LegacyToolsCallResult"),
+        "rev_2025_11_25_create_task_result" => vec![
+            ("/result", p, "CreateTaskResult2025_11_25"),
+            ("/result", p, "ToolsCallResult2025_11_25"),
         ],
-        "legacy_cancel_result" | "legacy_get_agent_failed" | "legacy_get_completed" => {
-            vec![("/result", p, "LegacyTask")]
+        "rev_2025_11_25_cancel_result"
+        | "rev_2025_11_25_get_agent_failed"
+        | "rev_2025_11_25_get_completed" => {
+            vec![("/result", p, "Task2025_11_25")]
         }
-        "legacy_initialize" => vec![("/result", p, "InitializeResult")],
-        "legacy_notification_tasks_status" => {
-            vec![("/params", p, "LegacyTaskStatusNotificationParams")]
+        "rev_2025_11_25_initialize" => vec![("/result", p, "InitializeResult")],
+        "rev_2025_11_25_notification_tasks_status" => {
+            vec![("/params", p, "TaskStatusNotificationParams2025_11_25")]
         }
-        "legacy_tasks_list" => vec![("/result", p, "LegacyListTasksResult")],
-        "legacy_tools_list" => vec![("/result", p, "LegacyListToolsResult")],
+        "rev_2025_11_25_tasks_list" => vec![("/result", p, "ListTasksResult2025_11_25")],
+        "rev_2025_11_25_tools_list" => vec![("/result", p, "ListToolsResult2025_11_25")],
         _ => return None,
     })
 }
@@ -387,7 +389,7 @@ fn mcp_cas_and_agui_schemas_reject_wrong_shapes() {
     invalid("mcp", "TaskRequestParams", json!({"taskId": "t"}));
     invalid(
         "mcp",
-        "LegacyCreateTaskResult",
+        "CreateTaskResult2025_11_25",
         json!({"taskId": "t", "status": "working"}),
     );
     invalid(

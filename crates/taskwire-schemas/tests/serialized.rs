@@ -575,7 +575,7 @@ fn mcp_types_validate_against_their_own_schemas() {
         "mcp",
         "DetailedTask",
         &detailed(fields(mcp::TaskStatus::Completed, |f| {
-            f.result = Some(mcp::LegacyCallToolResult {
+            f.result = Some(mcp::CallToolResult2025_11_25 {
                 content: vec![
                     mcp::ContentBlock::Text { text: "hi".into() },
                     mcp::ContentBlock::Image {
@@ -623,7 +623,7 @@ fn mcp_types_validate_against_their_own_schemas() {
     let bad = detailed(fields(mcp::TaskStatus::Failed, |_| {}));
     let bad = serde_json::to_value(bad).expect("json");
     assert!(v.validate("mcp", "DetailedTask", &bad).is_err());
-    let legacy = mcp::LegacyTask {
+    let task_2025 = mcp::Task2025_11_25 {
         task_id: "t".into(),
         status: mcp::TaskStatus::Working,
         status_message: None,
@@ -633,13 +633,13 @@ fn mcp_types_validate_against_their_own_schemas() {
         poll_interval: Some(500),
         meta: None,
     };
-    check(&mut v, "mcp", "LegacyTask", &legacy);
+    check(&mut v, "mcp", "Task2025_11_25", &task_2025);
     check(
         &mut v,
         "mcp",
-        "LegacyToolsCallResult",
-        &mcp::LegacyCreateTaskResult {
-            task: legacy,
+        "ToolsCallResult2025_11_25",
+        &mcp::CreateTaskResult2025_11_25 {
+            task: task_2025,
             meta: None,
         },
     );

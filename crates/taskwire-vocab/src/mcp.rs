@@ -43,13 +43,13 @@ pub const INVALID_PARAMS: i64 = -32602;
 /// Longest status message put on the wire, in characters.
 pub const MAX_STATUS_MESSAGE: usize = 512;
 
-/// Which MCP task generation a view is for.
+/// Which MCP task revision a view is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Generation {
+pub enum Revision {
     /// Revision 2026-07-28 with the tasks extension (SEP-2663).
-    Current,
+    V2026_07_28,
     /// Revision 2025-11-25 experimental tasks (SEP-1686).
-    Legacy,
+    V2025_11_25,
 }
 
 /// An MCP task status (both generations use the same five words): the wire
@@ -61,7 +61,7 @@ pub const LOSS_SUBMITTED: Loss = Loss("submitted and working are both `working`"
 /// Lost: the difference between waiting for input and waiting for an authorisation.
 pub const LOSS_AUTH_REQUIRED: Loss =
     Loss("auth-required is `input_required` with a URL-mode elicitation; the provider's operation list is not shown");
-/// Lost: an agent failure is a completed tool call with `isError` (current generation).
+/// Lost: an agent failure is a completed tool call with `isError` (revision 2026-07-28).
 pub const LOSS_AGENT_FAILED: Loss =
     Loss("an agent failure is `completed` with isError:true; the failure code is not shown");
 /// Lost: a rejection is a completed tool call with `isError`.
@@ -75,7 +75,7 @@ pub const LOSS_RESTRICTED: Loss =
 pub const LOSS_EXPIRED: Loss =
     Loss("an inactivity expiry is `cancelled`; the cause is only in statusMessage");
 /// Lost (2025-11-25): an agent failure and an internal failure are both `failed`.
-pub const LOSS_LEGACY_FAILED: Loss =
+pub const LOSS_2025_11_25_FAILED: Loss =
     Loss("2025-11-25 `failed` covers agent failures (isError result) and internal errors alike");
 /// Lost: binary parts that are neither image nor audio become embedded resources.
 pub const LOSS_RAW_AS_RESOURCE: Loss =
@@ -215,7 +215,7 @@ pub fn error_loss(e: &CoreError) -> Option<Loss> {
 }
 
 /// The MCP status of a task, and what the mapping loses.
-pub fn status(task: &Task, generation: Generation) -> (McpStatus, Option<Loss>) {
+pub fn status(task: &Task, revision: Revision) -> (McpStatus, Option<Loss>) {
     match task.state {
         TaskState::Submitted => (McpStatus::Working, Some(LOSS_SUBMITTED)),
         TaskState::Working => (McpStatus::Working, None),
@@ -235,22 +235,22 @@ pub fn status(task: &Task, generation: Generation) -> (McpStatus, Option<Loss>) 
             } else {
                 LOSS_REJECTED
             };
-            match generation {
-                Generation::Current => (McpStatus::Completed, Some(loss)),
-                Generation::Legacy => (McpStatus::Failed, Some(loss)),
+            match revision {
+                Revision::V2026_07_28 => (McpStatus::Completed, Some(loss)),
+                Revision::V2025_11_25 => (McpStatus::Failed, Some(loss)),
             }
         }
-        TaskState::Failed => match (task.terminal_cause, generation) {
-            (Some(TerminalCause::AgentFailed), Generation::Current) => {
+        TaskState::Failed => match (task.terminal_cause, revision) {
+            (Some(TerminalCause::AgentFailed), Revision::V2026_07_28) => {
                 (McpStatus::Completed, Some(LOSS_AGENT_FAILED))
             }
-            (Some(TerminalCause::Restricted), Generation::Current) => {
+            (Some(TerminalCause::Restricted), Revision::V2026_07_28) => {
                 (McpStatus::Completed, Some(LOSS_RESTRICTED))
             }
-            (Some(TerminalCause::AgentFailed), Generation::Legacy) => {
-                (McpStatus::Failed, Some(LOSS_LEGACY_FAILED))
+            (Some(TerminalCause::AgentFailed), Revision::V2025_11_25) => {
+                (McpStatus::Failed, Some(LOSS_2025_11_25_FAILED))
             }
-            (Some(TerminalCause::Restricted), Generation::Legacy) => {
+            (Some(TerminalCause::Restricted), Revision::V2025_11_25) => {
                 (McpStatus::Failed, Some(LOSS_RESTRICTED))
             }
             _ => (McpStatus::Failed, None),
@@ -280,7 +280,7 @@ pub enum Outcome {
     /// Not terminal yet.
     Pending,
     /// A `CallToolResult` (possibly with `isError: true`).
-    Result(wire::LegacyCallToolResult),
+    Result(wire::CallToolResult2025_11_25),
     /// A JSON-RPC error object (`{code, message}`): an internal or protocol failure.
     Error(wire::ErrorObject),
     /// Cancelled: no result.
@@ -338,7 +338,7 @@ pub fn answer(
     task: &Task,
     to: Answering,
 ) -> (
-    Result<wire::LegacyCallToolResult, wire::ErrorObject>,
+    Result<wire::CallToolResult2025_11_25, wire::ErrorObject>,
     Option<Loss>,
 ) {
     match outcome(task) {
@@ -376,7 +376,7 @@ fn error_object(code: i64, message: impl Into<String>) -> wire::ErrorObject {
 /// content, other bytes embedded blob resources, URLs resource links, and data
 /// parts `structuredContent` (and a text rendering of it). A failed or rejected
 /// task is `isError: true` with the error's message as text.
-pub fn call_tool_result(task: &Task) -> (wire::LegacyCallToolResult, Vec<Loss>) {
+pub fn call_tool_result(task: &Task) -> (wire::CallToolResult2025_11_25, Vec<Loss>) {
     let mut losses = Vec::new();
     let mut content = Vec::new();
     let mut data = Vec::new();
@@ -445,7 +445,7 @@ pub fn call_tool_result(task: &Task) -> (wire::LegacyCallToolResult, Vec<Loss>) 
             text: Value::Object(s.clone()).to_string(),
         });
     }
-    let out = wire::LegacyCallToolResult {
+    let out = wire::CallToolResult2025_11_25 {
         content,
         structured_content: structured,
         is_error: is_error.then_some(true),
@@ -586,7 +586,7 @@ pub fn ttl(task: &Task) -> (Option<u64>, Loss) {
 pub fn current_task(task: &Task, poll_interval_ms: u64) -> wire::TaskFields {
     wire::TaskFields {
         task_id: task.id.to_string(),
-        status: status(task, Generation::Current).0,
+        status: status(task, Revision::V2026_07_28).0,
         status_message: status_message(task),
         created_at: timestamp(&task.created_at),
         last_updated_at: timestamp(&task.updated_at),
@@ -618,10 +618,10 @@ pub fn create_task_result(task: &Task, poll_interval_ms: u64) -> wire::CreateTas
 /// while input is required, `result` when completed and `error` when failed.
 pub fn detailed_task(task: &Task, poll_interval_ms: u64, auth_url_base: &str) -> wire::TaskFields {
     let mut o = current_task(task, poll_interval_ms);
-    let (st, _) = status(task, Generation::Current);
+    let (st, _) = status(task, Revision::V2026_07_28);
     match st {
         McpStatus::InputRequired => {
-            let (reqs, _) = input_requests(task, Generation::Current, auth_url_base);
+            let (reqs, _) = input_requests(task, Revision::V2026_07_28, auth_url_base);
             o.input_requests = Some(reqs);
         }
         McpStatus::Completed | McpStatus::Failed => match outcome(task) {
@@ -635,10 +635,10 @@ pub fn detailed_task(task: &Task, poll_interval_ms: u64, auth_url_base: &str) ->
 }
 
 /// The 2025-11-25 `Task`: `ttl` (null for unlimited) and `pollInterval`.
-pub fn legacy_task(task: &Task, poll_interval_ms: u64) -> wire::LegacyTask {
-    wire::LegacyTask {
+pub fn rev_2025_11_25_task(task: &Task, poll_interval_ms: u64) -> wire::Task2025_11_25 {
+    wire::Task2025_11_25 {
         task_id: task.id.to_string(),
-        status: status(task, Generation::Legacy).0,
+        status: status(task, Revision::V2025_11_25).0,
         status_message: status_message(task),
         created_at: timestamp(&task.created_at),
         last_updated_at: timestamp(&task.updated_at),
@@ -677,7 +677,7 @@ pub fn review_schema() -> Value {
 /// form. In 2025-11-25 URL mode carries an `elicitationId` (the key).
 pub fn input_requests(
     task: &Task,
-    generation: Generation,
+    revision: Revision,
     auth_url_base: &str,
 ) -> (BTreeMap<String, wire::InputRequest>, Vec<Loss>) {
     let mut out = BTreeMap::new();
@@ -703,7 +703,7 @@ pub fn input_requests(
             mode: wire::UrlMode::Url,
             message: format!("Authorize {} to continue", a.provider),
             url,
-            elicitation_id: (generation == Generation::Legacy).then(|| key.clone()),
+            elicitation_id: (revision == Revision::V2025_11_25).then(|| key.clone()),
             meta: None,
         };
         out.insert(key, wire::InputRequest::Elicit(params));
@@ -920,9 +920,9 @@ pub fn input_answer(task: &Task, key: &str, value: &Value) -> Result<InputAnswer
 
 /// A skill as an MCP `Tool`. In 2025-11-25 it carries `execution.taskSupport`,
 /// the skill's [`taskwire_core::TaskSupport`].
-pub fn tool_of_skill(skill: &Skill, generation: Generation) -> wire::Tool {
+pub fn tool_of_skill(skill: &Skill, revision: Revision) -> wire::Tool {
     use taskwire_core::agent::TaskSupport as S;
-    let execution = (generation == Generation::Legacy).then_some(wire::ToolExecution {
+    let execution = (revision == Revision::V2025_11_25).then_some(wire::ToolExecution {
         task_support: Some(match skill.task_support {
             S::Forbidden => wire::TaskSupport::Forbidden,
             S::Optional => wire::TaskSupport::Optional,
@@ -1071,11 +1071,11 @@ mod tests {
     #[test]
     fn submitted_is_working_with_a_loss() {
         assert_eq!(
-            status(&task(TaskState::Submitted), Generation::Current),
+            status(&task(TaskState::Submitted), Revision::V2026_07_28),
             (McpStatus::Working, Some(LOSS_SUBMITTED))
         );
         assert_eq!(
-            status(&task(TaskState::Working), Generation::Current),
+            status(&task(TaskState::Working), Revision::V2026_07_28),
             (McpStatus::Working, None)
         );
     }
@@ -1090,19 +1090,19 @@ mod tests {
             url: None,
         });
         assert_eq!(
-            status(&t, Generation::Current),
+            status(&t, Revision::V2026_07_28),
             (McpStatus::InputRequired, Some(LOSS_AUTH_REQUIRED))
         );
-        let (reqs, losses) = input_requests(&t, Generation::Current, "urn:auth:");
+        let (reqs, losses) = input_requests(&t, Revision::V2026_07_28, "urn:auth:");
         assert_eq!(losses, vec![LOSS_AUTH_REQUIRED]);
         assert_eq!(
             j(&reqs["taskwire.auth/github"]),
             json!({"method": "elicitation/create", "params": {
                 "mode": "url", "message": "Authorize github to continue", "url": "urn:auth:github"}})
         );
-        let (legacy, _) = input_requests(&t, Generation::Legacy, "urn:auth:");
+        let (older, _) = input_requests(&t, Revision::V2025_11_25, "urn:auth:");
         assert_eq!(
-            j(&legacy["taskwire.auth/github"])["params"]["elicitationId"],
+            j(&older["taskwire.auth/github"])["params"]["elicitationId"],
             "taskwire.auth/github"
         );
         assert_eq!(
@@ -1124,12 +1124,12 @@ mod tests {
     fn agent_failure_is_completed_with_is_error() {
         let t = failed(TerminalCause::AgentFailed);
         assert_eq!(
-            status(&t, Generation::Current),
+            status(&t, Revision::V2026_07_28),
             (McpStatus::Completed, Some(LOSS_AGENT_FAILED))
         );
         assert_eq!(
-            status(&t, Generation::Legacy),
-            (McpStatus::Failed, Some(LOSS_LEGACY_FAILED))
+            status(&t, Revision::V2025_11_25),
+            (McpStatus::Failed, Some(LOSS_2025_11_25_FAILED))
         );
         match outcome(&t) {
             Outcome::Result(r) => {
@@ -1144,7 +1144,7 @@ mod tests {
     #[test]
     fn internal_failure_is_failed_with_an_error() {
         let t = failed(TerminalCause::Internal);
-        assert_eq!(status(&t, Generation::Current), (McpStatus::Failed, None));
+        assert_eq!(status(&t, Revision::V2026_07_28), (McpStatus::Failed, None));
         // The error's message holds details for operators; the caller sees the
         // safe status message.
         assert_eq!(
@@ -1168,20 +1168,20 @@ mod tests {
         let mut r = task(TaskState::Rejected);
         r.terminal_cause = Some(TerminalCause::Rejected);
         assert_eq!(
-            status(&r, Generation::Current),
+            status(&r, Revision::V2026_07_28),
             (McpStatus::Completed, Some(LOSS_REJECTED))
         );
         assert_eq!(
-            status(&r, Generation::Legacy),
+            status(&r, Revision::V2025_11_25),
             (McpStatus::Failed, Some(LOSS_REJECTED))
         );
         let x = failed(TerminalCause::Restricted);
         assert_eq!(
-            status(&x, Generation::Current),
+            status(&x, Revision::V2026_07_28),
             (McpStatus::Completed, Some(LOSS_RESTRICTED))
         );
         assert_eq!(
-            status(&x, Generation::Legacy),
+            status(&x, Revision::V2025_11_25),
             (McpStatus::Failed, Some(LOSS_RESTRICTED))
         );
     }
@@ -1191,7 +1191,7 @@ mod tests {
         let mut t = task(TaskState::Canceled);
         t.terminal_cause = Some(TerminalCause::Expired);
         assert_eq!(
-            status(&t, Generation::Current),
+            status(&t, Revision::V2026_07_28),
             (McpStatus::Cancelled, Some(LOSS_EXPIRED))
         );
         assert_eq!(outcome(&t), Outcome::Cancelled);
@@ -1267,7 +1267,7 @@ mod tests {
             summary: "approve to continue".into(),
             since: t.created_at,
         });
-        let (reqs, losses) = input_requests(&t, Generation::Current, "");
+        let (reqs, losses) = input_requests(&t, Revision::V2026_07_28, "");
         assert_eq!(losses, vec![LOSS_REVIEW_AS_FORM]);
         assert_eq!(
             j(&reqs["taskwire.review/review-0"])["params"]["requestedSchema"],
@@ -1323,7 +1323,7 @@ mod tests {
                 },
             );
         }
-        let (reqs, _) = input_requests(&t, Generation::Current, "");
+        let (reqs, _) = input_requests(&t, Revision::V2026_07_28, "");
         assert_eq!(
             j(&reqs["q"]),
             json!({"method": "sampling/createMessage", "params": {"messages": [
@@ -1416,9 +1416,9 @@ mod tests {
         assert!(message_of_arguments(&skill, Some(&json!({}))).is_err());
         assert!(message_of_arguments(&skill, Some(&json!({"text": 1}))).is_err());
         assert!(message_of_arguments(&skill, Some(&json!([1]))).is_err());
-        let t = j(&tool_of_skill(&skill, Generation::Legacy));
+        let t = j(&tool_of_skill(&skill, Revision::V2025_11_25));
         assert_eq!(t["execution"]["taskSupport"], "optional");
-        assert!(j(&tool_of_skill(&skill, Generation::Current))
+        assert!(j(&tool_of_skill(&skill, Revision::V2026_07_28))
             .get("execution")
             .is_none());
     }
@@ -1428,7 +1428,7 @@ mod tests {
         let mut t = task(TaskState::Working);
         assert_eq!(ttl(&t), (Some(60_000), LOSS_TTL_ORIGIN));
         assert_eq!(j(&current_task(&t, 5))["ttlMs"], 60_000);
-        assert_eq!(j(&legacy_task(&t, 5))["ttl"], 60_000);
+        assert_eq!(j(&rev_2025_11_25_task(&t, 5))["ttl"], 60_000);
         t.ttl_ms = None;
         assert_eq!(j(&current_task(&t, 5))["ttlMs"], Value::Null);
         assert_eq!(j(&create_task_result(&t, 5))["resultType"], "task");

@@ -17,7 +17,7 @@ use taskwire_core::types::{
 };
 use taskwire_core::{CoreError, EventKind, Message, Part, StoreError, Task, TaskId, TaskState};
 
-use crate::mcp::{Generation, Outcome};
+use crate::mcp::{Outcome, Revision};
 use crate::{a2a, agui, cas, mcp, Loss};
 
 /// The responsible user (and owner) of every representative task.
@@ -295,9 +295,9 @@ pub struct StateRow {
     /// A2A 1.0 task state.
     pub a2a: Cell,
     /// MCP tasks extension (SEP-2663): status and DetailedTask members.
-    pub mcp_current: Cell,
+    pub mcp_2026_07_28: Cell,
     /// MCP 2025-11-25 tasks: status and what `tasks/result` answers.
-    pub mcp_legacy: Cell,
+    pub mcp_2025_11_25: Cell,
     /// AG-UI: how the run ends.
     pub agui: Cell,
     /// CAS: phase / terminal_reason / notifications.
@@ -338,13 +338,13 @@ fn elicitation_modes(reqs: &serde_json::Map<String, Value>) -> String {
 }
 
 /// The MCP tasks-extension view of a task (`tasks/get`).
-pub fn mcp_current_cell(t: &Task) -> Cell {
-    let (st, loss) = mcp::status(t, Generation::Current);
+pub fn mcp_2026_07_28_cell(t: &Task) -> Cell {
+    let (st, loss) = mcp::status(t, Revision::V2026_07_28);
     let d = mcp::detailed_task(t, 0, AUTH_URL_BASE);
     let mut view = code(st.as_str());
     let mut losses: Vec<Loss> = loss.into_iter().collect();
     if let Some(reqs) = &d.input_requests {
-        let (_, l) = mcp::input_requests(t, Generation::Current, AUTH_URL_BASE);
+        let (_, l) = mcp::input_requests(t, Revision::V2026_07_28, AUTH_URL_BASE);
         losses.extend(l);
         view.push_str(&format!(
             " + inputRequests ({})",
@@ -365,12 +365,12 @@ pub fn mcp_current_cell(t: &Task) -> Cell {
 }
 
 /// The MCP 2025-11-25 view of a task (`tasks/get` status and `tasks/result`).
-pub fn mcp_legacy_cell(t: &Task) -> Cell {
-    let (st, loss) = mcp::status(t, Generation::Legacy);
+pub fn mcp_2025_11_25_cell(t: &Task) -> Cell {
+    let (st, loss) = mcp::status(t, Revision::V2025_11_25);
     let mut losses: Vec<Loss> = loss.into_iter().collect();
     let result = match mcp::outcome(t) {
         Outcome::Pending if t.state.is_interrupted() => {
-            let (reqs, l) = mcp::input_requests(t, Generation::Legacy, AUTH_URL_BASE);
+            let (reqs, l) = mcp::input_requests(t, Revision::V2025_11_25, AUTH_URL_BASE);
             losses.extend(l);
             format!(
                 "elicitation/create ({})",
@@ -445,8 +445,8 @@ pub fn state_table() -> Vec<StateRow> {
             StateRow {
                 situation: s,
                 a2a: a2a_cell(&t),
-                mcp_current: mcp_current_cell(&t),
-                mcp_legacy: mcp_legacy_cell(&t),
+                mcp_2026_07_28: mcp_2026_07_28_cell(&t),
+                mcp_2025_11_25: mcp_2025_11_25_cell(&t),
                 agui: agui_cell(&t),
                 cas: cas_cell(&t),
             }
@@ -534,8 +534,8 @@ fn states_table() -> Table {
                     r.situation.label().to_string(),
                     core_text(r.situation),
                     r.a2a.text(),
-                    r.mcp_current.text(),
-                    r.mcp_legacy.text(),
+                    r.mcp_2026_07_28.text(),
+                    r.mcp_2025_11_25.text(),
                     r.agui.text(),
                     r.cas.text(),
                 ]
@@ -556,10 +556,10 @@ fn interactions_table() -> Table {
     .into_iter()
     .map(|s| {
         let t = s.task();
-        let (reqs, l) = mcp::input_requests(&t, Generation::Current, AUTH_URL_BASE);
+        let (reqs, l) = mcp::input_requests(&t, Revision::V2026_07_28, AUTH_URL_BASE);
         let mcp_cell = Cell::new(describe_requests(&json_map(&reqs))).lose(l);
-        let (lreqs, ll) = mcp::input_requests(&t, Generation::Legacy, AUTH_URL_BASE);
-        let legacy_cell = Cell::new(describe_requests(&json_map(&lreqs))).lose(ll);
+        let (lreqs, ll) = mcp::input_requests(&t, Revision::V2025_11_25, AUTH_URL_BASE);
+        let rev_2025_11_25_cell = Cell::new(describe_requests(&json_map(&lreqs))).lose(ll);
         let (ints, il) = agui::interrupts(&t);
         let agui_cell = Cell::new(
             ints.iter()
@@ -584,7 +584,7 @@ fn interactions_table() -> Table {
             s.label().to_string(),
             a2a_cell(&t).text(),
             mcp_cell.text(),
-            legacy_cell.text(),
+            rev_2025_11_25_cell.text(),
             agui_cell.text(),
             cas_cell(&t).text(),
         ]

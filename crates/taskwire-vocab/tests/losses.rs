@@ -112,46 +112,46 @@ fn event_losses() {
 
 #[test]
 fn mcp_losses() {
-    use mcp::Generation::{Current, Legacy};
+    use mcp::Revision::{V2025_11_25, V2026_07_28};
     assert_eq!(
-        mcp::status(&Situation::Submitted.task(), Current).1,
+        mcp::status(&Situation::Submitted.task(), V2026_07_28).1,
         Some(mcp::LOSS_SUBMITTED)
     );
     assert_eq!(
-        mcp::status(&Situation::AuthRequired.task(), Current).1,
+        mcp::status(&Situation::AuthRequired.task(), V2026_07_28).1,
         Some(mcp::LOSS_AUTH_REQUIRED)
     );
     assert_eq!(
-        mcp::status(&Situation::FailedAgent.task(), Current).1,
+        mcp::status(&Situation::FailedAgent.task(), V2026_07_28).1,
         Some(mcp::LOSS_AGENT_FAILED)
     );
     assert_eq!(
-        mcp::status(&Situation::FailedAgent.task(), Legacy).1,
-        Some(mcp::LOSS_LEGACY_FAILED)
+        mcp::status(&Situation::FailedAgent.task(), V2025_11_25).1,
+        Some(mcp::LOSS_2025_11_25_FAILED)
     );
     assert_eq!(
-        mcp::status(&Situation::Rejected.task(), Current).1,
+        mcp::status(&Situation::Rejected.task(), V2026_07_28).1,
         Some(mcp::LOSS_REJECTED)
     );
     assert_eq!(
-        mcp::status(&Situation::Restricted.task(), Legacy).1,
+        mcp::status(&Situation::Restricted.task(), V2025_11_25).1,
         Some(mcp::LOSS_RESTRICTED)
     );
     assert_eq!(
-        mcp::status(&Situation::Expired.task(), Current).1,
+        mcp::status(&Situation::Expired.task(), V2026_07_28).1,
         Some(mcp::LOSS_EXPIRED)
     );
     assert_eq!(
-        mcp::status(&Situation::AwaitingMessage.task(), Current).1,
+        mcp::status(&Situation::AwaitingMessage.task(), V2026_07_28).1,
         Some(mcp::LOSS_NOTHING_TO_ANSWER)
     );
     assert_eq!(
-        mcp::status(&Situation::InputRequired.task(), Current).1,
+        mcp::status(&Situation::InputRequired.task(), V2026_07_28).1,
         None
     );
 
     let t = Situation::ReviewByOther.task();
-    let (reqs, l) = mcp::input_requests(&t, Current, "");
+    let (reqs, l) = mcp::input_requests(&t, V2026_07_28, "");
     assert!(reqs.is_empty(), "a review of someone else is not offered");
     assert_eq!(l, vec![mcp::LOSS_REVIEW_AS_FORM]);
 
@@ -474,8 +474,8 @@ fn every_upstream_loss_is_listed_in_the_state_mapping() {
         mcp::LOSS_MCP_TOOL_CHOICE,
         mcp::LOSS_MCP_PROGRESS,
         mcp::LOSS_MCP_BLOCKING_CANCEL,
-        mcp::LOSS_MCP_LEGACY_BLOCKING_INPUT,
-        mcp::LOSS_MCP_LEGACY_SESSION,
+        mcp::LOSS_MCP_2025_11_25_BLOCKING_INPUT,
+        mcp::LOSS_MCP_2025_11_25_SESSION,
         agui::LOSS_AGUI_STATE,
         agui::LOSS_AGUI_TOOL_CALLS,
         agui::LOSS_AGUI_CANCEL_AND_RESUME,

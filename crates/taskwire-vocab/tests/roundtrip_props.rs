@@ -145,12 +145,12 @@ proptest! {
     /// Core → protocol status → core, for every protocol: wherever the view
     /// reports no loss, reading the view back gives the task's state.
     #[test]
-    fn states_round_trip_where_no_loss_is_reported(t in real_task(), legacy in any::<bool>()) {
+    fn states_round_trip_where_no_loss_is_reported(t in real_task(), old in any::<bool>()) {
         let (a, la) = a2a::task_state(&t);
         if la.is_none() {
             prop_assert_eq!(a2a::state_from_a2a(a).ok(), Some(t.state));
         }
-        let g = if legacy { mcp::Generation::Legacy } else { mcp::Generation::Current };
+        let g = if old { mcp::Revision::V2025_11_25 } else { mcp::Revision::V2026_07_28 };
         let (m, lm) = mcp::status(&t, g);
         prop_assert_eq!(mcp::McpStatus::parse(m.as_str()), Some(m));
         if lm.is_none() {
@@ -198,8 +198,8 @@ proptest! {
     /// core state (so a client may read it back); a status several situations share
     /// comes with a loss for all but one of them.
     #[test]
-    fn mcp_status_losses_are_reported(t in task(), u in task(), legacy in any::<bool>()) {
-        let g = if legacy { mcp::Generation::Legacy } else { mcp::Generation::Current };
+    fn mcp_status_losses_are_reported(t in task(), u in task(), old in any::<bool>()) {
+        let g = if old { mcp::Revision::V2025_11_25 } else { mcp::Revision::V2026_07_28 };
         let (a, la) = mcp::status(&t, g);
         let (b, lb) = mcp::status(&u, g);
         if a == b && la.is_none() && lb.is_none() {
@@ -386,7 +386,7 @@ proptest! {
         keys in prop::collection::btree_set("[a-zA-Z0-9_.:-]{1,16}", 1..4),
         content in prop::collection::btree_map("[a-z]{1,6}", json_value(), 0..3),
         action in prop::sample::select(vec!["accept", "decline", "cancel"]),
-        legacy in any::<bool>(),
+        old in any::<bool>(),
     ) {
         let mut t = blank_task(TaskState::InputRequired);
         for k in &keys {
@@ -399,7 +399,7 @@ proptest! {
                 subject: None,
             });
         }
-        let g = if legacy { mcp::Generation::Legacy } else { mcp::Generation::Current };
+        let g = if old { mcp::Revision::V2025_11_25 } else { mcp::Revision::V2026_07_28 };
         let (reqs, losses) = mcp::input_requests(&t, g, "");
         prop_assert!(losses.is_empty());
         let offered: Vec<&String> = reqs.keys().collect();
@@ -429,7 +429,7 @@ proptest! {
     fn mcp_auth_and_review_keys_round_trip(provider in "[a-z0-9_/-]{1,12}", review_id in "[a-z0-9_/-]{1,12}") {
         let mut t = Situation::AuthRequired.task();
         t.pending_auth[0].provider = provider.clone();
-        let (reqs, _) = mcp::input_requests(&t, mcp::Generation::Current, "");
+        let (reqs, _) = mcp::input_requests(&t, mcp::Revision::V2026_07_28, "");
         let key = reqs.keys().next().cloned().unwrap_or_default();
         prop_assert_eq!(
             mcp::input_answer(&t, &key, &json!({"action": "accept"})).ok(),
@@ -437,7 +437,7 @@ proptest! {
         );
         let mut t = Situation::ReviewPending.task();
         t.pending_reviews[0].id = review_id.clone();
-        let (reqs, _) = mcp::input_requests(&t, mcp::Generation::Current, "");
+        let (reqs, _) = mcp::input_requests(&t, mcp::Revision::V2026_07_28, "");
         let key = reqs.keys().next().cloned().unwrap_or_default();
         let ans = mcp::input_answer(&t, &key, &json!({"action": "accept", "content": {"approve": true}}));
         prop_assert_eq!(

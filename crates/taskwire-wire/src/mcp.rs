@@ -246,7 +246,7 @@ pub enum CacheScope {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
-pub struct LegacyListToolsResult {
+pub struct ListToolsResult2025_11_25 {
     /// The tools.
     pub tools: Vec<Tool>,
     /// The next page.
@@ -329,7 +329,7 @@ pub enum ContentBlock {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
-pub struct LegacyCallToolResult {
+pub struct CallToolResult2025_11_25 {
     /// The content.
     pub content: Vec<ContentBlock>,
     /// Structured output.
@@ -404,7 +404,7 @@ pub struct TaskParam {
 /// Params of `tools/call` (2025-11-25).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct LegacyCallToolRequestParams {
+pub struct CallToolRequestParams2025_11_25 {
     /// The tool.
     pub name: String,
     /// Its arguments.
@@ -675,7 +675,7 @@ pub struct TaskFields {
     pub input_requests: Option<BTreeMap<String, InputRequest>>,
     /// When `completed`: the tool's result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result: Option<LegacyCallToolResult>,
+    pub result: Option<CallToolResult2025_11_25>,
     /// When `failed`: the JSON-RPC error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorObject>,
@@ -834,7 +834,7 @@ pub struct InitializeResult {
     /// Agreed revision.
     pub protocol_version: String,
     /// Server capabilities (`tasks.{list, cancel, requests.tools.call}` when tasks are served).
-    pub capabilities: LegacyServerCapabilities,
+    pub capabilities: ServerCapabilities2025_11_25,
     /// The server.
     pub server_info: Implementation,
     /// For the model.
@@ -846,7 +846,7 @@ pub struct InitializeResult {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
-pub struct LegacyTask {
+pub struct Task2025_11_25 {
     /// The task.
     pub task_id: String,
     /// Its status.
@@ -873,9 +873,9 @@ pub struct LegacyTask {
 /// `tools/call` result when a task was asked for (2025-11-25).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct LegacyCreateTaskResult {
+pub struct CreateTaskResult2025_11_25 {
     /// The task.
-    pub task: LegacyTask,
+    pub task: Task2025_11_25,
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Map<String, Value>>,
@@ -886,18 +886,18 @@ pub struct LegacyCreateTaskResult {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(untagged)]
 #[non_exhaustive]
-pub enum LegacyToolsCallResult {
+pub enum ToolsCallResult2025_11_25 {
     /// A task was created.
-    Task(LegacyCreateTaskResult),
+    Task(CreateTaskResult2025_11_25),
     /// Answered directly.
-    Complete(LegacyCallToolResult),
+    Complete(CallToolResult2025_11_25),
 }
 
 /// Params of `tasks/get`, `tasks/cancel` and `tasks/result` (2025-11-25).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
-pub struct LegacyTaskRequestParams {
+pub struct TaskRequestParams2025_11_25 {
     /// The task.
     pub task_id: String,
 }
@@ -905,7 +905,7 @@ pub struct LegacyTaskRequestParams {
 /// Params of `tasks/list` (2025-11-25).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct LegacyListTasksRequestParams {
+pub struct ListTasksRequestParams2025_11_25 {
     /// The page to read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
@@ -915,9 +915,9 @@ pub struct LegacyListTasksRequestParams {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
-pub struct LegacyListTasksResult {
+pub struct ListTasksResult2025_11_25 {
     /// The caller's tasks.
-    pub tasks: Vec<LegacyTask>,
+    pub tasks: Vec<Task2025_11_25>,
     /// The next page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
@@ -953,7 +953,7 @@ fn text_of(content: &[ContentBlock]) -> String {
         .join("\n")
 }
 
-impl LegacyCallToolResult {
+impl CallToolResult2025_11_25 {
     /// The same result answering a 2026-07-28 `tools/call` (`resultType`
     /// `complete`).
     pub fn into_complete(self) -> CallToolResult {
@@ -1005,13 +1005,13 @@ pub type Options = Map<String, Value>;
 /// Server capabilities of `initialize` (2025-11-25 and older).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct LegacyServerCapabilities {
+pub struct ServerCapabilities2025_11_25 {
     /// Tools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<ListChanged>,
     /// Tasks (2025-11-25), when they are served.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tasks: Option<LegacyTasksCapability>,
+    pub tasks: Option<TasksCapability2025_11_25>,
     /// Other capabilities.
     #[serde(flatten)]
     pub other: Map<String, Value>,
@@ -1020,7 +1020,7 @@ pub struct LegacyServerCapabilities {
 /// `capabilities.tasks` of a 2025-11-25 server: `{list, cancel, requests}`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct LegacyTasksCapability {
+pub struct TasksCapability2025_11_25 {
     /// `tasks/list` is served.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub list: Option<Options>,
@@ -1204,11 +1204,11 @@ mod tests {
             to_value(&p),
             json!({"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 5})
         );
-        let caps = LegacyServerCapabilities {
+        let caps = ServerCapabilities2025_11_25 {
             tools: Some(ListChanged {
                 list_changed: Some(false),
             }),
-            tasks: Some(LegacyTasksCapability {
+            tasks: Some(TasksCapability2025_11_25 {
                 list: Some(Map::new()),
                 cancel: Some(Map::new()),
                 requests: Some(TaskRequests {

@@ -31,7 +31,7 @@ use taskwire_client::agui::{
 };
 use taskwire_client::cas::{CasClient, CasInput, CasPhase, IoType, TerminalReason};
 use taskwire_client::mcp::{
-    elicit_accept, McpClient, McpLegacyClient, McpTaskStatus, ToolCallOutcome,
+    elicit_accept, McpClient, McpClient2025_11_25, McpTaskStatus, ToolCallOutcome,
 };
 
 use common::bridge::{
@@ -147,7 +147,7 @@ async fn mcp_tools_are_the_sdk_skills_and_an_input_request_round_trips() {
 
     // The 2025-11-25 handshake: the bridged agent's instructions are the SDK card's
     // description.
-    let (legacy, init) = McpLegacyClient::connect(config(&bridge.base))
+    let (older, init) = McpClient2025_11_25::connect(config(&bridge.base))
         .await
         .expect("initialize");
     assert_eq!(
@@ -185,10 +185,13 @@ async fn mcp_tools_are_the_sdk_skills_and_an_input_request_round_trips() {
             t.name, t.input_schema
         );
     }
-    let legacy_tools = legacy.list_tools().await.expect("legacy tools/list");
-    let mut legacy_names: Vec<String> = legacy_tools.iter().map(|t| t.name.clone()).collect();
-    legacy_names.sort();
-    assert_eq!(legacy_names, ["ask", "echo"]);
+    let rev_2025_11_25_tools = older.list_tools().await.expect("2025-11-25 tools/list");
+    let mut rev_2025_11_25_names: Vec<String> = rev_2025_11_25_tools
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    rev_2025_11_25_names.sort();
+    assert_eq!(rev_2025_11_25_names, ["ask", "echo"]);
 
     // tools/call `ask`: a task, waiting for the SDK agent's question.
     let mcp = McpClient::new(config(&bridge.base)).expect("mcp client");

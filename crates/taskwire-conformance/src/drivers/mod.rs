@@ -7,7 +7,7 @@ mod agui;
 mod cas;
 pub(crate) mod common;
 mod mcp;
-mod mcp_legacy;
+mod mcp_2025_11_25;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -121,15 +121,15 @@ fn build_one(
             }),
         );
     }
-    if let Some(u) = &ep.mcp_legacy {
+    if let Some(u) = &ep.mcp_2025_11_25 {
         // Its own config, so its exchanges are recorded and validated as `mcp-2025`.
         let lc = client_config(ep, config, token, wire, Some(Protocol::Mcp2025));
-        let c = taskwire_client::mcp::McpLegacyClient::with_endpoint(lc, u).map_err(cerr)?;
+        let c = taskwire_client::mcp::McpClient2025_11_25::with_endpoint(lc, u).map_err(cerr)?;
         out.insert(
             Protocol::Mcp2025,
-            Arc::new(mcp_legacy::McpLegacyDriver::new(
+            Arc::new(mcp_2025_11_25::McpDriver2025_11_25::new(
                 c,
-                ep.mcp_legacy_tool
+                ep.mcp_2025_11_25_tool
                     .clone()
                     .unwrap_or_else(|| crate::discovery::SCRIPTED_SKILL.into()),
                 wire.clone(),
@@ -214,7 +214,7 @@ fn observe(wire: &Wire, ex: &taskwire_client::Exchange, column: Option<Protocol>
             let v = if protocol == Protocol::Mcp {
                 crate::discovery::MCP_VERSION
             } else {
-                crate::discovery::MCP_LEGACY_VERSION
+                crate::discovery::MCP_VERSION_2025_11_25
             };
             if r.get("error").is_some() {
                 wire.validate(protocol, &["envelope", "error"], r);

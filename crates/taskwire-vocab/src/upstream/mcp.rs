@@ -43,21 +43,24 @@ pub const LOSS_MCP_PROGRESS: Loss = Loss(
 
 /// Lost: a question inside a blocking 2025-11-25 call lives on that call's
 /// open connection.
-pub const LOSS_MCP_LEGACY_BLOCKING_INPUT: Loss = Loss(
+pub const LOSS_MCP_2025_11_25_BLOCKING_INPUT: Loss = Loss(
     "an elicitation inside a blocking 2025-11-25 tools/call is answered on the call's open connection, which only the bridge process that made it holds: a bridge restarted while the call waits for the answer fails the task, and the tool is not called again, unless the tool is marked idempotent (annotations.idempotentHint), which is called again with its questions answered as before",
 );
 /// Lost: 2025-11-25 sessions do not outlive the server that holds them.
-pub const LOSS_MCP_LEGACY_SESSION: Loss = Loss(
+pub const LOSS_MCP_2025_11_25_SESSION: Loss = Loss(
     "a 2025-11-25 upstream task is followed in the session that created it (kept in the link); when the upstream no longer holds that session the bridge initializes a new one, and an upstream that keeps tasks per session no longer finds the task: the bridged task fails",
 );
 
-/// The 2025-11-25 (legacy) protocol revision.
-pub const LEGACY_VERSION: &str = "2025-11-25";
+/// The 2025-11-25 protocol revision.
+pub const VERSION_2025_11_25: &str = "2025-11-25";
 
 /// Whether a 2025-11-25 server's `tools/call` of `tool` runs as a task: the
 /// server advertises `capabilities.tasks.requests.tools.call` and the tool's
 /// `execution.taskSupport` is `optional` or `required`.
-pub fn legacy_calls_as_task(caps: &wire::LegacyServerCapabilities, tool: &wire::Tool) -> bool {
+pub fn rev_2025_11_25_calls_as_task(
+    caps: &wire::ServerCapabilities2025_11_25,
+    tool: &wire::Tool,
+) -> bool {
     let offered = caps
         .tasks
         .as_ref()
@@ -76,7 +79,7 @@ pub fn legacy_calls_as_task(caps: &wire::LegacyServerCapabilities, tool: &wire::
 /// The downstream input request key of the `n`th question a 2025-11-25
 /// upstream asked in downstream turn `turn` (its server-to-client requests
 /// have ids, not keys).
-pub fn legacy_input_key(turn: u32, n: usize) -> String {
+pub fn rev_2025_11_25_input_key(turn: u32, n: usize) -> String {
     format!("upstream-elicitation-{turn}-{n}")
 }
 
@@ -327,7 +330,7 @@ pub fn part_of_content(c: &wire::ContentBlock) -> Result<Part, VocabError> {
 /// structured content as one data part. A text block that only repeats the
 /// structured content (as servers add for clients that do not read it) is
 /// left out.
-pub fn parts_of_result(r: &wire::LegacyCallToolResult) -> Result<Vec<Part>, VocabError> {
+pub fn parts_of_result(r: &wire::CallToolResult2025_11_25) -> Result<Vec<Part>, VocabError> {
     let structured = r
         .structured_content
         .as_ref()
@@ -349,7 +352,7 @@ pub fn parts_of_result(r: &wire::LegacyCallToolResult) -> Result<Vec<Part>, Voca
 
 /// The text of a tool result's text blocks (the failure message of an
 /// `isError` result).
-pub fn result_text(r: &wire::LegacyCallToolResult) -> String {
+pub fn result_text(r: &wire::CallToolResult2025_11_25) -> String {
     r.content
         .iter()
         .filter_map(|c| match c {
@@ -587,7 +590,7 @@ mod tests {
 
     #[test]
     fn results_become_parts_without_the_repeated_structured_text() {
-        let r = wire::LegacyCallToolResult {
+        let r = wire::CallToolResult2025_11_25 {
             content: vec![
                 wire::ContentBlock::Text { text: "hi".into() },
                 wire::ContentBlock::Text {
@@ -658,8 +661,8 @@ mod tests {
     }
 
     #[test]
-    fn legacy_tools_run_as_tasks_when_both_sides_allow_it() {
-        let caps: wire::LegacyServerCapabilities = serde_json::from_value(json!({
+    fn rev_2025_11_25_tools_run_as_tasks_when_both_sides_allow_it() {
+        let caps: wire::ServerCapabilities2025_11_25 = serde_json::from_value(json!({
             "tools": {}, "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
         }))
         .expect("caps");
@@ -668,20 +671,32 @@ mod tests {
                 "execution": {"taskSupport": support}}))
             .expect("tool")
         };
-        assert!(legacy_calls_as_task(&caps, &tool(json!("optional"))));
-        assert!(legacy_calls_as_task(&caps, &tool(json!("required"))));
-        assert!(!legacy_calls_as_task(&caps, &tool(json!("forbidden"))));
+        assert!(rev_2025_11_25_calls_as_task(
+            &caps,
+            &tool(json!("optional"))
+        ));
+        assert!(rev_2025_11_25_calls_as_task(
+            &caps,
+            &tool(json!("required"))
+        ));
+        assert!(!rev_2025_11_25_calls_as_task(
+            &caps,
+            &tool(json!("forbidden"))
+        ));
         let plain: wire::Tool =
             serde_json::from_value(json!({"name": "t", "inputSchema": {"type": "object"}}))
                 .expect("tool");
-        assert!(!legacy_calls_as_task(&caps, &plain));
-        let no_tasks: wire::LegacyServerCapabilities =
+        assert!(!rev_2025_11_25_calls_as_task(&caps, &plain));
+        let no_tasks: wire::ServerCapabilities2025_11_25 =
             serde_json::from_value(json!({"tools": {}})).expect("caps");
-        assert!(!legacy_calls_as_task(&no_tasks, &tool(json!("optional"))));
+        assert!(!rev_2025_11_25_calls_as_task(
+            &no_tasks,
+            &tool(json!("optional"))
+        ));
     }
 
     #[test]
-    fn legacy_server_requests_become_asks() {
+    fn rev_2025_11_25_server_requests_become_asks() {
         let form = json!({"jsonrpc": "2.0", "id": "task-x-1", "method": "elicitation/create",
             "params": {"mode": "form", "message": "name?",
                 "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}},
@@ -704,7 +719,7 @@ mod tests {
             ask_of_server_request("k", &json!({"id": 3, "method": "ping"})),
             None
         );
-        assert_eq!(legacy_input_key(2, 0), "upstream-elicitation-2-0");
+        assert_eq!(rev_2025_11_25_input_key(2, 0), "upstream-elicitation-2-0");
     }
 
     #[test]

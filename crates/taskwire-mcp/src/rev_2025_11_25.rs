@@ -16,10 +16,10 @@ use serde_json::{json, Map, Value};
 use taskwire_core::record::{PutOutcome, Quota, Record, RecordKind};
 use taskwire_core::store::ListQuery;
 use taskwire_core::{Caller, StoreError, Task, TaskId, TaskService, Timestamp};
-use taskwire_vocab::mcp::{self as vocab, Answering, Generation, McpStatus};
+use taskwire_vocab::mcp::{self as vocab, Answering, McpStatus, Revision};
 use taskwire_wire::mcp as msg;
 
-use crate::current::to_json;
+use crate::rev_2026_07_28::to_json;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::error::RpcError;
@@ -49,7 +49,7 @@ pub(crate) struct Session {
 
 impl Session {
     fn tasks(&self) -> bool {
-        self.version == wire::V_LEGACY
+        self.version == wire::V_2025_11_25
     }
 
     /// Notes that request `id` is a blocking call of `task`, until the
@@ -88,7 +88,7 @@ impl Drop for OpenCall {
 /// The refusal of `tasks/cancel` for a task that ended other than cancelled
 /// (invalid params, as 2025-11-25 says), if it did.
 fn not_cancelable(t: &taskwire_core::Task, raw: &str) -> Option<RpcError> {
-    let (st, _) = vocab::status(t, Generation::Legacy);
+    let (st, _) = vocab::status(t, Revision::V2025_11_25);
     (st.is_terminal() && st != McpStatus::Cancelled).then(|| {
         RpcError::invalid_params(format!(
             "cannot cancel task {raw}: it is already {}",
@@ -296,10 +296,10 @@ pub(crate) async fn initialize(inner: Arc<Inner>, caller: Caller, msg: Incoming)
             &RpcError::invalid_params("params.protocolVersion is required"),
         );
     };
-    let version = if requested == wire::V_LEGACY || wire::V_OLDER.contains(&requested) {
+    let version = if requested == wire::V_2025_11_25 || wire::V_OLDER.contains(&requested) {
         requested.to_string()
     } else {
-        wire::V_LEGACY.to_string()
+        wire::V_2025_11_25.to_string()
     };
     let asks: BTreeSet<&'static str> = ["elicitation", "sampling", "roots"]
         .into_iter()
@@ -354,11 +354,11 @@ pub(crate) async fn initialize(inner: Arc<Inner>, caller: Caller, msg: Incoming)
 }
 
 pub(crate) fn initialize_result(inner: &Inner, version: &str, tasks: bool) -> Value {
-    let capabilities = msg::LegacyServerCapabilities {
+    let capabilities = msg::ServerCapabilities2025_11_25 {
         tools: Some(msg::ListChanged {
             list_changed: Some(false),
         }),
-        tasks: tasks.then(|| msg::LegacyTasksCapability {
+        tasks: tasks.then(|| msg::TasksCapability2025_11_25 {
             list: Some(Map::new()),
             cancel: Some(Map::new()),
             requests: Some(msg::TaskRequests {
@@ -372,7 +372,7 @@ pub(crate) fn initialize_result(inner: &Inner, version: &str, tasks: bool) -> Va
     let r = msg::InitializeResult {
         protocol_version: version.to_string(),
         capabilities,
-        server_info: crate::current::server_info(inner),
+        server_info: crate::rev_2026_07_28::server_info(inner),
         instructions: Some(inner.info.description.clone()),
     };
     to_json(&r).unwrap_or_else(|e| e.object())
@@ -473,11 +473,11 @@ async fn dispatch(
         method::PING => Ok(json!({})),
         method::TOOLS_LIST => {
             let g = if tasks {
-                Generation::Legacy
+                Revision::V2025_11_25
             } else {
-                Generation::Current
+                Revision::V2026_07_28
             };
-            to_json(&msg::LegacyListToolsResult {
+            to_json(&msg::ListToolsResult2025_11_25 {
                 tools: inner
                     .info
                     .skills
@@ -499,8 +499,8 @@ async fn dispatch(
                     })?)),
                 };
                 let task = inner.start_call(caller, params, ttl).await?;
-                return to_json(&msg::LegacyCreateTaskResult {
-                    task: vocab::legacy_task(&task, poll),
+                return to_json(&msg::CreateTaskResult2025_11_25 {
+                    task: vocab::rev_2025_11_25_task(&task, poll),
                     meta: None,
                 });
             }
@@ -508,7 +508,7 @@ async fn dispatch(
         }
         method::TASKS_GET if tasks => {
             let t = inner.get(caller, task_id_param(params)?).await?;
-            to_json(&vocab::legacy_task(&t, poll))
+            to_json(&vocab::rev_2025_11_25_task(&t, poll))
         }
         method::TASKS_CANCEL if tasks => {
             let raw = task_id_param(params)?;
@@ -532,7 +532,7 @@ async fn dispatch(
                     return Err(e);
                 }
             };
-            to_json(&vocab::legacy_task(&t, poll))
+            to_json(&vocab::rev_2025_11_25_task(&t, poll))
         }
         method::TASKS_LIST if tasks => {
             let cursor = match params.get("cursor") {
@@ -549,11 +549,11 @@ async fn dispatch(
                 }
                 other => RpcError::from_core(other, None),
             })?;
-            to_json(&msg::LegacyListTasksResult {
+            to_json(&msg::ListTasksResult2025_11_25 {
                 tasks: page
                     .tasks
                     .iter()
-                    .map(|t| vocab::legacy_task(t, poll))
+                    .map(|t| vocab::rev_2025_11_25_task(t, poll))
                     .collect(),
                 next_cursor: page.next_cursor,
             })
@@ -620,7 +620,7 @@ fn related(task: &Task) -> Map<String, Value> {
 
 /// A `notifications/tasks/status` of the task.
 fn status_notification(task: &Task, poll: u64) -> Value {
-    let mut t = vocab::legacy_task(task, poll);
+    let mut t = vocab::rev_2025_11_25_task(task, poll);
     t.meta = Some(related(task));
     match to_json(&t) {
         Ok(p) => wire::notification(method::NOTIFY_TASKS_STATUS, p),
@@ -730,11 +730,11 @@ async fn blocking_call_stream(
     };
     let (tx, rx) = mpsc::channel::<Value>(16);
     let forwarder = progress_token.map(|token| {
-        crate::current::ProgressForwarder::start(
+        crate::rev_2026_07_28::ProgressForwarder::start(
             &inner,
             &caller,
             &task.id,
-            crate::current::Progress {
+            crate::rev_2026_07_28::Progress {
                 token,
                 tx: tx.clone(),
             },
@@ -763,7 +763,7 @@ enum Mode {
     TaskResult,
     /// A blocking `tools/call`: no task vocabulary on the wire, just the result
     /// (after the progress notifications, when the call asked for them).
-    BlockingCall(Option<crate::current::ProgressForwarder>),
+    BlockingCall(Option<crate::rev_2026_07_28::ProgressForwarder>),
 }
 
 /// An SSE response: a priming event (an id and empty data, which clients skip),
@@ -803,7 +803,7 @@ async fn drive_result(
     };
     let deadline = tokio::time::Instant::now() + limit;
     let notify = matches!(mode, Mode::TaskResult);
-    let mut last_status = vocab::status(&task, Generation::Legacy).0;
+    let mut last_status = vocab::status(&task, Revision::V2025_11_25).0;
     let mut sent_keys: BTreeSet<String> = BTreeSet::new();
     let task_id = task.id.clone();
     // The stream opens with the task's current status.
@@ -833,7 +833,7 @@ async fn drive_result(
         let t = match inner
             .service
             .wait_until(&caller, &task_id, deadline - now, |t| {
-                vocab::status(t, Generation::Legacy).0 != last_status
+                vocab::status(t, Revision::V2025_11_25).0 != last_status
                     || (elicit
                         && t.state.is_interrupted()
                         && unsent(t, &session, &sent_keys, &inner.config.auth_url_base))
@@ -851,7 +851,7 @@ async fn drive_result(
                 return;
             }
         };
-        let st = vocab::status(&t, Generation::Legacy).0;
+        let st = vocab::status(&t, Revision::V2025_11_25).0;
         if st != last_status && !notify {
             last_status = st;
         } else if st != last_status {
@@ -876,13 +876,14 @@ async fn drive_result(
         if !(elicit && t.state.is_interrupted()) {
             continue;
         }
-        let (reqs, _) = vocab::input_requests(&t, Generation::Legacy, &inner.config.auth_url_base);
+        let (reqs, _) =
+            vocab::input_requests(&t, Revision::V2025_11_25, &inner.config.auth_url_base);
         for (key, req) in reqs {
             let out_method = req.method();
             // Only what the client declared it can answer is asked.
             if !session
                 .asks
-                .contains(crate::current::capability_of(out_method))
+                .contains(crate::rev_2026_07_28::capability_of(out_method))
                 || !sent_keys.insert(key.clone())
             {
                 continue;
@@ -920,12 +921,12 @@ async fn drive_result(
 
 /// True if the task has a request the client can answer and was not sent yet.
 fn unsent(t: &Task, session: &Session, sent: &BTreeSet<String>, auth: &str) -> bool {
-    let (reqs, _) = vocab::input_requests(t, Generation::Legacy, auth);
+    let (reqs, _) = vocab::input_requests(t, Revision::V2025_11_25, auth);
     reqs.iter().any(|(k, r)| {
         !sent.contains(k)
             && session
                 .asks
-                .contains(crate::current::capability_of(r.method()))
+                .contains(crate::rev_2026_07_28::capability_of(r.method()))
     })
 }
 
@@ -938,7 +939,7 @@ mod tests {
     fn session(who: &str) -> Session {
         Session {
             caller: Caller::new("t", who),
-            version: wire::V_LEGACY.into(),
+            version: wire::V_2025_11_25.into(),
             asks: ["elicitation"].into_iter().collect(),
             pending: Mutex::new(HashMap::new()),
             calls: Mutex::new(HashMap::new()),
@@ -968,7 +969,7 @@ mod tests {
         // with what was declared at initialize.
         let other = Sessions::new(svc.clone(), 2, Duration::from_secs(3600));
         let got = other.get(&a1, &Caller::new("t", "a")).await.unwrap();
-        assert_eq!(got.version, wire::V_LEGACY);
+        assert_eq!(got.version, wire::V_2025_11_25);
         assert!(got.asks.contains("elicitation"));
         assert!(other.remove(&a1, &Caller::new("t", "a")).await);
         assert!(s.get(&a1, &Caller::new("t", "a")).await.is_none());

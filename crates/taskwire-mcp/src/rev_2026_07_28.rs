@@ -8,7 +8,7 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use serde_json::{Map, Value};
 use taskwire_core::{Caller, TaskSupport};
-use taskwire_vocab::mcp::{self as vocab, Generation};
+use taskwire_vocab::mcp::{self as vocab, Revision};
 use taskwire_wire::mcp as msg;
 
 use crate::error::RpcError;
@@ -87,7 +87,7 @@ pub(crate) async fn handle(
             };
             let _ = tx.send(msg).await;
         });
-        return crate::legacy::sse_of(rx);
+        return crate::rev_2025_11_25::sse_of(rx);
     }
     match dispatch(&inner, &caller, &ctx, &name, &params).await {
         Ok(Reply::Result(r)) => json_response(axum::http::StatusCode::OK, &wire::result(&id, r)),
@@ -196,17 +196,17 @@ pub(crate) fn check(
             ))
         }
     }
-    if version != wire::V_CURRENT {
+    if version != wire::V_2026_07_28 {
         return Err(RpcError::bad_request(
             code::UNSUPPORTED_VERSION,
             format!(
                 "unsupported protocol version {version}: this server speaks {} (and {} after initialize)",
-                wire::V_CURRENT,
-                wire::V_LEGACY
+                wire::V_2026_07_28,
+                wire::V_2025_11_25
             ),
         )
         .with_data(&msg::UnsupportedVersionData {
-            supported: vec![wire::V_CURRENT.to_string()],
+            supported: vec![wire::V_2026_07_28.to_string()],
             requested: version.to_string(),
         }));
     }
@@ -233,8 +233,8 @@ pub(crate) fn check(
         method::TASKS_RESULT | method::TASKS_LIST => {
             return Err(RpcError::method_not_found(format!(
                 "{name} is not part of the tasks extension of revision {}: poll tasks/get (it carries the result), or initialize with {} for the experimental tasks",
-                wire::V_CURRENT,
-                wire::V_LEGACY
+                wire::V_2026_07_28,
+                wire::V_2025_11_25
             )))
         }
         other => return Err(RpcError::method_not_found(format!("method not found: {other}"))),
@@ -401,7 +401,7 @@ async fn dispatch(
                 .info
                 .skills
                 .iter()
-                .map(|s| vocab::tool_of_skill(s, Generation::Current))
+                .map(|s| vocab::tool_of_skill(s, Revision::V2026_07_28))
                 .collect(),
             next_cursor: None,
             // SEP-2549 caching hints: the tools are fixed for the server's life;
@@ -467,7 +467,7 @@ pub(crate) fn discover(inner: &Inner) -> msg::DiscoverResult {
     extensions.insert(vocab::TASKS_EXTENSION.into(), Value::Object(Map::new()));
     msg::DiscoverResult {
         result_type: msg::Complete::Complete,
-        supported_versions: vec![wire::V_CURRENT.into()],
+        supported_versions: vec![wire::V_2026_07_28.into()],
         capabilities: msg::ServerCapabilities {
             extensions: Some(extensions),
             tools: Some(msg::ListChanged {
@@ -596,7 +596,7 @@ async fn tools_call(
     // A sync-only tool is never answered with a task, whatever the client offers.
     let as_task = ctx.tasks && support != TaskSupport::Forbidden;
     // A repeated call (SEP-2322) names its task in requestState: the answers go
-    // to that task, which continues. A legacy `params.task` is ignored in this
+    // to that task, which continues. A 2025-11-25-style `params.task` is ignored in this
     // revision: the server decides.
     // Answers sent with the first call (no requestState) are kept for the
     // input the task asks for: a client may answer ahead (SEP-2322).
@@ -717,8 +717,11 @@ async fn input_required(
     tool: &str,
     t: &taskwire_core::Task,
 ) -> Result<Reply, RpcError> {
-    let (requests, _) =
-        vocab::input_requests(t, Generation::Current, inner.config.auth_url_base.as_str());
+    let (requests, _) = vocab::input_requests(
+        t,
+        Revision::V2026_07_28,
+        inner.config.auth_url_base.as_str(),
+    );
     // Each request goes only to a client that declared its capability.
     let mut missing = Map::new();
     let usable: std::collections::BTreeMap<String, msg::InputRequest> = requests

@@ -1,4 +1,4 @@
-//! MCP revision 2025-11-25 with its experimental tasks (`McpLegacyClient`): a
+//! MCP revision 2025-11-25 with its experimental tasks (`McpClient2025_11_25`): a
 //! session opened with `initialize`, `tools/call` with a `task` field creates a
 //! task, `tasks/get` and `tasks/cancel` read and cancel it, and `tasks/result`
 //! streams the task's status notifications and, while it waits, its
@@ -11,13 +11,15 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{json, Value};
-use taskwire_client::mcp::{elicit_accept, method, ElicitAction, ElicitResult, McpLegacyClient};
+use taskwire_client::mcp::{
+    elicit_accept, method, ElicitAction, ElicitResult, McpClient2025_11_25,
+};
 use taskwire_client::ClientError;
 use taskwire_vocab::mcp::{review_schema, AUTH_KEY_PREFIX};
 
 use super::classify;
 use super::common::{field_texts, Frame, Frames};
-use crate::discovery::MCP_LEGACY_VERSION as V;
+use crate::discovery::MCP_VERSION_2025_11_25 as V;
 use crate::driver::{Driver, OpError, ResumeObs, StreamObs, TaskRef, Wire};
 use crate::protocol::Protocol;
 use crate::scenario::ErrorClass;
@@ -33,8 +35,8 @@ const TERMINAL: [&str; 3] = ["completed", "failed", "cancelled"];
 const P: Protocol = Protocol::Mcp2025;
 
 /// The MCP 2025-11-25 driver.
-pub(crate) struct McpLegacyDriver {
-    client: McpLegacyClient,
+pub(crate) struct McpDriver2025_11_25 {
+    client: McpClient2025_11_25,
     tool: String,
     wire: Wire,
     initialized: tokio::sync::Mutex<bool>,
@@ -100,9 +102,13 @@ fn not_cancelable_refined(mut o: OpError) -> OpError {
     o
 }
 
-impl McpLegacyDriver {
-    pub(crate) fn new(client: McpLegacyClient, tool: String, wire: Wire) -> McpLegacyDriver {
-        McpLegacyDriver {
+impl McpDriver2025_11_25 {
+    pub(crate) fn new(
+        client: McpClient2025_11_25,
+        tool: String,
+        wire: Wire,
+    ) -> McpDriver2025_11_25 {
+        McpDriver2025_11_25 {
             client,
             tool,
             wire,
@@ -283,7 +289,7 @@ impl McpLegacyDriver {
 }
 
 #[async_trait]
-impl Driver for McpLegacyDriver {
+impl Driver for McpDriver2025_11_25 {
     fn protocol(&self) -> Protocol {
         P
     }

@@ -3,7 +3,7 @@
 `Mcp-Session-Id` session, server-to-client requests (`elicitation/create`) on
 the SSE answer of a POST, and the experimental tasks of 2025-11-25 (SEP-1686:
 `params.task`, `tasks/get`, `tasks/result`, `tasks/cancel`). It is the upstream
-of taskwire's bridge in crates/taskwire/tests/bridge_mcp_legacy.rs; nobody here
+of taskwire's bridge in crates/taskwire/tests/bridge_mcp_2025_11_25.rs; nobody here
 wrote its protocol layer.
 
 Everything on the wire is the SDK's: FastMCP with its stateful Streamable HTTP
@@ -37,7 +37,7 @@ Task tools (`execution.taskSupport: "required"`; the server advertises
   "sleeping"`), then completes with `slept <n>s as a task`. A cancelled task
   logs `event: task_slow cancelled`.
 
-Usage: python mcp_legacy_sdk_server.py --port PORT [--host 127.0.0.1]
+Usage: python mcp_sdk_server_2025_11_25.py --port PORT [--host 127.0.0.1]
 Prints "ready <url>" (the MCP endpoint, http://HOST:PORT/mcp) on stdout once
 uvicorn accepts connections. Server events the tests check go to stderr as
 `event: …` lines.
@@ -108,7 +108,7 @@ def event(what: str) -> None:
 
 def build(host: str) -> FastMCP:
     mcp = FastMCP(
-        name="taskwire-mcp-legacy-sdk-target",
+        name="taskwire-mcp-2025-11-25-sdk-target",
         instructions="Tools behind the official Python MCP SDK 1.x (taskwire bridge interop target, 2025-11-25).",
         host=host,
     )

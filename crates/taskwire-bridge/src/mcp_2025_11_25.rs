@@ -1,6 +1,6 @@
 //! The MCP upstream executor's revision 2025-11-25 half: a server that
 //! refuses `server/discover` but answers `initialize` (or any server, when
-//! [`crate::mcp::McpVersion::Legacy`] is asked for).
+//! [`crate::mcp::McpVersion::V2025_11_25`] is asked for).
 //!
 //! The bridge opens one session at discovery (`initialize`, declaring form and
 //! URL elicitation) and re-initializes when the upstream no longer holds it.
@@ -21,7 +21,7 @@
 //!   requests before the result. The turn raises them and ends waiting, and
 //!   the open call (its stream) stays in this process's memory, bounded, until
 //!   the next turn answers it and reads on. A call lost with its process cannot
-//!   be answered: that turn fails (`LOSS_MCP_LEGACY_BLOCKING_INPUT`), unless
+//!   be answered: that turn fails (`LOSS_MCP_2025_11_25_BLOCKING_INPUT`), unless
 //!   the tool is marked idempotent (`annotations.idempotentHint`), which is
 //!   called again, its repeated questions answered with the answers given.
 //!
@@ -29,7 +29,7 @@
 //! `notifications/cancelled` with the request id for a blocking call (then
 //! drops its connection). A re-attach (a re-run of a turn that stored a link)
 //! asks in the link's session first, then in the bridge's own
-//! (`LOSS_MCP_LEGACY_SESSION`).
+//! (`LOSS_MCP_2025_11_25_SESSION`).
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 use futures::stream::BoxStream;
 use futures::StreamExt;
 use serde_json::{json, Map, Value};
-use taskwire_client::mcp::{method, CallToolResult, ElicitResult, McpLegacyClient};
+use taskwire_client::mcp::{method, CallToolResult, ElicitResult, McpClient2025_11_25};
 use taskwire_client::{ClientError, Received, RpcError};
 use taskwire_core::{CoreError, Message, TaskId, TaskState, TaskStore, TurnContext, TurnOutcome};
 use taskwire_vocab::upstream::mcp::{self as vocab, UpstreamAsk};
@@ -113,7 +113,7 @@ struct OpenCall {
     /// call is cancelled by it).
     request_id: Value,
     /// The session it was made in.
-    client: McpLegacyClient,
+    client: McpClient2025_11_25,
     stream: BoxStream<'static, Result<Value, ClientError>>,
     opened: Instant,
 }
@@ -208,9 +208,9 @@ fn evicted(
 
 /// The 2025-11-25 state of an [`McpUpstream`].
 #[derive(Clone)]
-pub(crate) struct Legacy {
+pub(crate) struct Upstream2025_11_25 {
     /// The bridge's own session.
-    client: McpLegacyClient,
+    client: McpClient2025_11_25,
     capabilities: Map<String, Value>,
     reinit: Arc<tokio::sync::Mutex<()>>,
     /// The tools called as tasks.
@@ -223,9 +223,9 @@ pub(crate) struct Legacy {
     link_bounds: crate::common::LinkBounds,
 }
 
-impl Legacy {
+impl Upstream2025_11_25 {
     pub(crate) fn new(
-        client: McpLegacyClient,
+        client: McpClient2025_11_25,
         capabilities: Map<String, Value>,
         as_task: HashSet<String>,
         idempotent: HashSet<String>,
@@ -336,7 +336,7 @@ fn session_lost(e: &ClientError) -> bool {
     }
 }
 
-/// The watcher of [`Legacy::with_store`] for open calls.
+/// The watcher of [`Upstream2025_11_25::with_store`] for open calls.
 fn watch_open_calls(store: Arc<dyn TaskStore>, open: Arc<OpenCalls>) -> AbortOnDrop {
     AbortOnDrop::spawn(async move {
         use tokio::sync::broadcast::error::RecvError;
@@ -374,22 +374,22 @@ fn watch_open_calls(store: Arc<dyn TaskStore>, open: Arc<OpenCalls>) -> AbortOnD
 /// Runs one downstream turn against a 2025-11-25 upstream.
 pub(crate) async fn run_turn(
     up: &McpUpstream,
-    legacy: &Legacy,
+    upstream: &Upstream2025_11_25,
     ctx: &TurnContext,
 ) -> Result<TurnOutcome, taskwire_core::AgentError> {
     let mut turn = Turn {
         up,
-        legacy,
+        upstream,
         ctx,
         number: crate::common::turn_number(ctx.task()),
         link: McpLink::read(ctx.state()),
-        client: legacy.client.clone(),
-        open: legacy.open.take(&ctx.task().id),
+        client: upstream.client.clone(),
+        open: upstream.open.take(&ctx.task().id),
         switched: false,
         settle_until: None,
         replay: std::collections::VecDeque::new(),
     };
-    let span = info_span!("bridged_turn", protocol = PROTOCOL, version = vocab::LEGACY_VERSION,
+    let span = info_span!("bridged_turn", protocol = PROTOCOL, version = vocab::VERSION_2025_11_25,
         task = %ctx.task().id, turn = turn.number, upstream_task = tracing::field::Empty);
     if let Some(l) = turn.link.as_ref().filter(|l| !l.task_id.is_empty()) {
         span.record("upstream_task", l.task_id.as_str());
@@ -402,7 +402,7 @@ pub(crate) async fn run_turn(
         );
         if keep {
             let t = ctx.task();
-            legacy
+            upstream
                 .open
                 .put(t.id.clone(), (t.tenant.clone(), t.owner.clone()), open);
         }
@@ -413,12 +413,12 @@ pub(crate) async fn run_turn(
 /// One downstream turn.
 struct Turn<'a> {
     up: &'a McpUpstream,
-    legacy: &'a Legacy,
+    upstream: &'a Upstream2025_11_25,
     ctx: &'a TurnContext,
     number: u32,
     link: Option<McpLink>,
     /// The session the turn speaks in: the link's, else the bridge's.
-    client: McpLegacyClient,
+    client: McpClient2025_11_25,
     /// The open call or `tasks/result` stream of the task, if this process
     /// holds one.
     open: Option<OpenCall>,
@@ -478,8 +478,8 @@ enum Read {
 impl Turn<'_> {
     async fn run(&mut self) -> Result<TurnOutcome, BridgeError> {
         if let Some(s) = self.link.as_ref().and_then(|l| l.session.clone()) {
-            if Some(&s) != self.legacy.session_id().as_ref() {
-                self.client = self.legacy.client.with_session(Some(s));
+            if Some(&s) != self.upstream.session_id().as_ref() {
+                self.client = self.upstream.client.with_session(Some(s));
             }
         }
         if let Some(open) = &self.open {
@@ -525,17 +525,17 @@ impl Turn<'_> {
     /// goes on in the bridge's own (initialized again if it was that one).
     async fn in_session<T, F, Fut>(&mut self, op: &'static str, f: F) -> Result<T, ClientError>
     where
-        F: Fn(McpLegacyClient) -> Fut,
+        F: Fn(McpClient2025_11_25) -> Fut,
         Fut: Future<Output = Result<T, ClientError>>,
     {
         let first = timed(PROTOCOL, op, f(self.client.clone())).await;
         match first {
             Err(e) if session_lost(&e) => {
                 let lost = self.client.session_id();
-                if lost == self.legacy.session_id() {
-                    self.legacy.reinitialize(lost.clone()).await?;
+                if lost == self.upstream.session_id() {
+                    self.upstream.reinitialize(lost.clone()).await?;
                 }
-                self.client = self.legacy.client.clone();
+                self.client = self.upstream.client.clone();
                 self.switched = true;
                 warn!(task = %self.ctx.task().id, lost_session = ?lost,
                     session = ?self.client.session_id(),
@@ -561,7 +561,7 @@ impl Turn<'_> {
         f: F,
     ) -> Result<Option<T>, BridgeError>
     where
-        F: Fn(McpLegacyClient) -> Fut,
+        F: Fn(McpClient2025_11_25) -> Fut,
         Fut: Future<Output = Result<T, ClientError>>,
     {
         let ctx = self.ctx;
@@ -593,7 +593,7 @@ impl Turn<'_> {
             Err(refused) => return Ok(refused),
         };
         let args = Value::Object(self.up.arguments(&tool, self.ctx));
-        let as_task = self.legacy.as_task.contains(&tool);
+        let as_task = self.upstream.as_task.contains(&tool);
         debug!(task = %self.ctx.task().id, tool = %tool, as_task, "calling the upstream tool (2025-11-25)");
         let ctx = self.ctx;
         if as_task {
@@ -608,7 +608,7 @@ impl Turn<'_> {
             let Some(t) = called.map(Received::into_inner) else {
                 return self.stopped().await;
             };
-            let link = McpLink::legacy(
+            let link = McpLink::rev_2025_11_25(
                 t.task_id.clone(),
                 tool,
                 self.number,
@@ -677,7 +677,7 @@ impl Turn<'_> {
         let held = self.open.as_ref().is_some_and(|o| {
             o.kind == OpenKind::Call && l.call.as_ref().is_some_and(|c| same_id(c, &o.request_id))
         });
-        if !held && self.legacy.idempotent.contains(&l.tool) {
+        if !held && self.upstream.idempotent.contains(&l.tool) {
             return self.call_again(&l).await;
         }
         if !held {
@@ -688,7 +688,7 @@ impl Turn<'_> {
                 message: format!(
                     "the upstream tool {} asked for input inside a blocking call, and that call was lost (the bridge restarted, or dropped it) before the answer could be sent: {}",
                     l.tool,
-                    vocab::LOSS_MCP_LEGACY_BLOCKING_INPUT.0
+                    vocab::LOSS_MCP_2025_11_25_BLOCKING_INPUT.0
                 ),
             });
         }
@@ -888,7 +888,7 @@ impl Turn<'_> {
     ) -> Result<TurnOutcome, BridgeError> {
         let mut asks = Vec::new();
         for (n, req) in requests.iter().enumerate() {
-            let key = vocab::legacy_input_key(self.number, n);
+            let key = vocab::rev_2025_11_25_input_key(self.number, n);
             let id = req.get("id").cloned().unwrap_or(Value::Null);
             match vocab::ask_of_server_request(&key, req) {
                 Some(a) => asks.push((a, id)),
@@ -907,7 +907,7 @@ impl Turn<'_> {
         }
         if let Some(tool) = tool {
             let call = self.open.as_ref().map(|o| o.request_id.clone());
-            self.link = Some(McpLink::legacy(
+            self.link = Some(McpLink::rev_2025_11_25(
                 String::new(),
                 tool.to_string(),
                 self.number,
@@ -1009,7 +1009,7 @@ impl Turn<'_> {
                         message: format!(
                             "the upstream MCP task {task_id} cannot be found in a new session ({}): {}",
                             e.message,
-                            vocab::LOSS_MCP_LEGACY_SESSION.0
+                            vocab::LOSS_MCP_2025_11_25_SESSION.0
                         ),
                     });
                 }

@@ -111,13 +111,13 @@ async fn initialize_opens_a_session_with_the_tasks_capability() {
         r["result"]["capabilities"]["tasks"]["requests"]["tools"]["call"],
         json!({})
     );
-    golden("legacy_initialize", &r);
+    golden("rev_2025_11_25_initialize", &r);
     let (_, r) = sess.call("tools/list", json!({})).await;
     assert_eq!(
         r["result"]["tools"][0]["execution"]["taskSupport"],
         "optional"
     );
-    golden("legacy_tools_list", &r);
+    golden("rev_2025_11_25_tools_list", &r);
     let (_, r) = sess.call("ping", json!({})).await;
     assert_eq!(r["result"], json!({}));
     s.shutdown().await;
@@ -135,10 +135,10 @@ async fn call_as_task_poll_result_list() {
         .await;
     assert_eq!(r["result"]["task"]["status"], "working");
     assert_eq!(r["result"]["task"]["ttl"], 60000);
-    golden("legacy_create_task_result", &r);
+    golden("rev_2025_11_25_create_task_result", &r);
     let id = r["result"]["task"]["taskId"].as_str().unwrap().to_string();
     let done = sess.poll(&id, "completed").await;
-    golden("legacy_get_completed", &done);
+    golden("rev_2025_11_25_get_completed", &done);
     let (st, r) = sess.call("tasks/result", json!({"taskId": id})).await;
     assert_eq!(st, 200);
     assert_eq!(r["result"]["content"][0]["text"], "hello");
@@ -146,10 +146,10 @@ async fn call_as_task_poll_result_list() {
         r["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
         json!(id)
     );
-    golden("legacy_task_result", &r);
+    golden("rev_2025_11_25_task_result", &r);
     let (_, r) = sess.call("tasks/list", json!({})).await;
     assert_eq!(r["result"]["tasks"][0]["taskId"], json!(id));
-    golden("legacy_tasks_list", &r);
+    golden("rev_2025_11_25_tasks_list", &r);
     s.shutdown().await;
 }
 
@@ -193,12 +193,12 @@ async fn cancel_and_cancel_errors() {
     let id = sess.start("sleep 20000").await;
     let (_, r) = sess.call("tasks/cancel", json!({"taskId": id})).await;
     assert_eq!(r["result"]["status"], "cancelled");
-    golden("legacy_cancel_result", &r);
+    golden("rev_2025_11_25_cancel_result", &r);
     let id = sess.start("hello").await;
     sess.poll(&id, "completed").await;
     let (_, r) = sess.call("tasks/cancel", json!({"taskId": id})).await;
     assert_eq!(r["error"]["code"], -32602);
-    golden("legacy_cancel_terminal", &r);
+    golden("rev_2025_11_25_cancel_terminal", &r);
     let (_, r) = sess
         .call(
             "tasks/get",
@@ -215,19 +215,19 @@ async fn cancel_and_cancel_errors() {
 }
 
 #[tokio::test]
-async fn failures_in_the_legacy_generation() {
+async fn failures_in_the_2025_11_25_generation() {
     let s = Server::start().await;
     let (sess, _) = Session::open(&s, "alice", false).await;
     let id = sess.start("fail no ink").await;
     let t = sess.poll(&id, "failed").await;
-    golden("legacy_get_agent_failed", &t);
+    golden("rev_2025_11_25_get_agent_failed", &t);
     let (_, r) = sess.call("tasks/result", json!({"taskId": id})).await;
     assert_eq!(r["result"]["isError"], true);
     let id = sess.start("crash").await;
     sess.poll(&id, "failed").await;
     let (_, r) = sess.call("tasks/result", json!({"taskId": id})).await;
     assert_eq!(r["error"]["code"], -32603);
-    golden("legacy_task_result_error", &r);
+    golden("rev_2025_11_25_task_result_error", &r);
     s.shutdown().await;
 }
 
@@ -242,7 +242,7 @@ async fn blocking_call_in_a_session() {
         )
         .await;
     assert_eq!(r["result"]["content"][0]["text"], "hi");
-    golden("legacy_call_tool_result", &r);
+    golden("rev_2025_11_25_call_tool_result", &r);
     s.shutdown().await;
 }
 
@@ -279,7 +279,7 @@ async fn tasks_result_delivers_the_elicitation_over_the_stream() {
             // The stream opens with the current status (working or already
             // input_required, depending on timing); pin the input_required one.
             if m["params"]["status"] == "input_required" {
-                golden("legacy_notification_tasks_status", &m);
+                golden("rev_2025_11_25_notification_tasks_status", &m);
                 status_seen = true;
             }
             continue;
@@ -290,7 +290,7 @@ async fn tasks_result_delivers_the_elicitation_over_the_stream() {
     };
     assert!(status_seen);
     assert_eq!(elicit["params"]["mode"], "form");
-    golden("legacy_elicitation_request", &elicit);
+    golden("rev_2025_11_25_elicitation_request", &elicit);
     let (st, _) = sess
         .send(json!({"jsonrpc": "2.0", "id": elicit["id"], "result": {"action": "accept", "content": {"answer": "Zoe"}}}))
         .await;
@@ -317,7 +317,7 @@ async fn sessions_end_with_delete() {
     assert_eq!(req.send().await.unwrap().status(), 204);
     let (st, r) = sess.call("tools/list", json!({})).await;
     assert_eq!((st, r["error"]["code"].clone()), (404, json!(-32001)));
-    golden("legacy_session_not_found", &r);
+    golden("rev_2025_11_25_session_not_found", &r);
     s.shutdown().await;
 }
 
@@ -346,7 +346,7 @@ async fn blocking_call_delivers_the_elicitation_over_its_stream() {
     let elicit = sse.next().await.expect("an elicitation");
     assert_eq!(elicit["method"], "elicitation/create", "{elicit}");
     assert!(elicit["params"].get("_meta").is_none());
-    golden("legacy_blocking_elicitation_request", &elicit);
+    golden("rev_2025_11_25_blocking_elicitation_request", &elicit);
     sess.send(json!({"jsonrpc": "2.0", "id": elicit["id"], "result": {"action": "accept", "content": {"answer": "cat"}}}))
         .await;
     let fin = sse.next().await.expect("the result");

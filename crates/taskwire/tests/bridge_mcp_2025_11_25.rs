@@ -6,11 +6,11 @@
 //! Two upstreams:
 //! - taskwire itself, whose MCP adapter still serves 2025-11-25, bridged with
 //!   `--upstream-mcp-version 2025-11-25` (it would also answer
-//!   `server/discover`): the scripted agent's directives over the legacy task
+//!   `server/discover`): the scripted agent's directives over the 2025-11-25 task
 //!   methods, a blocking call with an elicitation on its stream (the library's
 //!   `mcp_tasks: false`), and a bridge killed with SIGKILL mid-task that
-//!   re-attaches to the same legacy task in the same session;
-//! - the official Python SDK at 1.30.0 (`conformance/targets/mcp_legacy_sdk_server.py`,
+//!   re-attaches to the same 2025-11-25 task in the same session;
+//! - the official Python SDK at 1.30.0 (`conformance/targets/mcp_sdk_server_2025_11_25.py`,
 //!   which answers `server/discover` with HTTP 400 "Missing session ID", so
 //!   the bridge falls back to 2025-11-25 by itself): an elicitation in a
 //!   blocking call (`ask_name`, `ctx.elicit`) and in a task (`task_ask`,
@@ -19,8 +19,8 @@
 //!   over the bridge's A2A and AG-UI surfaces. These are `#[ignore]`d (plain
 //!   `cargo test` reports them as ignored); `.ci/test` runs them with
 //!   `--include-ignored`, where a missing interpreter or SDK is a failure. The
-//!   interpreter is `$TASKWIRE_MCP_LEGACY_PY_PYTHON`, else the virtualenv
-//!   `.ci/setup-mcp-legacy-py.sh` makes (`target/mcp-legacy-venv`).
+//!   interpreter is `$TASKWIRE_MCP_PY_2025_11_25_PYTHON`, else the virtualenv
+//!   `.ci/setup-mcp-py-2025-11-25.sh` makes (`target/mcp-py-2025-11-25-venv`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
@@ -97,14 +97,14 @@ async fn upstream_operations(base: &str) -> String {
 
 /// An upstream taskwire and a bridge told to speak 2025-11-25 to its MCP
 /// endpoint (`#run_script`).
-async fn legacy_pair() -> (Running, Running) {
+async fn rev_2025_11_25_pair() -> (Running, Running) {
     let up = serve(&[]).await;
     let url = format!("mcp+{}/mcp#run_script", up.base);
     let bridge = serve(&["--upstream", &url, "--upstream-mcp-version", "2025-11-25"]).await;
     (up, bridge)
 }
 
-/// The scripted agent's directives through a 2025-11-25 hop (the legacy task
+/// The scripted agent's directives through a 2025-11-25 hop (the 2025-11-25 task
 /// methods: taskwire's tools allow tasks): output, failure, a question
 /// answered with plain text (its elicitation arrives on `tasks/result` and
 /// the answer goes back as the response to it), an authorisation granted
@@ -112,8 +112,8 @@ async fn legacy_pair() -> (Running, Running) {
 /// and a cancel of a task waiting for input. The bridge never sent
 /// `server/discover`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_legacy_mcp_upstream_runs_the_scripted_directives() {
-    let (up, bridge) = legacy_pair().await;
+async fn a_2025_11_25_mcp_upstream_runs_the_scripted_directives() {
+    let (up, bridge) = rev_2025_11_25_pair().await;
     let down = a2a_client(&bridge.base);
     let direct = a2a_client(&up.base);
 
@@ -150,7 +150,7 @@ async fn a_legacy_mcp_upstream_runs_the_scripted_directives() {
     assert_eq!(state(&t), pb::TaskState::AuthRequired, "{t:?}");
     let req: pb::SendMessageRequest = serde_json::from_value(json!({
         "message": {
-            "messageId": "grant-mcp-legacy-1", "role": "ROLE_USER", "taskId": t.id,
+            "messageId": "grant-mcp-2025-11-25-1", "role": "ROLE_USER", "taskId": t.id,
             "parts": [{"text": "granted"}],
             "metadata": {"authorization": {"provider": "github"}}
         }
@@ -218,7 +218,7 @@ async fn a_legacy_mcp_upstream_runs_the_scripted_directives() {
 
     // One upstream task per bridged task.
     assert_eq!(upstream_tasks(&direct).await.len(), 6);
-    // Spoken in 2025-11-25: the legacy task methods, no server/discover.
+    // Spoken in 2025-11-25: the 2025-11-25 task methods, no server/discover.
     let ops = upstream_operations(&bridge.base).await;
     assert!(ops.contains("operation=\"tasks/result\""), "{ops}");
     assert!(
@@ -232,7 +232,7 @@ async fn a_legacy_mcp_upstream_runs_the_scripted_directives() {
 
 /// A bridge speaking 2025-11-25 to `up` with blocking calls only (the
 /// library's `mcp_tasks: false`), serving on the given store.
-async fn blocking_legacy_bridge(
+async fn blocking_2025_11_25_bridge(
     up: &Running,
     store: Arc<dyn taskwire::core::TaskStore>,
 ) -> Running {
@@ -245,12 +245,12 @@ async fn blocking_legacy_bridge(
         &format!("{}/mcp", up.base),
         Some("run_script"),
         &options,
-        taskwire_bridge::McpVersion::Legacy,
+        taskwire_bridge::McpVersion::V2025_11_25,
     )
     .await
     .expect("discover")
     .with_store(store.clone());
-    assert!(agent.is_legacy());
+    assert!(agent.is_2025_11_25());
     assert!(!agent.offers_tasks());
     serve_agent(Arc::new(agent), store).await
 }
@@ -260,15 +260,15 @@ async fn blocking_legacy_bridge(
 /// same store (the first one gone, and its open call with it) fails the task
 /// when the answer comes, saying so, instead of calling the tool again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_blocking_legacy_call_lost_with_its_bridge_fails_its_task_clearly() {
+async fn a_blocking_2025_11_25_call_lost_with_its_bridge_fails_its_task_clearly() {
     let up = serve(&[]).await;
     let store: Arc<dyn taskwire::core::TaskStore> = Arc::new(taskwire::MemoryStore::new());
-    let first = blocking_legacy_bridge(&up, store.clone()).await;
+    let first = blocking_2025_11_25_bridge(&up, store.clone()).await;
     let t = a2a_send(&a2a_client(&first.base), "ask what colour?", None, false).await;
     assert_eq!(state(&t), pb::TaskState::InputRequired, "{t:?}");
     first.stop().await;
 
-    let second = blocking_legacy_bridge(&up, store).await;
+    let second = blocking_2025_11_25_bridge(&up, store).await;
     let down = a2a_client(&second.base);
     a2a_send(&down, "green", Some(&t.id), false).await;
     let ended = settled(&down, &t.id).await;
@@ -278,7 +278,7 @@ async fn a_blocking_legacy_call_lost_with_its_bridge_fails_its_task_clearly() {
         why.contains("asked for input inside a blocking call, and that call was lost"),
         "{why}"
     );
-    // The named loss's words (`upstream::mcp::LOSS_MCP_LEGACY_BLOCKING_INPUT`).
+    // The named loss's words (`upstream::mcp::LOSS_MCP_2025_11_25_BLOCKING_INPUT`).
     assert!(
         why.contains("a bridge restarted while the call waits for the answer fails the task"),
         "{why}"
@@ -295,10 +295,10 @@ async fn a_blocking_legacy_call_lost_with_its_bridge_fails_its_task_clearly() {
 /// the call stays open, and the downstream answer is sent as the response to
 /// that request, after which the call's result completes the task.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_blocking_legacy_call_answers_its_elicitation_from_the_next_turn() {
+async fn a_blocking_2025_11_25_call_answers_its_elicitation_from_the_next_turn() {
     let up = serve(&[]).await;
     let store: Arc<dyn taskwire::core::TaskStore> = Arc::new(taskwire::MemoryStore::new());
-    let bridge = blocking_legacy_bridge(&up, store).await;
+    let bridge = blocking_2025_11_25_bridge(&up, store).await;
     let down = a2a_client(&bridge.base);
 
     let t = a2a_send(&down, "hello, blocking", None, false).await;
@@ -332,13 +332,13 @@ async fn a_blocking_legacy_call_answers_its_elicitation_from_the_next_turn() {
 
 /// A `taskwire` bridge process speaking 2025-11-25, killed with SIGKILL
 /// mid-task once the link (upstream task id and session) is committed,
-/// re-attaches to the same legacy task, in the same session, once the lease
+/// re-attaches to the same 2025-11-25 task, in the same session, once the lease
 /// lapses (started again on the same SQLite store, or as another node of the
 /// same PostgreSQL store): the task completes once, with one upstream task.
 /// Then the same with the kill while the bridged task waits for input: the
 /// answer, sent by the restarted bridge as the response to the upstream's
 /// stored request id, completes it.
-async fn killed_mid_legacy_task(postgres: bool) {
+async fn killed_mid_2025_11_25_task(postgres: bool) {
     let dir = tempfile::tempdir().expect("tempdir");
     let Some((store, _schema)) = pg::store_in(postgres, dir.path()).await else {
         return;
@@ -434,14 +434,14 @@ async fn killed_mid_legacy_task(postgres: bool) {
     up.stop().await;
 }
 
-mod a_bridge_killed_mid_legacy_task_re_attaches {
+mod a_bridge_killed_mid_2025_11_25_task_re_attaches {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn sqlite_restart() {
-        super::killed_mid_legacy_task(false).await
+        super::killed_mid_2025_11_25_task(false).await
     }
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn postgres_other_node() {
-        super::killed_mid_legacy_task(true).await
+        super::killed_mid_2025_11_25_task(true).await
     }
 }
 
@@ -481,21 +481,21 @@ fn the_mcp_version_flag_is_checked() {
     assert!(parse(&["--upstream-mcp-version", "2025-11-25"]).is_err());
     assert_eq!(
         "2025-11-25".parse::<taskwire_bridge::McpVersion>().ok(),
-        Some(taskwire_bridge::McpVersion::Legacy)
+        Some(taskwire_bridge::McpVersion::V2025_11_25)
     );
 }
 
 // ---- the official Python SDK 1.x (2025-11-25 only) behind the bridge ----
 
-/// The SDK server: `mcp_legacy_sdk_server.py` (Streamable HTTP at `/mcp`) in
-/// the virtualenv of `.ci/setup-mcp-legacy-py.sh`. Its bridges
+/// The SDK server: `mcp_sdk_server_2025_11_25.py` (Streamable HTTP at `/mcp`) in
+/// the virtualenv of `.ci/setup-mcp-py-2025-11-25.sh`. Its bridges
 /// (`sdk.bridge(tool)`) have no version flag: the bridge finds out by itself.
-const LEGACY_SDK: PythonSdk = PythonSdk {
+const SDK_2025_11_25: PythonSdk = PythonSdk {
     name: "the MCP SDK 1.x server",
-    script: "mcp_legacy_sdk_server.py",
-    python_var: "TASKWIRE_MCP_LEGACY_PY_PYTHON",
-    venv: "mcp-legacy-venv",
-    setup: ".ci/setup-mcp-legacy-py.sh",
+    script: "mcp_sdk_server_2025_11_25.py",
+    python_var: "TASKWIRE_MCP_PY_2025_11_25_PYTHON",
+    venv: "mcp-py-2025-11-25-venv",
+    setup: ".ci/setup-mcp-py-2025-11-25.sh",
     needs: "the MCP SDK 1.x (mcp==1.30.0, with mcp.server.experimental) and uvicorn",
     probe: "import mcp.server.fastmcp, mcp.server.experimental.task_context, uvicorn",
     ports: &["--port"],
@@ -506,9 +506,9 @@ const LEGACY_SDK: PythonSdk = PythonSdk {
 /// The SDK server refuses `server/discover` (it wants a session): the bridge
 /// falls back to 2025-11-25 by itself, and its card lists the six tools.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "interop: needs the Python MCP SDK 1.x (.ci/setup-mcp-legacy-py.sh); .ci/test runs it with --include-ignored"]
+#[ignore = "interop: needs the Python MCP SDK 1.x (.ci/setup-mcp-py-2025-11-25.sh); .ci/test runs it with --include-ignored"]
 async fn the_bridge_falls_back_to_2025_11_25_and_lists_the_sdk_tools() {
-    let sdk = SdkServer::start(&LEGACY_SDK).await;
+    let sdk = SdkServer::start(&SDK_2025_11_25).await;
     let bridge = sdk.bridge(None).await;
     let (_, card) = A2aClient::discover(config(&bridge.base))
         .await
@@ -529,7 +529,7 @@ async fn the_bridge_falls_back_to_2025_11_25_and_lists_the_sdk_tools() {
 /// plain-text answer fills its one property and completes the task with
 /// `hello, Ada`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "interop: needs the Python MCP SDK 1.x (.ci/setup-mcp-legacy-py.sh); .ci/test runs it with --include-ignored"]
+#[ignore = "interop: needs the Python MCP SDK 1.x (.ci/setup-mcp-py-2025-11-25.sh); .ci/test runs it with --include-ignored"]
 async fn a2a_ask_name_elicitation_round_trips_inside_a_blocking_call() {
     let (sdk, bridge) =
         a2a_elicitation_round_trip("ask_name", "What is your name?", "Ada", "hello, Ada").await;
@@ -547,7 +547,7 @@ async fn a2a_elicitation_round_trip(
     answer: &str,
     result: &str,
 ) -> (SdkServer, Running) {
-    let sdk = SdkServer::start(&LEGACY_SDK).await;
+    let sdk = SdkServer::start(&SDK_2025_11_25).await;
     let bridge = sdk.bridge(Some(tool)).await;
     let down = a2a_client(&bridge.base);
     let t = a2a_send(&down, "greet me", None, false).await;
@@ -583,7 +583,7 @@ async fn answer_completes(sdk: &SdkServer, down: &A2aClient, id: &str, answer: &
 /// `task_ask` (a 2025-11-25 task whose elicitation is delivered on
 /// `tasks/result`, related to the task) over A2A.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "interop: needs the Python MCP SDK 1.x (.ci/setup-mcp-legacy-py.sh); .ci/test runs it with --include-ignored"]
+#[ignore = "interop: needs the Python MCP SDK 1.x (.ci/setup-mcp-py-2025-11-25.sh); .ci/test runs it with --include-ignored"]
 async fn a2a_task_ask_elicitation_round_trips_through_tasks_result() {
     let (sdk, bridge) = a2a_elicitation_round_trip(
         "task_ask",
@@ -614,7 +614,7 @@ async fn sdk_bridge_on(
     .await
     .expect("discover")
     .with_store(store.clone());
-    assert!(agent.is_legacy());
+    assert!(agent.is_2025_11_25());
     serve_agent(Arc::new(agent), store).await
 }
 
@@ -622,12 +622,12 @@ async fn sdk_bridge_on(
 /// blocking call waiting for the answer is gone, the next bridge on the same
 /// store calls the tool again and answers its repeated question with the
 /// answer the caller gave, instead of failing the task
-/// (`LOSS_MCP_LEGACY_BLOCKING_INPUT`'s exception). `ask_name`, not marked,
+/// (`LOSS_MCP_2025_11_25_BLOCKING_INPUT`'s exception). `ask_name`, not marked,
 /// still fails.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "interop: needs the Python MCP SDK 1.x (.ci/setup-mcp-legacy-py.sh); .ci/test runs it with --include-ignored"]
+#[ignore = "interop: needs the Python MCP SDK 1.x (.ci/setup-mcp-py-2025-11-25.sh); .ci/test runs it with --include-ignored"]
 async fn an_idempotent_blocking_call_lost_with_its_bridge_is_made_again() {
-    let sdk = SdkServer::start(&LEGACY_SDK).await;
+    let sdk = SdkServer::start(&SDK_2025_11_25).await;
     for (tool, idempotent) in [("ask_name_again", true), ("ask_name", false)] {
         let store: Arc<dyn taskwire::core::TaskStore> = Arc::new(taskwire::MemoryStore::new());
         let first = sdk_bridge_on(&sdk, tool, store.clone()).await;
@@ -664,9 +664,9 @@ async fn an_idempotent_blocking_call_lost_with_its_bridge_is_made_again() {
 /// question and form; a resume answering the form (`{"name": "Ada"}`)
 /// completes it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "interop: needs the Python MCP SDK 1.x (.ci/setup-mcp-legacy-py.sh); .ci/test runs it with --include-ignored"]
+#[ignore = "interop: needs the Python MCP SDK 1.x (.ci/setup-mcp-py-2025-11-25.sh); .ci/test runs it with --include-ignored"]
 async fn agui_ask_name_interrupts_and_a_resume_completes_it() {
-    let sdk = SdkServer::start(&LEGACY_SDK).await;
+    let sdk = SdkServer::start(&SDK_2025_11_25).await;
     let bridge = sdk.bridge(Some("ask_name")).await;
     let agui = AguiClient::new(config(&bridge.base)).expect("agui client");
     let thread = agui_id("thread");
@@ -727,9 +727,9 @@ async fn agui_ask_name_interrupts_and_a_resume_completes_it() {
 /// `slow` (blocking) and `task_slow` (a task, polled with `tasks/get`) over
 /// A2A complete after the SDK's two seconds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "interop: needs the Python MCP SDK 1.x (.ci/setup-mcp-legacy-py.sh); .ci/test runs it with --include-ignored"]
+#[ignore = "interop: needs the Python MCP SDK 1.x (.ci/setup-mcp-py-2025-11-25.sh); .ci/test runs it with --include-ignored"]
 async fn a2a_slow_tools_complete_after_the_sleep() {
-    let sdk = SdkServer::start(&LEGACY_SDK).await;
+    let sdk = SdkServer::start(&SDK_2025_11_25).await;
     for (tool, text) in [("slow", "slept 2s"), ("task_slow", "slept 2s as a task")] {
         let bridge = sdk.bridge(Some(tool)).await;
         let down = a2a_client(&bridge.base);
@@ -760,9 +760,9 @@ async fn a2a_slow_tools_complete_after_the_sleep() {
 
 /// `fail` over A2A and AG-UI: the SDK's tool error text, as is.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "interop: needs the Python MCP SDK 1.x (.ci/setup-mcp-legacy-py.sh); .ci/test runs it with --include-ignored"]
+#[ignore = "interop: needs the Python MCP SDK 1.x (.ci/setup-mcp-py-2025-11-25.sh); .ci/test runs it with --include-ignored"]
 async fn fail_ends_failed_with_the_sdk_text_over_a2a_and_agui() {
-    let sdk = SdkServer::start(&LEGACY_SDK).await;
+    let sdk = SdkServer::start(&SDK_2025_11_25).await;
     let bridge = sdk.bridge(Some("fail")).await;
     let done = a2a_send(&a2a_client(&bridge.base), "go", None, false).await;
     assert_eq!(state(&done), pb::TaskState::Failed, "{done:?}");
@@ -783,9 +783,9 @@ async fn fail_ends_failed_with_the_sdk_text_over_a2a_and_agui() {
 /// its log), and of a `task_slow` task `tasks/cancel`; both bridged tasks end
 /// CANCELED.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "interop: needs the Python MCP SDK 1.x (.ci/setup-mcp-legacy-py.sh); .ci/test runs it with --include-ignored"]
+#[ignore = "interop: needs the Python MCP SDK 1.x (.ci/setup-mcp-py-2025-11-25.sh); .ci/test runs it with --include-ignored"]
 async fn cancels_reach_the_sdk_for_blocking_calls_and_tasks() {
-    let sdk = SdkServer::start(&LEGACY_SDK).await;
+    let sdk = SdkServer::start(&SDK_2025_11_25).await;
     for tool in ["slow", "task_slow"] {
         let bridge = sdk.bridge(Some(tool)).await;
         let down = a2a_client(&bridge.base);
