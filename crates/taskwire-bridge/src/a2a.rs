@@ -1,6 +1,6 @@
 //! The A2A upstream executor: an [`Agent`] whose turns are run by a remote A2A
 //! agent, over JSON-RPC (`a2a+http(s)://`) or gRPC (`a2a+grpc://`); both
-//! bindings carry the same messages ([`A2aTransport`]), so one turn logic
+//! bindings carry the same messages (one [`A2aBinding`]), so one turn logic
 //! serves both.
 //!
 //! A turn sends the downstream input upstream with `SendStreamingMessage` (the
@@ -28,7 +28,7 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use taskwire_client::a2a::{self, pb, A2aClient, A2aStream};
 use taskwire_client::grpc::A2aGrpcClient;
-use taskwire_client::{BackoffPolicy, ClientConfig, ClientError, Received};
+use taskwire_client::{A2aBinding, BackoffPolicy, ClientConfig, ClientError, Received};
 use taskwire_core::types::InputResponse;
 use taskwire_core::{
     async_trait, Agent, AgentError, AgentInfo, CoreError, Message, Skill, TaskState, TaskStore,
@@ -39,7 +39,7 @@ use taskwire_vocab::upstream::{
 };
 use tracing::{debug, info, info_span, warn, Instrument};
 
-use crate::common::{answered, reattached, timed, ReadyCache};
+use crate::common::{reattached, timed, ReadyCache};
 use crate::error::BridgeError;
 
 /// How the bridge talks to an upstream.
@@ -184,125 +184,91 @@ pub fn input_key(turn: u32) -> String {
     format!("upstream-input-{turn}")
 }
 
-/// The binding an A2A upstream is called over: the same operations and
-/// messages, two transports.
+/// The binding an A2A upstream is called over ([`A2aBinding`]: JSON-RPC or
+/// gRPC), each call timed into the upstream metrics.
 #[derive(Clone, Debug)]
-#[non_exhaustive]
-pub enum A2aTransport {
-    /// JSON-RPC over HTTP, streams as server-sent events.
-    JsonRpc(A2aClient),
-    /// gRPC (`lf.a2a.v1.A2AService`), streams as server streams.
-    Grpc(A2aGrpcClient),
+pub(crate) struct A2aTransport {
+    binding: Arc<dyn A2aBinding>,
+    /// The protocol label of the upstream metrics.
+    metric_protocol: &'static str,
 }
 
 impl A2aTransport {
-    /// Where the calls go (the JSON-RPC endpoint or the gRPC target).
-    pub fn endpoint(&self) -> &str {
-        match self {
-            A2aTransport::JsonRpc(c) => c.endpoint(),
-            A2aTransport::Grpc(c) => c.target(),
+    fn new(binding: Arc<dyn A2aBinding>) -> Self {
+        let metric_protocol = match binding.binding() {
+            a2a::BINDING_GRPC => "a2a-grpc",
+            taskwire_client::a2a_rest::BINDING_HTTP_JSON => "a2a-rest",
+            _ => "a2a",
+        };
+        Self {
+            binding,
+            metric_protocol,
         }
+    }
+
+    /// Where the calls go (the JSON-RPC endpoint or the gRPC target).
+    pub(crate) fn endpoint(&self) -> &str {
+        self.binding.endpoint()
     }
 
     /// The binding's name, as agent cards spell it.
-    pub fn binding(&self) -> &'static str {
-        match self {
-            A2aTransport::JsonRpc(_) => "JSONRPC",
-            A2aTransport::Grpc(_) => "GRPC",
-        }
+    pub(crate) fn binding(&self) -> &'static str {
+        self.binding.binding()
     }
 
     /// The protocol label of the upstream metrics.
-    pub fn metric_protocol(&self) -> &'static str {
-        match self {
-            A2aTransport::JsonRpc(_) => "a2a",
-            A2aTransport::Grpc(_) => "a2a-grpc",
-        }
+    pub(crate) fn metric_protocol(&self) -> &'static str {
+        self.metric_protocol
     }
 
     /// `SendStreamingMessage` (timed until the stream's response head).
-    pub async fn send_streaming_message(
+    pub(crate) async fn send_streaming_message(
         &self,
         req: pb::SendMessageRequest,
     ) -> Result<A2aStream, ClientError> {
-        let call = async {
-            match self {
-                A2aTransport::JsonRpc(c) => c.send_streaming_message(req).await,
-                A2aTransport::Grpc(c) => c.send_streaming_message(req).await,
-            }
-        };
-        timed(self.metric_protocol(), "SendStreamingMessage", call).await
-    }
-
-    /// `SubscribeToTask` (timed until the stream's response head).
-    pub async fn subscribe_to_task(&self, id: &str) -> Result<A2aStream, ClientError> {
-        let call = async {
-            match self {
-                A2aTransport::JsonRpc(c) => c.subscribe_to_task(id).await,
-                A2aTransport::Grpc(c) => c.subscribe_to_task(id).await,
-            }
-        };
-        timed(self.metric_protocol(), "SubscribeToTask", call).await
+        let call = self.binding.send_streaming_message(req);
+        timed(self.metric_protocol, "SendStreamingMessage", call).await
     }
 
     /// `SubscribeToTask` resuming after the event `cursor` (JSON-RPC:
     /// `Last-Event-ID`; gRPC: taskwire's `last-event-id` metadata), timed
     /// until the stream's response head.
-    pub async fn resubscribe(
+    pub(crate) async fn resubscribe(
         &self,
         id: &str,
         cursor: Option<&str>,
     ) -> Result<A2aStream, ClientError> {
-        let call = async {
-            match self {
-                A2aTransport::JsonRpc(c) => c.resubscribe(id, cursor).await,
-                A2aTransport::Grpc(c) => c.resubscribe(id, cursor).await,
-            }
-        };
-        timed(self.metric_protocol(), "SubscribeToTask", call).await
+        let call = self.binding.resubscribe(id, cursor);
+        timed(self.metric_protocol, "SubscribeToTask", call).await
     }
 
     /// `GetTask`.
-    pub async fn get_task(
+    pub(crate) async fn get_task(
         &self,
         id: &str,
         history_length: Option<i32>,
     ) -> Result<Received<pb::Task>, ClientError> {
-        let call = async {
-            match self {
-                A2aTransport::JsonRpc(c) => c.get_task(id, history_length).await,
-                A2aTransport::Grpc(c) => c.get_task(id, history_length).await,
-            }
-        };
-        timed(self.metric_protocol(), "GetTask", call).await
+        let call = self.binding.get_task(id, history_length);
+        timed(self.metric_protocol, "GetTask", call).await
     }
 
     /// `CancelTask`.
-    pub async fn cancel_task(&self, id: &str) -> Result<Received<pb::Task>, ClientError> {
-        let call = async {
-            match self {
-                A2aTransport::JsonRpc(c) => c.cancel_task(id).await,
-                A2aTransport::Grpc(c) => c.cancel_task(id).await,
-            }
-        };
-        timed(self.metric_protocol(), "CancelTask", call).await
+    pub(crate) async fn cancel_task(&self, id: &str) -> Result<Received<pb::Task>, ClientError> {
+        let call = self.binding.cancel_task(id);
+        timed(self.metric_protocol, "CancelTask", call).await
     }
 
-    /// Whether the upstream answers: its agent card over JSON-RPC; a
-    /// `GetTask` of an id no agent holds over gRPC (any A2A error is an
-    /// answer).
+    /// Whether the upstream answers ([`A2aBinding::probe`]: its agent card
+    /// over JSON-RPC; a `GetTask` of an id no agent holds over gRPC).
     async fn probe(&self) -> Result<(), String> {
-        match self {
-            A2aTransport::JsonRpc(c) => timed("a2a", "GetAgentCard", c.agent_card())
-                .await
-                .map(|_| ())
-                .map_err(|e| format!("upstream {}: {e}", c.endpoint())),
-            A2aTransport::Grpc(c) => match self.get_task(PROBE_TASK_ID, None).await {
-                Ok(_) => Ok(()),
-                Err(e) if answered(&e) => Ok(()),
-                Err(e) => Err(format!("upstream {}: {e}", c.target())),
-            },
-        }
+        let operation = if self.binding.binding() == a2a::BINDING_JSONRPC {
+            "GetAgentCard"
+        } else {
+            "GetTask"
+        };
+        timed(self.metric_protocol, operation, self.binding.probe())
+            .await
+            .map_err(|e| format!("upstream {}: {e}", self.binding.endpoint()))
     }
 }
 
@@ -345,7 +311,7 @@ impl A2aUpstream {
         .await?;
         let info = info_of_card(&card, base_url);
         Ok(Self::assemble(
-            A2aTransport::JsonRpc(client),
+            A2aTransport::new(Arc::new(client)),
             base_url,
             info,
             opts,
@@ -405,7 +371,12 @@ impl A2aUpstream {
                 )
             }
         };
-        Ok(Self::assemble(A2aTransport::Grpc(grpc), target, info, opts))
+        Ok(Self::assemble(
+            A2aTransport::new(Arc::new(grpc)),
+            target,
+            info,
+            opts,
+        ))
     }
 
     fn assemble(
@@ -462,8 +433,8 @@ impl A2aUpstream {
     }
 
     /// The A2A client the agent calls the upstream with.
-    pub fn client(&self) -> &A2aTransport {
-        &self.client
+    pub fn client(&self) -> &dyn A2aBinding {
+        &*self.client.binding
     }
 
     /// The upstream's base URL.

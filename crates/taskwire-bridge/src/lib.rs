@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use taskwire_core::{Agent, TaskStore};
 
-pub use a2a::{A2aTransport, A2aUpstream, UpstreamLink, UpstreamOptions};
+pub use a2a::{A2aUpstream, UpstreamLink, UpstreamOptions};
 pub use agui::AguiUpstream;
 pub use common::metric;
 pub use common::{DEFAULT_CATCH_UP_RECORDS, DEFAULT_MAX_LINK_RECORDS};

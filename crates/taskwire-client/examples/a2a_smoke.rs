@@ -8,6 +8,7 @@
 use futures::StreamExt;
 use taskwire_client::a2a::{self, pb, A2aClient};
 use taskwire_client::grpc::A2aGrpcClient;
+use taskwire_client::A2aBinding as _;
 use taskwire_client::{ClientConfig, ClientError};
 
 fn task_of(r: &pb::SendMessageResponse) -> Option<pb::Task> {

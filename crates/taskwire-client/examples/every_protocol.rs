@@ -6,6 +6,7 @@
 //! `cargo run -p taskwire-client --example every_protocol -- http://127.0.0.1:7420 [token]`
 
 use std::time::Duration;
+use taskwire_client::A2aBinding as _;
 
 use serde_json::json;
 use taskwire_client::agui::{AguiClient, AguiEncoding, RunAgentInput};

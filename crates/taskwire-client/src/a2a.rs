@@ -266,16 +266,6 @@ impl A2aClient {
         self.call(method::SEND_MESSAGE, &req).await
     }
 
-    /// `SendMessage` with a text message; `return_immediately` as asked.
-    pub async fn send_text(
-        &self,
-        text: impl Into<String>,
-        return_immediately: bool,
-    ) -> Result<Received<pb::SendMessageResponse>, ClientError> {
-        self.send_message(text_request(text, return_immediately))
-            .await
-    }
-
     /// `SendStreamingMessage`: a reconnecting stream of events.
     pub async fn send_streaming_message(
         &self,
@@ -411,30 +401,6 @@ impl A2aClient {
         }
         http::check_id(&json, id)?;
         http::rpc_result_take(&mut json, Some(raw.status))
-    }
-
-    /// Polls `GetTask` at the config's poll interval until the task is
-    /// terminal or interrupted, at most for `limit`.
-    pub async fn wait_task(
-        &self,
-        id: &str,
-        limit: std::time::Duration,
-    ) -> Result<Received<pb::Task>, ClientError> {
-        let deadline = crate::config::after(limit);
-        loop {
-            let t = self.get_task(id, None).await?;
-            let state = t.status.as_ref().map(|s| s.state());
-            if state.is_some_and(|s| is_terminal(s) || is_interrupted(s)) {
-                return Ok(t);
-            }
-            if crate::config::after(self.inner.config.poll_interval) > deadline {
-                return Err(ClientError::Timeout(format!(
-                    "task {id} still {state:?} after {} ms",
-                    limit.as_millis()
-                )));
-            }
-            tokio::time::sleep(self.inner.config.poll_interval).await;
-        }
     }
 
     /// POSTs `body` as is to the endpoint (with the version header, auth and

@@ -20,8 +20,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::a2a::{
-    code, interface_url, is_interrupted, is_terminal, parse, pb, text_request, to_json, A2aStream,
-    A2A_VERSION, AGENT_CARD_PATH, VERSION_HEADER,
+    code, interface_url, parse, pb, to_json, A2aStream, A2A_VERSION, AGENT_CARD_PATH,
+    VERSION_HEADER,
 };
 use crate::a2a_stream::{FrameStream, RawJson, StreamKind, StreamSource};
 use crate::config::{ClientConfig, Exchange, Received};
@@ -214,16 +214,6 @@ impl A2aRestClient {
         .await
     }
 
-    /// `SendMessage` with a text message; `return_immediately` as asked.
-    pub async fn send_text(
-        &self,
-        text: impl Into<String>,
-        return_immediately: bool,
-    ) -> Result<Received<pb::SendMessageResponse>, ClientError> {
-        self.send_message(text_request(text, return_immediately))
-            .await
-    }
-
     /// `POST /message:stream`: a reconnecting stream of events.
     pub async fn send_streaming_message(
         &self,
@@ -381,30 +371,6 @@ impl A2aRestClient {
             &[],
         )
         .await
-    }
-
-    /// Polls `GetTask` at the config's poll interval until the task is
-    /// terminal or interrupted, at most for `limit`.
-    pub async fn wait_task(
-        &self,
-        id: &str,
-        limit: std::time::Duration,
-    ) -> Result<Received<pb::Task>, ClientError> {
-        let deadline = crate::config::after(limit);
-        loop {
-            let t = self.get_task(id, None).await?;
-            let state = t.status.as_ref().map(|s| s.state());
-            if state.is_some_and(|s| is_terminal(s) || is_interrupted(s)) {
-                return Ok(t);
-            }
-            if crate::config::after(self.inner.config.poll_interval) > deadline {
-                return Err(ClientError::Timeout(format!(
-                    "task {id} still {state:?} after {} ms",
-                    limit.as_millis()
-                )));
-            }
-            tokio::time::sleep(self.inner.config.poll_interval).await;
-        }
     }
 
     /// Calls `method path` (below the interface url and tenant) with an optional

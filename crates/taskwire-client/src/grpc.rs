@@ -166,6 +166,11 @@ impl A2aGrpcClient {
         }
     }
 
+    /// The config.
+    pub fn config(&self) -> &ClientConfig {
+        &self.inner.config
+    }
+
     /// The target url.
     pub fn target(&self) -> &str {
         &self.inner.target

@@ -11,6 +11,11 @@
 //! | AG-UI 1.0 | [`agui::AguiClient`] | SSE or protobuf frames |
 //! | CAS task status | [`cas::CasClient`] | HTTP (taskwire's `/cas` paths) |
 //!
+//! The three A2A clients implement one trait, [`A2aBinding`]: code that should
+//! not care which binding it speaks holds an `Arc<dyn A2aBinding>` (the bridge's
+//! A2A upstreams and the conformance suite do), and `send_text`, `wait_task` and
+//! `subscribe_to_task` are written once there.
+//!
 //! All clients share one [`ClientConfig`]: base url, bearer token, request and
 //! connect timeouts, the [`BackoffPolicy`] of reconnects (initial delay, cap,
 //! multiplier, jitter, attempts), the poll interval of the polling fallback,
@@ -27,7 +32,7 @@
 //! ```
 //! use futures::StreamExt;
 //! use taskwire_client::a2a::{self, A2aClient};
-//! use taskwire_client::ClientConfig;
+//! use taskwire_client::{A2aBinding, ClientConfig};
 //!
 //! # use std::sync::Arc;
 //! # use taskwire_core::{Caller, MemoryStore, Runtime, RuntimeConfig, ScriptedAgent, TaskService};
@@ -71,6 +76,7 @@ pub mod a2a;
 pub mod a2a_rest;
 mod a2a_stream;
 pub mod agui;
+mod binding;
 pub mod cas;
 mod config;
 mod error;
@@ -79,6 +85,7 @@ pub mod http;
 pub mod mcp;
 pub mod sse;
 
+pub use binding::A2aBinding;
 pub use config::{
     BackoffPolicy, ClientConfig, ClientConfigBuilder, ClientIdentityPem, Exchange,
     ExchangeObserver, Received,

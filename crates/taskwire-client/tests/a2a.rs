@@ -9,6 +9,7 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use taskwire_client::A2aBinding as _;
 
 use futures::StreamExt;
 use taskwire_client::a2a::{self, pb, A2aClient, EventOrigin};

@@ -9,6 +9,7 @@ mod common;
 mod pg;
 
 use std::time::Duration;
+use taskwire_client::A2aBinding as _;
 
 use clap::Parser;
 use taskwire::cli::{Cli, Command};
@@ -1919,7 +1920,7 @@ async fn upstream_answers_beyond_the_limit_fail_the_task_naming_it() {
         let bridge = serve(&["--upstream", &url, "--upstream-max-message-bytes", "2048"]).await;
         let down = a2a_client(&bridge.base);
         let t = task_of(
-            down.send_text(big.clone(), false)
+            down.send_text(&big, false)
                 .await
                 .expect("send")
                 .into_inner(),
@@ -2239,7 +2240,7 @@ async fn one_task_through(url: &str, flags: &[&str]) {
     let text = format!("through {url}");
     let t = task_of(
         a2a_client(&bridge.base)
-            .send_text(text.clone(), false)
+            .send_text(&text, false)
             .await
             .expect("send")
             .into_inner(),

@@ -7,7 +7,9 @@ use serde_json::{json, Value};
 use taskwire_client::a2a::{pb, A2aClient, A2aEvent, A2aStream};
 use taskwire_client::a2a_rest::A2aRestClient;
 use taskwire_client::grpc::A2aGrpcClient;
-use taskwire_client::{ClientError, Received};
+use taskwire_client::{A2aBinding, ClientError};
+
+use std::sync::Arc;
 
 use super::classify;
 use super::common::Frames;
@@ -16,66 +18,11 @@ use crate::protocol::Protocol;
 use crate::scenario::ErrorClass;
 use crate::views::View;
 
-/// The binding a driver speaks.
-#[derive(Clone, Debug)]
-pub(crate) enum Binding {
-    /// JSON-RPC with SSE.
-    Rpc(A2aClient),
-    /// gRPC (h2c).
-    Grpc(A2aGrpcClient),
-    /// HTTP+JSON with SSE.
-    Rest(A2aRestClient),
-}
-
-impl Binding {
-    async fn send(
-        &self,
-        req: pb::SendMessageRequest,
-    ) -> Result<Received<pb::SendMessageResponse>, ClientError> {
-        match self {
-            Binding::Rpc(c) => c.send_message(req).await,
-            Binding::Grpc(c) => c.send_message(req).await,
-            Binding::Rest(c) => c.send_message(req).await,
-        }
-    }
-
-    async fn send_streaming(&self, req: pb::SendMessageRequest) -> Result<A2aStream, ClientError> {
-        match self {
-            Binding::Rpc(c) => c.send_streaming_message(req).await,
-            Binding::Grpc(c) => c.send_streaming_message(req).await,
-            Binding::Rest(c) => c.send_streaming_message(req).await,
-        }
-    }
-
-    async fn resubscribe(&self, id: &str, cursor: Option<&str>) -> Result<A2aStream, ClientError> {
-        match self {
-            Binding::Rpc(c) => c.resubscribe(id, cursor).await,
-            Binding::Grpc(c) => c.resubscribe(id, cursor).await,
-            Binding::Rest(c) => c.resubscribe(id, cursor).await,
-        }
-    }
-
-    async fn get(&self, id: &str) -> Result<Received<pb::Task>, ClientError> {
-        match self {
-            Binding::Rpc(c) => c.get_task(id, None).await,
-            Binding::Grpc(c) => c.get_task(id, None).await,
-            Binding::Rest(c) => c.get_task(id, None).await,
-        }
-    }
-
-    async fn cancel(&self, id: &str) -> Result<Received<pb::Task>, ClientError> {
-        match self {
-            Binding::Rpc(c) => c.cancel_task(id).await,
-            Binding::Grpc(c) => c.cancel_task(id).await,
-            Binding::Rest(c) => c.cancel_task(id).await,
-        }
-    }
-}
-
 /// The A2A driver.
 pub(crate) struct A2aDriver {
     pub(crate) protocol: Protocol,
-    pub(crate) binding: Binding,
+    /// The binding the driver speaks (JSON-RPC, gRPC or HTTP+JSON).
+    pub(crate) binding: Arc<dyn A2aBinding>,
     pub(crate) wire: Wire,
 }
 
@@ -248,7 +195,7 @@ impl A2aDriver {
     async fn open_stream(&self, text: &str, message_id: &str) -> Result<A2aStream, OpError> {
         let req = request(text, message_id, None, None, false)?;
         self.binding
-            .send_streaming(req)
+            .send_streaming_message(req)
             .await
             .map_err(|e| self.err(e))
     }
@@ -262,7 +209,11 @@ impl A2aDriver {
         metadata: Option<Value>,
     ) -> Result<(), OpError> {
         let req = request(text, message_id, Some(task), metadata, true)?;
-        let r = self.binding.send(req).await.map_err(|e| self.err(e))?;
+        let r = self
+            .binding
+            .send_message(req)
+            .await
+            .map_err(|e| self.err(e))?;
         self.validate_task(&r.raw, "SendMessage");
         Ok(())
     }
@@ -276,7 +227,11 @@ impl Driver for A2aDriver {
 
     async fn create(&self, text: &str, message_id: &str) -> Result<TaskRef, OpError> {
         let req = request(text, message_id, None, None, true)?;
-        let r = self.binding.send(req).await.map_err(|e| self.err(e))?;
+        let r = self
+            .binding
+            .send_message(req)
+            .await
+            .map_err(|e| self.err(e))?;
         self.validate_task(&r.raw, "SendMessage");
         match r.value.payload {
             Some(pb::send_message_response::Payload::Task(t)) => Ok(TaskRef {
@@ -314,7 +269,11 @@ impl Driver for A2aDriver {
     }
 
     async fn get(&self, task: &mut TaskRef) -> Result<View, OpError> {
-        let r = self.binding.get(&task.id).await.map_err(|e| self.err(e))?;
+        let r = self
+            .binding
+            .get_task(&task.id, None)
+            .await
+            .map_err(|e| self.err(e))?;
         self.validate_task(&r.raw, "GetTask");
         let v = view_of(&r.value);
         if task.context_id.is_none() {
@@ -348,7 +307,7 @@ impl Driver for A2aDriver {
     async fn cancel(&self, task: &mut TaskRef) -> Result<(), OpError> {
         let r = self
             .binding
-            .cancel(&task.id)
+            .cancel_task(&task.id)
             .await
             .map_err(|e| self.err(e))?;
         self.validate_task(&r.raw, "CancelTask");
@@ -375,7 +334,11 @@ impl Driver for A2aDriver {
                 }
                 // SubscribeToTask refuses a task that has already ended
                 // (UnsupportedOperation): the stream of an ended task is its final state.
-                let r = self.binding.get(&task.id).await.map_err(|e| self.err(e))?;
+                let r = self
+                    .binding
+                    .get_task(&task.id, None)
+                    .await
+                    .map_err(|e| self.err(e))?;
                 self.validate_task(&r.raw, "GetTask");
                 let v = view_of(&r.value);
                 let mut obs = StreamObs {
@@ -446,80 +409,84 @@ impl Driver for A2aDriver {
 
     async fn malformed(&self) -> Vec<(String, Result<(), OpError>)> {
         let mut out = Vec::new();
-        match &self.binding {
-            Binding::Rpc(c) => {
-                for (label, body) in [
-                    ("a body that is not JSON", "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": ".to_string()),
-                    ("an envelope without jsonrpc", json!({"id": 2, "method": "GetTask", "params": {"id": "x"}}).to_string()),
-                    ("GetTask with a numeric id", json!({"jsonrpc": "2.0", "id": 3, "method": "GetTask", "params": {"id": 5}}).to_string()),
-                ] {
-                    let r = c.post_raw(body.clone(), &[]).await;
-                    let o = super::rpc_raw_outcome(
-                        &self.wire,
-                        self.protocol,
-                        format!("POST {body}"),
-                        r,
-                        |code, v| {
-                            self.wire
-                                .validate(self.protocol, &["envelope", "error"], v);
-                            super::rpc_class(code, &v["error"]["message"].to_string())
-                        },
-                    );
-                    out.push((label.to_string(), o));
-                }
+        let any = self.binding.as_any();
+        if let Some(c) = any.downcast_ref::<A2aClient>() {
+            for (label, body) in [
+                (
+                    "a body that is not JSON",
+                    "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": ".to_string(),
+                ),
+                (
+                    "an envelope without jsonrpc",
+                    json!({"id": 2, "method": "GetTask", "params": {"id": "x"}}).to_string(),
+                ),
+                (
+                    "GetTask with a numeric id",
+                    json!({"jsonrpc": "2.0", "id": 3, "method": "GetTask", "params": {"id": 5}})
+                        .to_string(),
+                ),
+            ] {
+                let r = c.post_raw(body.clone(), &[]).await;
+                let o = super::rpc_raw_outcome(
+                    &self.wire,
+                    self.protocol,
+                    format!("POST {body}"),
+                    r,
+                    |code, v| {
+                        self.wire.validate(self.protocol, &["envelope", "error"], v);
+                        super::rpc_class(code, &v["error"]["message"].to_string())
+                    },
+                );
+                out.push((label.to_string(), o));
             }
-            Binding::Grpc(c) => {
-                // A message without parts is refused with INVALID_ARGUMENT.
-                let req = pb::SendMessageRequest {
-                    message: Some(pb::Message {
-                        message_id: String::new(),
-                        role: pb::Role::User as i32,
-                        ..Default::default()
-                    }),
+        } else if let Some(c) = any.downcast_ref::<A2aGrpcClient>() {
+            // A message without parts is refused with INVALID_ARGUMENT.
+            let req = pb::SendMessageRequest {
+                message: Some(pb::Message {
+                    message_id: String::new(),
+                    role: pb::Role::User as i32,
                     ..Default::default()
-                };
+                }),
+                ..Default::default()
+            };
+            let r = c
+                .send_message(req)
+                .await
+                .map(|_| ())
+                .map_err(|e| self.err(e));
+            out.push(("SendMessage without message id or parts".to_string(), r));
+        } else if let Some(c) = any.downcast_ref::<A2aRestClient>() {
+            use reqwest::Method;
+            let q = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
+            for (label, method, path, body, query) in [
+                (
+                    "SendMessage without a message",
+                    Method::POST,
+                    "/message:send",
+                    Some(json!({})),
+                    Vec::new(),
+                ),
+                (
+                    "SendMessage whose parts are not a list",
+                    Method::POST,
+                    "/message:send",
+                    Some(json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": 3}})),
+                    Vec::new(),
+                ),
+                (
+                    "ListTasks with a pageSize that is not a number",
+                    Method::GET,
+                    "/tasks",
+                    None,
+                    q("pageSize", "ten"),
+                ),
+            ] {
                 let r = c
-                    .send_message(req)
+                    .call_raw(method, path, "malformed", body, &query)
                     .await
                     .map(|_| ())
                     .map_err(|e| self.err(e));
-                out.push(("SendMessage without message id or parts".to_string(), r));
-            }
-            Binding::Rest(c) => {
-                use reqwest::Method;
-                let q = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
-                for (label, method, path, body, query) in [
-                    (
-                        "SendMessage without a message",
-                        Method::POST,
-                        "/message:send",
-                        Some(json!({})),
-                        Vec::new(),
-                    ),
-                    (
-                        "SendMessage whose parts are not a list",
-                        Method::POST,
-                        "/message:send",
-                        Some(
-                            json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": 3}}),
-                        ),
-                        Vec::new(),
-                    ),
-                    (
-                        "ListTasks with a pageSize that is not a number",
-                        Method::GET,
-                        "/tasks",
-                        None,
-                        q("pageSize", "ten"),
-                    ),
-                ] {
-                    let r = c
-                        .call_raw(method, path, "malformed", body, &query)
-                        .await
-                        .map(|_| ())
-                        .map_err(|e| self.err(e));
-                    out.push((label.to_string(), r));
-                }
+                out.push((label.to_string(), r));
             }
         }
         out

@@ -74,7 +74,7 @@ fn build_one(
             Protocol::A2a,
             Arc::new(a2a::A2aDriver {
                 protocol: Protocol::A2a,
-                binding: a2a::Binding::Rpc(c),
+                binding: Arc::new(c),
                 wire: wire.clone(),
             }),
         );
@@ -85,7 +85,7 @@ fn build_one(
             Protocol::Grpc,
             Arc::new(a2a::A2aDriver {
                 protocol: Protocol::Grpc,
-                binding: a2a::Binding::Grpc(c),
+                binding: Arc::new(c),
                 wire: wire.clone(),
             }),
         );
@@ -96,7 +96,7 @@ fn build_one(
             Protocol::A2aRest,
             Arc::new(a2a::A2aDriver {
                 protocol: Protocol::A2aRest,
-                binding: a2a::Binding::Rest(c),
+                binding: Arc::new(c),
                 wire: wire.clone(),
             }),
         );

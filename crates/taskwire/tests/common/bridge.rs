@@ -6,6 +6,7 @@
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+use taskwire_client::A2aBinding as _;
 
 use serde_json::{Map, Value};
 use taskwire_client::a2a::{self, pb, A2aClient};
