@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use taskwire_core::AgentInfo;
 
-use crate::service::PROTOCOL_VERSION;
+use crate::http::PROTOCOL_VERSION;
 use crate::{pb, A2aConfig};
 
 /// Where the agent card is served.
@@ -13,7 +13,7 @@ pub const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";
 /// The JSON-RPC binding's path under the public url.
 pub const JSONRPC_PATH: &str = "/a2a";
 /// The HTTP+JSON binding's base path under the public url.
-pub const REST_PATH: &str = crate::rest::REST_PATH;
+pub const REST_PATH: &str = crate::http::REST_PATH;
 /// Name of the bearer security scheme on the card.
 pub const BEARER_SCHEME: &str = "bearer";
 

@@ -8,7 +8,6 @@
 //! a request may carry a null id, and there are no responses from the client.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
 
@@ -31,8 +30,9 @@ use taskwire_wire::jsonrpc::{
 };
 
 use crate::error::{A2aError, Result};
+use crate::http::{check_version, content_type_ok, last_event_id, requested_version};
 use crate::protojson;
-use crate::service::{check_version, A2aService, FrameStream, VERSION_HEADER};
+use crate::service::{A2aService, FrameStream};
 
 /// The JSON-RPC method names (the RPC names of `lf.a2a.v1.A2AService`), shared with
 /// taskwire-client.
@@ -252,39 +252,6 @@ fn json_text_response(text: String) -> Response {
     res
 }
 
-pub(crate) fn content_type_ok(headers: &HeaderMap) -> bool {
-    match headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-    {
-        None => true,
-        Some(ct) => {
-            let base = ct.split(';').next().unwrap_or("").trim();
-            base.eq_ignore_ascii_case("application/json")
-                || base
-                    .len()
-                    .checked_sub(5)
-                    .and_then(|i| base.get(i..))
-                    .is_some_and(|end| end.eq_ignore_ascii_case("+json"))
-                || base.is_empty()
-        }
-    }
-}
-
-/// The requested version: the `A2A-Version` header, else the query parameter (the
-/// query string is only decoded when the header is absent).
-pub(crate) fn requested_version<'a>(
-    headers: &'a HeaderMap,
-    query: Option<&str>,
-) -> Option<Cow<'a, str>> {
-    if let Some(v) = headers.get(VERSION_HEADER).and_then(|v| v.to_str().ok()) {
-        return Some(Cow::Borrowed(v));
-    }
-    let query = query?;
-    let mut params: HashMap<String, String> = serde_urlencoded::from_str(query).ok()?;
-    params.remove(VERSION_HEADER).map(Cow::Owned)
-}
-
 /// `POST /a2a`: one request, a batch, or a streaming request. The request is taken
 /// whole (no header map copied, no extractor with a plain-text rejection): a
 /// content type that is not JSON is ContentTypeNotSupported (415) before the body is
@@ -383,14 +350,6 @@ async fn answer(
             }
         }
     }
-}
-
-/// The `Last-Event-ID` header, when it is a sequence number.
-pub(crate) fn last_event_id(headers: &HeaderMap) -> Option<u64> {
-    headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|s| s.trim().parse::<u64>().ok())
 }
 
 /// Answers one request that is not part of a batch.

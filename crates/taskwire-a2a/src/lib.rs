@@ -54,6 +54,7 @@ pub mod card;
 pub mod convert;
 mod encoded;
 pub mod error;
+pub mod http;
 pub mod jsonrpc;
 pub mod protojson;
 pub mod push;

@@ -20,9 +20,8 @@ use std::time::Duration;
 use chrono::Utc;
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
-use taskwire_core::record::{
-    PutOutcome, Quota, Record, RecordKind, RecordLease, RecordScope, RecordWorkers,
-};
+use taskwire_core::record::{PutOutcome, Quota, Record, RecordKind, RecordLease, RecordScope};
+use taskwire_core::record_workers::RecordWorkers;
 use taskwire_core::{Access, Caller, StoreError, Task, TaskId, TaskService};
 use taskwire_webhook::{Backoff, Lookup, SystemLookup};
 use tokio_util::sync::CancellationToken;

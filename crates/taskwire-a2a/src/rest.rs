@@ -53,39 +53,38 @@ use taskwire_vocab::a2a::ERROR_INFO_TYPE;
 use taskwire_wire::a2a::errors::RestErrorBody;
 
 use crate::error::A2aError;
-use crate::jsonrpc::{content_type_ok, last_event_id, requested_version};
-use crate::service::{check_version, A2aService, FrameStream};
+use crate::http::{check_version, content_type_ok, last_event_id, requested_version, rest_base};
+use crate::service::{A2aService, FrameStream};
 use crate::{pb, protojson};
 
 /// The media type of the binding's bodies.
 pub const MEDIA_TYPE: &str = "application/a2a+json";
 
-macro_rules! base {
-    () => {
-        "/a2a/rest"
-    };
-}
+pub use crate::http::REST_PATH;
 
-/// The binding's base path under the public url (the card's interface url).
-pub const REST_PATH: &str = base!();
-
-const SEND: &str = concat!(base!(), "/message:send");
-const STREAM: &str = concat!(base!(), "/message:stream");
-const TASKS: &str = concat!(base!(), "/tasks");
-const TASK: &str = concat!(base!(), "/tasks/{task}");
-const CONFIGS: &str = concat!(base!(), "/tasks/{task}/pushNotificationConfigs");
-const CONFIG: &str = concat!(base!(), "/tasks/{task}/pushNotificationConfigs/{config}");
-const CARD: &str = concat!(base!(), "/extendedAgentCard");
-const T_SEND: &str = concat!(base!(), "/{tenant}/message:send");
-const T_STREAM: &str = concat!(base!(), "/{tenant}/message:stream");
-const T_TASKS: &str = concat!(base!(), "/{tenant}/tasks");
-const T_TASK: &str = concat!(base!(), "/{tenant}/tasks/{task}");
-const T_CONFIGS: &str = concat!(base!(), "/{tenant}/tasks/{task}/pushNotificationConfigs");
+const SEND: &str = concat!(rest_base!(), "/message:send");
+const STREAM: &str = concat!(rest_base!(), "/message:stream");
+const TASKS: &str = concat!(rest_base!(), "/tasks");
+const TASK: &str = concat!(rest_base!(), "/tasks/{task}");
+const CONFIGS: &str = concat!(rest_base!(), "/tasks/{task}/pushNotificationConfigs");
+const CONFIG: &str = concat!(
+    rest_base!(),
+    "/tasks/{task}/pushNotificationConfigs/{config}"
+);
+const CARD: &str = concat!(rest_base!(), "/extendedAgentCard");
+const T_SEND: &str = concat!(rest_base!(), "/{tenant}/message:send");
+const T_STREAM: &str = concat!(rest_base!(), "/{tenant}/message:stream");
+const T_TASKS: &str = concat!(rest_base!(), "/{tenant}/tasks");
+const T_TASK: &str = concat!(rest_base!(), "/{tenant}/tasks/{task}");
+const T_CONFIGS: &str = concat!(
+    rest_base!(),
+    "/{tenant}/tasks/{task}/pushNotificationConfigs"
+);
 const T_CONFIG: &str = concat!(
-    base!(),
+    rest_base!(),
     "/{tenant}/tasks/{task}/pushNotificationConfigs/{config}"
 );
-const T_CARD: &str = concat!(base!(), "/{tenant}/extendedAgentCard");
+const T_CARD: &str = concat!(rest_base!(), "/{tenant}/extendedAgentCard");
 
 /// Every route pattern of the binding (axum's syntax), for a server's route
 /// table and metric labels.

@@ -22,32 +22,12 @@ use crate::pb;
 use crate::push::PushManager;
 use crate::A2aConfig;
 
-/// The protocol version this server speaks.
-pub const PROTOCOL_VERSION: &str = "1.0";
-/// The HTTP header (and query parameter) carrying the requested version.
-pub const VERSION_HEADER: &str = "A2A-Version";
-/// The HTTP header listing requested extensions.
-pub const EXTENSIONS_HEADER: &str = "A2A-Extensions";
+pub use crate::http::{check_version, EXTENSIONS_HEADER, PROTOCOL_VERSION, VERSION_HEADER};
 
 /// One stream frame with the event-log sequence number it reflects (the SSE `id:`).
 pub type Frame = (u64, pb::StreamResponse);
 /// A stream of frames; an error ends it.
 pub type FrameStream = Pin<Box<dyn Stream<Item = Result<Frame>> + Send>>;
-
-/// Checks a requested protocol version: absent or empty, `1`, `1.0` or any `1.0.x`
-/// is served; anything else is VersionNotSupported.
-pub fn check_version(v: Option<&str>) -> Result<()> {
-    let v = v.map(str::trim).unwrap_or("");
-    let ok = v.is_empty() || v == "1" || v == "1.0" || v.starts_with("1.0.");
-    if ok {
-        Ok(())
-    } else {
-        Err(A2aError::new(
-            A2aErrorKind::VersionNotSupported,
-            format!("A2A version {v:?} is not supported; this server speaks {PROTOCOL_VERSION}"),
-        ))
-    }
-}
 
 /// The shared A2A service.
 #[derive(Clone)]

@@ -142,7 +142,7 @@ struct Inner {
     params: Option<jsonschema::Validator>,
     config: CasConfig,
     /// Deliver push subscriptions under leases.
-    workers: taskwire_core::record::RecordWorkers,
+    workers: taskwire_core::record_workers::RecordWorkers,
     push_started: std::sync::atomic::AtomicBool,
     /// Folded message lists of recently polled tasks.
     folds: view::FoldCache,
@@ -180,7 +180,7 @@ impl CasAdapter {
                 .map_err(|e| tracing::warn!(error = %e, "invalid agent parameters schema"))
                 .ok()
         });
-        let workers = taskwire_core::record::RecordWorkers::new(
+        let workers = taskwire_core::record_workers::RecordWorkers::new(
             service.store().clone(),
             taskwire_core::RecordKind::CasSubscription,
             format!("cas-push-{}", &taskwire_core::ids::random_id()[..12]),

@@ -7,7 +7,7 @@
 //! sent back as `X-CAS-Push-Token`). The subscription is a record of the store
 //! (kind `CasSubscription`, attached to the task, swept with it) holding the
 //! target, the last revision delivered and the delivery state; it is delivered
-//! under a lease ([`taskwire_core::record::RecordWorkers`]) by one worker at a
+//! under a lease ([`taskwire_core::record_workers::RecordWorkers`]) by one worker at a
 //! time, of this process or of another node sharing the store, and resumed after
 //! a restart from the last revision delivered. Each object is tried `attempts`
 //! times with a doubling back-off with jitter, then skipped (poll to catch up).

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use common::{golden, id_of, input, Harness};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use taskwire_core::agent::DenyPhrases;
+use taskwire_core::guardrail::DenyPhrases;
 use taskwire_core::service::TaskDefaults;
 use taskwire_core::{
     Agent, AgentError, AgentInfo, RuntimeConfig, ScriptedAgent, TaskId, TurnContext, TurnOutcome,

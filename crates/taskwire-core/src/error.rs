@@ -1,6 +1,6 @@
 //! The core's error type: typed, protocol-neutral. Adapters map it to wire codes.
 
-use crate::types::TaskState;
+use crate::state::TaskState;
 
 /// Errors from the store layer.
 #[derive(Clone, Debug, thiserror::Error)]

@@ -14,12 +14,12 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn};
 
-use crate::agent::{Agent, Finish, TurnContext, TurnOutcome};
+use crate::agent::Agent;
 use crate::error::{CoreError, Result};
 use crate::ids::random_id;
-use crate::service::{plan_turn, Draft, TaskService};
-use crate::store::{Claim, QueueOp};
-use crate::types::{Message, TaskError, TaskState, TerminalCause};
+use crate::service::{plan_turn, Dispatch, TaskService};
+use crate::store::Claim;
+use crate::turn::{Finish, TurnContext};
 
 /// Runtime settings.
 #[derive(Clone, Debug)]
@@ -74,7 +74,7 @@ pub struct Runtime {
     loops: Vec<JoinHandle<()>>,
     running: Running,
     service: TaskService,
-    dispatch: Option<Arc<Spawner>>,
+    dispatch: Option<Arc<dyn Dispatch>>,
 }
 
 impl Runtime {
@@ -101,8 +101,9 @@ impl Runtime {
                 next_turn_id: AtomicU64::new(0),
             });
             // Tasks this node creates while it has a free slot run here at once.
-            service.set_dispatch(spawner.clone());
-            dispatch = Some(spawner.clone());
+            let local: Arc<dyn Dispatch> = spawner.clone();
+            service.set_dispatch(local.clone());
+            dispatch = Some(local);
             loops.push(tokio::spawn(claim_loop(spawner)));
         }
         Self {
@@ -220,22 +221,21 @@ impl Spawner {
             }
         }
     }
+}
 
-    /// This node's name in leases, and the lease length.
-    pub(crate) fn lease(&self) -> (&str, Duration) {
+impl Dispatch for Spawner {
+    fn lease(&self) -> (&str, Duration) {
         (&self.config.node_id, self.config.lease)
     }
 
-    /// A free turn slot, if there is one now.
-    pub(crate) fn try_slot(&self) -> Option<OwnedSemaphorePermit> {
+    fn try_slot(&self) -> Option<OwnedSemaphorePermit> {
         if self.stop.is_cancelled() {
             return None;
         }
         self.permits.clone().try_acquire_owned().ok()
     }
 
-    /// Runs the first turn of a task created with `claim`, in `slot`.
-    pub(crate) fn run(&self, claim: Claim, task: Arc<crate::Task>, slot: OwnedSemaphorePermit) {
+    fn run(&self, claim: Claim, task: Arc<crate::Task>, slot: OwnedSemaphorePermit) {
         if self.stop.is_cancelled() {
             // Stopping: give the lease back so that another node (or the next
             // start) runs the turn.
@@ -507,91 +507,6 @@ async fn supervise(
     }
 }
 
-/// Applies a turn's outcome to the draft (called inside the final commit).
-pub(crate) fn finish(d: &mut Draft, finish: &Finish, requested: &[String]) -> Result<()> {
-    d.ensure_active()?;
-    d.task.turn_open = false;
-    let queued = d.task.has_queued_input();
-    match finish {
-        Finish::Outcome(TurnOutcome::Completed { message }) => {
-            if queued {
-                // Input arrived during the turn: it is handled in another turn
-                // before the task may end.
-                if let Some(m) = message {
-                    push_agent_message(d, m.clone());
-                }
-                d.set_queue(QueueOp::Requeue);
-                return Ok(());
-            }
-            d.transition_with(
-                TaskState::Completed,
-                message.clone(),
-                Some(TerminalCause::Completed),
-                None,
-            )
-        }
-        Finish::Outcome(TurnOutcome::Failed { message }) => d.transition_with(
-            TaskState::Failed,
-            Some(Message::agent_text(message.clone())),
-            Some(TerminalCause::AgentFailed),
-            Some(TaskError {
-                code: "agent_failed".into(),
-                message: message.clone(),
-            }),
-        ),
-        Finish::Outcome(TurnOutcome::Rejected { reason }) => d.transition_with(
-            TaskState::Rejected,
-            Some(Message::agent_text(reason.clone())),
-            Some(TerminalCause::Rejected),
-            Some(TaskError {
-                code: "rejected".into(),
-                message: reason.clone(),
-            }),
-        ),
-        Finish::Outcome(TurnOutcome::Waiting { message }) => {
-            // Requests of earlier turns that this turn did not raise again are superseded.
-            let stale: Vec<String> = d
-                .task
-                .input_requests
-                .keys()
-                .filter(|k| !requested.contains(k))
-                .cloned()
-                .collect();
-            if !stale.is_empty() {
-                for k in &stale {
-                    d.task.input_requests.remove(k);
-                    d.task.superseded_keys.insert(k.clone());
-                }
-                d.record(crate::event::EventKind::InputSuperseded { keys: stale });
-            }
-            if queued {
-                d.set_queue(QueueOp::Requeue);
-                return Ok(());
-            }
-            match d.task.waiting_state() {
-                Some(s) => {
-                    d.transition(s, message.clone())?;
-                    d.set_queue(QueueOp::Remove);
-                    Ok(())
-                }
-                None => d.fail_internal("the agent waited without requesting anything"),
-            }
-        }
-        Finish::Crashed => d.fail_internal("internal error"),
-    }
-}
-
-fn push_agent_message(d: &mut Draft, mut m: Message) {
-    let now = d.now();
-    m.received_at.get_or_insert(now);
-    m.committed_at = Some(now);
-    d.task.history.push(m.clone());
-    d.record(crate::event::EventKind::Message {
-        message: Box::new(m),
-        queued: false,
-    });
-}
-
 async fn reaper_loop(service: TaskService, config: Arc<RuntimeConfig>, stop: CancellationToken) {
     let mut every = tokio::time::interval(config.reap_interval.max(Duration::from_millis(10)));
     loop {
@@ -693,7 +608,7 @@ mod tests {
     use crate::record::{Record, RecordKind};
     use crate::service::{Access, CreateTask, TaskDefaults};
     use crate::store::TaskStore;
-    use crate::types::Caller;
+    use crate::types::{Caller, Message};
 
     /// One pass deletes every expired task and record however many batches that
     /// takes (a sweeper that took one batch a pass fell ever further behind a

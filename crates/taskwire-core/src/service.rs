@@ -3,20 +3,17 @@
 //! transition table), then commit it with a compare-and-set on the version.
 
 use std::collections::{BTreeMap, HashMap};
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use futures::Stream;
 use serde_json::Map;
 
-use crate::agent::InputGuardrail;
 use crate::error::{CoreError, Result, StoreError};
 use crate::event::{Event, EventKind};
+use crate::guardrail::InputGuardrail;
 use crate::ids::{random_id, validate_external_id, TaskId};
 use crate::limits::Limits;
-use crate::runtime::Spawner;
 use crate::store::{
     decode_cursor, Claim, Commit, CreateOutcome, IdempotencyKey, ListPage, ListQuery, QueueOp,
     TaskStore, TaskWake,
@@ -334,8 +331,19 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// A stream of events from a task's log.
-pub type EventStream = Pin<Box<dyn Stream<Item = Result<Event>> + Send>>;
+pub use crate::subscribe::EventStream;
+
+/// Where the first turns of tasks created in this process run: the runtime
+/// plugs into the service here ([`crate::runtime::Runtime::start`] sets it),
+/// so that the service never calls up into the runtime by name.
+pub(crate) trait Dispatch: Send + Sync + std::fmt::Debug {
+    /// This node's name in leases, and the lease length.
+    fn lease(&self) -> (&str, Duration);
+    /// A free turn slot, if there is one now.
+    fn try_slot(&self) -> Option<tokio::sync::OwnedSemaphorePermit>;
+    /// Runs the first turn of a task created with `claim`, in `slot`.
+    fn run(&self, claim: Claim, task: Arc<Task>, slot: tokio::sync::OwnedSemaphorePermit);
+}
 
 /// The command and query surface of the core, shared by every adapter.
 #[derive(Clone)]
@@ -347,8 +355,8 @@ pub struct TaskService {
     guardrails: Arc<Vec<Arc<dyn InputGuardrail>>>,
     streams: Arc<OpenStreams>,
     /// The runtime of this process that runs the turns of tasks created here, if
-    /// one is started (local dispatch; see `runtime::Spawner`).
-    dispatch: Arc<std::sync::RwLock<Option<Arc<Spawner>>>>,
+    /// one is started (local dispatch; see [`Dispatch`]).
+    dispatch: Arc<std::sync::RwLock<Option<Arc<dyn Dispatch>>>>,
 }
 
 /// The event streams open per caller in this process.
@@ -427,23 +435,26 @@ impl TaskService {
     }
 
     /// Hands the first turns of tasks created from now on to `dispatch`.
-    pub(crate) fn set_dispatch(&self, dispatch: Arc<Spawner>) {
+    pub(crate) fn set_dispatch(&self, dispatch: Arc<dyn Dispatch>) {
         if let Ok(mut d) = self.dispatch.write() {
             *d = Some(dispatch);
         }
     }
 
     /// Stops handing first turns to `dispatch` (if it is the one set).
-    pub(crate) fn clear_dispatch(&self, dispatch: &Arc<Spawner>) {
+    pub(crate) fn clear_dispatch(&self, dispatch: &Arc<dyn Dispatch>) {
         if let Ok(mut d) = self.dispatch.write() {
-            if d.as_ref().is_some_and(|x| Arc::ptr_eq(x, dispatch)) {
+            // The same object: compared by address, not by vtable.
+            let same =
+                |x: &Arc<dyn Dispatch>| std::ptr::addr_eq(Arc::as_ptr(x), Arc::as_ptr(dispatch));
+            if d.as_ref().is_some_and(same) {
                 *d = None;
             }
         }
     }
 
     /// The local runtime and a free turn slot of it, if both exist now.
-    fn local_slot(&self) -> Option<(Arc<Spawner>, tokio::sync::OwnedSemaphorePermit)> {
+    fn local_slot(&self) -> Option<(Arc<dyn Dispatch>, tokio::sync::OwnedSemaphorePermit)> {
         let d = self.dispatch.read().ok()?.clone()?;
         let slot = d.try_slot()?;
         Some((d, slot))

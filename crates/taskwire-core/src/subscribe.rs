@@ -9,8 +9,11 @@ use tokio::sync::watch;
 
 use crate::event::Event;
 use crate::ids::TaskId;
-use crate::service::EventStream;
 use crate::store::{TaskStore, TaskWake};
+
+/// A stream of events from a task's log.
+pub type EventStream =
+    std::pin::Pin<Box<dyn futures::Stream<Item = crate::error::Result<Event>> + Send>>;
 
 /// How many events one store read returns at most.
 const PAGE: usize = 256;

@@ -482,7 +482,7 @@ async fn bad_input_gets_typed_errors() {
 async fn guardrail_refuses_before_the_agent_sees_anything() {
     let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
     let svc = TaskService::new(store.clone(), "scripted").with_guardrail(Arc::new(
-        taskwire_core::agent::DenyPhrases::new(["drop table"]),
+        taskwire_core::guardrail::DenyPhrases::new(["drop table"]),
     ));
     let err = svc
         .create(

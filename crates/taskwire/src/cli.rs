@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use taskwire_core::agent::DenyPhrases;
+use taskwire_core::guardrail::DenyPhrases;
 use taskwire_core::{
     Agent, Limits, MemoryStore, RuntimeConfig, ScriptedAgent, TaskDefaults, TaskStore,
 };

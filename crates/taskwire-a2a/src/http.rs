@@ -1,0 +1,87 @@
+//! What the HTTP bindings (JSON-RPC and HTTP+JSON) and the card share: the
+//! paths, the version and extension headers, and the header checks every
+//! request goes through. Nothing here depends on another module of this crate
+//! but `error`, so that the bindings, the card and the service can all use it.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use axum::http::{header, HeaderMap};
+
+use crate::error::{A2aError, Result};
+use taskwire_vocab::a2a::A2aErrorKind;
+
+/// The HTTP+JSON binding's base path, as a literal for `concat!`.
+macro_rules! rest_base {
+    () => {
+        "/a2a/rest"
+    };
+}
+pub(crate) use rest_base;
+
+/// The HTTP+JSON binding's base path under the public url (the card's
+/// interface url).
+pub const REST_PATH: &str = rest_base!();
+
+/// The protocol version this server speaks.
+pub const PROTOCOL_VERSION: &str = "1.0";
+/// The HTTP header (and query parameter) carrying the requested version.
+pub const VERSION_HEADER: &str = "A2A-Version";
+/// The HTTP header listing requested extensions.
+pub const EXTENSIONS_HEADER: &str = "A2A-Extensions";
+
+/// Checks a requested protocol version: absent or empty, `1`, `1.0` or any `1.0.x`
+/// is served; anything else is VersionNotSupported.
+pub fn check_version(v: Option<&str>) -> Result<()> {
+    let v = v.map(str::trim).unwrap_or("");
+    let ok = v.is_empty() || v == "1" || v == "1.0" || v.starts_with("1.0.");
+    if ok {
+        Ok(())
+    } else {
+        Err(A2aError::new(
+            A2aErrorKind::VersionNotSupported,
+            format!("A2A version {v:?} is not supported; this server speaks {PROTOCOL_VERSION}"),
+        ))
+    }
+}
+
+pub(crate) fn content_type_ok(headers: &HeaderMap) -> bool {
+    match headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    {
+        None => true,
+        Some(ct) => {
+            let base = ct.split(';').next().unwrap_or("").trim();
+            base.eq_ignore_ascii_case("application/json")
+                || base
+                    .len()
+                    .checked_sub(5)
+                    .and_then(|i| base.get(i..))
+                    .is_some_and(|end| end.eq_ignore_ascii_case("+json"))
+                || base.is_empty()
+        }
+    }
+}
+
+/// The requested version: the `A2A-Version` header, else the query parameter (the
+/// query string is only decoded when the header is absent).
+pub(crate) fn requested_version<'a>(
+    headers: &'a HeaderMap,
+    query: Option<&str>,
+) -> Option<Cow<'a, str>> {
+    if let Some(v) = headers.get(VERSION_HEADER).and_then(|v| v.to_str().ok()) {
+        return Some(Cow::Borrowed(v));
+    }
+    let query = query?;
+    let mut params: HashMap<String, String> = serde_urlencoded::from_str(query).ok()?;
+    params.remove(VERSION_HEADER).map(Cow::Owned)
+}
+
+/// The `Last-Event-ID` header, when it is a sequence number.
+pub(crate) fn last_event_id(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|s| s.trim().parse::<u64>().ok())
+}
