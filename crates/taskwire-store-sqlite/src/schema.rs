@@ -475,6 +475,31 @@ mod tests {
         assert_eq!(ix.get(ix.hash_parts("t", "o", "m2")), None);
     }
 
+    /// With `synchronous=normal` only checkpoints sync the log, so SQLite
+    /// checkpoints every 4 MiB instead of every 64 MiB; a new schema is already
+    /// in the database file (checkpointed) when the store opens.
+    #[test]
+    fn normal_mode_checkpoints_often_and_new_schemas_are_checkpointed() {
+        let dir = tempfile::tempdir().unwrap();
+        // At most 4 MiB of log (4 KiB pages) between syncs in normal mode.
+        for (mode, pages) in [(Synchronous::Normal, 1_024), (Synchronous::Full, 16_384)] {
+            let path = dir.path().join(format!("{mode:?}.db"));
+            let options = SqliteOptions {
+                synchronous: mode,
+                ..Default::default()
+            };
+            let conn = open_writer(&path, &options).unwrap();
+            let got: i64 = conn
+                .query_row("PRAGMA wal_autocheckpoint", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(got, pages, "{mode:?}");
+            let wal = std::fs::metadata(dir.path().join(format!("{mode:?}.db-wal"))).unwrap();
+            assert_eq!(wal.len(), 0, "{mode:?}: the schema was checkpointed");
+            let file = std::fs::metadata(&path).unwrap();
+            assert!(file.len() > 4096, "{mode:?}: the schema is in the file");
+        }
+    }
+
     /// Rows written before migration 3 get their state-change time from the snapshot.
     #[test]
     fn state_change_times_are_backfilled() {
