@@ -40,8 +40,14 @@
 //!   `BEGIN IMMEDIATE … COMMIT`, then publishes the wakes and answers each request.
 //!   Throughput is therefore not bounded by one disk sync per task.
 //! - **Durability**: a write is answered only after its transaction committed; with
-//!   the default `synchronous=full` the write-ahead log is synced at that commit, so
-//!   an acknowledged create survives `kill -9` and power loss alike.
+//!   the default `synchronous=full` the write-ahead log is synced after that commit
+//!   before the write is answered, so an acknowledged create survives `kill -9` and
+//!   power loss alike. Nothing is shown before that sync either: reads (the cache,
+//!   the read pool, the in-memory indexes) wait until what they may have seen is
+//!   durable, and wake-ups are published after it.
+//! - **Closing**: dropping the store closes the read connections, lets the writer
+//!   answer what was sent, checkpoints the log into the database file and closes
+//!   it, so that SQLite removes the `-wal` and `-shm` files.
 //! - **Versioned migrations**: the schema is a list of SQL migrations applied in
 //!   order and counted by `PRAGMA user_version`.
 //!
@@ -135,7 +141,9 @@ impl SqliteStore {
 
     /// Opens (creating if needed) the store at a file path with explicit options.
     /// Creates the file's directory if it is missing, switches the database to WAL
-    /// mode, applies pending migrations and starts the writer thread.
+    /// mode, applies pending migrations (a new schema is checkpointed and synced
+    /// before this returns; a file that exists without a schema is recreated with a
+    /// warning in the log) and starts the writer thread.
     pub fn open_with(
         path: impl AsRef<Path>,
         options: SqliteOptions,
