@@ -98,6 +98,12 @@ impl Durability {
         if self.durable.load(Ordering::SeqCst) >= generation {
             return Ok(());
         }
+        // Boxed: the waiting future stays out of every read's future, which the
+        // common case (nothing to wait for) then does not have to carry.
+        Box::pin(self.wait_slow(generation)).await
+    }
+
+    async fn wait_slow(&self, generation: u64) -> Result<(), StoreError> {
         let mut rx = self.state.subscribe();
         loop {
             let s = *rx.borrow_and_update();

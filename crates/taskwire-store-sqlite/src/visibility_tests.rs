@@ -52,8 +52,10 @@ async fn in_time<T>(h: tokio::task::JoinHandle<T>) -> T {
         .expect("the read panicked")
 }
 
-/// Adds `what` to `early` if it answered: every read that began before or during
-/// the hold would show the batch if it answered now, so it must still be waiting.
+/// Adds `what` to `early` if it answered. Each of these reads meets the held
+/// batch (in the cache, the database or the in-memory indexes), and the store
+/// answers such a read only once the batch is durable: it must still be waiting.
+/// (Without that, each answers at once from the batch.)
 fn still_waiting<T>(
     early: &mut Vec<&'static str>,
     what: &'static str,
