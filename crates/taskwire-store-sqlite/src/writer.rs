@@ -323,6 +323,10 @@ impl Writer {
         let last_tid: i64 =
             conn.query_row("SELECT COALESCE(MAX(tid), 0) FROM tasks", [], |r| r.get(0))?;
         let queue = WorkQueue::load(&conn)?;
+        // The log may have just been created (a clean close deletes it): its
+        // directory entry must be durable before a sync of its content can make a
+        // commit durable.
+        sync_dir(path);
         let Indexes {
             listings,
             ids,
@@ -334,10 +338,6 @@ impl Writer {
             wal_path.push("-wal");
             match File::options().read(true).write(true).open(&wal_path) {
                 Ok(wal) => {
-                    // The log may have just been created (a clean close deletes it):
-                    // its directory entry must be durable before any sync of its
-                    // content can make a commit durable.
-                    sync_dir(path);
                     // The hook replaces SQLite's automatic checkpoint, which would
                     // run without syncing the database file: the writer checkpoints.
                     conn.wal_hook(Some(wal_pages_hook));
