@@ -15,9 +15,9 @@
 //! - a snapshot from the cache carries the generation of the transaction that put
 //!   it, and is answered once that generation is durable;
 //! - a read of the database or of the in-memory indexes waits, after it read,
-//!   until every generation committed so far is durable
-//!   ([`Durability::settle`]): the writer takes the generation before the commit
-//!   becomes visible, so whatever the read saw is covered.
+//!   until every generation taken so far ([`Durability::latest`]) is durable: the
+//!   writer takes the generation before the commit becomes visible, so whatever
+//!   the read saw is covered.
 //!
 //! When nothing waits for a sync (the common case when reads and writes are not
 //! about the same moment) the check is one atomic load. Without the syncer
@@ -93,17 +93,22 @@ impl Durability {
         });
     }
 
-    /// Waits until generation `generation` is durable.
-    pub(crate) async fn wait(&self, generation: u64) -> Result<(), StoreError> {
-        if self.durable.load(Ordering::SeqCst) >= generation {
-            return Ok(());
-        }
-        // Boxed: the waiting future stays out of every read's future, which the
-        // common case (nothing to wait for) then does not have to carry.
-        Box::pin(self.wait_slow(generation)).await
+    /// Whether generation `generation` is durable: nothing to wait for.
+    #[inline]
+    pub(crate) fn is_durable(&self, generation: u64) -> bool {
+        self.durable.load(Ordering::SeqCst) >= generation
     }
 
-    async fn wait_slow(&self, generation: u64) -> Result<(), StoreError> {
+    /// The generation a read that has just read must wait for: the last one taken.
+    #[inline]
+    pub(crate) fn latest(&self) -> u64 {
+        self.committed.load(Ordering::SeqCst)
+    }
+
+    /// Waits until generation `generation` is durable. Callers check
+    /// [`Self::is_durable`] first and box this future, so that a read that has
+    /// nothing to wait for (nearly all) neither builds nor carries it.
+    pub(crate) async fn wait(&self, generation: u64) -> Result<(), StoreError> {
         let mut rx = self.state.subscribe();
         loop {
             let s = *rx.borrow_and_update();
@@ -119,12 +124,6 @@ impl Durability {
                 return Err(StoreError::Backend("the sqlite store is closed".into()));
             }
         }
-    }
-
-    /// Waits until everything committed so far is durable: call it after a read
-    /// of the database or of the in-memory indexes, before answering it.
-    pub(crate) async fn settle(&self) -> Result<(), StoreError> {
-        self.wait(self.committed.load(Ordering::SeqCst)).await
     }
 }
 

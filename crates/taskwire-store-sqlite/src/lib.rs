@@ -224,8 +224,19 @@ impl SqliteStore {
         T: Send + 'static,
     {
         let r = self.readers.run(f).await?;
-        self.durability.settle().await?;
+        self.settle().await?;
         Ok(r)
+    }
+
+    /// Waits until everything committed so far is durable: after a read of the
+    /// database or of the in-memory indexes, before answering it. Nearly always at
+    /// once; the waiting future is boxed so that reads do not carry it.
+    async fn settle(&self) -> Result<(), StoreError> {
+        let generation = self.durability.latest();
+        if !self.durability.is_durable(generation) {
+            Box::pin(self.durability.wait(generation)).await?;
+        }
+        Ok(())
     }
 }
 
@@ -282,13 +293,15 @@ impl TaskStore for SqliteStore {
 
     async fn get_shared(&self, id: &TaskId) -> Result<Option<Arc<Task>>, StoreError> {
         if let Some((t, generation)) = self.cache.get(id) {
-            self.durability.wait(generation).await?;
+            if !self.durability.is_durable(generation) {
+                Box::pin(self.durability.wait(generation)).await?;
+            }
             return Ok(Some(t));
         }
         let epoch = self.cache.epoch();
         let Some(tid) = self.ids.get(id) else {
             // Maybe swept by a transaction not yet durable.
-            self.durability.settle().await?;
+            self.settle().await?;
             return Ok(None);
         };
         let found = self.read(move |c| read::get(c, tid)).await?;
@@ -321,7 +334,7 @@ impl TaskStore for SqliteStore {
         limit: usize,
     ) -> Result<Vec<Event>, StoreError> {
         let Some(tid) = self.ids.get(id) else {
-            self.durability.settle().await?;
+            self.settle().await?;
             return Ok(Vec::new());
         };
         self.read(move |c| read::events(c, tid, after_seq, limit))
@@ -430,7 +443,7 @@ impl TaskStore for SqliteStore {
             RecordScope::Task(t) => match self.ids.get(t) {
                 Some(tid) => Some(tid),
                 None => {
-                    self.durability.settle().await?;
+                    self.settle().await?;
                     return Ok(Vec::new());
                 }
             },
