@@ -12,7 +12,9 @@
 //!   so a read that could have been overtaken (by a newer version, possibly
 //!   already read from the database by someone else and evicted from here since,
 //!   or by a sweep that deleted the task) never puts its older snapshot back;
-//! - sweeps drop the deleted tasks.
+//! - sweeps drop the deleted tasks;
+//! - each entry carries the generation of the transaction that put it (see
+//!   [`crate::durable`]): the store answers it only once that generation is durable.
 //!
 //! Eviction is by generations: new entries go into the current map; when it is
 //! full it becomes the previous map (whose entries are dropped), and a hit in the
@@ -23,10 +25,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use taskwire_core::{Task, TaskId};
 
+/// A snapshot and the generation that must be durable before it is shown.
+type Entry = (Arc<Task>, u64);
+
 #[derive(Default)]
 struct Inner {
-    current: HashMap<TaskId, Arc<Task>>,
-    previous: HashMap<TaskId, Arc<Task>>,
+    current: HashMap<TaskId, Entry>,
+    previous: HashMap<TaskId, Entry>,
     /// Incremented before every transaction commits and by every sweep.
     writes: u64,
 }
@@ -36,7 +41,7 @@ impl Inner {
         self.current
             .get(id)
             .or_else(|| self.previous.get(id))
-            .map(|t| t.version)
+            .map(|(t, _)| t.version)
     }
 }
 
@@ -73,23 +78,24 @@ impl SnapshotCache {
         }
     }
 
-    fn insert(&self, g: &mut Inner, task: Arc<Task>) {
+    fn insert(&self, g: &mut Inner, task: Arc<Task>, durable_at: u64) {
         if g.current.len() >= self.generation && !g.current.contains_key(&task.id) {
             g.previous = std::mem::take(&mut g.current);
         }
         g.previous.remove(&task.id);
-        g.current.insert(task.id.clone(), task);
+        g.current.insert(task.id.clone(), (task, durable_at));
     }
 
-    /// The cached snapshot of a task, if any.
-    pub(crate) fn get(&self, id: &TaskId) -> Option<Arc<Task>> {
+    /// The cached snapshot of a task, if any, with the generation that must be
+    /// durable before it is shown.
+    pub(crate) fn get(&self, id: &TaskId) -> Option<Entry> {
         let mut g = self.lock()?;
-        if let Some(t) = g.current.get(id) {
-            return Some(t.clone());
+        if let Some(e) = g.current.get(id) {
+            return Some(e.clone());
         }
-        let t = g.previous.remove(id)?;
-        self.insert(&mut g, t.clone());
-        Some(t)
+        let (t, at) = g.previous.remove(id)?;
+        self.insert(&mut g, t.clone(), at);
+        Some((t, at))
     }
 
     /// The write counter; take it before reading the database and pass it to
@@ -106,15 +112,17 @@ impl SnapshotCache {
         }
     }
 
-    /// Puts a snapshot the writer has just committed.
-    pub(crate) fn put_committed(&self, task: Arc<Task>) {
+    /// Puts a snapshot the writer has just committed in the transaction of
+    /// generation `durable_at`.
+    pub(crate) fn put_committed(&self, task: Arc<Task>, durable_at: u64) {
         if let Some(mut g) = self.lock() {
-            self.insert(&mut g, task);
+            self.insert(&mut g, task, durable_at);
         }
     }
 
     /// Puts a snapshot read from the database by a read that started when
-    /// [`Self::epoch`] returned `epoch_before`.
+    /// [`Self::epoch`] returned `epoch_before` (and that waited for what it read
+    /// to be durable).
     pub(crate) fn put_read(&self, task: Arc<Task>, epoch_before: u64) {
         if let Some(mut g) = self.lock() {
             if g.writes != epoch_before {
@@ -125,7 +133,7 @@ impl SnapshotCache {
             {
                 return;
             }
-            self.insert(&mut g, task);
+            self.insert(&mut g, task, 0);
         }
     }
 
@@ -166,17 +174,17 @@ mod tests {
     fn reads_never_replace_newer_snapshots_nor_revive_swept_ones() {
         let c = SnapshotCache::new(8);
         let id = TaskId::new();
-        c.put_committed(task(&id, 2));
+        c.put_committed(task(&id, 2), 1);
         let before = c.epoch();
         c.put_read(task(&id, 1), before);
-        assert_eq!(c.get(&id).unwrap().version, 2);
+        assert_eq!(c.get(&id).unwrap().0.version, 2);
         c.remove_swept(std::slice::from_ref(&id));
         assert!(c.get(&id).is_none());
         // A read that started before the sweep does not bring it back.
         c.put_read(task(&id, 2), before);
         assert!(c.get(&id).is_none());
         c.put_read(task(&id, 3), c.epoch());
-        assert_eq!(c.get(&id).unwrap().version, 3);
+        assert_eq!(c.get(&id).unwrap().0.version, 3);
     }
 
     /// A read that started before a commit never puts its (possibly older)
@@ -187,24 +195,24 @@ mod tests {
         let id = TaskId::new();
         let before = c.epoch();
         c.committing();
-        c.put_committed(task(&id, 2));
+        c.put_committed(task(&id, 2), 1);
         for _ in 0..4 {
-            c.put_committed(task(&TaskId::new(), 1));
+            c.put_committed(task(&TaskId::new(), 1), 1);
         }
         assert!(c.get(&id).is_none(), "evicted");
         c.put_read(task(&id, 1), before);
         assert!(c.get(&id).is_none(), "the stale read was not cached");
         c.put_read(task(&id, 2), c.epoch());
-        assert_eq!(c.get(&id).unwrap().version, 2);
+        assert_eq!(c.get(&id).unwrap().0.version, 2);
     }
 
     #[test]
     fn it_is_bounded_and_keeps_what_is_used() {
         let c = SnapshotCache::new(8);
         let hot = TaskId::new();
-        c.put_committed(task(&hot, 1));
+        c.put_committed(task(&hot, 1), 1);
         for _ in 0..100 {
-            c.put_committed(task(&TaskId::new(), 1));
+            c.put_committed(task(&TaskId::new(), 1), 1);
             assert!(c.get(&hot).is_some(), "a task read often stays");
         }
         let g = c.inner.lock().unwrap();
@@ -215,7 +223,7 @@ mod tests {
     fn capacity_zero_disables_it() {
         let c = SnapshotCache::new(0);
         let id = TaskId::new();
-        c.put_committed(task(&id, 1));
+        c.put_committed(task(&id, 1), 1);
         assert!(c.get(&id).is_none());
     }
 }

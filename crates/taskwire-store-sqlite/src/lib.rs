@@ -40,8 +40,14 @@
 //!   `BEGIN IMMEDIATE … COMMIT`, then publishes the wakes and answers each request.
 //!   Throughput is therefore not bounded by one disk sync per task.
 //! - **Durability**: a write is answered only after its transaction committed; with
-//!   the default `synchronous=full` the write-ahead log is synced at that commit, so
-//!   an acknowledged create survives `kill -9` and power loss alike.
+//!   the default `synchronous=full` the write-ahead log is synced after that commit
+//!   before the write is answered, so an acknowledged create survives `kill -9` and
+//!   power loss alike. Nothing is shown before that sync either: reads (the cache,
+//!   the read pool, the in-memory indexes) wait until what they may have seen is
+//!   durable, and wake-ups are published after it.
+//! - **Closing**: dropping the store closes the read connections, lets the writer
+//!   answer what was sent, checkpoints the log into the database file and closes
+//!   it, so that SQLite removes the `-wal` and `-shm` files.
 //! - **Versioned migrations**: the schema is a list of SQL migrations applied in
 //!   order and counted by `PRAGMA user_version`.
 //!
@@ -64,6 +70,7 @@ use taskwire_core::{StoreError, Task, TaskId, TaskState, Timestamp, WakeHub};
 use tokio::sync::oneshot;
 
 mod cache;
+mod durable;
 mod error;
 mod idem;
 mod ids;
@@ -75,12 +82,15 @@ mod read;
 mod records;
 mod row;
 mod schema;
+#[cfg(test)]
+mod visibility_tests;
 mod writer;
 
 pub use error::SqliteError;
 pub use options::{SqliteOptions, Synchronous};
 
 use cache::SnapshotCache;
+use durable::Durability;
 use ids::TaskIds;
 use listing::Listings;
 use read::Readers;
@@ -98,6 +108,7 @@ pub struct SqliteStore {
     path: PathBuf,
     hub: Arc<WakeHub>,
     cache: Arc<SnapshotCache>,
+    durability: Arc<Durability>,
     tx: Option<mpsc::Sender<Op>>,
     writer: Option<JoinHandle<()>>,
     readers: Arc<Readers>,
@@ -130,7 +141,9 @@ impl SqliteStore {
 
     /// Opens (creating if needed) the store at a file path with explicit options.
     /// Creates the file's directory if it is missing, switches the database to WAL
-    /// mode, applies pending migrations and starts the writer thread.
+    /// mode, applies pending migrations (a new schema is checkpointed and synced
+    /// before this returns; a file that exists without a schema is recreated with a
+    /// warning in the log) and starts the writer thread.
     pub fn open_with(
         path: impl AsRef<Path>,
         options: SqliteOptions,
@@ -148,6 +161,7 @@ impl SqliteStore {
         let path = std::fs::canonicalize(path)?;
         let hub = Arc::new(WakeHub::new());
         let cache = Arc::new(SnapshotCache::new(options.cache_tasks));
+        let durability = Arc::new(Durability::new());
         let loaded = ids::load(&conn)?;
         let listings = Arc::new(loaded.listings);
         let ids = Arc::new(loaded.ids);
@@ -156,6 +170,7 @@ impl SqliteStore {
             &path,
             hub.clone(),
             cache.clone(),
+            durability.clone(),
             writer::Indexes {
                 listings: listings.clone(),
                 ids: ids.clone(),
@@ -175,6 +190,7 @@ impl SqliteStore {
             path,
             hub,
             cache,
+            durability,
             tx: Some(tx),
             writer: Some(handle),
             readers,
@@ -199,10 +215,36 @@ impl SqliteStore {
             .map_err(|_| stopped())?;
         answer.await.map_err(|_| stopped())?
     }
+
+    /// Runs a read on the pool, then waits until whatever it may have seen is
+    /// durable (see [`durable`]).
+    async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        F: FnOnce(&rusqlite::Connection) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let r = self.readers.run(f).await?;
+        self.settle().await?;
+        Ok(r)
+    }
+
+    /// Waits until everything committed so far is durable: after a read of the
+    /// database or of the in-memory indexes, before answering it. Nearly always at
+    /// once; the waiting future is boxed so that reads do not carry it.
+    async fn settle(&self) -> Result<(), StoreError> {
+        let generation = self.durability.latest();
+        if !self.durability.is_durable(generation) {
+            Box::pin(self.durability.wait(generation)).await?;
+        }
+        Ok(())
+    }
 }
 
 impl Drop for SqliteStore {
     fn drop(&mut self) {
+        // The read connections close first, so that the writer's connection is
+        // the last one: closing it checkpoints and deletes the log.
+        self.readers.close();
         // Closing the channel stops the writer once it has served what was sent.
         drop(self.tx.take());
         if let Some(handle) = self.writer.take() {
@@ -250,14 +292,19 @@ impl TaskStore for SqliteStore {
     }
 
     async fn get_shared(&self, id: &TaskId) -> Result<Option<Arc<Task>>, StoreError> {
-        if let Some(t) = self.cache.get(id) {
+        if let Some((t, generation)) = self.cache.get(id) {
+            if !self.durability.is_durable(generation) {
+                Box::pin(self.durability.wait(generation)).await?;
+            }
             return Ok(Some(t));
         }
         let epoch = self.cache.epoch();
         let Some(tid) = self.ids.get(id) else {
+            // Maybe swept by a transaction not yet durable.
+            self.settle().await?;
             return Ok(None);
         };
-        let found = self.readers.run(move |c| read::get(c, tid)).await?;
+        let found = self.read(move |c| read::get(c, tid)).await?;
         Ok(found.map(|t| {
             let t = Arc::new(t);
             self.cache.put_read(t.clone(), epoch);
@@ -287,10 +334,10 @@ impl TaskStore for SqliteStore {
         limit: usize,
     ) -> Result<Vec<Event>, StoreError> {
         let Some(tid) = self.ids.get(id) else {
+            self.settle().await?;
             return Ok(Vec::new());
         };
-        self.readers
-            .run(move |c| read::events(c, tid, after_seq, limit))
+        self.read(move |c| read::events(c, tid, after_seq, limit))
             .await
     }
 
@@ -301,11 +348,10 @@ impl TaskStore for SqliteStore {
             // the in-memory listing, then reads the page's rows.
             (Some(owner), None) => {
                 let listings = self.listings.clone();
-                self.readers
-                    .run(move |c| read::list_owned(c, &listings, &q, &owner))
+                self.read(move |c| read::list_owned(c, &listings, &q, &owner))
                     .await
             }
-            _ => self.readers.run(move |c| read::list(c, &q)).await,
+            _ => self.read(move |c| read::list(c, &q)).await,
         }
     }
 
@@ -385,7 +431,7 @@ impl TaskStore for SqliteStore {
 
     async fn get_record(&self, kind: RecordKind, id: &str) -> Result<Option<Record>, StoreError> {
         let id = id.to_string();
-        self.readers.run(move |c| records::get(c, kind, &id)).await
+        self.read(move |c| records::get(c, kind, &id)).await
     }
 
     async fn list_records(
@@ -396,13 +442,15 @@ impl TaskStore for SqliteStore {
         let tid = match scope {
             RecordScope::Task(t) => match self.ids.get(t) {
                 Some(tid) => Some(tid),
-                None => return Ok(Vec::new()),
+                None => {
+                    self.settle().await?;
+                    return Ok(Vec::new());
+                }
             },
             RecordScope::Owner { .. } => None,
         };
         let scope = scope.clone();
-        self.readers
-            .run(move |c| records::list(c, kind, &scope, tid))
+        self.read(move |c| records::list(c, kind, &scope, tid))
             .await
     }
 
@@ -490,21 +538,19 @@ impl TaskStore for SqliteStore {
     }
 
     async fn count_records(&self) -> Result<Vec<(RecordKind, u64)>, StoreError> {
-        self.readers.run(records::counts).await
+        self.read(records::counts).await
     }
 
     async fn idle_expired(&self, now: Timestamp, max: usize) -> Result<Vec<TaskId>, StoreError> {
         let now = ns(now);
-        self.readers
-            .run(move |c| read::idle_expired(c, now, max))
-            .await
+        self.read(move |c| read::idle_expired(c, now, max)).await
     }
 
     async fn queue_depth(&self) -> Result<u64, StoreError> {
-        self.readers.run(read::queue_depth).await
+        self.read(read::queue_depth).await
     }
 
     async fn count_by_state(&self) -> Result<Vec<(TaskState, u64)>, StoreError> {
-        self.readers.run(read::count_by_state).await
+        self.read(read::count_by_state).await
     }
 }

@@ -7,12 +7,15 @@ use crate::error::SqliteError;
 /// How hard SQLite works to make each commit durable (`PRAGMA synchronous`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Synchronous {
-    /// The write-ahead log is synced at every group commit: an acknowledged write
-    /// survives a process kill, an OS crash and a power loss.
+    /// The write-ahead log is synced after every group commit, before the commit
+    /// is answered or shown to any read: an acknowledged write survives a process
+    /// kill, an OS crash and a power loss.
     #[default]
     Full,
-    /// No sync at commit (only at checkpoints): an acknowledged write survives a
-    /// process kill, but the latest commits may be lost on an OS crash or power loss.
+    /// No sync at commit (only at checkpoints, every 4 MiB of log): an acknowledged
+    /// write survives a process kill, but an OS crash or power loss takes every
+    /// commit since the last checkpoint (a few hundred tasks at most), and reads
+    /// may show commits before they are durable.
     Normal,
 }
 

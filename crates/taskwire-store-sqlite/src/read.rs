@@ -3,6 +3,7 @@
 //! committed state when it starts.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rusqlite::types::Value;
@@ -21,6 +22,8 @@ pub(crate) struct Readers {
     path: PathBuf,
     idle: Mutex<Vec<Connection>>,
     permits: Arc<Semaphore>,
+    /// Set by [`Self::close`]: connections are closed after use, not pooled.
+    closed: AtomicBool,
 }
 
 impl Readers {
@@ -31,7 +34,18 @@ impl Readers {
             path,
             idle: Mutex::new(vec![first]),
             permits: Arc::new(Semaphore::new(size.max(1))),
+            closed: AtomicBool::new(false),
         })
+    }
+
+    /// Closes the idle connections; one in use closes when its read ends.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        let idle = match self.idle.lock() {
+            Ok(mut idle) => std::mem::take(&mut *idle),
+            Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
+        };
+        drop(idle);
     }
 
     /// Runs `f` on a pooled connection on the blocking thread pool.
@@ -66,7 +80,7 @@ impl Readers {
             None => open_reader(&self.path).map_err(backend)?,
         };
         let r = f(&conn);
-        if conn.is_autocommit() {
+        if conn.is_autocommit() && !self.closed.load(Ordering::SeqCst) {
             if let Ok(mut idle) = self.idle.lock() {
                 idle.push(conn);
             }

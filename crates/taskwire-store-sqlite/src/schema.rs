@@ -10,7 +10,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use crate::error::SqliteError;
-use crate::options::SqliteOptions;
+use crate::options::{SqliteOptions, Synchronous};
 
 /// The schema migrations, applied in order; `PRAGMA user_version` counts those applied.
 /// Never edit a released migration: append a new one.
@@ -214,8 +214,45 @@ CREATE INDEX records_expiring ON records (expires_ns) WHERE expires_ns IS NOT NU
 
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Log pages from which SQLite checkpoints with `synchronous=normal` (4 MiB). In
+/// that mode the log is synced only by checkpoints, so this bounds what a power
+/// loss takes. (With `synchronous=full` the writer checkpoints itself, every
+/// 64 MiB: there every commit is synced anyway.)
+pub(crate) const NORMAL_CHECKPOINT_PAGES: i64 = 1_024;
+/// Log pages from which SQLite checkpoints with `synchronous=full` when the writer
+/// does not (no syncer thread).
+const FULL_CHECKPOINT_PAGES: i64 = 16_384;
+
+/// What was on disk at a path before SQLite opened it.
+struct Found {
+    /// Size of the database file, if it existed.
+    file: Option<u64>,
+    /// Size of its write-ahead log, if one existed.
+    wal: Option<u64>,
+}
+
+impl Found {
+    fn at(path: &Path) -> Self {
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        Found {
+            file: std::fs::metadata(path).ok().map(|m| m.len()),
+            wal: std::fs::metadata(&wal).ok().map(|m| m.len()),
+        }
+    }
+}
+
 /// Opens the writer connection: WAL mode, the chosen durability, migrations applied.
+///
+/// A database without a schema (`user_version` 0) is created; if its file was
+/// already there, that is said in the log as a warning. taskwire makes a new
+/// schema durable (checkpointed into the database file, file and directory
+/// synced) before the store opens, in every `synchronous` mode, so a file that
+/// exists without a schema was not left by a taskwire that served from it: its
+/// creation was cut short (by a crash or a power loss), or it was emptied or made
+/// by something else.
 pub(crate) fn open_writer(path: &Path, options: &SqliteOptions) -> Result<Connection, SqliteError> {
+    let found = Found::at(path);
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -238,11 +275,56 @@ pub(crate) fn open_writer(path: &Path, options: &SqliteOptions) -> Result<Connec
     // as the right edges of the trees, reach the database file once per checkpoint.
     // After a checkpoint the WAL file is cut back to 64 MiB.
     conn.pragma_update(None, "cache_size", -8_192)?;
-    conn.pragma_update(None, "wal_autocheckpoint", 16_384)?;
+    let checkpoint_pages = match options.synchronous {
+        Synchronous::Full => FULL_CHECKPOINT_PAGES,
+        Synchronous::Normal => NORMAL_CHECKPOINT_PAGES,
+    };
+    conn.pragma_update(None, "wal_autocheckpoint", checkpoint_pages)?;
     let _: i64 = conn.query_row("PRAGMA journal_size_limit = 67108864", [], |r| r.get(0))?;
     conn.set_prepared_statement_cache_capacity(64);
+    let before: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if before == 0 {
+        match found.file {
+            Some(size) => tracing::warn!(
+                path = %path.display(),
+                file_bytes = size,
+                wal_bytes = found.wal,
+                "sqlite: the database file exists but has no schema: its creation was cut \
+                 short (a crash or power loss before the store first opened) or it was \
+                 emptied or made by something else; creating the schema, any tasks it \
+                 held are gone"
+            ),
+            None => tracing::info!(path = %path.display(), "sqlite: creating a new database"),
+        }
+    }
     migrate(&conn)?;
+    let after: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if after != before {
+        make_durable(&conn, path, options.synchronous)?;
+    }
+    if options.synchronous == Synchronous::Normal {
+        tracing::warn!(
+            path = %path.display(),
+            checkpoint_every_mib = checkpoint_pages * 4096 / (1024 * 1024),
+            "sqlite: synchronous=normal: commits are synced only at checkpoints; an OS \
+             crash or power loss takes every task written since the last one"
+        );
+    }
     Ok(conn)
+}
+
+/// Makes what the migrations wrote durable in the database file itself, whatever
+/// the `synchronous` mode: a full checkpoint synced (log first, then the file),
+/// then the directory synced. After this no power loss can take the schema.
+fn make_durable(conn: &Connection, path: &Path, mode: Synchronous) -> Result<(), SqliteError> {
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    let busy: i64 = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
+    conn.pragma_update(None, "synchronous", mode.pragma_value())?;
+    if busy != 0 {
+        tracing::warn!(path = %path.display(), "sqlite: the checkpoint after the migrations was blocked");
+    }
+    crate::writer::sync_dir(path);
+    Ok(())
 }
 
 /// Opens a read-only connection on a database the writer has already set up.
@@ -391,6 +473,31 @@ mod tests {
         let ix = crate::ids::load(&conn).unwrap().idem;
         assert_eq!(ix.get(ix.hash_parts("t", "o", "m1")), Some(5));
         assert_eq!(ix.get(ix.hash_parts("t", "o", "m2")), None);
+    }
+
+    /// With `synchronous=normal` only checkpoints sync the log, so SQLite
+    /// checkpoints every 4 MiB instead of every 64 MiB; a new schema is already
+    /// in the database file (checkpointed) when the store opens.
+    #[test]
+    fn normal_mode_checkpoints_often_and_new_schemas_are_checkpointed() {
+        let dir = tempfile::tempdir().unwrap();
+        // At most 4 MiB of log (4 KiB pages) between syncs in normal mode.
+        for (mode, pages) in [(Synchronous::Normal, 1_024), (Synchronous::Full, 16_384)] {
+            let path = dir.path().join(format!("{mode:?}.db"));
+            let options = SqliteOptions {
+                synchronous: mode,
+                ..Default::default()
+            };
+            let conn = open_writer(&path, &options).unwrap();
+            let got: i64 = conn
+                .query_row("PRAGMA wal_autocheckpoint", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(got, pages, "{mode:?}");
+            let wal = std::fs::metadata(dir.path().join(format!("{mode:?}.db-wal"))).unwrap();
+            assert_eq!(wal.len(), 0, "{mode:?}: the schema was checkpointed");
+            let file = std::fs::metadata(&path).unwrap();
+            assert!(file.len() > 4096, "{mode:?}: the schema is in the file");
+        }
     }
 
     /// Rows written before migration 3 get their state-change time from the snapshot.

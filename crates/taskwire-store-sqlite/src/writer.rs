@@ -17,8 +17,18 @@
 //! durable as before. Claims and renewals, which need no durability (a lease lost
 //! in a crash is simply re-claimed), are answered as soon as they are committed.
 //! Checkpoints run on the writer with `synchronous=full` for their duration, so the
-//! database file is synced before the log is reused, and the connection is switched
-//! back to `full` before it closes.
+//! database file is synced before the log is reused.
+//!
+//! A committed batch is visible to the read connections, the in-memory indexes and
+//! the snapshot cache as soon as it commits, before the sync: readers wait for it
+//! to be durable before they answer (see [`crate::durable`]). Each batch that
+//! needs the sync takes a generation before it commits, and the syncer marks it
+//! durable before it publishes and answers the batch.
+//!
+//! When every sender is gone the writer drains: the syncer syncs and answers what
+//! is left, the log is checkpointed into the database file (synced) and truncated,
+//! and the connection closes; SQLite deletes the log and the shared-memory file
+//! when the last connection closes (the store closes its read connections first).
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -34,6 +44,7 @@ use taskwire_core::{StoreError, Task, TaskId, WakeHub};
 use tokio::sync::oneshot;
 
 use crate::cache::SnapshotCache;
+use crate::durable::Durability;
 use crate::error::backend;
 use crate::idem::IdemIndex;
 use crate::ids::TaskIds;
@@ -214,8 +225,12 @@ fn wal_pages_hook(_wal: &rusqlite::hooks::Wal, pages: std::ffi::c_int) -> rusqli
     Ok(())
 }
 
-/// A committed batch waiting for the log sync before it is published and answered.
-type Committed = Vec<(Op, Done)>;
+/// A committed batch waiting for the log sync before it is published and answered,
+/// with the generation that becomes durable with it.
+struct Committed {
+    items: Vec<(Op, Done)>,
+    generation: u64,
+}
 
 /// The syncer: makes committed batches durable, then publishes and answers them.
 struct Syncer {
@@ -235,6 +250,14 @@ pub(crate) struct Writer {
     conn: Connection,
     hub: Arc<WakeHub>,
     cache: Arc<SnapshotCache>,
+    durability: Arc<Durability>,
+    /// The generation of the batch being run, taken before its first commit when
+    /// it needs the sync (see [`crate::durable`]); 0 otherwise.
+    generation: u64,
+    /// Whether the batch being run has a request that must be synced.
+    needs_sync: bool,
+    /// The database file (to tell, after closing, whether the log was removed).
+    path: std::path::PathBuf,
     /// The owners' listings, and the changes the open transaction makes to them
     /// (applied once it has committed, dropped if it rolls back).
     listings: Arc<Listings>,
@@ -278,11 +301,16 @@ impl Writer {
     /// `pipelined_sync` (for `synchronous=full`) the log sync moves to a syncer
     /// thread; without it, or if the log file cannot be opened, SQLite syncs at
     /// each commit as configured.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "each is a separate part the store shares"
+    )]
     pub(crate) fn new(
         conn: Connection,
         path: &Path,
         hub: Arc<WakeHub>,
         cache: Arc<SnapshotCache>,
+        durability: Arc<Durability>,
         indexes: Indexes,
         max_batch: usize,
         pipelined_sync: bool,
@@ -295,6 +323,10 @@ impl Writer {
         let last_tid: i64 =
             conn.query_row("SELECT COALESCE(MAX(tid), 0) FROM tasks", [], |r| r.get(0))?;
         let queue = WorkQueue::load(&conn)?;
+        // The log may have just been created (a clean close deletes it): its
+        // directory entry must be durable before a sync of its content can make a
+        // commit durable.
+        sync_dir(path);
         let Indexes {
             listings,
             ids,
@@ -312,9 +344,10 @@ impl Writer {
                     conn.pragma_update(None, "synchronous", "OFF")?;
                     let (tx, rx) = mpsc::channel();
                     let h2 = hub.clone();
+                    let d2 = durability.clone();
                     match std::thread::Builder::new()
                         .name("taskwire-sqlite-sync".into())
-                        .spawn(move || sync_loop(wal, h2, rx))
+                        .spawn(move || sync_loop(wal, h2, d2, rx))
                     {
                         Ok(handle) => syncer = Some(Syncer { tx, handle }),
                         Err(e) => {
@@ -334,6 +367,10 @@ impl Writer {
             conn,
             hub,
             cache,
+            durability,
+            generation: 0,
+            needs_sync: false,
+            path: path.to_path_buf(),
             listings,
             listing_changes: Vec::new(),
             ids,
@@ -385,17 +422,46 @@ impl Writer {
                 self.maybe_checkpoint();
             }
         }
+        let pipelined = self.syncer.is_some();
         if let Some(s) = self.syncer.take() {
             drop(s.tx);
             if s.handle.join().is_err() {
                 tracing::error!("the sqlite syncer thread panicked");
             }
-            // Closing checkpoints and deletes the log: sync the database first.
             WAL_PAGES.with(|p| p.set(0));
             self.conn.wal_hook(None);
-            if let Err(e) = self.conn.pragma_update(None, "synchronous", "FULL") {
+        }
+        self.close(pipelined);
+    }
+
+    /// Checkpoints the whole log into the database file (syncing both), truncates
+    /// the log and closes the connection. SQLite then deletes the log and the
+    /// shared-memory file, unless another connection still has the database open.
+    fn close(self, pipelined: bool) {
+        let Writer { conn, path, .. } = self;
+        if pipelined {
+            if let Err(e) = conn.pragma_update(None, "synchronous", "FULL") {
                 tracing::error!(error = %e, "sqlite: restoring synchronous=full before close failed");
             }
+        }
+        match conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+            r.get::<_, i64>(0)
+        }) {
+            Ok(0) => {}
+            Ok(_) => tracing::warn!("sqlite: the closing checkpoint was blocked by a reader"),
+            Err(e) => tracing::warn!(error = %e, "sqlite: the closing checkpoint failed"),
+        }
+        if let Err((_, e)) = conn.close() {
+            tracing::error!(error = %e, "sqlite: closing the database failed");
+            return;
+        }
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        if Path::new(&wal).exists() {
+            tracing::warn!(path = %path.display(),
+                "sqlite store closed; its write-ahead log remains (another connection had the database open)");
+        } else {
+            tracing::info!(path = %path.display(), "sqlite store closed and checkpointed");
         }
     }
 
@@ -429,6 +495,11 @@ impl Writer {
     }
 
     fn run_batch(&mut self, batch: &mut Vec<Op>) {
+        self.generation = 0;
+        self.needs_sync = self.syncer.is_some()
+            && batch
+                .iter()
+                .any(|op| !matches!(op, Op::Claim { .. } | Op::Renew { .. }));
         let mut done = Vec::with_capacity(batch.len());
         if let Err(e) = self.apply_all(batch, &mut done) {
             tracing::warn!(error = %e, requests = batch.len(),
@@ -441,21 +512,28 @@ impl Writer {
             }
         }
         for (op, d) in batch.iter().zip(&done) {
-            cache_committed(&self.cache, op, d);
+            cache_committed(&self.cache, op, d, self.generation);
         }
         if let Some(s) = &self.syncer {
-            let mut committed = Vec::with_capacity(batch.len());
+            let mut items = Vec::with_capacity(batch.len());
             for (op, d) in batch.drain(..).zip(done) {
                 if matches!(op, Op::Claim { .. } | Op::Renew { .. }) {
                     // Nothing to publish and nothing that must be durable.
                     answer(op, d);
                 } else {
-                    committed.push((op, d));
+                    items.push((op, d));
                 }
             }
-            if !committed.is_empty() {
+            // A batch that took a generation goes to the syncer even if nothing
+            // in it is left to answer: readers may wait for that generation.
+            if !items.is_empty() || self.generation != 0 {
+                let committed = Committed {
+                    items,
+                    generation: self.generation,
+                };
                 if let Err(mpsc::SendError(lost)) = s.tx.send(committed) {
-                    for (op, _) in lost {
+                    self.durability.failed(lost.generation);
+                    for (op, _) in lost.items {
                         op.reject(StoreError::Backend(
                             "the sqlite syncer thread has stopped".into(),
                         ));
@@ -481,6 +559,7 @@ impl Writer {
         }
         self.flush_counts()?;
         self.cache.committing();
+        self.take_generation();
         self.conn.execute_batch("COMMIT")?;
         self.committed();
         Ok(())
@@ -499,6 +578,7 @@ impl Writer {
             .and_then(|d| self.flush_counts().map(|()| d))
             .and_then(|d| {
                 self.cache.committing();
+                self.take_generation();
                 self.conn.execute_batch("COMMIT").map(|()| d)
             });
         match r {
@@ -513,6 +593,14 @@ impl Writer {
                 self.queue_stale = true;
                 op.failed(backend(e))
             }
+        }
+    }
+
+    /// Takes the batch's generation before its first commit, if it needs the sync
+    /// (the retries of a failed batch share it).
+    fn take_generation(&mut self) {
+        if self.needs_sync && self.generation == 0 {
+            self.generation = self.durability.next();
         }
     }
 
@@ -951,8 +1039,13 @@ fn publish_and_answer(hub: &WakeHub, items: impl Iterator<Item = (Op, Done)>) {
 }
 
 /// The syncer thread: syncs the log once for every committed batch that is
-/// waiting, then publishes and answers those batches in commit order.
-fn sync_loop(wal: File, hub: Arc<WakeHub>, rx: mpsc::Receiver<Committed>) {
+/// waiting, marks them durable, then publishes and answers them in commit order.
+fn sync_loop(
+    wal: File,
+    hub: Arc<WakeHub>,
+    durability: Arc<Durability>,
+    rx: mpsc::Receiver<Committed>,
+) {
     batch_scheduling("syncer");
     let mut pending: Vec<Committed> = Vec::new();
     while let Ok(first) = rx.recv() {
@@ -960,18 +1053,31 @@ fn sync_loop(wal: File, hub: Arc<WakeHub>, rx: mpsc::Receiver<Committed>) {
         while let Ok(more) = rx.try_recv() {
             pending.push(more);
         }
+        #[cfg(test)]
+        durability.hold.pass(|| {
+            while let Ok(more) = rx.try_recv() {
+                pending.push(more);
+            }
+            pending.len()
+        });
+        let through = pending.iter().map(|b| b.generation).max().unwrap_or(0);
         match wal.sync_data() {
             Ok(()) => {
+                // Durable first: a reader woken by what is published below must
+                // not wait for it.
+                durability.synced(through);
                 for batch in pending.drain(..) {
-                    publish_and_answer(&hub, batch.into_iter());
+                    publish_and_answer(&hub, batch.items.into_iter());
                 }
             }
             Err(e) => {
                 // The batches are committed but may not be durable: say so, and
-                // publish nothing (the next successful sync covers them).
+                // publish nothing (the next successful sync covers them); reads
+                // waiting for them fail.
                 tracing::error!(error = %e, "syncing the sqlite write-ahead log failed");
+                durability.failed(through);
                 for batch in pending.drain(..) {
-                    for (op, _) in batch {
+                    for (op, _) in batch.items {
                         op.reject(StoreError::Backend(format!(
                             "syncing the write-ahead log failed: {e}"
                         )));
@@ -983,13 +1089,16 @@ fn sync_loop(wal: File, hub: Arc<WakeHub>, rx: mpsc::Receiver<Committed>) {
 }
 
 /// Puts what a committed request changed into the snapshot cache. The writer does
-/// this as soon as the transaction commits, before the log is synced: the read pool
-/// already sees the committed rows then, and a worker that claimed the task in the
-/// next batch must find its snapshot in memory rather than in the database.
-fn cache_committed(cache: &SnapshotCache, op: &Op, done: &Done) {
+/// this as soon as the transaction commits, before the log is synced, tagged with
+/// the batch's generation: the store answers the snapshot once that generation is
+/// durable. (A worker that claimed the task in the next batch finds its snapshot
+/// in memory rather than in the database.)
+fn cache_committed(cache: &SnapshotCache, op: &Op, done: &Done, generation: u64) {
     match (op, done) {
         (Op::Create { task, .. }, Done::Create(Ok(None)))
-        | (Op::Commit { task, .. }, Done::Commit(Ok(_))) => cache.put_committed(task.clone()),
+        | (Op::Commit { task, .. }, Done::Commit(Ok(_))) => {
+            cache.put_committed(task.clone(), generation)
+        }
         (_, Done::Sweep(Ok(ids))) => cache.remove_swept(ids),
         _ => {}
     }
@@ -1054,6 +1163,23 @@ fn answer(op: Op, done: Done) {
             "sqlite writer: outcome does not match the request".into(),
         )),
     }
+}
+
+/// Syncs the directory of `path` (where the database, its log and the
+/// shared-memory file live), so that files just created there survive a power loss.
+pub(crate) fn sync_dir(path: &Path) {
+    #[cfg(unix)]
+    {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        if let Err(e) = File::open(dir).and_then(|d| d.sync_all()) {
+            tracing::warn!(dir = %dir.display(), error = %e, "sqlite: syncing the directory failed");
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
 }
 
 /// Puts the calling thread under `SCHED_BATCH`: woken, it waits for the running

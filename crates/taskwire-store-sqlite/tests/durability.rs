@@ -85,3 +85,53 @@ async fn idempotent_create_survives_a_restart() {
     assert_eq!(again.task, first);
     assert_eq!(store.queue_depth().await.unwrap(), 1);
 }
+
+/// Dropping the store closes it: the readers first, then the writer, which
+/// checkpoints the log into the database file, so SQLite deletes the log and the
+/// shared-memory file; what was written is in the database file alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_checkpoints_and_removes_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("close.db");
+    let side = |suffix: &str| dir.path().join(format!("close.db{suffix}"));
+    let id = {
+        let store: Arc<dyn TaskStore> =
+            Arc::new(SqliteStore::open(path.to_str().unwrap()).unwrap());
+        let svc = TaskService::new(store.clone(), "scripted");
+        let created = svc
+            .create(
+                &Caller::local(),
+                CreateTask::new(Message::user_text("kept")),
+            )
+            .await
+            .unwrap();
+        // Reads use (and pool) read connections, which must not keep the log.
+        for _ in 0..4 {
+            assert!(store.get(&created.task.id).await.unwrap().is_some());
+            assert_eq!(
+                store.events(&created.task.id, 0, 10).await.unwrap().len(),
+                2
+            );
+        }
+        assert!(
+            side("-wal").exists(),
+            "the log exists while the store is open"
+        );
+        created.task.id.clone()
+    };
+    assert!(!side("-wal").exists(), "the log was removed on close");
+    assert!(
+        !side("-shm").exists(),
+        "the shared-memory file was removed on close"
+    );
+    // The task is in the database file itself.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let n: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM tasks WHERE id = ?1",
+            [id.as_str()],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(n, 1);
+}

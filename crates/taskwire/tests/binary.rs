@@ -217,3 +217,121 @@ async fn configuration_errors_exit_nonzero_with_a_message() {
         );
     }
 }
+
+/// SIGTERM closes the SQLite store: the writer drains, checkpoints the log into
+/// the database file and closes, so the log and the shared-memory file are gone
+/// once the process has exited, and the task is in the database file alone.
+#[tokio::test]
+async fn sigterm_closes_the_sqlite_store() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut child = taskwire(
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--store",
+            "sqlite://tasks.db",
+        ],
+        dir.path(),
+    )
+    .spawn()
+    .expect("spawn");
+    let addr = listening_on(&mut child, dir.path()).await;
+    let sent: serde_json::Value = reqwest::Client::new()
+        .post(format!("http://{addr}/a2a"))
+        .header("A2A-Version", "1.0")
+        .json(&serde_json::json!({
+            "jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+            "params": {"message": {"messageId": "m-close-1", "role": "ROLE_USER", "parts": [{"text": "kept"}]}}
+        }))
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("send json");
+    let state = &sent["result"]["task"]["status"]["state"];
+    assert_eq!(state, "TASK_STATE_COMPLETED", "{sent}");
+    let side = |suffix: &str| dir.path().join(format!("tasks.db{suffix}"));
+    assert!(side("-wal").exists(), "the log exists while serving");
+
+    signal(&child, libc::SIGTERM);
+    let status = exit_of(&mut child).await;
+    let log = stderr_of(dir.path());
+    assert!(status.success(), "exit {status:?}; stderr:\n{log}");
+    assert!(
+        !side("-wal").exists(),
+        "the log remains after SIGTERM; stderr:\n{log}"
+    );
+    assert!(
+        !side("-shm").exists(),
+        "the shared-memory file remains; stderr:\n{log}"
+    );
+    assert!(
+        log.contains("sqlite store closed and checkpointed"),
+        "{log}"
+    );
+
+    // Served again, the file holds the completed task.
+    let mut child = taskwire(
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--store",
+            "sqlite://tasks.db",
+        ],
+        dir.path(),
+    )
+    .spawn()
+    .expect("spawn");
+    let addr = listening_on(&mut child, dir.path()).await;
+    let id = sent["result"]["task"]["id"].as_str().expect("task id");
+    let got: serde_json::Value = reqwest::Client::new()
+        .post(format!("http://{addr}/a2a"))
+        .header("A2A-Version", "1.0")
+        .json(&serde_json::json!({
+            "jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": id}
+        }))
+        .send()
+        .await
+        .expect("get")
+        .json()
+        .await
+        .expect("get json");
+    assert_eq!(
+        got["result"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{got}"
+    );
+    signal(&child, libc::SIGTERM);
+    assert!(exit_of(&mut child).await.success());
+}
+
+/// A database file that exists without a schema (its creation was cut short, as
+/// by a power loss before the first start finished) is recreated, with a warning
+/// in the log; a file taskwire created itself opens without one.
+#[tokio::test]
+async fn a_database_file_without_a_schema_is_recreated_with_a_warning() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("tasks.db"), b"").expect("empty file");
+    let args = [
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--store",
+        "sqlite://tasks.db",
+    ];
+    for (run, warned) in [(1, true), (2, false)] {
+        let mut child = taskwire(&args, dir.path()).spawn().expect("spawn");
+        let _ = listening_on(&mut child, dir.path()).await;
+        signal(&child, libc::SIGTERM);
+        let status = exit_of(&mut child).await;
+        let log = stderr_of(dir.path());
+        assert!(status.success(), "exit {status:?}; stderr:\n{log}");
+        assert_eq!(
+            log.contains("the database file exists but has no schema"),
+            warned,
+            "run {run}:\n{log}"
+        );
+    }
+}
