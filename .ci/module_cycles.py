@@ -13,8 +13,7 @@ import os
 import re
 import sys
 
-# taskwire-bridge joins when its executors stop importing each other (#40).
-CHECKED = ["taskwire-core", "taskwire-a2a"]
+CHECKED = ["taskwire-core", "taskwire-a2a", "taskwire-bridge"]
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 

@@ -28,7 +28,7 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use taskwire_client::a2a::{self, pb, A2aClient, A2aStream};
 use taskwire_client::grpc::A2aGrpcClient;
-use taskwire_client::{A2aBinding, BackoffPolicy, ClientConfig, ClientError, Received};
+use taskwire_client::{A2aBinding, BackoffPolicy, ClientError, Received};
 use taskwire_core::types::InputResponse;
 use taskwire_core::{
     async_trait, Agent, AgentError, AgentInfo, CoreError, Message, Skill, TaskState, TaskStore,
@@ -41,98 +41,8 @@ use tracing::{debug, info, info_span, warn, Instrument};
 
 use crate::common::{reattached, timed, ReadyCache};
 use crate::error::BridgeError;
-
-/// How the bridge talks to an upstream.
-#[derive(Clone, Debug)]
-pub struct UpstreamOptions {
-    /// Sent as `Authorization: Bearer …` with every upstream request.
-    pub bearer_token: Option<String>,
-    /// Limit of one upstream request–response (for a stream: its response head).
-    pub request_timeout: Duration,
-    /// Limit for opening a connection to the upstream.
-    pub connect_timeout: Duration,
-    /// Reconnects of broken streams and retries of failed polls.
-    pub backoff: BackoffPolicy,
-    /// Interval between `GetTask` polls when following a task by polling.
-    pub poll_interval: Duration,
-    /// Call an MCP upstream's tools as tasks when it offers the tasks
-    /// extension (default true); false calls them blocking, with SEP-2322
-    /// repeats for input.
-    pub mcp_tasks: bool,
-    /// Largest upstream response body or stream event, and largest text
-    /// message assembled from an AG-UI upstream's chunks (default
-    /// [`DEFAULT_MAX_MESSAGE_BYTES`]); beyond it the turn fails, naming the
-    /// limit.
-    pub max_message_bytes: usize,
-    /// Certificates (PEM) trusted for `https://` and `a2a+grpcs://`
-    /// upstreams besides the built-in Mozilla roots and the system's (a
-    /// private CA; `--upstream-ca-file`).
-    pub root_certificates_pem: Vec<Vec<u8>>,
-    /// The client certificate and key presented to `https://` and
-    /// `a2a+grpcs://` upstreams that ask for one (mutual TLS;
-    /// `--upstream-client-cert`, `--upstream-client-key`).
-    pub client_identity: Option<taskwire_client::ClientIdentityPem>,
-    /// MCP 2025-11-25 upstreams: most open calls (blocking calls, and
-    /// `tasks/result` streams, held while their downstream task waits for an
-    /// answer) this process keeps (`--upstream-max-open-calls`); past it,
-    /// one is dropped and its task fails or polls on its next turn.
-    pub max_open_calls: usize,
-    /// The same, per principal (tenant and owner of the downstream task;
-    /// `--upstream-max-open-calls-per-principal`): past it, that principal's
-    /// oldest is dropped, and when all [`UpstreamOptions::max_open_calls`]
-    /// are held, the oldest of the principal holding the most.
-    pub max_open_calls_per_principal: usize,
-    /// AG-UI upstreams: most text messages a run may stream at once (started
-    /// and not ended; `--upstream-max-open-messages`, default
-    /// [`crate::agui::MAX_OPEN_MESSAGES`]); past it the turn fails.
-    pub max_open_messages: usize,
-    /// MCP upstreams: most `tools/list` pages read at discovery
-    /// (`--upstream-max-list-pages`, default
-    /// [`taskwire_client::mcp::MAX_TOOL_PAGES`]); past it discovery fails.
-    pub max_list_pages: usize,
-    /// Most `upstream_link` records (of linked tasks waiting, or running
-    /// long) one executor's cancel watcher keeps track of
-    /// (`--upstream-max-link-records`, default
-    /// [`crate::DEFAULT_MAX_LINK_RECORDS`]); past it no record is
-    /// stored, and a cancel made while no bridge runs does not reach those
-    /// upstream tasks.
-    pub max_link_records: usize,
-    /// Most `upstream_link` records one watcher reads at start, to cancel the
-    /// upstream tasks of tasks canceled while no bridge ran
-    /// (`--upstream-catch-up-records`, default
-    /// [`crate::DEFAULT_CATCH_UP_RECORDS`]); the rest wait for the
-    /// next start.
-    pub catch_up_records: usize,
-}
-
-/// The default of [`UpstreamOptions::max_message_bytes`]: 4 MiB.
-pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
-
-impl Default for UpstreamOptions {
-    fn default() -> Self {
-        Self {
-            bearer_token: None,
-            request_timeout: Duration::from_secs(30),
-            connect_timeout: Duration::from_secs(10),
-            backoff: BackoffPolicy::default(),
-            poll_interval: Duration::from_millis(500),
-            mcp_tasks: true,
-            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
-            root_certificates_pem: Vec::new(),
-            client_identity: None,
-            max_open_calls: crate::mcp_2025_11_25::DEFAULT_MAX_OPEN_CALLS,
-            max_open_calls_per_principal:
-                crate::mcp_2025_11_25::DEFAULT_MAX_OPEN_CALLS_PER_PRINCIPAL,
-            max_open_messages: crate::agui::MAX_OPEN_MESSAGES,
-            max_list_pages: taskwire_client::mcp::MAX_TOOL_PAGES,
-            max_link_records: crate::common::DEFAULT_MAX_LINK_RECORDS,
-            catch_up_records: crate::common::DEFAULT_CATCH_UP_RECORDS,
-        }
-    }
-}
-
-/// The key of the agent-state object the upstream link is stored under.
-pub const LINK_KEY: &str = "upstream";
+use crate::options::{client_config, retrying};
+pub use crate::options::{UpstreamOptions, DEFAULT_MAX_MESSAGE_BYTES, LINK_KEY};
 
 /// The link of a downstream task to its upstream task, as stored in the
 /// downstream task's agent state under [`LINK_KEY`].
@@ -475,60 +385,6 @@ fn send_request(message: pb::Message) -> pb::SendMessageRequest {
 /// The id the gRPC discovery probe asks for: no agent holds it, so an
 /// answering service says "not found".
 const PROBE_TASK_ID: &str = "taskwire-bridge-probe";
-
-/// The client configuration of an upstream at `base_url`.
-pub(crate) fn client_config(base_url: &str, opts: &UpstreamOptions) -> ClientConfig {
-    let mut b = ClientConfig::builder(base_url)
-        .request_timeout(opts.request_timeout)
-        .connect_timeout(opts.connect_timeout)
-        .backoff(opts.backoff.clone())
-        .poll_interval(opts.poll_interval)
-        .max_message_bytes(opts.max_message_bytes)
-        .max_list_pages(opts.max_list_pages);
-    if let Some(t) = &opts.bearer_token {
-        b = b.bearer_token(t.clone());
-    }
-    for pem in &opts.root_certificates_pem {
-        b = b.root_certificate_pem(pem.clone());
-    }
-    if let Some(id) = &opts.client_identity {
-        b = b.client_identity_pem(id.certificate_chain.clone(), id.private_key.clone());
-    }
-    b.build()
-}
-
-/// Runs `call` until it succeeds, retrying transient failures (an upstream
-/// still starting) with the backoff policy's delays, at most its attempts.
-pub(crate) async fn retrying<T, F, Fut>(
-    url: &str,
-    opts: &UpstreamOptions,
-    what: &str,
-    mut call: F,
-) -> Result<T, BridgeError>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, ClientError>>,
-{
-    let mut attempt: u32 = 0;
-    loop {
-        match call().await {
-            Ok(v) => return Ok(v),
-            Err(e) if e.is_transient() && attempt < opts.backoff.max_attempts => {
-                let wait = opts.backoff.delay(attempt);
-                attempt += 1;
-                warn!(upstream = %url, error = %e, attempt, retry_in = ?wait,
-                    "the upstream did not answer ({what}); retrying");
-                tokio::time::sleep(wait).await;
-            }
-            Err(source) => {
-                return Err(BridgeError::Discovery {
-                    url: url.to_string(),
-                    source: Box::new(source),
-                })
-            }
-        }
-    }
-}
 
 /// The schema of a bridged skill's arguments: A2A skills declare none, so
 /// every skill takes one `text`, the message sent upstream.

@@ -39,9 +39,9 @@ use taskwire_vocab::upstream::agui as vocab;
 use taskwire_wire::agui::{event_type as ev, RunAgentInput};
 use tracing::{debug, info, info_span, Instrument};
 
-use crate::a2a::{client_config, retrying, UpstreamOptions, LINK_KEY};
 use crate::common::{downstream_canceled, end_canceled, reattached, timed, ReadyCache};
 use crate::error::BridgeError;
+use crate::options::{client_config, retrying, UpstreamOptions, LINK_KEY};
 
 /// The link protocol name of AG-UI upstream runs.
 const PROTOCOL: &str = "agui";
@@ -120,9 +120,7 @@ pub struct AguiUpstream {
     backoff: BackoffPolicy,
 }
 
-/// The default of [`UpstreamOptions::max_open_messages`]: most text messages
-/// an AG-UI upstream may stream at once (started and not yet ended).
-pub const MAX_OPEN_MESSAGES: usize = 64;
+pub use crate::options::MAX_OPEN_MESSAGES;
 
 impl std::fmt::Debug for AguiUpstream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -11,8 +11,8 @@ use taskwire_core::{Access, CoreError, TaskId, TaskService, TaskState, TaskStore
 use crate::error::BridgeError;
 use tracing::{debug, info, warn};
 
-use crate::a2a::LINK_KEY;
 use crate::many::{owns, Route};
+use crate::options::{DEFAULT_CATCH_UP_RECORDS, DEFAULT_MAX_LINK_RECORDS, LINK_KEY};
 
 /// Aborts the watcher task when the last agent clone goes.
 #[derive(Debug)]
@@ -300,16 +300,6 @@ impl Drop for RunningTurn {
         }
     }
 }
-
-/// The default of [`crate::UpstreamOptions::max_link_records`]: most
-/// `upstream_link` records one watcher keeps track of (beyond it, linked
-/// tasks are not recorded: a cancel made while no bridge runs is then not
-/// sent upstream for them).
-pub const DEFAULT_MAX_LINK_RECORDS: usize = 100_000;
-
-/// The default of [`crate::UpstreamOptions::catch_up_records`]: most
-/// `upstream_link` records one watcher reads at start.
-pub const DEFAULT_CATCH_UP_RECORDS: usize = 10_000;
 
 /// The bounds of one watcher's `upstream_link` records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

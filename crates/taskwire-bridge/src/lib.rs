@@ -21,21 +21,23 @@ mod common;
 mod error;
 pub mod many;
 pub mod mcp;
-mod mcp_2025_11_25;
+mod options;
 pub mod spec;
 
 use std::sync::Arc;
 
 use taskwire_core::{Agent, TaskStore};
 
-pub use a2a::{A2aUpstream, UpstreamLink, UpstreamOptions};
+pub use a2a::{A2aUpstream, UpstreamLink};
 pub use agui::AguiUpstream;
 pub use common::metric;
-pub use common::{DEFAULT_CATCH_UP_RECORDS, DEFAULT_MAX_LINK_RECORDS};
 pub use error::BridgeError;
 pub use many::{Member, Upstreams};
 pub use mcp::{McpUpstream, McpVersion};
-pub use mcp_2025_11_25::{DEFAULT_MAX_OPEN_CALLS, DEFAULT_MAX_OPEN_CALLS_PER_PRINCIPAL};
+pub use options::{
+    UpstreamOptions, DEFAULT_CATCH_UP_RECORDS, DEFAULT_MAX_LINK_RECORDS, DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_MAX_OPEN_CALLS, DEFAULT_MAX_OPEN_CALLS_PER_PRINCIPAL, MAX_OPEN_MESSAGES,
+};
 pub use spec::UpstreamSpec;
 pub use taskwire_client::ClientIdentityPem;
 

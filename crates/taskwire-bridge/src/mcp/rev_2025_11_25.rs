@@ -1,6 +1,6 @@
 //! The MCP upstream executor's revision 2025-11-25 half: a server that
 //! refuses `server/discover` but answers `initialize` (or any server, when
-//! [`crate::mcp::McpVersion::V2025_11_25`] is asked for).
+//! [`super::McpVersion::V2025_11_25`] is asked for).
 //!
 //! The bridge opens one session at discovery (`initialize`, declaring form and
 //! URL elicitation) and re-initializes when the upstream no longer holds it.
@@ -51,7 +51,7 @@ use crate::common::{
     AbortOnDrop,
 };
 use crate::error::BridgeError;
-use crate::mcp::{Asked, McpLink, McpUpstream};
+use super::{Asked, McpLink, McpUpstream};
 
 /// The link protocol name (the same as 2026-07-28's; the link's `version`
 /// tells them apart).
@@ -75,12 +75,6 @@ const SETTLE_POLL: Duration = Duration::from_millis(100);
 
 /// At most this many upstream questions are raised at once.
 const MAX_ASKS: usize = 32;
-
-/// The default of [`crate::UpstreamOptions::max_open_calls`].
-pub const DEFAULT_MAX_OPEN_CALLS: usize = 256;
-
-/// The default of [`crate::UpstreamOptions::max_open_calls_per_principal`].
-pub const DEFAULT_MAX_OPEN_CALLS_PER_PRINCIPAL: usize = 32;
 
 /// An open call older than this is dropped when another is put away (a
 /// downstream task that never answers nor ends does not hold a connection
@@ -654,7 +648,7 @@ impl Turn<'_> {
         // A re-run of the turn that asked has no answers yet (its input is
         // the message that called the tool, not an answer).
         let mut responses = if l.turn < self.number {
-            crate::mcp::responses(self.ctx, &l.asked)
+            super::responses(self.ctx, &l.asked)
         } else {
             std::collections::BTreeMap::new()
         };
@@ -716,7 +710,7 @@ impl Turn<'_> {
     /// upstream's requests; returns what is still unanswered (`None`: the
     /// task was canceled while an answer waited to be sent again).
     async fn answer(&mut self, l: &McpLink) -> Result<Option<Vec<Asked>>, BridgeError> {
-        let responses = crate::mcp::responses(self.ctx, &l.asked);
+        let responses = super::responses(self.ctx, &l.asked);
         let mut unanswered = Vec::new();
         for a in &l.asked {
             let (Some(r), Some(id)) = (responses.get(&a.key), a.request_id.as_ref()) else {
@@ -1208,7 +1202,7 @@ impl Turn<'_> {
                 let r: CallToolResult = serde_json::from_value(v).map_err(|e| {
                     BridgeError::Protocol(format!("tasks/result: not a tool result: {e}"))
                 })?;
-                crate::mcp::finish(self.ctx, self.number, &r).await
+                super::finish(self.ctx, self.number, &r).await
             }
             // Without a tool result (a task that failed without one).
             Ok(_) => Ok(failed()),
@@ -1239,7 +1233,7 @@ impl Turn<'_> {
         let result = response.get("result").cloned().unwrap_or(Value::Null);
         let r: CallToolResult = serde_json::from_value(result)
             .map_err(|e| BridgeError::Protocol(format!("{operation}: not a tool result: {e}")))?;
-        crate::mcp::finish(self.ctx, self.number, &r).await
+        super::finish(self.ctx, self.number, &r).await
     }
 
     /// Cancels upstream (best effort): the open blocking call with

@@ -17,10 +17,12 @@
 //!
 //! A server that speaks only revision 2025-11-25 (it refuses
 //! `server/discover`, but answers `initialize`), or any server when
-//! [`McpVersion::V2025_11_25`] is asked for, is served by `crate::mcp_2025_11_25`:
+//! [`McpVersion::V2025_11_25`] is asked for, is served by `rev_2025_11_25` (this module's child):
 //! a session, the experimental task methods of 2025-11-25 for tools that
 //! allow them, else blocking `tools/call`s whose elicitations arrive on the
 //! call's SSE answer.
+
+mod rev_2025_11_25;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -39,11 +41,11 @@ use taskwire_vocab::upstream::mcp::{self as vocab, UpstreamAsk};
 use taskwire_vocab::upstream::UpstreamState;
 use tracing::{debug, info, info_span, warn, Instrument};
 
-use crate::a2a::{client_config, retrying, UpstreamOptions, LINK_KEY};
 use crate::common::{
     answered, downstream_canceled, end_canceled, reattached, timed, watch_cancels, ReadyCache,
 };
 use crate::error::BridgeError;
+use crate::options::{client_config, retrying, UpstreamOptions, LINK_KEY};
 
 /// The link protocol name of MCP upstream tasks.
 const PROTOCOL: &str = "mcp";
@@ -211,8 +213,8 @@ pub struct McpUpstream {
     link_bounds: crate::common::LinkBounds,
     watcher: Option<Arc<crate::common::Watcher>>,
     ready: Arc<ReadyCache>,
-    /// Spoken to in revision 2025-11-25 (`crate::mcp_2025_11_25`).
-    rev_2025_11_25: Option<crate::mcp_2025_11_25::Upstream2025_11_25>,
+    /// Spoken to in revision 2025-11-25 (`rev_2025_11_25`).
+    rev_2025_11_25: Option<rev_2025_11_25::Upstream2025_11_25>,
 }
 
 impl std::fmt::Debug for McpUpstream {
@@ -339,7 +341,7 @@ impl McpUpstream {
                     source: Box::new(source),
                 }
             })?;
-        let capabilities = crate::mcp_2025_11_25::client_capabilities();
+        let capabilities = rev_2025_11_25::client_capabilities();
         let init = retrying(endpoint, opts, "initialize", || {
             rev_2025_11_25_client.initialize(capabilities.clone())
         })
@@ -386,7 +388,7 @@ impl McpUpstream {
             link_bounds: crate::common::LinkBounds::of(opts),
             watcher: None,
             ready: Arc::new(ReadyCache::default()),
-            rev_2025_11_25: Some(crate::mcp_2025_11_25::Upstream2025_11_25::new(
+            rev_2025_11_25: Some(rev_2025_11_25::Upstream2025_11_25::new(
                 rev_2025_11_25_client,
                 capabilities,
                 as_task,
@@ -489,7 +491,7 @@ impl Agent for McpUpstream {
 
     async fn run_turn(&self, ctx: &TurnContext) -> Result<TurnOutcome, AgentError> {
         if let Some(older) = &self.rev_2025_11_25 {
-            return crate::mcp_2025_11_25::run_turn(self, older, ctx).await;
+            return rev_2025_11_25::run_turn(self, older, ctx).await;
         }
         let turn = Turn::new(self, ctx);
         let span = info_span!("bridged_turn", protocol = PROTOCOL, task = %ctx.task().id,
