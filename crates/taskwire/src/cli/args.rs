@@ -1,83 +1,25 @@
-//! The `taskwire` command line: argument parsing and the `serve` command, built on
-//! [`Server`] like any other embedding program.
+//! The flags of `taskwire serve` and `taskwire conformance`, and their value parsers.
 
-use std::future::Future;
-use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
-use taskwire_core::guardrail::DenyPhrases;
-use taskwire_core::{
-    Agent, Limits, MemoryStore, RuntimeConfig, ScriptedAgent, TaskDefaults, TaskStore,
-};
-use tracing::info;
-use tracing_subscriber::filter::LevelFilter;
-use tracing_subscriber::EnvFilter;
-
-use crate::auth::AuthConfig;
-use crate::error::Error;
-use crate::server::{check_listen_policy, Server};
-
-/// Exit status after a second SIGTERM/Ctrl-C cut the drain short.
-pub const FORCED_EXIT_CODE: i32 = 130;
-
-/// The agents this binary can run, for `--agent`.
-#[cfg(all(feature = "a2a", feature = "mcp"))]
-pub const AGENTS: &str = "scripted, tck, mcp-conformance";
-/// The agents this binary can run, for `--agent`.
-#[cfg(all(feature = "a2a", not(feature = "mcp")))]
-pub const AGENTS: &str = "scripted, tck";
-/// The agents this binary can run, for `--agent`.
-#[cfg(all(not(feature = "a2a"), feature = "mcp"))]
-pub const AGENTS: &str = "scripted, mcp-conformance";
-/// The agents this binary can run, for `--agent`.
-#[cfg(not(any(feature = "a2a", feature = "mcp")))]
-pub const AGENTS: &str = "scripted";
+use clap::{Args, ValueEnum};
 
 #[cfg(all(feature = "sqlite", feature = "postgres"))]
-const STORE_SCHEMES: &str =
+pub(crate) const STORE_SCHEMES: &str =
     "sqlite://PATH[?synchronous=full|normal], postgres://USER@HOST[:PORT]/DATABASE or memory://";
+
 #[cfg(all(feature = "sqlite", not(feature = "postgres")))]
-const STORE_SCHEMES: &str =
+pub(crate) const STORE_SCHEMES: &str =
     "sqlite://PATH[?synchronous=full|normal] or memory:// (this build has no PostgreSQL support)";
+
 #[cfg(all(not(feature = "sqlite"), feature = "postgres"))]
-const STORE_SCHEMES: &str =
+pub(crate) const STORE_SCHEMES: &str =
     "postgres://USER@HOST[:PORT]/DATABASE or memory:// (this build has no SQLite support)";
+
 #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
-const STORE_SCHEMES: &str = "memory:// (this build has no SQLite or PostgreSQL support)";
-
-/// taskwire: one agent task, every agent protocol. Serves an agent's tasks and
-/// (as adapters are compiled in) exposes them over each protocol on one listener.
-#[derive(Debug, Parser)]
-#[command(name = "taskwire", version)]
-pub struct Cli {
-    /// What to do.
-    #[command(subcommand)]
-    pub command: Command,
-}
-
-/// The subcommands.
-#[derive(Debug, Subcommand)]
-#[allow(
-    clippy::large_enum_variant,
-    reason = "parsed once per process; boxing would only move the bytes"
-)]
-pub enum Command {
-    /// Serve an agent's tasks over HTTP (health, readiness, metrics and every
-    /// adapter compiled in) until SIGTERM or Ctrl-C.
-    Serve(ServeArgs),
-    /// Run the conformance suite against a server: the same task lifecycle
-    /// through every protocol it offers and across them (docs/conformance.md).
-    /// Exit status 0 when every failure is in the baseline and no baseline
-    /// entry passes, 1 otherwise, 2 when the suite could not run (including a
-    /// target that offers none of the selected protocols).
-    #[cfg(feature = "conformance")]
-    Conformance(ConformanceArgs),
-}
+pub(crate) const STORE_SCHEMES: &str = "memory:// (this build has no SQLite or PostgreSQL support)";
 
 #[cfg(feature = "conformance")]
 /// Arguments of `taskwire conformance`. Every flag can also be set through the
@@ -159,72 +101,6 @@ pub struct ConformanceArgs {
     /// protocol cannot carry are skipped, naming the loss (docs/bridging.md).
     #[arg(long, env = "TASKWIRE_CONFORMANCE_UPSTREAM", value_name = "PROTOCOL", value_parser = ["a2a", "mcp", "agui"])]
     pub upstream: Option<String>,
-}
-
-#[cfg(feature = "conformance")]
-/// The suite's configuration for these arguments.
-pub fn conformance_config(
-    args: &ConformanceArgs,
-) -> Result<taskwire_conformance::Config, taskwire_conformance::Error> {
-    let mut c = taskwire_conformance::Config::new(args.target.trim_end_matches('/'))?;
-    c.protocols = taskwire_conformance::Protocol::parse_list(&args.protocols)?;
-    c.token = args.token.clone().filter(|t| !t.is_empty());
-    c.token2 = args.token2.clone().filter(|t| !t.is_empty());
-    if let Some(b) = &args.baseline {
-        c.baseline = taskwire_conformance::Baseline::load(b)?;
-    }
-    if let Some(d) = &args.scenarios {
-        c.scenarios = taskwire_conformance::scenario::load_dir(d)?;
-    }
-    c.only = args
-        .only
-        .iter()
-        .filter(|o| !o.trim().is_empty())
-        .cloned()
-        .collect();
-    if let Some(d) = &args.schemas {
-        c.schemas_dir = Some(d.clone());
-    }
-    c.request_timeout = args.timeout;
-    c.progress = !args.quiet;
-    c.upstream = args.upstream.clone();
-    Ok(c)
-}
-
-#[cfg(feature = "conformance")]
-/// Runs `conformance`: the report on stdout (matrix, or JSON with `--json`),
-/// JUnit and a baseline to files when asked. Returns the exit status.
-pub async fn conformance(args: ConformanceArgs) -> Result<ExitCode, taskwire_conformance::Error> {
-    let config = conformance_config(&args)?;
-    let report = taskwire_conformance::run(&config).await?;
-    let write = |path: &PathBuf, text: String| {
-        std::fs::write(path, text).map_err(|e| taskwire_conformance::Error::Io {
-            path: path.display().to_string(),
-            source: e,
-        })
-    };
-    if let Some(p) = &args.junit {
-        write(p, report.render_junit(&config.baseline))?;
-    }
-    if let Some(p) = &args.write_baseline {
-        let b = taskwire_conformance::Baseline::from_cells(&report.cells);
-        write(p, serde_json::to_string_pretty(&b)? + "\n")?;
-    }
-    let out = if args.json {
-        report.render_json()? + "\n"
-    } else {
-        report.render_text(&config.baseline)
-    };
-    let mut stdout = std::io::stdout().lock();
-    // Best effort: a closed stdout must not change the verdict.
-    let _ = stdout
-        .write_all(out.as_bytes())
-        .and_then(|()| stdout.flush());
-    Ok(if report.failed() {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
 }
 
 /// Log output format.
@@ -590,26 +466,6 @@ pub struct UpstreamArgs {
     pub client_key: Option<std::path::PathBuf>,
 }
 
-/// Most `--upstream` one server takes (the bridge's own limit,
-/// `taskwire_bridge::many::MAX_UPSTREAMS`).
-pub const MAX_UPSTREAMS: usize = 32;
-
-/// `NAME=REST` when the part before the first `=` names an upstream (letters,
-/// digits, `_` and `-` only, so a URL, whose scheme has `:`, never does).
-pub fn split_named(arg: &str) -> (Option<&str>, &str) {
-    match arg.split_once('=') {
-        Some((name, rest))
-            if !name.is_empty()
-                && name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') =>
-        {
-            (Some(name), rest)
-        }
-        _ => (None, arg),
-    }
-}
-
 /// How the PostgreSQL store connects, as flags; ignored by the other stores.
 #[derive(Clone, Debug, Args)]
 pub struct PgArgs {
@@ -780,7 +636,7 @@ impl ListenerArgs {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OptionalDuration(pub Option<Duration>);
 
-fn parse_optional_duration(s: &str) -> Result<OptionalDuration, String> {
+pub(crate) fn parse_optional_duration(s: &str) -> Result<OptionalDuration, String> {
     if s.trim().eq_ignore_ascii_case("off") {
         Ok(OptionalDuration(None))
     } else {
@@ -788,7 +644,7 @@ fn parse_optional_duration(s: &str) -> Result<OptionalDuration, String> {
     }
 }
 
-fn parse_positive_u32(s: &str) -> Result<u32, String> {
+pub(crate) fn parse_positive_u32(s: &str) -> Result<u32, String> {
     match s.trim().parse::<u32>() {
         Ok(0) => Err("must be at least 1".into()),
         Ok(n) => Ok(n),
@@ -796,7 +652,7 @@ fn parse_positive_u32(s: &str) -> Result<u32, String> {
     }
 }
 
-fn parse_public_url(s: &str) -> Result<String, String> {
+pub(crate) fn parse_public_url(s: &str) -> Result<String, String> {
     let s = s.trim();
     if (s.starts_with("http://") || s.starts_with("https://")) && s.len() > "https://".len() {
         Ok(s.trim_end_matches('/').to_string())
@@ -805,7 +661,7 @@ fn parse_public_url(s: &str) -> Result<String, String> {
     }
 }
 
-fn parse_mcp_task_mode(s: &str) -> Result<String, String> {
+pub(crate) fn parse_mcp_task_mode(s: &str) -> Result<String, String> {
     let s = s.trim();
     let ok = s == "always" || s.strip_prefix("after:").unwrap_or(s).parse::<u64>().is_ok();
     if ok {
@@ -821,23 +677,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         .map_err(|e| format!("{e} (expected a duration such as 10s, 500ms, 1m or 7d)"))
 }
 
-/// How often the sweeper runs: every 60 s, or every quarter of the shorter of the
-/// task TTL and the inactivity lifespan when one is set (between 1 s and 60 s), so
-/// that `--idle-lifespan 2s` cancels a task within about 3 s rather than a minute
-/// and `--task-ttl 10s` keeps the store near ten seconds' worth of tasks. Each
-/// pass deletes in batches until nothing expired is left.
-fn sweep_interval(ttl: Option<Duration>, idle_lifespan: Option<Duration>) -> Duration {
-    let default = RuntimeConfig::default().sweep_interval;
-    let shortest = match (ttl, idle_lifespan) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    };
-    shortest.map_or(default, |d| {
-        (d / 4).clamp(Duration::from_secs(1), default.max(Duration::from_secs(1)))
-    })
-}
-
-fn parse_positive_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_positive_duration(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s)?;
     if d.is_zero() {
         Err("must be longer than zero".into())
@@ -846,7 +686,7 @@ fn parse_positive_duration(s: &str) -> Result<Duration, String> {
     }
 }
 
-fn parse_ttl(s: &str) -> Result<Ttl, String> {
+pub(crate) fn parse_ttl(s: &str) -> Result<Ttl, String> {
     if s.trim().eq_ignore_ascii_case("never") {
         Ok(Ttl(None))
     } else {
@@ -854,537 +694,16 @@ fn parse_ttl(s: &str) -> Result<Ttl, String> {
     }
 }
 
-fn parse_usize(s: &str) -> Result<usize, String> {
+pub(crate) fn parse_usize(s: &str) -> Result<usize, String> {
     s.trim()
         .parse::<usize>()
         .map_err(|e| format!("{e} (expected a whole number)"))
 }
 
-fn parse_positive_usize(s: &str) -> Result<usize, String> {
+pub(crate) fn parse_positive_usize(s: &str) -> Result<usize, String> {
     match s.trim().parse::<usize>() {
         Ok(0) => Err("must be at least 1".into()),
         Ok(n) => Ok(n),
         Err(e) => Err(format!("{e} (expected a whole number)")),
-    }
-}
-
-/// The agent named by `--agent`.
-pub fn agent_by_name(name: &str) -> Result<Arc<dyn Agent>, Error> {
-    match name {
-        "scripted" => Ok(Arc::new(ScriptedAgent::new())),
-        #[cfg(feature = "a2a")]
-        "tck" => Ok(Arc::new(taskwire_a2a::tck::TckAgent::new())),
-        #[cfg(feature = "mcp")]
-        "mcp-conformance" => Ok(Arc::new(taskwire_mcp::fixture::McpConformanceAgent::new())),
-        other => Err(Error::UnknownAgent {
-            name: other.to_string(),
-            available: AGENTS,
-        }),
-    }
-}
-
-/// One upstream of `--upstream`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UpstreamEntry {
-    /// Its `NAME=` (several upstreams), or none (one).
-    pub name: Option<String>,
-    /// Its URL.
-    pub url: String,
-    /// Its bearer token (`--upstream-token`, or its `--upstream-token-file`).
-    pub token: Option<String>,
-}
-
-/// The upstreams of `--upstream`, checked: one unnamed upstream, or several
-/// with distinct names; token files name upstreams that exist, are readable
-/// and not empty.
-pub fn upstreams_of(args: &UpstreamArgs) -> Result<Vec<UpstreamEntry>, Error> {
-    let list: Vec<(Option<String>, String)> = args
-        .url
-        .iter()
-        .map(|a| {
-            let (n, u) = split_named(a);
-            (n.map(str::to_string), u.trim().to_string())
-        })
-        .collect();
-    if list.len() > MAX_UPSTREAMS {
-        return Err(Error::Usage(format!(
-            "{} --upstream: a bridge serves at most {MAX_UPSTREAMS}",
-            list.len()
-        )));
-    }
-    if list.len() > 1 {
-        for (i, (n, u)) in list.iter().enumerate() {
-            let Some(n) = n else {
-                return Err(Error::Usage(format!(
-                    "several --upstream need a name each (--upstream NAME=URL); {u} has none"
-                )));
-            };
-            if list[..i]
-                .iter()
-                .any(|(o, _)| o.as_deref() == Some(n.as_str()))
-            {
-                return Err(Error::Usage(format!("two --upstream are named {n}")));
-            }
-        }
-    }
-    let mut tokens: Vec<Option<String>> = vec![args.token.clone(); list.len()];
-    for f in &args.token_file {
-        let (name, path) = split_named(f);
-        let token = std::fs::read_to_string(path)
-            .map_err(|e| Error::Usage(format!("--upstream-token-file {path}: {e}")))?
-            .trim()
-            .to_string();
-        if token.is_empty() {
-            return Err(Error::Usage(format!(
-                "--upstream-token-file {path} is empty"
-            )));
-        }
-        match name {
-            None => tokens.iter_mut().for_each(|t| *t = Some(token.clone())),
-            Some(n) => match list.iter().position(|(o, _)| o.as_deref() == Some(n)) {
-                Some(i) => tokens[i] = Some(token),
-                None => {
-                    return Err(Error::Usage(format!(
-                        "--upstream-token-file names {n}, which no --upstream NAME=URL names"
-                    )))
-                }
-            },
-        }
-    }
-    Ok(list
-        .into_iter()
-        .zip(tokens)
-        .map(|((name, url), token)| UpstreamEntry { name, url, token })
-        .collect())
-}
-
-/// The bridge agent of `--upstream` (discovers the upstreams).
-#[cfg(feature = "bridge")]
-async fn upstream_agent(
-    args: &ServeArgs,
-    store: &Arc<dyn TaskStore>,
-) -> Result<Arc<dyn Agent>, Error> {
-    let list = upstreams_of(&args.upstream)?;
-    let mcp: taskwire_bridge::McpVersion = args
-        .upstream
-        .mcp_version
-        .as_deref()
-        .unwrap_or("auto")
-        .parse()
-        .map_err(|e: taskwire_bridge::BridgeError| Error::Usage(e.to_string()))?;
-    let max_message_bytes = usize::try_from(args.upstream.max_message_bytes).unwrap_or(usize::MAX);
-    let root_certificates_pem = read_ca_files("--upstream-ca-file", &args.upstream.ca_file)?;
-    let client_identity = read_identity(
-        (
-            "--upstream-client-cert",
-            args.upstream.client_cert.as_deref(),
-        ),
-        ("--upstream-client-key", args.upstream.client_key.as_deref()),
-    )?
-    .map(|i| taskwire_bridge::ClientIdentityPem::new(i.chain, i.key));
-    let options = |token: &Option<String>| taskwire_bridge::UpstreamOptions {
-        bearer_token: token.clone(),
-        max_message_bytes,
-        root_certificates_pem: root_certificates_pem.clone(),
-        client_identity: client_identity.clone(),
-        max_open_calls: args.upstream.max_open_calls as usize,
-        max_open_calls_per_principal: args.upstream.max_open_calls_per_principal as usize,
-        max_open_messages: args.upstream.max_open_messages as usize,
-        max_list_pages: args.upstream.max_list_pages as usize,
-        max_link_records: args.upstream.max_link_records as usize,
-        catch_up_records: args.upstream.catch_up_records as usize,
-        ..taskwire_bridge::UpstreamOptions::default()
-    };
-    match list.as_slice() {
-        [one] => {
-            taskwire_bridge::connect_as(&one.url, &options(&one.token), mcp, Some(store.clone()))
-                .await
-                .map_err(|e| upstream_error(&one.url, &e))
-        }
-        _ => {
-            let named: Vec<_> = list
-                .iter()
-                .map(|e| {
-                    (
-                        e.name.clone().unwrap_or_default(),
-                        e.url.clone(),
-                        options(&e.token),
-                    )
-                })
-                .collect();
-            let urls = list
-                .iter()
-                .map(|e| e.url.as_str())
-                .collect::<Vec<_>>()
-                .join(", ");
-            taskwire_bridge::connect_many_as(&named, mcp, Some(store.clone()))
-                .await
-                .map_err(|e| upstream_error(&urls, &e))
-        }
-    }
-}
-
-/// This build has no bridge: `--upstream` is refused.
-#[cfg(not(feature = "bridge"))]
-async fn upstream_agent(
-    args: &ServeArgs,
-    _store: &Arc<dyn TaskStore>,
-) -> Result<Arc<dyn Agent>, Error> {
-    Err(Error::Upstream {
-        url: args.upstream.url.join(", "),
-        reason: "this build has no bridge support (the `bridge` feature)".into(),
-    })
-}
-
-#[cfg(feature = "bridge")]
-fn upstream_error(url: &str, e: &taskwire_bridge::BridgeError) -> Error {
-    Error::Upstream {
-        url: url.to_string(),
-        reason: e.to_string(),
-    }
-}
-
-/// Whether the store at `url` can be shared by several nodes.
-fn store_is_shared(url: &str) -> bool {
-    url.starts_with("postgres://") || url.starts_with("postgresql://")
-}
-
-/// Opens the store named by `--store` (`pg` applies to a PostgreSQL store only).
-pub async fn open_store(url: &str, pg: &PgArgs) -> Result<Arc<dyn TaskStore>, Error> {
-    let scheme = url.split_once("://").map(|(s, _)| s);
-    #[cfg(not(feature = "postgres"))]
-    let _ = pg;
-    match scheme {
-        #[cfg(feature = "postgres")]
-        Some("postgres" | "postgresql") => {
-            let options = {
-                let mut v = taskwire_store_postgres::PostgresOptions::default();
-                v.pool_size = pg.pg_pool_size;
-                v.statement_timeout =
-                    (!pg.pg_statement_timeout.is_zero()).then_some(pg.pg_statement_timeout);
-                v.max_batch = pg.pg_max_batch;
-                v.write_batches = pg.pg_write_batches;
-                v
-            };
-            taskwire_store_postgres::PostgresStore::open(url, options)
-                .await
-                .map(|s| Arc::new(s) as Arc<dyn TaskStore>)
-                .map_err(|e| Error::StoreOpen {
-                    url: url.to_string(),
-                    reason: e.to_string(),
-                })
-        }
-        Some("memory") if url == "memory://" => Ok(Arc::new(MemoryStore::new())),
-        #[cfg(feature = "sqlite")]
-        Some("sqlite") => taskwire_store_sqlite::SqliteStore::open(url)
-            .map(|s| Arc::new(s) as Arc<dyn TaskStore>)
-            .map_err(|e| Error::StoreOpen {
-                url: url.to_string(),
-                reason: e.to_string(),
-            }),
-        _ => Err(Error::UnknownStore {
-            url: url.to_string(),
-            expected: STORE_SCHEMES,
-        }),
-    }
-}
-
-/// Sets up logging to stderr: text or JSON, filtered by RUST_LOG (default `info`).
-pub fn init_tracing(format: LogFormat) -> Result<(), Error> {
-    let filter = EnvFilter::builder()
-        .with_default_directive(LevelFilter::INFO.into())
-        .from_env()
-        .map_err(|e| Error::Logging(format!("invalid RUST_LOG: {e}")))?;
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal());
-    let res = match format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().try_init(),
-    };
-    res.map_err(|e| Error::Logging(e.to_string()))
-}
-
-/// The server `serve` would run with these arguments, bound but not running.
-pub async fn build_server(args: &ServeArgs) -> Result<Server, Error> {
-    let auth = match &args.auth_tokens {
-        Some(path) => AuthConfig::token_file(path)?,
-        None => AuthConfig::Local,
-    };
-    // Refuse before touching the store.
-    check_listen_policy(args.listen, &auth, args.insecure_no_auth)?;
-    if args.upstream.url.is_empty()
-        && (args.upstream.token.is_some() || !args.upstream.token_file.is_empty())
-    {
-        return Err(Error::Usage(
-            "--upstream-token and --upstream-token-file need --upstream".into(),
-        ));
-    }
-    // Check the upstreams (names, token files, schemes) before touching the store.
-    let upstreams = upstreams_of(&args.upstream)?;
-    #[cfg(feature = "bridge")]
-    for entry in &upstreams {
-        let url = &entry.url;
-        taskwire_bridge::UpstreamSpec::parse(url).map_err(|e| upstream_error(url, &e))?;
-        if let Some(n) = &entry.name {
-            if !taskwire_bridge::many::valid_name(n) {
-                return Err(Error::Usage(format!(
-                    "upstream name {n:?}: use 1 to 64 letters, digits, `_` or `-`"
-                )));
-            }
-        }
-    }
-    let scripted = match upstreams.is_empty() {
-        false => None,
-        true => Some(agent_by_name(&args.agent)?),
-    };
-    if args.max_concurrent_turns == 0 && !store_is_shared(&args.store) {
-        return Err(Error::Usage(
-            "--max-concurrent-turns 0 runs no turns on this node, so it needs a store \
-             that other nodes share (postgres://…); with this store no task would ever run"
-                .into(),
-        ));
-    }
-    let store = open_store(&args.store, &args.pg).await?;
-    let agent = match scripted {
-        Some(a) => a,
-        None => upstream_agent(args, &store).await?,
-    };
-    let runtime_config = {
-        let mut v = RuntimeConfig::default();
-        v.max_concurrent_turns = args.max_concurrent_turns;
-        v.lease = args.lease;
-        v.sweep_interval = sweep_interval(args.task_ttl.0, args.idle_lifespan);
-        v
-    };
-    let limits = {
-        let mut v = Limits::default();
-        v.max_message_bytes = args.max_message_bytes;
-        v.max_streams_per_principal = args.quotas.max_streams_per_principal;
-        v
-    };
-    let mut builder = Server::builder()
-        .agent(agent)
-        .store(store)
-        .listen(args.listen)
-        .auth(auth)
-        .allow_unauthenticated_remote(args.insecure_no_auth)
-        .runtime_config(runtime_config)
-        .limits(limits)
-        .task_defaults({
-            let mut d = TaskDefaults::default();
-            d.ttl = args.task_ttl.0;
-            d.idle_lifespan = args.idle_lifespan;
-            d
-        })
-        .drain_timeout(args.drain_timeout)
-        .listener_config(args.listener.config());
-    let phrases: Vec<&String> = args
-        .deny_phrases
-        .iter()
-        .filter(|p| !p.trim().is_empty())
-        .collect();
-    if !phrases.is_empty() {
-        builder = builder.guardrail(Arc::new(DenyPhrases::new(phrases)));
-    }
-    let opts = crate::adapters::AdapterOptions {
-        public_url: args.public_url.clone(),
-        push_allow_private: args.push_allow_private,
-        push_root_certificates_pem: read_ca_files("--push-ca-file", &args.push_ca_file)?,
-        push_client_identity_pem: read_identity(
-            ("--push-client-cert", args.push_client_cert.as_deref()),
-            ("--push-client-key", args.push_client_key.as_deref()),
-        )?
-        .map(|i| i.pem()),
-        quotas: args.quotas.quotas(),
-        mcp_task_mode: args.mcp_task_mode.clone(),
-        push_lease: Some(args.lease),
-    };
-    for adapter in crate::adapters::all(&opts) {
-        builder = builder.boxed_adapter(adapter);
-    }
-    builder.build().await
-}
-
-/// The contents of `f`, given with `flag`.
-fn read_file(flag: &str, f: &std::path::Path) -> Result<Vec<u8>, Error> {
-    std::fs::read(f).map_err(|e| Error::Usage(format!("{flag} {}: {e}", f.display())))
-}
-
-/// A client certificate as read from its files: the certificate chain (leaf
-/// first) and the leaf's private key, PEM.
-struct IdentityFiles {
-    chain: Vec<u8>,
-    key: Vec<u8>,
-}
-
-impl IdentityFiles {
-    /// The key and the chain in one PEM buffer, as reqwest takes them.
-    fn pem(&self) -> Vec<u8> {
-        let mut pem = self.key.clone();
-        pem.push(b'\n');
-        pem.extend_from_slice(&self.chain);
-        pem
-    }
-}
-
-/// A client certificate from a certificate chain file and a key file (both
-/// PEM; none unless both are given), read once and checked with the parser
-/// the clients use.
-fn read_identity(
-    cert: (&str, Option<&std::path::Path>),
-    key: (&str, Option<&std::path::Path>),
-) -> Result<Option<IdentityFiles>, Error> {
-    let (Some(cert_file), Some(key_file)) = (cert.1, key.1) else {
-        return Ok(None);
-    };
-    let files = IdentityFiles {
-        key: read_file(key.0, key_file)?,
-        chain: read_file(cert.0, cert_file)?,
-    };
-    reqwest::Identity::from_pem(&files.pem()).map_err(|e| {
-        Error::Usage(format!(
-            "{} {} with {} {}: {e}",
-            cert.0,
-            cert_file.display(),
-            key.0,
-            key_file.display()
-        ))
-    })?;
-    Ok(Some(files))
-}
-
-/// The contents of the PEM files given with `flag`, each holding at least
-/// one certificate that parses.
-fn read_ca_files(flag: &str, files: &[std::path::PathBuf]) -> Result<Vec<Vec<u8>>, Error> {
-    let mut out = Vec::with_capacity(files.len());
-    for f in files {
-        let pem = read_file(flag, f)?;
-        match reqwest::Certificate::from_pem_bundle(&pem) {
-            Ok(certs) if !certs.is_empty() => out.push(pem),
-            Ok(_) => {
-                return Err(Error::Usage(format!(
-                    "{flag} {}: no PEM certificate in it",
-                    f.display()
-                )))
-            }
-            Err(e) => return Err(Error::Usage(format!("{flag} {}: {e}", f.display()))),
-        }
-    }
-    Ok(out)
-}
-
-/// Runs `serve`: builds the server, prints `listening on ADDR` on stdout, and
-/// serves until SIGTERM or Ctrl-C, then drains.
-pub async fn serve(args: ServeArgs) -> Result<(), Error> {
-    // Install the signal handlers before announcing the address, so that a signal
-    // sent as soon as the address is known is never missed.
-    let shutdown = shutdown_signal()?;
-    let server = build_server(&args).await?;
-    let addr = server.local_addr();
-    // Best effort: a closed stdout must not stop the server.
-    let mut out = std::io::stdout().lock();
-    if let Err(e) = writeln!(out, "listening on {addr}").and_then(|()| out.flush()) {
-        tracing::debug!(error = %e, "could not print the address on stdout");
-    }
-    drop(out);
-    server.run(shutdown).await
-}
-
-/// A future that resolves on the first SIGTERM or SIGINT (Ctrl-C); a second one
-/// exits the process at once with [`FORCED_EXIT_CODE`]. The handlers are installed
-/// when this is called, not when the future is first polled.
-pub fn shutdown_signal() -> Result<impl Future<Output = ()> + Send + 'static, Error> {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut term = signal(SignalKind::terminate())?;
-        let mut int = signal(SignalKind::interrupt())?;
-        Ok(async move {
-            tokio::select! {
-                _ = term.recv() => info!("SIGTERM received"),
-                _ = int.recv() => info!("interrupt received"),
-            }
-            // A second signal while draining means "now": exit without waiting.
-            // Leases of the turns cut short lapse and the reaper re-runs them.
-            tokio::spawn(async move {
-                tokio::select! {
-                    _ = term.recv() => {},
-                    _ = int.recv() => {},
-                }
-                tracing::warn!("second signal: exiting without draining");
-                std::process::exit(FORCED_EXIT_CODE);
-            });
-        })
-    }
-    #[cfg(not(unix))]
-    {
-        Ok(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                info!("Ctrl-C received");
-            } else {
-                std::future::pending::<()>().await;
-            }
-        })
-    }
-}
-
-/// The binary's main: runs the command and turns errors into a message on stderr
-/// and a nonzero exit code.
-pub fn main(cli: Cli) -> ExitCode {
-    let result = match cli.command {
-        #[cfg(feature = "conformance")]
-        Command::Conformance(args) => {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build();
-            let res = match rt {
-                Ok(rt) => rt.block_on(conformance(args)),
-                Err(e) => Err(taskwire_conformance::Error::Io {
-                    path: "tokio runtime".into(),
-                    source: e,
-                }),
-            };
-            return match res {
-                Ok(code) => code,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::from(2)
-                }
-            };
-        }
-        Command::Serve(args) => init_tracing(args.log_format).and_then(|()| {
-            tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-                .map_err(Error::Io)?
-                .block_on(serve(args))
-        }),
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_sweeper_runs_often_enough_for_the_idle_lifespan() {
-        let s = Duration::from_secs;
-        assert_eq!(sweep_interval(None, None), s(60));
-        assert_eq!(sweep_interval(None, Some(s(2))), s(1));
-        assert_eq!(sweep_interval(None, Some(s(20))), s(5));
-        assert_eq!(sweep_interval(None, Some(s(3600))), s(60));
-        // The TTL counts too: a short one is swept often.
-        assert_eq!(sweep_interval(Some(s(1)), None), s(1));
-        assert_eq!(sweep_interval(Some(s(20)), Some(s(3600))), s(5));
-        assert_eq!(sweep_interval(Some(s(7 * 86400)), None), s(60));
     }
 }
