@@ -46,12 +46,12 @@ use taskwire_vocab::upstream::mcp::{self as vocab, UpstreamAsk};
 use taskwire_vocab::upstream::UpstreamState;
 use tracing::{debug, info, info_span, warn, Instrument};
 
+use super::{Asked, McpLink, McpUpstream};
 use crate::common::{
     after_failed_send, downstream_canceled, end_canceled, reattached, timed, watch_cancels,
     AbortOnDrop,
 };
 use crate::error::BridgeError;
-use super::{Asked, McpLink, McpUpstream};
 
 /// The link protocol name (the same as 2026-07-28's; the link's `version`
 /// tells them apart).
@@ -65,9 +65,9 @@ const MAX_POLL: Duration = Duration::from_secs(5);
 /// raises what it has (a server sends the requests of one moment together).
 const GRACE: Duration = Duration::from_millis(150);
 
-/// After answering without the stream the questions came on (a restart), how
-/// long an `input_required` task is polled before a new `tasks/result` stream
-/// is read (see `Turn::settle_until`).
+/// After answering without a live stream of the questions (a restart, or the
+/// held stream broke), how long an `input_required` task is polled before a
+/// new `tasks/result` stream is read (see `Turn::settle_until`).
 const SETTLE: Duration = Duration::from_secs(2);
 
 /// The poll interval while settling.
@@ -500,7 +500,14 @@ impl Turn<'_> {
                 if !unanswered.is_empty() {
                     return self.ask_again(&l, unanswered).await;
                 }
-                if self.open.is_none() && !l.asked.is_empty() {
+                // Answers sent: until they are applied the upstream task may
+                // still show input_required, and a new tasks/result stream
+                // would be asked the same questions again. Settle whenever a
+                // new stream may be opened: none is held (a restart), or the
+                // one held broke while the turn waited (the connection was
+                // cut; found only when it is read). A live held stream is read
+                // on, and the settle never applies to it.
+                if !l.asked.is_empty() {
                     self.settle_until = Some(tokio::time::Instant::now() + SETTLE);
                 }
                 let next = McpLink {
