@@ -39,10 +39,11 @@ use taskwire_vocab::upstream::{
 };
 use tracing::{debug, info, info_span, warn, Instrument};
 
-use crate::common::{reattached, timed, ReadyCache};
 use crate::error::BridgeError;
 use crate::options::{client_config, retrying};
 pub use crate::options::{UpstreamOptions, DEFAULT_MAX_MESSAGE_BYTES, LINK_KEY};
+use crate::ready::ReadyCache;
+use crate::telemetry::{reattached, timed};
 
 /// The link of a downstream task to its upstream task, as stored in the
 /// downstream task's agent state under [`LINK_KEY`].
@@ -191,8 +192,8 @@ pub struct A2aUpstream {
     store: Option<Arc<dyn TaskStore>>,
     backoff: BackoffPolicy,
     poll_interval: Duration,
-    link_bounds: crate::common::LinkBounds,
-    watcher: Option<Arc<crate::common::Watcher>>,
+    link_bounds: crate::link::LinkBounds,
+    watcher: Option<Arc<crate::cancel_watch::Watcher>>,
     ready: Arc<ReadyCache>,
 }
 
@@ -304,7 +305,7 @@ impl A2aUpstream {
             store: None,
             backoff: opts.backoff.clone(),
             poll_interval: opts.poll_interval,
-            link_bounds: crate::common::LinkBounds::of(opts),
+            link_bounds: crate::link::LinkBounds::of(opts),
             watcher: None,
             ready: Arc::new(ReadyCache::default()),
         }
@@ -332,11 +333,16 @@ impl A2aUpstream {
     ) -> Self {
         let client = self.client.clone();
         let bounds = self.link_bounds;
-        let watcher =
-            crate::common::watch_cancels(store.clone(), "a2a", route, bounds, move |task_id| {
+        let watcher = crate::cancel_watch::watch_cancels(
+            store.clone(),
+            "a2a",
+            route,
+            bounds,
+            move |task_id| {
                 let client = client.clone();
                 async move { client.cancel_task(&task_id).await.map(|_| ()) }
-            });
+            },
+        );
         self.watcher = Some(Arc::new(watcher));
         self.store = Some(store);
         self
@@ -442,7 +448,7 @@ impl Agent for A2aUpstream {
         if let Some(l) = &turn.link {
             span.record("upstream_task", l.task_id.as_str());
         }
-        crate::common::turn_result(ctx, turn.run().instrument(span).await)
+        crate::outcome::turn_result(ctx, turn.run().instrument(span).await)
     }
 
     async fn ready(&self) -> Result<(), String> {
@@ -467,12 +473,12 @@ struct Turn<'a> {
     /// This turn's number (stable across re-runs of the turn).
     number: u32,
     link: Option<UpstreamLink>,
-    running: Option<crate::common::RunningTurn>,
+    running: Option<crate::link::RunningTurn>,
 }
 
 impl<'a> Turn<'a> {
     fn new(up: &'a A2aUpstream, ctx: &'a TurnContext) -> Self {
-        let number = crate::common::turn_number(ctx.task());
+        let number = crate::link::turn_number(ctx.task());
         Self {
             up,
             ctx,
@@ -539,7 +545,7 @@ impl<'a> Turn<'a> {
                 // Sent again with the same message id, as a re-run of the
                 // turn would (an upstream that makes create idempotent on it
                 // returns the same task).
-                let sent = crate::common::sent_again(
+                let sent = crate::retry::sent_again(
                     self.ctx,
                     &self.up.backoff,
                     "SendStreamingMessage",
@@ -648,7 +654,7 @@ impl<'a> Turn<'a> {
                     self.up.poll_interval
                 }
                 Err(e) => {
-                    crate::common::after_failed_poll(&backoff, &mut failures, e, "GetTask", &id)?
+                    crate::retry::after_failed_poll(&backoff, &mut failures, e, "GetTask", &id)?
                 }
             };
             tokio::select! {
@@ -845,7 +851,7 @@ impl<'a> Turn<'a> {
     /// The upstream task ended canceled: the downstream task ends canceled too
     /// (failed, without a store to cancel it in).
     async fn canceled_upstream(&mut self) -> Result<TurnOutcome, BridgeError> {
-        crate::common::end_canceled(
+        crate::cancel_watch::end_canceled(
             self.up.store.as_ref(),
             &self.up.info.name,
             &self.ctx.task().id,
@@ -861,7 +867,7 @@ impl<'a> Turn<'a> {
         stream: Option<&mut A2aStream>,
     ) -> Result<TurnOutcome, BridgeError> {
         let id = &self.ctx.task().id;
-        let canceled = crate::common::downstream_canceled(self.up.store.as_ref(), id).await;
+        let canceled = crate::cancel_watch::downstream_canceled(self.up.store.as_ref(), id).await;
         if !canceled {
             debug!(task = %id, "turn stopped without a downstream cancel; the upstream task is left running");
             return Err(BridgeError::Core(CoreError::LeaseLost));

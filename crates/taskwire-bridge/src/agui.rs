@@ -39,9 +39,11 @@ use taskwire_vocab::upstream::agui as vocab;
 use taskwire_wire::agui::{event_type as ev, RunAgentInput};
 use tracing::{debug, info, info_span, Instrument};
 
-use crate::common::{downstream_canceled, end_canceled, reattached, timed, ReadyCache};
+use crate::cancel_watch::{downstream_canceled, end_canceled};
 use crate::error::BridgeError;
 use crate::options::{client_config, retrying, UpstreamOptions, LINK_KEY};
+use crate::ready::ReadyCache;
+use crate::telemetry::{reattached, timed};
 
 /// The link protocol name of AG-UI upstream runs.
 const PROTOCOL: &str = "agui";
@@ -85,7 +87,7 @@ pub struct AguiLink {
 impl AguiLink {
     /// The AG-UI link stored in an agent state, if any.
     pub fn read(state: Option<&Value>) -> Option<Self> {
-        crate::common::read_link(state, PROTOCOL)
+        crate::link::read_link(state, PROTOCOL)
     }
 
     fn to_state(&self) -> Value {
@@ -192,7 +194,7 @@ impl Agent for AguiUpstream {
         let turn = Turn::new(self, ctx);
         let span = info_span!("bridged_turn", protocol = PROTOCOL, task = %ctx.task().id,
             turn = turn.number, upstream_task = %thread_id(ctx.task().id.as_str()));
-        crate::common::turn_result(ctx, turn.run().instrument(span).await)
+        crate::outcome::turn_result(ctx, turn.run().instrument(span).await)
     }
 
     async fn ready(&self) -> Result<(), String> {
@@ -231,7 +233,7 @@ struct Turn<'a> {
 
 impl<'a> Turn<'a> {
     fn new(up: &'a AguiUpstream, ctx: &'a TurnContext) -> Self {
-        let number = crate::common::turn_number(ctx.task());
+        let number = crate::link::turn_number(ctx.task());
         Self {
             up,
             ctx,
@@ -333,7 +335,7 @@ impl<'a> Turn<'a> {
         let posted = tokio::select! {
             biased;
             _ = self.ctx.cancelled() => return self.stopped().await,
-            r = crate::common::sent_again(self.ctx, &self.up.backoff, "run", ClientError::is_unsent, || {
+            r = crate::retry::sent_again(self.ctx, &self.up.backoff, "run", ClientError::is_unsent, || {
                 timed(PROTOCOL, "run", self.up.client.run(&input, AguiEncoding::Sse))
             }) => r,
         };
@@ -373,7 +375,7 @@ impl<'a> Turn<'a> {
         let task = &self.ctx.task().id;
         info!(task = %task, run = %run, error = %source,
             "the run's POST broke after it was sent; looking for the run upstream");
-        let found = crate::common::sent_again(
+        let found = crate::retry::sent_again(
             self.ctx,
             &self.up.backoff,
             "run events",
@@ -574,7 +576,7 @@ impl<'a> Turn<'a> {
         match e.outcome_type().as_deref() {
             Some("interrupt") => {
                 let asks = vocab::asks_of_interrupts(&e.interrupts());
-                let (raised, prompt) = match crate::common::raise(ctx, asks, "interrupt")? {
+                let (raised, prompt) = match crate::outcome::raise(ctx, asks, "interrupt")? {
                     Ok(r) => r,
                     Err(refused) => return Ok(refused),
                 };

@@ -17,12 +17,17 @@
 
 pub mod a2a;
 pub mod agui;
-mod common;
+mod cancel_watch;
 mod error;
+mod link;
 pub mod many;
 pub mod mcp;
 mod options;
+mod outcome;
+mod ready;
+mod retry;
 pub mod spec;
+mod telemetry;
 
 use std::sync::Arc;
 
@@ -30,7 +35,6 @@ use taskwire_core::{Agent, TaskStore};
 
 pub use a2a::{A2aUpstream, UpstreamLink};
 pub use agui::AguiUpstream;
-pub use common::metric;
 pub use error::BridgeError;
 pub use many::{Member, Upstreams};
 pub use mcp::{McpUpstream, McpVersion};
@@ -40,6 +44,7 @@ pub use options::{
 };
 pub use spec::UpstreamSpec;
 pub use taskwire_client::ClientIdentityPem;
+pub use telemetry::metric;
 
 /// The agent for the upstream at `url`: parses the spec, discovers the
 /// upstream (its agent card), and gives the agent `store` (the store its tasks

@@ -41,11 +41,12 @@ use taskwire_vocab::upstream::mcp::{self as vocab, UpstreamAsk};
 use taskwire_vocab::upstream::UpstreamState;
 use tracing::{debug, info, info_span, warn, Instrument};
 
-use crate::common::{
-    answered, downstream_canceled, end_canceled, reattached, timed, watch_cancels, ReadyCache,
-};
+use crate::cancel_watch::{downstream_canceled, end_canceled, watch_cancels};
 use crate::error::BridgeError;
 use crate::options::{client_config, retrying, UpstreamOptions, LINK_KEY};
+use crate::ready::ReadyCache;
+use crate::retry::answered;
+use crate::telemetry::{reattached, timed};
 
 /// The link protocol name of MCP upstream tasks.
 const PROTOCOL: &str = "mcp";
@@ -149,7 +150,7 @@ pub struct McpLink {
 impl McpLink {
     /// The MCP link stored in an agent state, if any.
     pub fn read(state: Option<&Value>) -> Option<Self> {
-        crate::common::read_link(state, PROTOCOL)
+        crate::link::read_link(state, PROTOCOL)
     }
 
     pub(crate) fn to_state(&self) -> Value {
@@ -210,8 +211,8 @@ pub struct McpUpstream {
     pub(crate) store: Option<Arc<dyn TaskStore>>,
     pub(crate) backoff: BackoffPolicy,
     pub(crate) poll_interval: Duration,
-    link_bounds: crate::common::LinkBounds,
-    watcher: Option<Arc<crate::common::Watcher>>,
+    link_bounds: crate::link::LinkBounds,
+    watcher: Option<Arc<crate::cancel_watch::Watcher>>,
     ready: Arc<ReadyCache>,
     /// Spoken to in revision 2025-11-25 (`rev_2025_11_25`).
     rev_2025_11_25: Option<rev_2025_11_25::Upstream2025_11_25>,
@@ -231,7 +232,7 @@ impl std::fmt::Debug for McpUpstream {
 
 impl McpUpstream {
     /// The `upstream_link` records of this executor's tasks (with a store).
-    pub(crate) fn link_records(&self) -> Option<&Arc<crate::common::LinkRecords>> {
+    pub(crate) fn link_records(&self) -> Option<&Arc<crate::link::LinkRecords>> {
         self.watcher.as_ref().map(|w| &w.records)
     }
 
@@ -318,7 +319,7 @@ impl McpUpstream {
             store: None,
             backoff: opts.backoff.clone(),
             poll_interval: opts.poll_interval,
-            link_bounds: crate::common::LinkBounds::of(opts),
+            link_bounds: crate::link::LinkBounds::of(opts),
             watcher: None,
             ready: Arc::new(ReadyCache::default()),
             rev_2025_11_25: None,
@@ -385,7 +386,7 @@ impl McpUpstream {
             store: None,
             backoff: opts.backoff.clone(),
             poll_interval: opts.poll_interval,
-            link_bounds: crate::common::LinkBounds::of(opts),
+            link_bounds: crate::link::LinkBounds::of(opts),
             watcher: None,
             ready: Arc::new(ReadyCache::default()),
             rev_2025_11_25: Some(rev_2025_11_25::Upstream2025_11_25::new(
@@ -499,7 +500,7 @@ impl Agent for McpUpstream {
         if let Some(l) = turn.link.as_ref().filter(|l| !l.task_id.is_empty()) {
             span.record("upstream_task", l.task_id.as_str());
         }
-        crate::common::turn_result(ctx, turn.run().instrument(span).await)
+        crate::outcome::turn_result(ctx, turn.run().instrument(span).await)
     }
 
     /// Ready when `server/discover` is answered (any JSON-RPC answer counts).
@@ -529,7 +530,7 @@ struct Turn<'a> {
 
 impl<'a> Turn<'a> {
     fn new(up: &'a McpUpstream, ctx: &'a TurnContext) -> Self {
-        let number = crate::common::turn_number(ctx.task());
+        let number = crate::link::turn_number(ctx.task());
         Self {
             up,
             ctx,
@@ -559,7 +560,7 @@ impl<'a> Turn<'a> {
                         keys = ?responses.keys().collect::<Vec<_>>(), "answering upstream");
                     // Sent again only when nothing of it reached the
                     // upstream: answers given twice may be refused.
-                    let sent = crate::common::sent_again(
+                    let sent = crate::retry::sent_again(
                         self.ctx,
                         &self.up.backoff,
                         "tasks/update",
@@ -594,7 +595,7 @@ impl<'a> Turn<'a> {
     /// The first turn: calls the tool.
     async fn call(&mut self) -> Result<TurnOutcome, BridgeError> {
         let names = self.up.tool_names();
-        let tool = match crate::common::chosen_tool(self.ctx.task(), &names) {
+        let tool = match crate::outcome::chosen_tool(self.ctx.task(), &names) {
             Ok(t) => t,
             Err(refused) => return Ok(refused),
         };
@@ -615,7 +616,7 @@ impl<'a> Turn<'a> {
             repeat = input_responses.is_some(), "calling the upstream tool");
         // Made again only when nothing of it reached the upstream: a
         // `tools/call` has no idempotency key.
-        let call = crate::common::sent_again(
+        let call = crate::retry::sent_again(
             self.ctx,
             &self.up.backoff,
             "tools/call",
@@ -734,7 +735,7 @@ impl<'a> Turn<'a> {
                     }
                     suggested.unwrap_or(self.up.poll_interval).min(MAX_POLL)
                 }
-                Err(e) => crate::common::after_failed_poll(
+                Err(e) => crate::retry::after_failed_poll(
                     &backoff,
                     &mut failures,
                     e,
@@ -817,13 +818,13 @@ impl<'a> Turn<'a> {
     }
 
     /// Raises the upstream's input requests on the downstream task
-    /// ([`crate::common::raise`]).
+    /// ([`crate::outcome::raise`]).
     fn raise(
         &self,
         asks: Vec<UpstreamAsk>,
     ) -> Result<Result<(Vec<Asked>, String), TurnOutcome>, BridgeError> {
         Ok(
-            crate::common::raise(self.ctx, asks, "input request")?.map(|(raised, prompt)| {
+            crate::outcome::raise(self.ctx, asks, "input request")?.map(|(raised, prompt)| {
                 let asked = raised
                     .into_iter()
                     .map(|r| Asked {

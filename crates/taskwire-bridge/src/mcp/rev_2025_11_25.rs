@@ -47,11 +47,10 @@ use taskwire_vocab::upstream::UpstreamState;
 use tracing::{debug, info, info_span, warn, Instrument};
 
 use super::{Asked, McpLink, McpUpstream};
-use crate::common::{
-    after_failed_send, downstream_canceled, end_canceled, reattached, timed, watch_cancels,
-    AbortOnDrop,
-};
+use crate::cancel_watch::{downstream_canceled, end_canceled, watch_cancels, AbortOnDrop};
 use crate::error::BridgeError;
+use crate::retry::after_failed_send;
+use crate::telemetry::{reattached, timed};
 
 /// The link protocol name (the same as 2026-07-28's; the link's `version`
 /// tells them apart).
@@ -214,7 +213,7 @@ pub(crate) struct Upstream2025_11_25 {
     idempotent: Arc<HashSet<String>>,
     open: Arc<OpenCalls>,
     open_watcher: Option<Arc<AbortOnDrop>>,
-    link_bounds: crate::common::LinkBounds,
+    link_bounds: crate::link::LinkBounds,
 }
 
 impl Upstream2025_11_25 {
@@ -236,7 +235,7 @@ impl Upstream2025_11_25 {
                 opts.max_open_calls_per_principal,
             )),
             open_watcher: None,
-            link_bounds: crate::common::LinkBounds::of(opts),
+            link_bounds: crate::link::LinkBounds::of(opts),
         }
     }
 
@@ -254,7 +253,7 @@ impl Upstream2025_11_25 {
         mut self,
         store: Arc<dyn TaskStore>,
         route: Option<crate::many::Route>,
-    ) -> (Self, crate::common::Watcher) {
+    ) -> (Self, crate::cancel_watch::Watcher) {
         let client = self.client.clone();
         let tasks = watch_cancels(
             store.clone(),
@@ -375,7 +374,7 @@ pub(crate) async fn run_turn(
         up,
         upstream,
         ctx,
-        number: crate::common::turn_number(ctx.task()),
+        number: crate::link::turn_number(ctx.task()),
         link: McpLink::read(ctx.state()),
         client: upstream.client.clone(),
         open: upstream.open.take(&ctx.task().id),
@@ -401,7 +400,7 @@ pub(crate) async fn run_turn(
                 .put(t.id.clone(), (t.tenant.clone(), t.owner.clone()), open);
         }
     }
-    crate::common::turn_result(ctx, r)
+    crate::outcome::turn_result(ctx, r)
 }
 
 /// One downstream turn.
@@ -589,7 +588,7 @@ impl Turn<'_> {
     /// The first turn: calls the tool, as a task when both sides allow it.
     async fn call(&mut self) -> Result<TurnOutcome, BridgeError> {
         let names = self.up.tool_names();
-        let tool = match crate::common::chosen_tool(self.ctx.task(), &names) {
+        let tool = match crate::outcome::chosen_tool(self.ctx.task(), &names) {
             Ok(t) => t,
             Err(refused) => return Ok(refused),
         };
@@ -936,7 +935,7 @@ impl Turn<'_> {
                 UpstreamAsk::Unsupported { .. } => (id.clone(), None, None),
             })
             .collect();
-        let raised = crate::common::raise(
+        let raised = crate::outcome::raise(
             self.ctx,
             asks.into_iter().map(|(a, _)| a).collect(),
             "request",
@@ -1015,7 +1014,7 @@ impl Turn<'_> {
                     });
                 }
                 Err(e) => {
-                    let d = crate::common::after_failed_poll(
+                    let d = crate::retry::after_failed_poll(
                         &backoff,
                         &mut failures,
                         e,

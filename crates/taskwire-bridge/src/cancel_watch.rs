@@ -1,5 +1,6 @@
-//! What every upstream executor shares: the cancel watcher, and the decision
-//! whether a stopped turn was a downstream cancel.
+//! The cancel watcher: a downstream cancel of a bridged task is carried
+//! upstream, by the turn that runs it or, when none runs (the bridge restarted,
+//! or the task waits for input), by the watcher that follows its link records.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -11,8 +12,10 @@ use taskwire_core::{Access, CoreError, TaskId, TaskService, TaskState, TaskStore
 use crate::error::BridgeError;
 use tracing::{debug, info, warn};
 
+use crate::link::{
+    forget_link, linked_task, LinkBounds, LinkRecords, Linked, RECORD_RUNNING_AFTER,
+};
 use crate::many::{owns, Route};
-use crate::options::{DEFAULT_CATCH_UP_RECORDS, DEFAULT_MAX_LINK_RECORDS, LINK_KEY};
 
 /// Aborts the watcher task when the last agent clone goes.
 #[derive(Debug)]
@@ -29,19 +32,6 @@ impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
     }
-}
-
-/// The upstream task id of a downstream task's agent state, when its link is
-/// of `protocol`.
-pub(crate) fn linked_task(state: Option<&Value>, protocol: &str) -> Option<String> {
-    let link = state?.get(LINK_KEY)?;
-    if link.get("protocol").and_then(Value::as_str) != Some(protocol) {
-        return None;
-    }
-    link.get("taskId")
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
 }
 
 /// Starts (on the current tokio runtime) a watcher that cancels the upstream
@@ -154,185 +144,15 @@ where
 /// executor's `upstream_link` records.
 #[derive(Debug)]
 pub(crate) struct Watcher {
-    _task: AbortOnDrop,
+    pub(crate) _task: AbortOnDrop,
     /// The records of the executor's tasks.
     pub(crate) records: Arc<LinkRecords>,
 }
 
-/// How long a turn runs on its upstream task before the task's
-/// `upstream_link` record is stored (see [`LinkRecords::running`]).
-pub(crate) const RECORD_RUNNING_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// A linked downstream task, as its `upstream_link` record needs it.
-#[derive(Clone, Debug)]
-pub(crate) struct Linked {
-    id: TaskId,
-    tenant: String,
-    owner: String,
-    upstream: String,
-}
-
-impl Linked {
-    fn of(task: &taskwire_core::Task, upstream: &str) -> Self {
-        Self {
-            id: task.id.clone(),
-            tenant: task.tenant.clone(),
-            owner: task.owner.clone(),
-            upstream: upstream.to_string(),
-        }
-    }
-}
-
-/// The `upstream_link` records of one executor's tasks: stored when a linked
-/// task waits, or when its turn has run upstream for [`RECORD_RUNNING_AFTER`]
-/// (both by the watcher, which looks at the running turns once a
-/// [`RECORD_RUNNING_AFTER`]), and deleted by the watcher when the task ends.
-/// This process remembers which it stored (and the upstream task each
-/// names), to delete them, and to store one again when a later turn links
-/// another upstream task.
-pub(crate) struct LinkRecords {
-    store: Arc<dyn TaskStore>,
-    protocol: &'static str,
-    recorded: std::sync::Mutex<std::collections::HashMap<TaskId, String>>,
-    /// The linked turns running now, since when.
-    running: std::sync::Mutex<std::collections::HashMap<TaskId, (Linked, std::time::Instant)>>,
-    /// Most records kept track of ([`LinkBounds::tracked`]).
-    max_tracked: usize,
-}
-
-impl std::fmt::Debug for LinkRecords {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LinkRecords")
-            .field("protocol", &self.protocol)
-            .field("store", &self.store.kind())
-            .finish_non_exhaustive()
-    }
-}
-
-impl LinkRecords {
-    fn remove(&self, id: &TaskId) -> bool {
-        self.recorded
-            .lock()
-            .is_ok_and(|mut r| r.remove(id).is_some())
-    }
-
-    /// Notes a record of `id` naming upstream task `upstream` as stored;
-    /// false when it was already, or beyond [`LinkBounds::tracked`].
-    fn track(&self, id: &TaskId, upstream: &str) -> bool {
-        self.recorded.lock().is_ok_and(|mut r| {
-            let full = r.len() >= self.max_tracked;
-            match r.get_mut(id) {
-                Some(u) if u == upstream => false,
-                Some(u) => {
-                    *u = upstream.to_string();
-                    true
-                }
-                None if !full => {
-                    r.insert(id.clone(), upstream.to_string());
-                    true
-                }
-                None => false,
-            }
-        })
-    }
-
-    /// Stores the record of a linked task, unless stored already with the
-    /// same upstream task.
-    async fn remember(&self, linked: &Linked) {
-        if !self.track(&linked.id, &linked.upstream) {
-            return;
-        }
-        if !remember_link(&self.store, linked, self.protocol).await {
-            self.remove(&linked.id);
-        }
-    }
-
-    /// Notes that `task`'s turn runs on upstream task `upstream`, until the
-    /// returned guard is dropped with the turn. A turn still running after
-    /// [`RECORD_RUNNING_AFTER`] has its task's record stored, so that a cancel
-    /// made while no bridge runs reaches that upstream task; turns that end
-    /// sooner cost no store write (and no timer of their own).
-    pub(crate) fn running(
-        self: &Arc<Self>,
-        task: &taskwire_core::Task,
-        upstream: &str,
-    ) -> RunningTurn {
-        if let Ok(mut r) = self.running.lock() {
-            r.insert(
-                task.id.clone(),
-                (Linked::of(task, upstream), std::time::Instant::now()),
-            );
-        }
-        RunningTurn {
-            records: self.clone(),
-            id: task.id.clone(),
-        }
-    }
-
-    /// Stores the records of the turns running for [`RECORD_RUNNING_AFTER`]
-    /// or longer (each once).
-    async fn record_long_turns(&self) {
-        let now = std::time::Instant::now();
-        let long: Vec<Linked> = match self.running.lock() {
-            Ok(r) => r
-                .values()
-                .filter(|(_, since)| now.duration_since(*since) >= RECORD_RUNNING_AFTER)
-                .map(|(l, _)| l.clone())
-                .collect(),
-            Err(_) => return,
-        };
-        for linked in long {
-            self.remember(&linked).await;
-        }
-    }
-}
-
-/// A linked turn running (see [`LinkRecords::running`]).
-pub(crate) struct RunningTurn {
-    records: Arc<LinkRecords>,
-    id: TaskId,
-}
-
-impl Drop for RunningTurn {
-    fn drop(&mut self) {
-        if let Ok(mut r) = self.records.running.lock() {
-            r.remove(&self.id);
-        }
-    }
-}
-
-/// The bounds of one watcher's `upstream_link` records.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct LinkBounds {
-    /// Most records kept track of at once.
-    pub(crate) tracked: usize,
-    /// Most records read by the start-up catch-up.
-    pub(crate) catch_up: usize,
-}
-
-impl LinkBounds {
-    /// The bounds `opts` asks for (each at least 1).
-    pub(crate) fn of(opts: &crate::UpstreamOptions) -> Self {
-        Self {
-            tracked: opts.max_link_records.max(1),
-            catch_up: opts.catch_up_records.max(1),
-        }
-    }
-}
-
-impl Default for LinkBounds {
-    fn default() -> Self {
-        Self {
-            tracked: DEFAULT_MAX_LINK_RECORDS,
-            catch_up: DEFAULT_CATCH_UP_RECORDS,
-        }
-    }
-}
-
 /// Records claimed by the start-up catch-up at once.
-const CATCH_UP_BATCH: usize = 100;
+pub(crate) const CATCH_UP_BATCH: usize = 100;
 
-async fn send_cancel<F, Fut>(cancel: &F, id: &TaskId, upstream: &str)
+pub(crate) async fn send_cancel<F, Fut>(cancel: &F, id: &TaskId, upstream: &str)
 where
     F: Fn(String) -> Fut,
     Fut: Future<Output = Result<(), ClientError>>,
@@ -344,39 +164,6 @@ where
     }
 }
 
-/// Stores the `upstream_link` record of a linked task; true if stored.
-async fn remember_link(store: &Arc<dyn TaskStore>, linked: &Linked, protocol: &str) -> bool {
-    let record = taskwire_core::Record::new(
-        taskwire_core::RecordKind::UpstreamLink,
-        linked.id.as_str(),
-        linked.tenant.clone(),
-        linked.owner.clone(),
-        serde_json::json!({ "protocol": protocol, "taskId": linked.upstream }),
-    )
-    .for_task(linked.id.clone())
-    .active(true);
-    match store.put_record(record, None).await {
-        Ok(_) => {
-            debug!(task = %linked.id, upstream_task = %linked.upstream, "upstream link record stored");
-            true
-        }
-        Err(e) => {
-            warn!(task = %linked.id, error = %e,
-                "storing the upstream link record failed; a cancel made while the bridge is down will not reach the upstream");
-            false
-        }
-    }
-}
-
-async fn forget_link(store: &Arc<dyn TaskStore>, id: &TaskId) {
-    if let Err(e) = store
-        .delete_record(taskwire_core::RecordKind::UpstreamLink, id.as_str())
-        .await
-    {
-        debug!(task = %id, error = %e, "deleting the upstream link record failed");
-    }
-}
-
 /// The start-up pass over the `upstream_link` records (see [`watch_cancels`]),
 /// bounded: at most `limit` records, claimed [`CATCH_UP_BATCH`] at a time.
 ///
@@ -385,7 +172,7 @@ async fn forget_link(store: &Arc<dyn TaskStore>, id: &TaskId) {
 /// members, and of tasks still waiting, are given back only then, so that its
 /// next claim returns records it has not seen, and the next watcher's claims
 /// find them all free.
-async fn catch_up_cancels<F, Fut>(
+pub(crate) async fn catch_up_cancels<F, Fut>(
     store: &Arc<dyn TaskStore>,
     protocol: &str,
     route: Option<&Route>,
@@ -522,340 +309,10 @@ pub(crate) async fn end_canceled(
     }))
 }
 
-/// A turn's result as the core takes it: an upstream's refusal (a JSON-RPC
-/// or gRPC error answering a call) fails the task with the upstream's words,
-/// which the caller needs to see; an upstream that could not be reached, did
-/// not answer in time or answered with an HTTP error (after the retries the
-/// call allows) fails it saying which, without the details (addresses, the
-/// error chain), which are logged; other failures are internal errors, whose
-/// details the core keeps out of the task.
-pub(crate) fn turn_result(
-    ctx: &taskwire_core::TurnContext,
-    r: Result<TurnOutcome, BridgeError>,
-) -> Result<TurnOutcome, taskwire_core::AgentError> {
-    if let Err(BridgeError::Upstream { operation, source }) = &r {
-        if let Some(what) = plain_failure(source) {
-            warn!(task = %ctx.task().id, operation, error = %source,
-                "the upstream call failed; the task fails");
-            return Ok(TurnOutcome::Failed {
-                message: format!("{what} ({operation})"),
-            });
-        }
-    }
-    match r {
-        Err(BridgeError::Upstream { operation, source })
-            if matches!(*source, ClientError::Rpc(_) | ClientError::Grpc { .. }) =>
-        {
-            Ok(TurnOutcome::Failed {
-                message: format!("the upstream refused {operation}: {source}"),
-            })
-        }
-        // An answer the bridge cannot use (too large, not the protocol's
-        // shape) would be the same on a retry: the task fails, saying why.
-        Err(BridgeError::Upstream { operation, source })
-            if matches!(*source, ClientError::Decode { .. }) =>
-        {
-            Ok(TurnOutcome::Failed {
-                message: format!("the upstream's answer to {operation} is unusable: {source}"),
-            })
-        }
-        Err(BridgeError::Protocol(why)) => Ok(TurnOutcome::Failed {
-            message: format!("the upstream broke the protocol: {why}"),
-        }),
-        other => Ok(other?),
-    }
-}
-
-/// What a downstream caller is told of an upstream call that failed without
-/// an answer of the protocol (None: an internal error).
-fn plain_failure(e: &ClientError) -> Option<String> {
-    Some(match e {
-        ClientError::Connect(_) => "the upstream agent could not be reached".into(),
-        ClientError::Timeout(_) => "the upstream agent did not answer in time".into(),
-        ClientError::Transport(_) => "the connection to the upstream agent broke".into(),
-        ClientError::StreamBroken { .. } => {
-            "the upstream agent's stream broke and could not be resumed".into()
-        }
-        ClientError::Http { status, .. } => {
-            format!("the upstream agent answered with HTTP status {status}")
-        }
-        _ => return None,
-    })
-}
-
-/// Makes an upstream call, and makes it again while it fails in a way
-/// `again` says is safe to repeat (see [`after_failed_send`]). `Ok(None)` when
-/// the task is canceled during a wait.
-pub(crate) async fn sent_again<T, F, Fut>(
-    ctx: &taskwire_core::TurnContext,
-    backoff: &taskwire_client::BackoffPolicy,
-    operation: &'static str,
-    again: fn(&ClientError) -> bool,
-    mut call: F,
-) -> Result<Option<T>, BridgeError>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, ClientError>>,
-{
-    let mut attempt = 0;
-    loop {
-        match call().await {
-            Ok(v) => return Ok(Some(v)),
-            Err(e) => {
-                match after_failed_send(ctx, backoff, &mut attempt, e, operation, again).await {
-                    Ok(true) => {}
-                    Ok(false) => return Ok(None),
-                    Err(e) => return Err(e),
-                }
-            }
-        }
-    }
-}
-
-/// After a failed upstream call: waits the backoff policy's delay and says
-/// `true` (make it again) while `again(&e)` and fewer than its attempts were
-/// made; `false` when the task is canceled during the wait; else the error
-/// that ends the turn. `again` is [`ClientError::is_transient`] for an A2A
-/// send (sent again with the same message id) and
-/// [`ClientError::is_unsent`] for a call that has no idempotency key (an MCP
-/// `tools/call`, an AG-UI run), made again only when nothing of it reached
-/// the upstream.
-pub(crate) async fn after_failed_send(
-    ctx: &taskwire_core::TurnContext,
-    backoff: &taskwire_client::BackoffPolicy,
-    attempt: &mut u32,
-    e: ClientError,
-    operation: &'static str,
-    again: fn(&ClientError) -> bool,
-) -> Result<bool, BridgeError> {
-    let (wait, e) = retry_delay(backoff, attempt, e, operation, again)?;
-    warn!(task = %ctx.task().id, error = %e, attempt = *attempt, retry_in = ?wait,
-        "{operation} failed; sending it again");
-    tokio::select! {
-        _ = ctx.cancelled() => Ok(false),
-        _ = tokio::time::sleep(wait) => Ok(true),
-    }
-}
-
-/// Whether a failed upstream call is made again: the backoff policy's delay
-/// before it (counting the attempt, and handing the error back for the log)
-/// while `again(&e)` and fewer than the policy's attempts were made; else the
-/// error that ends the turn.
-fn retry_delay(
-    backoff: &taskwire_client::BackoffPolicy,
-    attempt: &mut u32,
-    e: ClientError,
-    operation: &'static str,
-    again: fn(&ClientError) -> bool,
-) -> Result<(std::time::Duration, ClientError), BridgeError> {
-    if !again(&e) || *attempt >= backoff.max_attempts {
-        return Err(BridgeError::Upstream {
-            operation,
-            source: Box::new(e),
-        });
-    }
-    let wait = backoff.delay(*attempt);
-    *attempt += 1;
-    Ok((wait, e))
-}
-
-/// After a failed poll of an upstream task: the wait before the next one, or
-/// (when the failure is not transient, or `failures` already reached the
-/// policy's attempts) the error that ends the turn. Counts the failure.
-pub(crate) fn after_failed_poll(
-    backoff: &taskwire_client::BackoffPolicy,
-    failures: &mut u32,
-    e: ClientError,
-    operation: &'static str,
-    upstream_task: &str,
-) -> Result<std::time::Duration, BridgeError> {
-    let (d, e) = retry_delay(backoff, failures, e, operation, ClientError::is_transient)?;
-    tracing::debug!(upstream_task = %upstream_task, error = %e, attempt = *failures,
-        "{operation} failed; retrying");
-    Ok(d)
-}
-
-/// The tool a downstream task calls, of `names` (its skill, or the one tool),
-/// or the refusal of a task that names none of several.
-pub(crate) fn chosen_tool(
-    task: &taskwire_core::Task,
-    names: &[String],
-) -> Result<String, TurnOutcome> {
-    match taskwire_vocab::upstream::mcp::tool_of_task(&task.metadata, names) {
-        Some(t) => Ok(t.to_string()),
-        None => Err(TurnOutcome::Rejected {
-            reason: format!(
-                "the upstream MCP server has several tools ({}): call one of them as an MCP tool, or bridge one with --upstream URL#tool",
-                names.join(", ")
-            ),
-        }),
-    }
-}
-
-/// The bridge's metric names.
-pub mod metric {
-    /// Histogram: latency of each call to an upstream (for a stream: until its
-    /// response head), by `protocol` and `operation`.
-    pub const REQUEST_SECONDS: &str = "taskwire_upstream_request_duration_seconds";
-    /// Counter: calls to an upstream that failed, by `protocol` and `operation`.
-    pub const ERRORS: &str = "taskwire_upstream_errors_total";
-    /// Counter: turns that followed an existing upstream task instead of
-    /// sending (re-runs after a restart or a lost lease), by `protocol`.
-    pub const REATTACHMENTS: &str = "taskwire_upstream_reattachments_total";
-}
-
-/// Runs one upstream call, recording its latency and, if it fails, an error.
-pub(crate) async fn timed<T>(
-    protocol: &'static str,
-    operation: &'static str,
-    call: impl Future<Output = Result<T, ClientError>>,
-) -> Result<T, ClientError> {
-    let start = std::time::Instant::now();
-    let r = call.await;
-    metrics::histogram!(metric::REQUEST_SECONDS, "protocol" => protocol, "operation" => operation)
-        .record(start.elapsed().as_secs_f64());
-    if r.is_err() {
-        metrics::counter!(metric::ERRORS, "protocol" => protocol, "operation" => operation)
-            .increment(1);
-    }
-    r
-}
-
-/// Counts a re-attachment.
-pub(crate) fn reattached(protocol: &'static str) {
-    metrics::counter!(metric::REATTACHMENTS, "protocol" => protocol).increment(1);
-}
-
-/// How long a readiness answer is reused: `/readyz` is public, so a client
-/// polling it fast makes at most one upstream call a second.
-const READY_REUSE: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// The last readiness probe of an upstream, reused for [`READY_REUSE`].
-#[derive(Debug, Default)]
-pub(crate) struct ReadyCache {
-    last: tokio::sync::Mutex<Option<(std::time::Instant, Result<(), String>)>>,
-}
-
-impl ReadyCache {
-    /// The upstream's readiness: the last answer if fresh, else `probe`'s
-    /// (concurrent callers wait for one probe).
-    pub(crate) async fn check<Fut>(&self, probe: impl FnOnce() -> Fut) -> Result<(), String>
-    where
-        Fut: Future<Output = Result<(), String>>,
-    {
-        let mut last = self.last.lock().await;
-        if let Some((at, r)) = last.as_ref() {
-            if at.elapsed() < READY_REUSE {
-                return r.clone();
-            }
-        }
-        let r = probe().await;
-        *last = Some((std::time::Instant::now(), r.clone()));
-        r
-    }
-}
-
-/// Whether a probe's error still shows a server that answers (an A2A or
-/// JSON-RPC error) rather than one that cannot be reached.
-pub(crate) fn answered(e: &ClientError) -> bool {
-    !e.is_transient() && matches!(e, ClientError::Rpc(_) | ClientError::Grpc { .. })
-}
-
-/// The number of the turn `task` is in: a re-run of a turn that had started
-/// counts as the same turn (its upstream link names it), a new turn is the
-/// next one.
-pub(crate) fn turn_number(task: &taskwire_core::Task) -> u32 {
-    if task.turn_open {
-        task.turns
-    } else {
-        task.turns.saturating_add(1)
-    }
-}
-
-/// The link of `protocol` stored in an agent state under [`LINK_KEY`], read
-/// as `T` (`None` without one, or for another protocol's link).
-pub(crate) fn read_link<T: serde::de::DeserializeOwned>(
-    state: Option<&Value>,
-    protocol: &str,
-) -> Option<T> {
-    let v = state?.get(LINK_KEY)?;
-    if v.get("protocol").and_then(Value::as_str) != Some(protocol) {
-        return None;
-    }
-    serde_json::from_value(v.clone()).ok()
-}
-
-/// One upstream question raised on the downstream task by [`raise`].
-pub(crate) struct Raised {
-    /// The upstream key (also the downstream input request key).
-    pub(crate) key: String,
-    /// For an authorisation: the downstream provider.
-    pub(crate) provider: Option<String>,
-    /// For a form: its schema.
-    pub(crate) schema: Option<Value>,
-}
-
-/// Raises an upstream's questions on the downstream task: forms as input
-/// requests of the same key, prompt and schema; URL elicitations and
-/// authorisation interrupts as provider authorisations. `Ok(Err(outcome))`
-/// fails the turn for a question the bridge does not carry (`what` names the
-/// upstream's word for a question in the message); else what was raised and
-/// the prompts, one per line.
-pub(crate) fn raise(
-    ctx: &taskwire_core::TurnContext,
-    asks: Vec<taskwire_vocab::upstream::mcp::UpstreamAsk>,
-    what: &str,
-) -> Result<Result<(Vec<Raised>, String), TurnOutcome>, BridgeError> {
-    use taskwire_vocab::upstream::mcp::UpstreamAsk;
-    let mut raised = Vec::new();
-    let mut prompts = Vec::new();
-    for a in asks {
-        match a {
-            UpstreamAsk::Form {
-                key,
-                prompt,
-                schema,
-            } => {
-                ctx.request_input(&key, &prompt, schema.clone())?;
-                prompts.push(prompt);
-                raised.push(Raised {
-                    key,
-                    provider: None,
-                    schema: Some(schema),
-                });
-            }
-            UpstreamAsk::Auth {
-                key,
-                provider,
-                prompt,
-                url,
-            } => {
-                let url = (!url.is_empty()).then_some(url);
-                ctx.require_auth(&provider, &key, url.as_deref())?;
-                prompts.push(prompt);
-                raised.push(Raised {
-                    key,
-                    provider: Some(provider),
-                    schema: None,
-                });
-            }
-            UpstreamAsk::Unsupported { key, method } => {
-                warn!(task = %ctx.task().id, key = %key, method,
-                    "the upstream asked for something the bridge does not carry");
-                return Ok(Err(TurnOutcome::Failed {
-                    message: format!(
-                        "the upstream asked for {method} ({what} {key}), which the bridge does not carry"
-                    ),
-                }));
-            }
-        }
-    }
-    Ok(Ok((raised, prompts.join("\n"))))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::options::{DEFAULT_MAX_LINK_RECORDS, LINK_KEY};
     use std::sync::Mutex;
     use std::time::Duration;
     use taskwire_core::{Caller, CreateTask, MemoryStore, Message};
