@@ -48,18 +48,10 @@ pub use telemetry::metric;
 
 /// The agent for the upstream at `url`: parses the spec, discovers the
 /// upstream (its agent card), and gives the agent `store` (the store its tasks
-/// live in, see [`A2aUpstream::with_store`]).
+/// live in, see [`A2aUpstream::with_store`]). `mcp` is the MCP revision spoken
+/// to an MCP upstream ([`McpVersion::Auto`] unless asked; `taskwire serve
+/// --upstream-mcp-version`); other upstreams ignore it.
 pub async fn connect(
-    url: &str,
-    options: &UpstreamOptions,
-    store: Option<Arc<dyn TaskStore>>,
-) -> Result<Arc<dyn Agent>, BridgeError> {
-    connect_as(url, options, McpVersion::Auto, store).await
-}
-
-/// As [`connect`], speaking MCP revision `mcp` to an MCP upstream
-/// (`taskwire serve --upstream-mcp-version`; other upstreams ignore it).
-pub async fn connect_as(
     url: &str,
     options: &UpstreamOptions,
     mcp: McpVersion,
@@ -68,7 +60,7 @@ pub async fn connect_as(
     connect_routed(url, options, mcp, store, None).await
 }
 
-/// As [`connect_as`], for one member (`route`) of several upstreams.
+/// As [`connect`], for one member (`route`) of several upstreams.
 async fn connect_routed(
     url: &str,
     options: &UpstreamOptions,
@@ -104,15 +96,8 @@ async fn connect_routed(
 /// The agent for several named upstreams (`--upstream NAME=URL`, repeated):
 /// each is discovered with its own options and becomes one skill `NAME`
 /// ([`Upstreams`]). An MCP upstream must offer one tool (`#TOOL`).
+/// `mcp` is the MCP revision spoken to every MCP upstream.
 pub async fn connect_many(
-    upstreams: &[(String, String, UpstreamOptions)],
-    store: Option<Arc<dyn TaskStore>>,
-) -> Result<Arc<dyn Agent>, BridgeError> {
-    connect_many_as(upstreams, McpVersion::Auto, store).await
-}
-
-/// As [`connect_many`], speaking MCP revision `mcp` to every MCP upstream.
-pub async fn connect_many_as(
     upstreams: &[(String, String, UpstreamOptions)],
     mcp: McpVersion,
     store: Option<Arc<dyn TaskStore>>,

@@ -143,11 +143,9 @@ pub(crate) async fn upstream_agent(
         ..taskwire_bridge::UpstreamOptions::default()
     };
     match list.as_slice() {
-        [one] => {
-            taskwire_bridge::connect_as(&one.url, &options(&one.token), mcp, Some(store.clone()))
-                .await
-                .map_err(|e| upstream_error(&one.url, &e))
-        }
+        [one] => taskwire_bridge::connect(&one.url, &options(&one.token), mcp, Some(store.clone()))
+            .await
+            .map_err(|e| upstream_error(&one.url, &e)),
         _ => {
             let named: Vec<_> = list
                 .iter()
@@ -164,7 +162,7 @@ pub(crate) async fn upstream_agent(
                 .map(|e| e.url.as_str())
                 .collect::<Vec<_>>()
                 .join(", ");
-            taskwire_bridge::connect_many_as(&named, mcp, Some(store.clone()))
+            taskwire_bridge::connect_many(&named, mcp, Some(store.clone()))
                 .await
                 .map_err(|e| upstream_error(&urls, &e))
         }
