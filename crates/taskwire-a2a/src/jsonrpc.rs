@@ -25,7 +25,7 @@ use taskwire_core::Caller;
 use taskwire_vocab::a2a::A2aErrorKind;
 #[cfg(test)]
 use taskwire_vocab::a2a::ERROR_INFO_TYPE;
-use taskwire_wire::a2a::errors::ErrorInfoJson;
+use taskwire_wire::a2a::errors::{ErrorInfoJson, RetryInfoJson};
 use taskwire_wire::jsonrpc::{
     self, result_text, Body, ErrorObject, Incoming, Invalid, Message, Rules,
 };
@@ -38,9 +38,14 @@ use crate::service::{check_version, A2aService, FrameStream, VERSION_HEADER};
 /// taskwire-client.
 pub use taskwire_vocab::names::a2a::methods;
 
-/// The `error.data` array: a `google.rpc.ErrorInfo` with the A2A reason.
+/// The `error.data` array: a `google.rpc.ErrorInfo` with the A2A reason; for a
+/// retryable error ([`A2aErrorKind::Unavailable`]), its metadata says a retry
+/// with the same messageId is safe, and a `google.rpc.RetryInfo` follows.
 pub fn error_data(kind: A2aErrorKind) -> Value {
-    json!([ErrorInfoJson::of(kind)])
+    match RetryInfoJson::of(kind) {
+        Some(retry) => json!([ErrorInfoJson::of(kind), retry]),
+        None => json!([ErrorInfoJson::of(kind)]),
+    }
 }
 
 /// A JSON-RPC error response.

@@ -139,10 +139,17 @@ pub fn error_body(status: StatusCode, e: &A2aError) -> Value {
 
 impl IntoResponse for RestError {
     fn into_response(self) -> Response {
-        body_response(
+        let mut res = body_response(
             self.status,
             error_body(self.status, &self.error).to_string(),
-        )
+        );
+        if self.error.kind().retryable() {
+            res.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from(taskwire_wire::a2a::errors::RETRY_AFTER_SECS),
+            );
+        }
+        res
     }
 }
 

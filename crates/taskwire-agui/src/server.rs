@@ -174,15 +174,21 @@ fn is_json_media_type(base: &str) -> bool {
 
 /// The error answer of the plain HTTP endpoints (replay, reconnect, cancel):
 /// `{"code", "message"}` as JSON, the fields of a `RUN_ERROR`.
+/// A 503 says when to retry (`Retry-After`).
 fn error_json(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
-    (
+    let mut res = (
         status,
         Json(crate::wire::HttpError {
             code: code.to_string(),
             message: message.into(),
         }),
     )
-        .into_response()
+        .into_response();
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        res.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    res
 }
 
 /// [`error_json`] of a core error.

@@ -100,6 +100,14 @@ impl IntoResponse for CasError {
                 message: self.safe_message(),
             },
         };
-        (status, Json(body)).into_response()
+        let mut res = (status, Json(body)).into_response();
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            // Retryable: say when.
+            res.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static("1"),
+            );
+        }
+        res
     }
 }

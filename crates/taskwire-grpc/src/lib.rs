@@ -58,7 +58,9 @@ use prost::Message as _;
 use taskwire_a2a::service::{check_version, A2aService};
 use taskwire_a2a::{pb, A2aError};
 use taskwire_core::Caller;
-use taskwire_vocab::a2a::{ERROR_DOMAIN, ERROR_INFO_TYPE};
+use taskwire_vocab::a2a::ERROR_INFO_TYPE;
+use taskwire_wire::a2a::errors::{error_metadata, RETRY_AFTER_SECS, RETRY_INFO_TYPE};
+use taskwire_wire::a2a::grpc::{ProtoDuration, RetryInfo};
 use tonic::{Request, Response, Status};
 
 mod edge;
@@ -102,16 +104,30 @@ pub fn status_of(e: &A2aError) -> Status {
     let code = tonic::Code::from_i32(kind.grpc_code() as i32);
     let info = ErrorInfo {
         reason: kind.reason().to_string(),
-        domain: ERROR_DOMAIN.to_string(),
-        metadata: HashMap::new(),
+        domain: kind.domain().to_string(),
+        metadata: error_metadata(kind).into_iter().collect::<HashMap<_, _>>(),
     };
+    let mut any = vec![taskwire_wire::wkt::Any {
+        type_url: ERROR_INFO_TYPE.to_string(),
+        value: info.encode_to_vec().into(),
+    }];
+    if kind.retryable() {
+        // UNAVAILABLE is what gRPC clients retry on; RetryInfo says when.
+        let retry = RetryInfo {
+            retry_delay: Some(ProtoDuration {
+                seconds: i64::try_from(RETRY_AFTER_SECS).unwrap_or(1),
+                nanos: 0,
+            }),
+        };
+        any.push(taskwire_wire::wkt::Any {
+            type_url: RETRY_INFO_TYPE.to_string(),
+            value: retry.encode_to_vec().into(),
+        });
+    }
     let details = RpcStatus {
         code: code as i32,
         message: e.message().to_string(),
-        details: vec![taskwire_wire::wkt::Any {
-            type_url: ERROR_INFO_TYPE.to_string(),
-            value: info.encode_to_vec().into(),
-        }],
+        details: any,
     };
     Status::with_details(code, e.message(), details.encode_to_vec().into())
 }
