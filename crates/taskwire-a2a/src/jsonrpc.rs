@@ -446,6 +446,30 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// A store that did not answer: -32603 with a message that says so (not
+    /// "internal error"), an ErrorInfo of reason UNAVAILABLE saying a retry
+    /// with the same messageId is safe, and a RetryInfo.
+    #[test]
+    fn an_unavailable_store_says_so_in_the_error_data() {
+        let e = A2aError::from(taskwire_core::CoreError::Unavailable("dsn".into()));
+        let v = error_response(&json!(7), &e);
+        assert_eq!(v["error"]["code"], -32603);
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(message.contains("did not answer") && !message.contains("dsn"));
+        let info = &v["error"]["data"][0];
+        assert_eq!(info["reason"], "UNAVAILABLE");
+        assert_eq!(info["domain"], "taskwire");
+        assert_eq!(info["metadata"]["retryable"], "true");
+        assert_eq!(info["metadata"]["retrySafeWith"], "messageId");
+        assert_eq!(
+            v["error"]["data"][1],
+            json!({"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1s"})
+        );
+        // Other errors carry the ErrorInfo alone.
+        let v = error_response(&json!(7), &A2aError::task_not_found());
+        assert_eq!(v["error"]["data"].as_array().unwrap().len(), 1);
+    }
+
     fn json_value() -> impl Strategy<Value = Value> {
         let leaf = prop_oneof![
             Just(Value::Null),

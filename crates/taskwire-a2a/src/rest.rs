@@ -633,6 +633,29 @@ async fn extended_card(
 mod tests {
     use super::*;
 
+    /// A store that did not answer is 503 UNAVAILABLE with Retry-After, the
+    /// ErrorInfo saying a retry with the same messageId is safe.
+    #[test]
+    fn an_unavailable_store_is_503_with_retry_after() {
+        let e = A2aError::from(taskwire_core::CoreError::Unavailable("dsn".into()));
+        let res = RestError::from(e).into_response();
+        assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(res.headers()[header::RETRY_AFTER], "1");
+        let internal = RestError::from(A2aError::internal("x")).into_response();
+        assert!(internal.headers().get(header::RETRY_AFTER).is_none());
+        let body = error_body(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &A2aError::from(taskwire_core::CoreError::Unavailable("dsn".into())),
+        );
+        assert_eq!(body["error"]["status"], "UNAVAILABLE");
+        assert_eq!(body["error"]["details"][0]["reason"], "UNAVAILABLE");
+        assert_eq!(
+            body["error"]["details"][0]["metadata"]["retrySafeWith"],
+            "messageId"
+        );
+        assert!(!body.to_string().contains("dsn"));
+    }
+
     #[test]
     fn verbs_split_off_the_last_colon() {
         assert_eq!(split_verb("abc"), ("abc", None));

@@ -348,3 +348,37 @@ impl GrpcAdapter {
             .max_encoding_message_size(usize::MAX)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A store that did not answer is UNAVAILABLE (what gRPC clients retry),
+    /// with the ErrorInfo and a RetryInfo in the status details.
+    #[test]
+    fn an_unavailable_store_is_unavailable_with_retry_info() {
+        let e = A2aError::from(taskwire_core::CoreError::Unavailable("dsn".into()));
+        let status = status_of(&e);
+        assert_eq!(status.code(), tonic::Code::Unavailable);
+        assert!(!status.message().contains("dsn"));
+        let details = RpcStatus::decode(status.details()).unwrap();
+        assert_eq!(details.code, tonic::Code::Unavailable as i32);
+        assert_eq!(details.details.len(), 2);
+        let info = ErrorInfo::decode(details.details[0].value.as_ref()).unwrap();
+        assert_eq!(
+            (info.reason.as_str(), info.domain.as_str()),
+            ("UNAVAILABLE", "taskwire")
+        );
+        assert_eq!(info.metadata["retrySafeWith"], "messageId");
+        assert_eq!(details.details[1].type_url, RETRY_INFO_TYPE);
+        let retry = RetryInfo::decode(details.details[1].value.as_ref()).unwrap();
+        assert_eq!(retry.retry_delay.map(|d| d.seconds), Some(1));
+        // An internal error stays INTERNAL, with no RetryInfo.
+        let status = status_of(&A2aError::internal("x"));
+        assert_eq!(status.code(), tonic::Code::Internal);
+        assert_eq!(
+            RpcStatus::decode(status.details()).unwrap().details.len(),
+            1
+        );
+    }
+}
