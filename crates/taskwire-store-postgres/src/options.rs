@@ -12,9 +12,11 @@ pub struct PostgresOptions {
     /// the server's setting.
     pub statement_timeout: Option<Duration>,
     /// How long opening a connection may take, unless the URL says
-    /// (`connect_timeout=SECONDS`).
+    /// (`connect_timeout=SECONDS`); a request's wait for it is also bounded by
+    /// [`PostgresOptions::timeout`].
     pub connect_timeout: Duration,
-    /// How long a request waits for a free pooled connection before it fails.
+    /// How long a request waits for a free pooled connection before it fails
+    /// (also bounded by [`PostgresOptions::timeout`]).
     pub wait_timeout: Duration,
     /// The schema the store's tables live in (created if missing); `None` uses
     /// the connection's `search_path` (normally `public`). Stores sharing one
