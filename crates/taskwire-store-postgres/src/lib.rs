@@ -1046,3 +1046,20 @@ impl TaskStore for PostgresStore {
         Ok(counts.to_vec())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The parameters a URL sets are found, so that taskwire's keepalive and
+    /// TCP_USER_TIMEOUT defaults give way to them.
+    #[test]
+    fn url_keys_name_the_parameters_the_url_sets() {
+        assert!(url_keys("postgres://u@h/db").is_empty());
+        assert_eq!(
+            url_keys("postgres://u@h/db?keepalives_idle=30&TCP_USER_TIMEOUT=5&options=-c%20x%3Dy"),
+            ["keepalives_idle", "tcp_user_timeout", "options"]
+        );
+        assert_eq!(url_keys("postgres://u@h/db?keepalives=0"), ["keepalives"]);
+    }
+}
