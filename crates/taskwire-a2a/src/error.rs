@@ -63,7 +63,10 @@ impl A2aError {
 
 impl From<CoreError> for A2aError {
     fn from(e: CoreError) -> Self {
-        if matches!(e, CoreError::Store(_) | CoreError::LeaseLost) {
+        if matches!(
+            e,
+            CoreError::Store(_) | CoreError::LeaseLost | CoreError::Unavailable(_)
+        ) {
             tracing::warn!(error = %e, "a2a: core error");
         }
         let (kind, message) = error_from_core(&e);

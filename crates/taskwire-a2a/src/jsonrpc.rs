@@ -24,7 +24,7 @@ use taskwire_core::Caller;
 use taskwire_vocab::a2a::A2aErrorKind;
 #[cfg(test)]
 use taskwire_vocab::a2a::ERROR_INFO_TYPE;
-use taskwire_wire::a2a::errors::ErrorInfoJson;
+use taskwire_wire::a2a::errors::{ErrorInfoJson, RetryInfoJson};
 use taskwire_wire::jsonrpc::{
     self, result_text, Body, ErrorObject, Incoming, Invalid, Message, Rules,
 };
@@ -38,9 +38,14 @@ use crate::service::{A2aService, FrameStream};
 /// taskwire-client.
 pub use taskwire_vocab::names::a2a::methods;
 
-/// The `error.data` array: a `google.rpc.ErrorInfo` with the A2A reason.
+/// The `error.data` array: a `google.rpc.ErrorInfo` with the A2A reason; for a
+/// retryable error ([`A2aErrorKind::Unavailable`]), its metadata says a retry
+/// with the same messageId is safe, and a `google.rpc.RetryInfo` follows.
 pub fn error_data(kind: A2aErrorKind) -> Value {
-    json!([ErrorInfoJson::of(kind)])
+    match RetryInfoJson::of(kind) {
+        Some(retry) => json!([ErrorInfoJson::of(kind), retry]),
+        None => json!([ErrorInfoJson::of(kind)]),
+    }
 }
 
 /// A JSON-RPC error response.
@@ -399,6 +404,30 @@ pub async fn agent_card(State(svc): State<A2aService>) -> Response {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// A store that did not answer: -32603 with a message that says so (not
+    /// "internal error"), an ErrorInfo of reason UNAVAILABLE saying a retry
+    /// with the same messageId is safe, and a RetryInfo.
+    #[test]
+    fn an_unavailable_store_says_so_in_the_error_data() {
+        let e = A2aError::from(taskwire_core::CoreError::Unavailable("dsn".into()));
+        let v = error_response(&json!(7), &e);
+        assert_eq!(v["error"]["code"], -32603);
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(message.contains("did not answer") && !message.contains("dsn"));
+        let info = &v["error"]["data"][0];
+        assert_eq!(info["reason"], "UNAVAILABLE");
+        assert_eq!(info["domain"], "taskwire");
+        assert_eq!(info["metadata"]["retryable"], "true");
+        assert_eq!(info["metadata"]["retrySafeWith"], "messageId");
+        assert_eq!(
+            v["error"]["data"][1],
+            json!({"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1s"})
+        );
+        // Other errors carry the ErrorInfo alone.
+        let v = error_response(&json!(7), &A2aError::task_not_found());
+        assert_eq!(v["error"]["data"].as_array().unwrap().len(), 1);
+    }
 
     fn json_value() -> impl Strategy<Value = Value> {
         let leaf = prop_oneof![

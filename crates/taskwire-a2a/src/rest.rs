@@ -138,10 +138,17 @@ pub fn error_body(status: StatusCode, e: &A2aError) -> Value {
 
 impl IntoResponse for RestError {
     fn into_response(self) -> Response {
-        body_response(
+        let mut res = body_response(
             self.status,
             error_body(self.status, &self.error).to_string(),
-        )
+        );
+        if self.error.kind().retryable() {
+            res.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from(taskwire_wire::a2a::errors::RETRY_AFTER_SECS),
+            );
+        }
+        res
     }
 }
 
@@ -624,6 +631,29 @@ async fn extended_card(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A store that did not answer is 503 UNAVAILABLE with Retry-After, the
+    /// ErrorInfo saying a retry with the same messageId is safe.
+    #[test]
+    fn an_unavailable_store_is_503_with_retry_after() {
+        let e = A2aError::from(taskwire_core::CoreError::Unavailable("dsn".into()));
+        let res = RestError::from(e).into_response();
+        assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(res.headers()[header::RETRY_AFTER], "1");
+        let internal = RestError::from(A2aError::internal("x")).into_response();
+        assert!(internal.headers().get(header::RETRY_AFTER).is_none());
+        let body = error_body(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &A2aError::from(taskwire_core::CoreError::Unavailable("dsn".into())),
+        );
+        assert_eq!(body["error"]["status"], "UNAVAILABLE");
+        assert_eq!(body["error"]["details"][0]["reason"], "UNAVAILABLE");
+        assert_eq!(
+            body["error"]["details"][0]["metadata"]["retrySafeWith"],
+            "messageId"
+        );
+        assert!(!body.to_string().contains("dsn"));
+    }
 
     #[test]
     fn verbs_split_off_the_last_colon() {

@@ -174,15 +174,21 @@ fn is_json_media_type(base: &str) -> bool {
 
 /// The error answer of the plain HTTP endpoints (replay, reconnect, cancel):
 /// `{"code", "message"}` as JSON, the fields of a `RUN_ERROR`.
+/// A 503 says when to retry (`Retry-After`).
 fn error_json(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
-    (
+    let mut res = (
         status,
         Json(crate::wire::HttpError {
             code: code.to_string(),
             message: message.into(),
         }),
     )
-        .into_response()
+        .into_response();
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        res.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    res
 }
 
 /// [`error_json`] of a core error.
@@ -1195,4 +1201,26 @@ async fn cancel(
 /// `taskwire_vocab::agui::http_status`.
 fn http_status(e: &CoreError) -> StatusCode {
     StatusCode::from_u16(vocab::http_status(e)).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+}
+
+#[cfg(test)]
+mod unavailable_tests {
+    use super::*;
+
+    /// On the plain HTTP endpoints a store that did not answer is 503
+    /// `unavailable` with `Retry-After`; an internal failure stays 500.
+    #[test]
+    fn an_unavailable_store_is_503_with_retry_after() {
+        let res = core_error_json(&CoreError::Unavailable("dsn".into()));
+        assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(res.headers()[header::RETRY_AFTER], "1");
+        let res = core_error_json(&CoreError::Store(taskwire_core::StoreError::Backend(
+            "dsn".into(),
+        )));
+        assert_eq!(res.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(res.headers().get(header::RETRY_AFTER).is_none());
+        let (code, message) = vocab::core_error(&CoreError::Unavailable("dsn".into()));
+        assert_eq!(code, codes::UNAVAILABLE);
+        assert!(!message.contains("dsn"));
+    }
 }

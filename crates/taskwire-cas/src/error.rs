@@ -100,6 +100,39 @@ impl IntoResponse for CasError {
                 message: self.safe_message(),
             },
         };
-        (status, Json(body)).into_response()
+        let mut res = (status, Json(body)).into_response();
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            // Retryable: say when.
+            res.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static("1"),
+            );
+        }
+        res
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A store that did not answer is 503 `unavailable` with `Retry-After`, its
+    /// details kept for the logs; an internal store failure stays 500.
+    #[test]
+    fn an_unavailable_store_is_503_with_retry_after() {
+        let res = CasError::from(CoreError::Unavailable("dsn".into())).into_response();
+        assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(res.headers()[axum::http::header::RETRY_AFTER], "1");
+        let msg = CasError::from(CoreError::Unavailable("dsn".into())).safe_message();
+        assert!(
+            msg.contains("did not answer") && !msg.contains("dsn"),
+            "{msg}"
+        );
+        let res = CasError::from(CoreError::Store(taskwire_core::StoreError::Backend(
+            "dsn".into(),
+        )))
+        .into_response();
+        assert_eq!(res.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(res.headers().get(axum::http::header::RETRY_AFTER).is_none());
     }
 }

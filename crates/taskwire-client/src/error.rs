@@ -169,7 +169,8 @@ impl ClientError {
     }
 
     /// Whether retrying the same request later may succeed (transport errors,
-    /// timeouts, HTTP 408/429/5xx except 501, truncated streams).
+    /// timeouts, HTTP 408/429/5xx except 501, truncated streams, and a
+    /// protocol error that says the server is unavailable).
     pub fn is_transient(&self) -> bool {
         match self {
             Self::Connect(_) | Self::Transport(_) | Self::Timeout(_) => true,
@@ -177,6 +178,15 @@ impl ClientError {
                 matches!(*status, 408 | 429) || (*status >= 500 && *status != 501)
             }
             Self::Grpc { code, .. } => *code == tonic::Code::Unavailable as i32,
+            // A server that says it is unavailable (taskwire's store did not
+            // answer: ErrorInfo reason UNAVAILABLE, or HTTP 503 on HTTP+JSON)
+            // may answer a retry; the request was not acted on, or a retry
+            // with the same message id finds what was.
+            Self::Rpc(e) => {
+                e.reason.as_deref() == Some("UNAVAILABLE")
+                    || e.http_status == Some(503)
+                    || e.grpc_code == Some(tonic::Code::Unavailable as i32)
+            }
             _ => false,
         }
     }
@@ -255,5 +265,16 @@ mod tests {
         assert!(http(429).is_transient());
         assert!(!http(404).is_transient());
         assert!(!http(501).is_transient());
+        // A protocol error is final, unless the server says it is unavailable.
+        let rpc = |error: serde_json::Value, status| {
+            ClientError::Rpc(RpcError::from_json(&error, status).expect("an error object"))
+        };
+        let unavailable = json!({"code": -32603, "message": "the store did not answer",
+            "data": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                "reason": "UNAVAILABLE", "domain": "taskwire"}]});
+        assert!(rpc(unavailable, Some(200)).is_transient());
+        assert!(rpc(json!({"code": -32603, "message": "x"}), Some(503)).is_transient());
+        assert!(!rpc(json!({"code": -32603, "message": "internal"}), Some(200)).is_transient());
+        assert!(!rpc(json!({"code": -32001, "message": "not found"}), Some(404)).is_transient());
     }
 }

@@ -21,6 +21,12 @@ pub enum StoreError {
     /// Stored data could not be decoded.
     #[error("corrupt stored data: {0}")]
     Corrupt(String),
+    /// The store did not answer (unreachable, the connection failed, or no
+    /// answer within the store's timeout). Whether a write sent before the
+    /// failure was applied is not known: retrying it with the same idempotency
+    /// key (for a create, the same message id) is safe.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
 }
 
 /// Every error the task core reports.
@@ -92,6 +98,11 @@ pub enum CoreError {
     /// The store failed.
     #[error("store: {0}")]
     Store(StoreError),
+    /// The store did not answer in time or could not be reached (the detail is
+    /// for logs only). The request may be retried: a create retried with the
+    /// same message id makes at most one task.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
     /// The runtime is shutting down.
     #[error("shutting down")]
     ShuttingDown,
@@ -102,6 +113,7 @@ impl From<StoreError> for CoreError {
         match e {
             StoreError::NotFound => CoreError::NotFound,
             StoreError::LeaseLost => CoreError::LeaseLost,
+            StoreError::Unavailable(why) => CoreError::Unavailable(why),
             other => CoreError::Store(other),
         }
     }

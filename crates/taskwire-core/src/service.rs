@@ -703,6 +703,7 @@ impl TaskService {
         // With a free turn slot here, the first turn is leased to this node as the
         // task is stored, and starts at once.
         let local = self.local_slot();
+        let asked = std::time::Instant::now();
         let (outcome, claim) = match &local {
             Some((d, _)) => {
                 let (worker, lease) = d.lease();
@@ -718,7 +719,29 @@ impl TaskService {
         match outcome {
             CreateOutcome::Created(task) => {
                 if let (Some((d, slot)), Some(claim)) = (local, claim) {
-                    d.run(claim, task.clone(), slot);
+                    let (_, lease) = d.lease();
+                    if asked.elapsed() < lease / 3 {
+                        d.run(claim, task.clone(), slot);
+                    } else {
+                        // The create was answered late (a slow or cut-off
+                        // database): its lease, counted from before the write,
+                        // may lapse before the turn's first renewal, and a reaper
+                        // would hand the turn to another node while this one
+                        // runs it. It is given back to the queue instead, for
+                        // exactly one claimer (the release is fenced by the
+                        // lease's epoch).
+                        drop(slot);
+                        metrics::counter!("taskwire_late_creates_requeued_total").increment(1);
+                        tracing::warn!(task = %task.id, took = ?asked.elapsed(),
+                            "create answered late; its first turn goes back to the queue");
+                        let store = self.store.clone();
+                        tokio::spawn(async move {
+                            if let Err(e) = store.release(&claim).await {
+                                tracing::warn!(task = %claim.task_id, error = %e,
+                                    "releasing a late create's lease failed; the reaper will hand it over");
+                            }
+                        });
+                    }
                 }
                 metrics::counter!("taskwire_tasks_created_total").increment(1);
                 Ok(Created {

@@ -58,7 +58,9 @@ use prost::Message as _;
 use taskwire_a2a::service::{check_version, A2aService};
 use taskwire_a2a::{pb, A2aError};
 use taskwire_core::Caller;
-use taskwire_vocab::a2a::{ERROR_DOMAIN, ERROR_INFO_TYPE};
+use taskwire_vocab::a2a::ERROR_INFO_TYPE;
+use taskwire_wire::a2a::errors::{error_metadata, RETRY_AFTER_SECS, RETRY_INFO_TYPE};
+use taskwire_wire::a2a::grpc::{ProtoDuration, RetryInfo};
 use tonic::{Request, Response, Status};
 
 mod edge;
@@ -102,16 +104,30 @@ pub fn status_of(e: &A2aError) -> Status {
     let code = tonic::Code::from_i32(kind.grpc_code() as i32);
     let info = ErrorInfo {
         reason: kind.reason().to_string(),
-        domain: ERROR_DOMAIN.to_string(),
-        metadata: HashMap::new(),
+        domain: kind.domain().to_string(),
+        metadata: error_metadata(kind).into_iter().collect::<HashMap<_, _>>(),
     };
+    let mut any = vec![taskwire_wire::wkt::Any {
+        type_url: ERROR_INFO_TYPE.to_string(),
+        value: info.encode_to_vec().into(),
+    }];
+    if kind.retryable() {
+        // UNAVAILABLE is what gRPC clients retry on; RetryInfo says when.
+        let retry = RetryInfo {
+            retry_delay: Some(ProtoDuration {
+                seconds: i64::try_from(RETRY_AFTER_SECS).unwrap_or(1),
+                nanos: 0,
+            }),
+        };
+        any.push(taskwire_wire::wkt::Any {
+            type_url: RETRY_INFO_TYPE.to_string(),
+            value: retry.encode_to_vec().into(),
+        });
+    }
     let details = RpcStatus {
         code: code as i32,
         message: e.message().to_string(),
-        details: vec![taskwire_wire::wkt::Any {
-            type_url: ERROR_INFO_TYPE.to_string(),
-            value: info.encode_to_vec().into(),
-        }],
+        details: any,
     };
     Status::with_details(code, e.message(), details.encode_to_vec().into())
 }
@@ -330,5 +346,39 @@ impl GrpcAdapter {
         A2aServiceServer::new(self.service.clone())
             .max_decoding_message_size(limit)
             .max_encoding_message_size(usize::MAX)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A store that did not answer is UNAVAILABLE (what gRPC clients retry),
+    /// with the ErrorInfo and a RetryInfo in the status details.
+    #[test]
+    fn an_unavailable_store_is_unavailable_with_retry_info() {
+        let e = A2aError::from(taskwire_core::CoreError::Unavailable("dsn".into()));
+        let status = status_of(&e);
+        assert_eq!(status.code(), tonic::Code::Unavailable);
+        assert!(!status.message().contains("dsn"));
+        let details = RpcStatus::decode(status.details()).unwrap();
+        assert_eq!(details.code, tonic::Code::Unavailable as i32);
+        assert_eq!(details.details.len(), 2);
+        let info = ErrorInfo::decode(details.details[0].value.as_ref()).unwrap();
+        assert_eq!(
+            (info.reason.as_str(), info.domain.as_str()),
+            ("UNAVAILABLE", "taskwire")
+        );
+        assert_eq!(info.metadata["retrySafeWith"], "messageId");
+        assert_eq!(details.details[1].type_url, RETRY_INFO_TYPE);
+        let retry = RetryInfo::decode(details.details[1].value.as_ref()).unwrap();
+        assert_eq!(retry.retry_delay.map(|d| d.seconds), Some(1));
+        // An internal error stays INTERNAL, with no RetryInfo.
+        let status = status_of(&A2aError::internal("x"));
+        assert_eq!(status.code(), tonic::Code::Internal);
+        assert_eq!(
+            RpcStatus::decode(status.details()).unwrap().details.len(),
+            1
+        );
     }
 }

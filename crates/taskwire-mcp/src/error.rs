@@ -115,8 +115,13 @@ impl RpcError {
         if matches!(e, CoreError::LeaseLost | CoreError::Store(_)) {
             tracing::warn!(error = %e, "mcp: internal error");
         }
+        if matches!(e, CoreError::Unavailable(_)) {
+            tracing::warn!(error = %e, "mcp: the store did not answer");
+        }
         let (code, message) = taskwire_vocab::mcp::error_from_core(&e, task_id);
-        Self::new(code, message)
+        let mut err = Self::new(code, message);
+        err.data = taskwire_vocab::mcp::error_data(&e);
+        err
     }
 }
 

@@ -20,25 +20,45 @@
 //! one at fault fails. A batch that fails on the connection gives
 //! every write in it that error: whether it committed is not known, as for a single
 //! write.
+//!
+//! Every write is bounded by the store's timeout
+//! ([`PostgresOptions::timeout`](crate::PostgresOptions)): its caller gets
+//! [`StoreError::Unavailable`] when no answer came in time, whether the write
+//! waited in the queue or its batch is stuck on a connection. A write whose
+//! caller gave up before its batch was formed is not sent. A batch not answered
+//! within half the timeout gives its slot up, so that the next batch goes out on
+//! another connection instead of waiting behind a dead one; a batch not answered
+//! within the timeout closes its connection.
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use deadpool_postgres::Pool;
 use taskwire_core::event::Event;
 use taskwire_core::store::{Commit, IdempotencyKey, QueueOp};
 use taskwire_core::{StoreError, Task, TaskId};
 use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::time::Instant;
 use tokio_postgres::types::Json;
 
-use crate::error::{backend, pool as pool_error};
-use crate::row::{int, TaskRow};
+use crate::error::{backend, pool as pool_error, timed_out};
+use crate::row::{dur_ns, int, ns, TaskRow};
 
 /// One create or commit waiting for its batch.
 pub(crate) struct Write {
     what: What,
     reply: oneshot::Sender<Result<Answer, StoreError>>,
+    /// When its caller stops waiting.
+    deadline: Instant,
+}
+
+impl Write {
+    /// Whether the caller still waits for the answer.
+    fn wanted(&self, now: Instant) -> bool {
+        !self.reply.is_closed() && now < self.deadline
+    }
 }
 
 enum What {
@@ -65,10 +85,11 @@ pub(crate) enum NewEntry {
     None,
     /// Claimable by any worker.
     Available,
-    /// Leased to a worker until a time (ns), as a first claim leaves it.
+    /// Leased to a worker for a time counted from when the batch is sent, as a
+    /// first claim leaves it.
     Leased {
         worker: String,
-        until: i64,
+        lease: Duration,
     },
 }
 
@@ -87,6 +108,7 @@ pub(crate) struct Answer {
 pub(crate) struct Batcher {
     tx: mpsc::Sender<Write>,
     stats: Arc<Stats>,
+    timeout: Duration,
 }
 
 /// Counts of what the batch loop sent.
@@ -111,17 +133,21 @@ const QUEUE: usize = 8192;
 impl Batcher {
     /// Starts the loop on `pool`: batches of at most `max_batch` writes, at most
     /// `in_flight` of them at once.
-    pub(crate) fn start(pool: Pool, max_batch: usize, in_flight: usize) -> Self {
+    /// Each write (and each batch) is bounded by `timeout`.
+    pub(crate) fn start(pool: Pool, max_batch: usize, in_flight: usize, timeout: Duration) -> Self {
         let (tx, rx) = mpsc::channel(QUEUE);
         let stats = Arc::new(Stats::default());
         tokio::spawn(run(
             pool,
             rx,
-            max_batch.max(1),
-            in_flight.max(1),
+            Limits {
+                max_batch: max_batch.max(1),
+                in_flight: in_flight.max(1),
+                timeout,
+            },
             stats.clone(),
         ));
-        Self { tx, stats }
+        Self { tx, stats, timeout }
     }
 
     /// What the loop sent so far.
@@ -134,13 +160,24 @@ impl Batcher {
 
     async fn submit(&self, what: What) -> Result<Answer, StoreError> {
         let (reply, answer) = oneshot::channel();
-        self.tx
-            .send(Write { what, reply })
-            .await
-            .map_err(|_| StoreError::Backend("postgres: the store is closing".into()))?;
-        answer
-            .await
-            .map_err(|_| StoreError::Backend("postgres: the write was dropped".into()))?
+        let deadline = Instant::now() + self.timeout;
+        let sent = async {
+            self.tx
+                .send(Write {
+                    what,
+                    reply,
+                    deadline,
+                })
+                .await
+                .map_err(|_| StoreError::Backend("postgres: the store is closing".into()))?;
+            answer
+                .await
+                .map_err(|_| StoreError::Backend("postgres: the write was dropped".into()))?
+        };
+        match tokio::time::timeout_at(deadline, sent).await {
+            Ok(r) => r,
+            Err(_) => Err(timed_out("the write", self.timeout)),
+        }
     }
 
     /// Creates a task in the next batch, with the queue entry `queue`.
@@ -166,13 +203,20 @@ impl Batcher {
     }
 }
 
-async fn run(
-    pool: Pool,
-    mut rx: mpsc::Receiver<Write>,
+/// The bounds of the batch loop.
+#[derive(Clone, Copy)]
+struct Limits {
     max_batch: usize,
     in_flight: usize,
-    stats: Arc<Stats>,
-) {
+    timeout: Duration,
+}
+
+async fn run(pool: Pool, mut rx: mpsc::Receiver<Write>, limits: Limits, stats: Arc<Stats>) {
+    let Limits {
+        max_batch,
+        in_flight,
+        timeout,
+    } = limits;
     let slots = Arc::new(Semaphore::new(in_flight));
     // Writes held over from the last batch, in arrival order: a batch holds at
     // most one write of a task, so a second one waits for the next batch.
@@ -188,11 +232,16 @@ async fn run(
         let Ok(slot) = slots.clone().acquire_owned().await else {
             return;
         };
+        let now = Instant::now();
         let mut batch = Vec::with_capacity(max_batch.min(64));
         let mut ids: HashSet<TaskId> = HashSet::with_capacity(max_batch.min(64));
         let mut next = VecDeque::new();
         let mut take = |w: Write, batch: &mut Vec<Write>, next: &mut VecDeque<Write>| {
-            if batch.len() < max_batch && ids.insert(w.what.id().clone()) {
+            if !w.wanted(now) {
+                // Its caller was told the store did not answer: never apply it
+                // behind their back.
+                let _ = w.reply.send(Err(timed_out("the write", timeout)));
+            } else if batch.len() < max_batch && ids.insert(w.what.id().clone()) {
                 batch.push(w);
             } else {
                 next.push_back(w);
@@ -208,6 +257,9 @@ async fn run(
             }
         }
         held = next;
+        if batch.is_empty() {
+            continue;
+        }
         stats.batches.fetch_add(1, Ordering::Relaxed);
         stats
             .writes
@@ -215,8 +267,17 @@ async fn run(
         metrics::histogram!("taskwire_pg_write_batch_size").record(batch.len() as f64);
         let pool = pool.clone();
         tokio::spawn(async move {
-            execute(&pool, batch).await;
-            drop(slot);
+            let done = execute(&pool, batch, timeout);
+            tokio::pin!(done);
+            // A batch that is slow to answer (a dead connection, say) gives its
+            // slot up, so the next batch does not wait behind it.
+            tokio::select! {
+                () = &mut done => drop(slot),
+                () = tokio::time::sleep(timeout / 2) => {
+                    drop(slot);
+                    done.await;
+                }
+            }
         });
     }
 }
@@ -229,9 +290,9 @@ enum Failed {
     Other(StoreError),
 }
 
-async fn execute(pool: &Pool, batch: Vec<Write>) {
+async fn execute(pool: &Pool, batch: Vec<Write>, timeout: Duration) {
     let whats: Vec<&What> = batch.iter().map(|w| &w.what).collect();
-    match apply(pool, &whats).await {
+    match apply(pool, &whats, timeout).await {
         Ok(answers) => {
             for (w, a) in batch.into_iter().zip(answers) {
                 let _ = w.reply.send(Ok(a));
@@ -241,7 +302,7 @@ async fn execute(pool: &Pool, batch: Vec<Write>) {
             tracing::debug!(error = %e, writes = batch.len(),
                 "postgres store: batch refused; writing each alone");
             let alone = batch.into_iter().map(|w| async move {
-                let answer = match apply(pool, &[&w.what]).await {
+                let answer = match apply(pool, &[&w.what], timeout).await {
                     Ok(mut a) => a
                         .pop()
                         .ok_or_else(|| StoreError::Backend("postgres: no answer".into())),
@@ -354,7 +415,9 @@ impl<'a> Columns<'a> {
         }
     }
 
-    fn push(&mut self, what: &'a What) {
+    /// Adds a write; `now_ns` is when the batch is sent (a leased entry's
+    /// lease counts from it).
+    fn push(&mut self, what: &'a What, now_ns: i64) {
         match what {
             What::Create {
                 task,
@@ -378,10 +441,11 @@ impl<'a> Columns<'a> {
                         self.lease_owner.push(None);
                         self.lease_until.push(None);
                     }
-                    NewEntry::Leased { worker, until } => {
+                    NewEntry::Leased { worker, lease } => {
                         self.queue.push(2);
                         self.lease_owner.push(Some(worker.as_str()));
-                        self.lease_until.push(Some(*until));
+                        self.lease_until
+                            .push(Some(now_ns.saturating_add(dur_ns(*lease))));
                     }
                 }
                 self.idem_tenant
@@ -410,57 +474,28 @@ impl<'a> Columns<'a> {
     }
 }
 
-async fn apply(pool: &Pool, whats: &[&What]) -> Result<Vec<Answer>, Failed> {
+/// Sends one batch, bounded by `timeout` (the wait for a connection included);
+/// a batch that timed out closes its connection.
+async fn apply(pool: &Pool, whats: &[&What], timeout: Duration) -> Result<Vec<Answer>, Failed> {
+    let deadline = Instant::now() + timeout;
+    let conn = match tokio::time::timeout_at(deadline, pool.get()).await {
+        Ok(c) => c.map_err(|e| Failed::Other(pool_error(e)))?,
+        Err(_) => return Err(Failed::Other(timed_out("the connection pool", timeout))),
+    };
     let mut cols = Columns::default();
+    let now_ns = ns(chrono::Utc::now());
     for w in whats {
-        cols.push(w);
+        cols.push(w, now_ns);
     }
-    let conn = pool.get().await.map_err(|e| Failed::Other(pool_error(e)))?;
-    let stmt = conn
-        .prepare_cached(WRITE_BATCH)
-        .await
-        .map_err(|e| Failed::Other(backend(e)))?;
-    let rows = conn
-        .query(
-            &stmt,
-            &[
-                &cols.op,
-                &cols.id,
-                &cols.expected,
-                &cols.fence_worker,
-                &cols.fence_epoch,
-                &cols.queue,
-                &cols.tenant,
-                &cols.owner,
-                &cols.context_id,
-                &cols.state,
-                &cols.terminal,
-                &cols.version,
-                &cols.last_seq,
-                &cols.created_us,
-                &cols.changed_us,
-                &cols.updated_ns,
-                &cols.expires_ns,
-                &cols.idle_ns,
-                &cols.reviewers,
-                &cols.idem_tenant,
-                &cols.idem_owner,
-                &cols.idem_message_id,
-                &cols.body,
-                &cols.events_seq,
-                &cols.events,
-                &cols.lease_owner,
-                &cols.lease_until,
-            ],
-        )
-        .await
-        .map_err(|e| {
-            if e.as_db_error().is_some() {
-                Failed::Refused(e)
-            } else {
-                Failed::Other(backend(e))
-            }
-        })?;
+    let sent = tokio::time::timeout_at(deadline, send(&conn, &cols)).await;
+    let rows = match sent {
+        Ok(rows) => rows?,
+        Err(_) => {
+            drop(deadpool_postgres::Object::take(conn));
+            return Err(Failed::Other(timed_out("the write batch", timeout)));
+        }
+    };
+    drop(conn);
     if rows.len() != whats.len() {
         return Err(Failed::Other(StoreError::Backend(format!(
             "postgres: {} answers to a batch of {}",
@@ -480,4 +515,57 @@ async fn apply(pool: &Pool, whats: &[&What]) -> Result<Vec<Answer>, Failed> {
         });
     }
     Ok(answers)
+}
+
+/// One call of `taskwire_apply_batch` with the columns of a batch.
+async fn send(
+    conn: &deadpool_postgres::Object,
+    cols: &Columns<'_>,
+) -> Result<Vec<tokio_postgres::Row>, Failed> {
+    let stmt = conn
+        .prepare_cached(WRITE_BATCH)
+        .await
+        .map_err(|e| Failed::Other(backend(e)))?;
+    conn.query(
+        &stmt,
+        &[
+            &cols.op,
+            &cols.id,
+            &cols.expected,
+            &cols.fence_worker,
+            &cols.fence_epoch,
+            &cols.queue,
+            &cols.tenant,
+            &cols.owner,
+            &cols.context_id,
+            &cols.state,
+            &cols.terminal,
+            &cols.version,
+            &cols.last_seq,
+            &cols.created_us,
+            &cols.changed_us,
+            &cols.updated_ns,
+            &cols.expires_ns,
+            &cols.idle_ns,
+            &cols.reviewers,
+            &cols.idem_tenant,
+            &cols.idem_owner,
+            &cols.idem_message_id,
+            &cols.body,
+            &cols.events_seq,
+            &cols.events,
+            &cols.lease_owner,
+            &cols.lease_until,
+        ],
+    )
+    .await
+    .map_err(|e| {
+        // A server error refusing the batch rolled it back; one saying the
+        // server is going away (or cancelled it) leaves its outcome unknown.
+        if e.as_db_error().is_some() && !crate::error::unreachable(&e) {
+            Failed::Refused(e)
+        } else {
+            Failed::Other(backend(e))
+        }
+    })
 }

@@ -77,9 +77,9 @@ mod schema;
 
 pub use batch::WriteStats;
 pub use error::PostgresError;
-pub use options::PostgresOptions;
+pub use options::{Keepalives, PostgresOptions};
 
-use error::{backend, pool};
+use error::{backend, pool, timed_out};
 use row::{dur_ns, int, limit, ns, record, task_id, uint, RECORD_COLUMNS};
 
 /// The PostgreSQL store. Cheap to share behind an `Arc`; dropping it stops its
@@ -92,6 +92,7 @@ pub struct PostgresStore {
     notifier: notify::Notifier,
     batcher: batch::Batcher,
     recent: Recent,
+    timeout: Duration,
     _listener: notify::Listener,
 }
 
@@ -151,6 +152,19 @@ fn valid_schema(s: &str) -> bool {
         && !s.as_bytes()[0].is_ascii_digit()
 }
 
+/// The connection parameters named in the query string of `url`.
+fn url_keys(url: &str) -> Vec<String> {
+    let Some((_, query)) = url.split_once('?') else {
+        return Vec::new();
+    };
+    query
+        .split('&')
+        .filter_map(|kv| kv.split('=').next())
+        .map(|k| k.trim().to_ascii_lowercase())
+        .filter(|k| !k.is_empty())
+        .collect()
+}
+
 fn wake_of(task: &Task) -> TaskWake {
     TaskWake {
         last_seq: task.last_seq,
@@ -195,6 +209,26 @@ impl PostgresStore {
         if config.get_application_name().is_none() {
             config.application_name("taskwire");
         }
+        if options.timeout.is_zero() {
+            return Err(PostgresError::InvalidOptions(
+                "the timeout must be more than zero".into(),
+            ));
+        }
+        let in_url = url_keys(url);
+        // A dead connection is noticed by the kernel (keepalive on an idle one,
+        // TCP_USER_TIMEOUT on one with unacknowledged data) and then fails,
+        // instead of waiting for the system's defaults (two hours, minutes).
+        if !in_url.iter().any(|k| k.starts_with("keepalives")) {
+            config.keepalives(true);
+            config.keepalives_idle(options.keepalives.idle);
+            config.keepalives_interval(options.keepalives.interval);
+            config.keepalives_retries(options.keepalives.retries);
+        }
+        if !in_url.iter().any(|k| k == "tcp_user_timeout") {
+            if let Some(t) = options.tcp_user_timeout {
+                config.tcp_user_timeout(t);
+            }
+        }
         let manager = Manager::from_config(
             config.clone(),
             NoTls,
@@ -220,10 +254,22 @@ impl PostgresStore {
         let channel = format!("taskwire:{current}");
         let node = TaskId::new().as_str().to_string();
         let hub = Arc::new(WakeHub::new());
-        let listener =
-            notify::Listener::start(config, channel.clone(), node.clone(), hub.clone()).await?;
-        let notifier = notify::Notifier::start(pool.clone(), channel.clone(), node.clone());
-        let batcher = batch::Batcher::start(pool.clone(), options.max_batch, options.write_batches);
+        let listener = notify::Listener::start(
+            config,
+            channel.clone(),
+            node.clone(),
+            hub.clone(),
+            options.timeout,
+        )
+        .await?;
+        let notifier =
+            notify::Notifier::start(pool.clone(), channel.clone(), node.clone(), options.timeout);
+        let batcher = batch::Batcher::start(
+            pool.clone(),
+            options.max_batch,
+            options.write_batches,
+            options.timeout,
+        );
         tracing::debug!(schema = %current, node = %node, "postgres store open");
         Ok(PostgresStore {
             pool,
@@ -233,6 +279,7 @@ impl PostgresStore {
             notifier,
             batcher,
             recent: Recent::default(),
+            timeout: options.timeout,
             _listener: listener,
         })
     }
@@ -248,15 +295,42 @@ impl PostgresStore {
         self.batcher.stats()
     }
 
-    /// Whether the database answers (for readiness probes).
-    pub async fn ping(&self) -> Result<(), PostgresError> {
-        let conn = self.pool.get().await?;
-        conn.simple_query("SELECT 1").await?;
+    /// Whether the database answers within the store's timeout (for readiness
+    /// probes).
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let conn = self.conn_by(deadline).await?;
+        let answer = tokio::time::timeout_at(deadline, conn.simple_query("SELECT 1")).await;
+        self.settle(conn, answer)?.map_err(backend)?;
         Ok(())
     }
 
-    async fn conn(&self) -> Result<deadpool_postgres::Object, StoreError> {
-        self.pool.get().await.map_err(pool)
+    /// A pooled connection, by `deadline`.
+    async fn conn_by(
+        &self,
+        deadline: tokio::time::Instant,
+    ) -> Result<deadpool_postgres::Object, StoreError> {
+        match tokio::time::timeout_at(deadline, self.pool.get()).await {
+            Ok(r) => r.map_err(pool),
+            Err(_) => Err(timed_out("the connection pool", self.timeout)),
+        }
+    }
+
+    /// The answer of a call made on `conn` by `deadline`: a call that timed out
+    /// closes its connection rather than returning it to the pool (it may be
+    /// dead, and the next request must not wait behind it).
+    fn settle<T>(
+        &self,
+        conn: deadpool_postgres::Object,
+        answer: Result<T, tokio::time::error::Elapsed>,
+    ) -> Result<T, StoreError> {
+        match answer {
+            Ok(r) => Ok(r),
+            Err(_) => {
+                drop(deadpool_postgres::Object::take(conn));
+                Err(timed_out("the database", self.timeout))
+            }
+        }
     }
 
     /// Runs one statement (prepared once per connection) and returns its rows.
@@ -274,18 +348,28 @@ impl PostgresStore {
         sql: &str,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Result<Vec<tokio_postgres::Row>, tokio_postgres::Error>, StoreError> {
-        let conn = self.conn().await?;
-        Ok(match conn.prepare_cached(sql).await {
-            Ok(stmt) => conn.query(&stmt, params).await,
-            Err(e) => Err(e),
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let conn = self.conn_by(deadline).await?;
+        let answer = tokio::time::timeout_at(deadline, async {
+            match conn.prepare_cached(sql).await {
+                Ok(stmt) => conn.query(&stmt, params).await,
+                Err(e) => Err(e),
+            }
         })
+        .await;
+        self.settle(conn, answer)
     }
 
     /// Runs one statement and returns the number of rows it changed.
     async fn execute(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64, StoreError> {
-        let conn = self.conn().await?;
-        let stmt = conn.prepare_cached(sql).await.map_err(backend)?;
-        conn.execute(&stmt, params).await.map_err(backend)
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let conn = self.conn_by(deadline).await?;
+        let answer = tokio::time::timeout_at(deadline, async {
+            let stmt = conn.prepare_cached(sql).await?;
+            conn.execute(&stmt, params).await
+        })
+        .await;
+        self.settle(conn, answer)?.map_err(backend)
     }
 
     /// Creates a task through the batch loop, with the queue entry `entry`, and
@@ -431,10 +515,14 @@ impl TaskStore for PostgresStore {
         lease: Duration,
         now: Timestamp,
     ) -> Result<(CreateOutcome, Option<Claim>), StoreError> {
-        let until = ns(now).saturating_add(dur_ns(lease));
+        // The lease counts from when the create's batch is sent, not from `now`
+        // (when the request came): a create that waited for its batch (behind a
+        // slow or dead connection) must not commit a lease already lapsed, which
+        // a reaper would hand to another node while this one runs the turn.
+        let _ = now;
         let entry = NewEntry::Leased {
             worker: worker.to_string(),
-            until,
+            lease,
         };
         let outcome = self.insert(task, events, key, entry).await?;
         let claim = match &outcome {
@@ -956,5 +1044,22 @@ impl TaskStore for PostgresStore {
             }
         }
         Ok(counts.to_vec())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The parameters a URL sets are found, so that taskwire's keepalive and
+    /// TCP_USER_TIMEOUT defaults give way to them.
+    #[test]
+    fn url_keys_name_the_parameters_the_url_sets() {
+        assert!(url_keys("postgres://u@h/db").is_empty());
+        assert_eq!(
+            url_keys("postgres://u@h/db?keepalives_idle=30&TCP_USER_TIMEOUT=5&options=-c%20x%3Dy"),
+            ["keepalives_idle", "tcp_user_timeout", "options"]
+        );
+        assert_eq!(url_keys("postgres://u@h/db?keepalives=0"), ["keepalives"]);
     }
 }

@@ -14,6 +14,13 @@
 //! notification or a reconnect of the LISTEN connection costs latency, never an
 //! event.
 //!
+//! Both are bounded by the store's timeout: a notify statement that does not
+//! answer in time is given up (its connection closed); the LISTEN connection
+//! runs a `SELECT 1` whenever it has heard nothing for a timeout, and is
+//! replaced when that does not answer within the timeout (a silently dropped
+//! connection hears nothing, and would otherwise go unnoticed until TCP
+//! keepalive gives up on it).
+//!
 //! Payload: a header line `v1 <node>`, then one line per change,
 //! `<task id> <last seq> <state> <1 if work was queued, else 0>`, or `*` when work
 //! became claimable again (a release or a reap).
@@ -60,9 +67,10 @@ pub(crate) struct Notifier {
 
 impl Notifier {
     /// Starts the notifier task on `pool`, sending on `channel` as `node`.
-    pub(crate) fn start(pool: Pool, channel: String, node: String) -> Self {
+    /// Each send is bounded by `timeout`.
+    pub(crate) fn start(pool: Pool, channel: String, node: String, timeout: Duration) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
-        let task = tokio::spawn(send_loop(pool, channel, node, rx));
+        let task = tokio::spawn(send_loop(pool, channel, node, rx, timeout));
         Self { tx, task }
     }
 
@@ -83,6 +91,7 @@ async fn send_loop(
     channel: String,
     node: String,
     mut rx: mpsc::UnboundedReceiver<String>,
+    timeout: Duration,
 ) {
     let header = format!("v1 {node}");
     while let Some(first) = rx.recv().await {
@@ -101,19 +110,26 @@ async fn send_loop(
             next = rx.try_recv().ok();
         }
         payloads.push(cur);
-        let sent = match pool.get().await {
-            Ok(conn) => match conn
-                .prepare_cached("SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p")
-                .await
-            {
-                Ok(stmt) => conn
-                    .execute(&stmt, &[&channel, &payloads])
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| e.to_string()),
-                Err(e) => Err(e.to_string()),
-            },
-            Err(e) => Err(e.to_string()),
+        let deadline = tokio::time::Instant::now() + timeout;
+        let sent = match tokio::time::timeout_at(deadline, pool.get()).await {
+            Ok(Ok(conn)) => {
+                let answer = tokio::time::timeout_at(deadline, async {
+                    let stmt = conn
+                        .prepare_cached("SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p")
+                        .await?;
+                    conn.execute(&stmt, &[&channel, &payloads]).await
+                })
+                .await;
+                match answer {
+                    Ok(r) => r.map(|_| ()).map_err(|e| e.to_string()),
+                    Err(_) => {
+                        drop(deadpool_postgres::Object::take(conn));
+                        Err("no answer in time".to_string())
+                    }
+                }
+            }
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err("no pooled connection in time".to_string()),
         };
         if let Err(e) = sent {
             // Other nodes catch up by re-reading; only their latency suffers.
@@ -175,16 +191,41 @@ impl Drop for Listener {
     }
 }
 
-/// A connection that LISTENs, with the stream of what it hears.
-type Heard = mpsc::UnboundedReceiver<String>;
+/// What a LISTEN connection hears, and the task that drives the connection
+/// (aborted when the connection is given up, which closes its socket).
+struct Heard {
+    rx: mpsc::UnboundedReceiver<String>,
+    driver: JoinHandle<()>,
+}
 
+impl Drop for Heard {
+    fn drop(&mut self) {
+        self.driver.abort();
+    }
+}
+
+/// [`connect_unbounded`] within `timeout`.
 async fn connect(
+    config: &tokio_postgres::Config,
+    channel: &str,
+    timeout: Duration,
+) -> Result<(tokio_postgres::Client, Heard), PostgresError> {
+    match tokio::time::timeout(timeout, connect_unbounded(config, channel)).await {
+        Ok(r) => r,
+        Err(_) => Err(PostgresError::Pool(format!(
+            "the LISTEN connection did not answer within {} ms",
+            timeout.as_millis()
+        ))),
+    }
+}
+
+async fn connect_unbounded(
     config: &tokio_postgres::Config,
     channel: &str,
 ) -> Result<(tokio_postgres::Client, Heard), PostgresError> {
     let (client, mut conn) = config.connect(NoTls).await?;
     let (tx, rx) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
+    let driver = tokio::spawn(async move {
         let mut messages = futures::stream::poll_fn(move |cx| conn.poll_message(cx));
         while let Some(m) = messages.next().await {
             match m {
@@ -201,10 +242,11 @@ async fn connect(
             }
         }
     });
+    let heard = Heard { rx, driver };
     client
         .batch_execute(&format!("LISTEN {}", quoted(channel)))
         .await?;
-    Ok((client, rx))
+    Ok((client, heard))
 }
 
 impl Listener {
@@ -215,15 +257,16 @@ impl Listener {
         channel: String,
         node: String,
         hub: Arc<WakeHub>,
+        timeout: Duration,
     ) -> Result<Self, PostgresError> {
-        let first = connect(&config, &channel).await?;
+        let first = connect(&config, &channel, timeout).await?;
         let task = tokio::spawn(async move {
             let mut current = Some(first);
             let mut backoff = Duration::from_millis(100);
             loop {
                 let (client, mut heard) = match current.take() {
                     Some(c) => c,
-                    None => match connect(&config, &channel).await {
+                    None => match connect(&config, &channel, timeout).await {
                         Ok(c) => {
                             backoff = Duration::from_millis(100);
                             // What was sent while we were away is not heard:
@@ -240,10 +283,30 @@ impl Listener {
                         }
                     },
                 };
-                while let Some(payload) = heard.recv().await {
-                    apply(&hub, &node, &payload);
+                // Until the connection fails, or is found dead: quiet for a
+                // timeout, then no answer to a SELECT 1 within another.
+                loop {
+                    match tokio::time::timeout(timeout, heard.rx.recv()).await {
+                        Ok(Some(payload)) => {
+                            apply(&hub, &node, &payload);
+                        }
+                        Ok(None) => break,
+                        Err(_) => {
+                            let alive =
+                                tokio::time::timeout(timeout, client.simple_query("SELECT 1"))
+                                    .await
+                                    .is_ok_and(|r| r.is_ok());
+                            if !alive {
+                                tracing::warn!(
+                                    "postgres store: the LISTEN connection did not answer; reconnecting"
+                                );
+                                break;
+                            }
+                        }
+                    }
                 }
                 drop(client);
+                drop(heard);
                 tokio::time::sleep(backoff).await;
             }
         });

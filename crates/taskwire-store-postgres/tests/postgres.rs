@@ -19,6 +19,9 @@ use taskwire_core::{
 use taskwire_store_postgres::{PostgresError, PostgresOptions, PostgresStore};
 
 mod common;
+#[path = "common/partition.rs"]
+mod partition;
+use partition::{Mode, PartitionProxy};
 
 fn alice() -> Caller {
     Caller::new("t1", "alice")
@@ -746,7 +749,10 @@ async fn nodes_recover_when_the_database_returns() {
         .create(&alice(), CreateTask::new(msg("m2", "hi")))
         .await
         .unwrap_err();
-    assert!(matches!(err, taskwire_core::CoreError::Store(_)), "{err:?}");
+    assert!(
+        matches!(err, taskwire_core::CoreError::Unavailable(_)),
+        "{err:?}"
+    );
     assert!(a.queue_depth().await.is_err());
     assert!(
         started.elapsed() < Duration::from_secs(15),
@@ -938,4 +944,345 @@ async fn subscribers_catch_up_at_once_after_a_listen_reconnect() {
         .unwrap();
     assert_eq!(got.seq, now.last_seq);
     assert!(started.elapsed() < Duration::from_secs(3));
+}
+
+/// The test database's `host:port`, for a proxy in front of it (`None`, saying
+/// so, when it is not a TCP address).
+fn tcp_target(url: &str) -> Option<String> {
+    let config: tokio_postgres::Config = url.parse().expect("the test database's address");
+    match (config.get_hosts().first(), config.get_ports().first()) {
+        (Some(tokio_postgres::config::Host::Tcp(h)), port) => {
+            Some(format!("{h}:{}", port.copied().unwrap_or(5432)))
+        }
+        _ => {
+            println!("skipped: {} is not a TCP address", common::URL_VAR);
+            None
+        }
+    }
+}
+
+/// The address of the test database through `proxy`.
+fn url_via(url: &str, proxy: &PartitionProxy) -> String {
+    let config: tokio_postgres::Config = url.parse().expect("the test database's address");
+    let user = config.get_user().unwrap_or("postgres");
+    let db = config.get_dbname().unwrap_or("postgres");
+    format!("postgres://{user}@{}/{db}", proxy.addr())
+}
+
+/// Whether `r` is the store's "did not answer" error.
+fn unavailable<T: std::fmt::Debug>(r: &Result<T, taskwire_core::StoreError>) -> bool {
+    matches!(r, Err(taskwire_core::StoreError::Unavailable(_)))
+}
+
+/// A node whose traffic to the database is silently dropped answers every
+/// request within its timeout (plus scheduling slack) with `Unavailable`:
+/// creates and commits (the write batcher), reads, claims, renewals and the
+/// readiness ping, on the connections it had and on new ones (which the
+/// partition accepts and never answers); then with the connections reset, at
+/// once; and once healed it serves again within 2 s, and every create refused
+/// meanwhile, retried with its idempotency key, makes exactly one task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_cut_off_from_the_database_answers_within_its_timeout() {
+    let Some(url) = common::url() else {
+        return;
+    };
+    let Some(target) = tcp_target(&url) else {
+        return;
+    };
+    let proxy = PartitionProxy::start(&target).await;
+    let schemas = common::Schemas::new(&url);
+    let schema = schemas.fresh();
+    const BOUND: Duration = Duration::from_millis(1000);
+    const SLACK: Duration = Duration::from_millis(700);
+    let options = |timeout: Duration| {
+        let mut v = PostgresOptions::default();
+        v.pool_size = 4;
+        v.schema = Some(schema.clone());
+        v.timeout = timeout;
+        v
+    };
+    let a = Arc::new(
+        PostgresStore::open(&url_via(&url, &proxy), options(BOUND))
+            .await
+            .unwrap(),
+    );
+    let b = Arc::new(
+        PostgresStore::open(&url, options(Duration::from_secs(10)))
+            .await
+            .unwrap(),
+    );
+    let svc_a = TaskService::new(a.clone(), "scripted");
+    let svc_b = TaskService::new(b.clone(), "scripted");
+    let before = svc_a
+        .create(&alice(), CreateTask::new(msg("before", "hi")))
+        .await
+        .unwrap()
+        .task;
+    let claim = a
+        .claim("w", 1, Duration::from_secs(30), Utc::now())
+        .await
+        .unwrap()
+        .pop()
+        .expect("the task is claimable");
+
+    // Every kind of request, several at once, twice: the second round finds
+    // the connections of the first closed and must open new ones.
+    proxy.set(Mode::Silent);
+    let mut refused = Vec::new();
+    let mut slowest = Duration::ZERO;
+    for round in 0..2 {
+        let mut calls = tokio::task::JoinSet::new();
+        for i in 0..6 {
+            let svc = svc_a.clone();
+            let id = format!("silent-{round}-{i}");
+            calls.spawn(async move {
+                let t = std::time::Instant::now();
+                let r = svc.create(&alice(), CreateTask::new(msg(&id, "hi"))).await;
+                let ok = matches!(r, Err(taskwire_core::CoreError::Unavailable(_)));
+                (
+                    format!("create {id}: {:?}", r.err()),
+                    ok,
+                    t.elapsed(),
+                    Some(id),
+                )
+            });
+        }
+        let calls_of =
+            |name: &'static str,
+             f: std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send>>| async move {
+                let t = std::time::Instant::now();
+                let ok = f.await;
+                (name.to_string(), ok, t.elapsed(), None)
+            };
+        let (a1, a2, a3, a4, a5, a6) = (
+            a.clone(),
+            a.clone(),
+            a.clone(),
+            a.clone(),
+            a.clone(),
+            a.clone(),
+        );
+        let (id1, id2, c1, c2) = (
+            before.id.clone(),
+            before.id.clone(),
+            claim.clone(),
+            claim.clone(),
+        );
+        calls.spawn(calls_of(
+            "get",
+            Box::pin(async move { unavailable(&a1.get(&id1).await) }),
+        ));
+        calls.spawn(calls_of(
+            "events",
+            Box::pin(async move { unavailable(&a2.events(&id2, 0, 10).await) }),
+        ));
+        calls.spawn(calls_of(
+            "claim",
+            Box::pin(async move {
+                unavailable(&a3.claim("w2", 4, Duration::from_secs(30), Utc::now()).await)
+            }),
+        ));
+        calls.spawn(calls_of(
+            "renew",
+            Box::pin(async move {
+                unavailable(&a4.renew(&c1, Duration::from_secs(30), Utc::now()).await)
+            }),
+        ));
+        calls.spawn(calls_of(
+            "release",
+            Box::pin(async move { unavailable(&a5.release(&c2).await) }),
+        ));
+        calls.spawn(calls_of(
+            "ping",
+            Box::pin(async move { unavailable(&a6.ping().await) }),
+        ));
+        while let Some(r) = calls.join_next().await {
+            let (what, ok, took, id) = r.unwrap();
+            assert!(ok, "round {round}: {what} did not answer Unavailable");
+            assert!(took <= BOUND + SLACK, "round {round}: {what} took {took:?}");
+            slowest = slowest.max(took);
+            refused.extend(id);
+        }
+    }
+    println!("silent partition: slowest answer {slowest:?} (bound {BOUND:?})");
+    // Node B, which reaches the database, serves meanwhile.
+    svc_b
+        .create(&alice(), CreateTask::new(msg("on-b", "hi")))
+        .await
+        .unwrap();
+
+    // Connections reset: requests fail at once, still as Unavailable.
+    proxy.set(Mode::Reset);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    for i in 0..3 {
+        let id = format!("reset-{i}");
+        let t = std::time::Instant::now();
+        let r = svc_a
+            .create(&alice(), CreateTask::new(msg(&id, "hi")))
+            .await;
+        assert!(
+            matches!(r, Err(taskwire_core::CoreError::Unavailable(_))),
+            "{r:?}"
+        );
+        assert!(t.elapsed() <= BOUND + SLACK, "took {:?}", t.elapsed());
+        refused.push(id);
+    }
+
+    // Healed: A serves again within 2 s.
+    proxy.set(Mode::Forward);
+    let healed = std::time::Instant::now();
+    loop {
+        if a.get(&before.id).await.is_ok() {
+            break;
+        }
+        assert!(
+            healed.elapsed() < Duration::from_secs(2),
+            "node A did not recover within 2 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    println!("recovered {:?} after the heal", healed.elapsed());
+    // Every refused create, retried with its message id, is one task.
+    for id in &refused {
+        svc_a
+            .create(&alice(), CreateTask::new(msg(id, "hi")))
+            .await
+            .unwrap_or_else(|e| panic!("retrying {id}: {e}"));
+    }
+    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let n: i64 = client
+        .query_one(&format!("SELECT count(*) FROM {schema}.tasks"), &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 2 + refused.len() as i64, "one task per message id");
+}
+
+/// Counts the turns run per task (the scripted agent does the work).
+struct CountingAgent {
+    inner: taskwire_core::ScriptedAgent,
+    runs: std::sync::Mutex<std::collections::HashMap<String, u32>>,
+}
+
+#[taskwire_core::async_trait]
+impl taskwire_core::Agent for CountingAgent {
+    fn info(&self) -> taskwire_core::AgentInfo {
+        self.inner.info()
+    }
+
+    async fn run_turn(
+        &self,
+        ctx: &taskwire_core::TurnContext,
+    ) -> Result<taskwire_core::TurnOutcome, taskwire_core::AgentError> {
+        *self
+            .runs
+            .lock()
+            .expect("the run counts")
+            .entry(ctx.task().id.as_str().to_string())
+            .or_default() += 1;
+        self.inner.run_turn(ctx).await
+    }
+}
+
+/// A create whose answer comes after its first turn's lease lapsed (the
+/// database was cut off from node A while the create was on its way, and the
+/// partition healed before A's timeout) runs its first turn once: A does not
+/// run it itself, it goes back to the queue, and one node runs it. Before, A
+/// ran it at once while B's reaper re-queued the lapsed lease and B ran it too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_answered_after_its_lease_lapsed_runs_its_first_turn_once() {
+    let Some(url) = common::url() else {
+        return;
+    };
+    let Some(target) = tcp_target(&url) else {
+        return;
+    };
+    let proxy = PartitionProxy::start(&target).await;
+    let schemas = common::Schemas::new(&url);
+    let schema = schemas.fresh();
+    let options = || {
+        let mut v = PostgresOptions::default();
+        v.pool_size = 4;
+        v.schema = Some(schema.clone());
+        v.timeout = Duration::from_secs(10);
+        v
+    };
+    let a = Arc::new(
+        PostgresStore::open(&url_via(&url, &proxy), options())
+            .await
+            .unwrap(),
+    );
+    let b = Arc::new(PostgresStore::open(&url, options()).await.unwrap());
+    let agent = Arc::new(CountingAgent {
+        inner: taskwire_core::ScriptedAgent::new(),
+        runs: Default::default(),
+    });
+    let config = || {
+        let mut v = taskwire_core::RuntimeConfig::default();
+        v.lease = Duration::from_millis(1500);
+        v.reap_interval = Duration::from_millis(100);
+        v.poll_interval = Duration::from_millis(100);
+        v
+    };
+    let svc_a = TaskService::new(a.clone(), "scripted");
+    let svc_b = TaskService::new(b.clone(), "scripted");
+    let rt_a = taskwire_core::Runtime::start(svc_a.clone(), agent.clone(), config());
+    let rt_b = taskwire_core::Runtime::start(svc_b.clone(), agent.clone(), config());
+    // Warm A's pool, so that the create below goes out on an open connection.
+    for i in 0..4 {
+        let t = svc_a
+            .create(
+                &alice(),
+                CreateTask::new(msg(&format!("warm-{i}"), "sleep 10")),
+            )
+            .await
+            .unwrap()
+            .task;
+        svc_a
+            .wait_until(&alice(), &t.id, Duration::from_secs(10), |t| {
+                t.state.is_terminal()
+            })
+            .await
+            .unwrap();
+    }
+
+    // The create goes out into a partition that lasts longer than the lease.
+    proxy.set(Mode::Silent);
+    let create = tokio::spawn({
+        let svc = svc_a.clone();
+        async move {
+            svc.create(&alice(), CreateTask::new(msg("late", "sleep 500\nlate")))
+                .await
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    proxy.set(Mode::Forward);
+    let t = create
+        .await
+        .unwrap()
+        .expect("the create is answered after the heal")
+        .task;
+    let done = svc_b
+        .wait_until(&alice(), &t.id, Duration::from_secs(20), |t| {
+            t.state.is_terminal()
+        })
+        .await
+        .unwrap();
+    assert_eq!(done.state, TaskState::Completed, "{done:?}");
+    // Long enough for a second run to start if one were coming.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let runs = agent
+        .runs
+        .lock()
+        .unwrap()
+        .get(t.id.as_str())
+        .copied()
+        .unwrap_or(0);
+    println!("first turns of the late create: {runs}");
+    assert_eq!(runs, 1, "the first turn ran {runs} times");
+    rt_a.shutdown(Duration::from_secs(5)).await;
+    rt_b.shutdown(Duration::from_secs(5)).await;
 }

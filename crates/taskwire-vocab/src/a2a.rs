@@ -344,8 +344,18 @@ pub fn error_from_core(e: &CoreError) -> (A2aErrorKind, String) {
         CoreError::LeaseLost | CoreError::Store(_) | CoreError::ShuttingDown => {
             (A2aErrorKind::Internal, "internal error".into())
         }
+        CoreError::Unavailable(_) => (A2aErrorKind::Unavailable, UNAVAILABLE_MESSAGE.into()),
     }
 }
+
+/// The message of [`A2aErrorKind::Unavailable`].
+pub const UNAVAILABLE_MESSAGE: &str =
+    "the task store did not answer; retry (a SendMessage retried with the same messageId makes at most one task)";
+
+/// Lost: JSON-RPC has no code for "unavailable".
+pub const LOSS_ERROR_UNAVAILABLE: Loss = Loss(
+    "a store that did not answer is -32603 on JSON-RPC like an internal error; only the ErrorInfo (reason UNAVAILABLE, domain taskwire) tells it apart (gRPC UNAVAILABLE and HTTP 503 keep it)",
+);
 
 /// Lost: several core refusals share InvalidParams.
 pub const LOSS_ERROR_REFUSALS: Loss = Loss(
@@ -367,6 +377,7 @@ pub fn error_loss(e: &CoreError) -> Option<Loss> {
             Some(LOSS_ERROR_UNSUPPORTED)
         }
         CoreError::LeaseLost => Some(crate::LOSS_LEASE_LOST),
+        CoreError::Unavailable(_) => Some(LOSS_ERROR_UNAVAILABLE),
         _ => None,
     }
 }
@@ -515,6 +526,15 @@ mod tests {
         )));
         assert_eq!(k, A2aErrorKind::Internal);
         assert!(!m.contains("secret"));
+        let (k, m) = error_from_core(&CoreError::Unavailable("secret dsn".into()));
+        assert_eq!(k, A2aErrorKind::Unavailable);
+        assert_eq!((k.code(), k.reason()), (-32603, "UNAVAILABLE"));
+        assert_eq!(k.grpc_code(), GrpcCode::Unavailable);
+        assert_eq!(
+            (k.http_status(), k.http_status_name()),
+            (503, "UNAVAILABLE")
+        );
+        assert!(!m.contains("secret") && m.contains("messageId"), "{m}");
         assert_eq!(A2aErrorKind::VersionNotSupported.code(), -32009);
         assert_eq!(
             A2aErrorKind::ContentTypeNotSupported.grpc_code(),
@@ -546,6 +566,7 @@ mod tests {
             (K::MethodNotFound, 404, "NOT_FOUND"),
             (K::InvalidParams, 400, "INVALID_ARGUMENT"),
             (K::Internal, 500, "INTERNAL"),
+            (K::Unavailable, 503, "UNAVAILABLE"),
         ] {
             assert_eq!(
                 (k.http_status(), k.http_status_name()),

@@ -113,8 +113,12 @@ pub const LOSS_ERROR_WRONG_STATE: Loss = Loss(
 );
 /// A retryable condition and a shutdown share one code.
 pub const LOSS_ERROR_UNAVAILABLE: Loss = Loss(
-    "contention and shutdown both read unavailable; lease and store failures both read internal",
+    "contention, shutdown and a store that did not answer all read unavailable; lease and store failures both read internal",
 );
+
+/// The message of a store that did not answer.
+pub const UNAVAILABLE_MESSAGE: &str =
+    "the task store did not answer; retry (a run retried with the same runId and message ids is safe)";
 
 /// A core part as the JSON of taskwire's part object (artifact activity content,
 /// `ACTIVITY_DELTA` patches).
@@ -285,7 +289,7 @@ pub fn http_status(e: &CoreError) -> u16 {
         | CoreError::NotCancelable { .. }
         | CoreError::IllegalTransition { .. }
         | CoreError::WrongState { .. } => 409,
-        CoreError::Contention | CoreError::ShuttingDown => 503,
+        CoreError::Contention | CoreError::ShuttingDown | CoreError::Unavailable(_) => 503,
         CoreError::LeaseLost | CoreError::Store(_) => 500,
     }
 }
@@ -298,6 +302,7 @@ pub fn error_loss(e: &CoreError) -> Option<Loss> {
         | CoreError::NotCancelable { .. } => Some(LOSS_ERROR_WRONG_STATE),
         CoreError::Contention
         | CoreError::ShuttingDown
+        | CoreError::Unavailable(_)
         | CoreError::LeaseLost
         | CoreError::Store(_) => Some(LOSS_ERROR_UNAVAILABLE),
         _ => None,
@@ -657,11 +662,14 @@ pub fn core_error(e: &CoreError) -> (&'static str, String) {
         CoreError::IllegalTransition { .. }
         | CoreError::WrongState { .. }
         | CoreError::NotCancelable { .. } => codes::WRONG_STATE,
-        CoreError::Contention | CoreError::ShuttingDown => codes::UNAVAILABLE,
+        CoreError::Contention | CoreError::ShuttingDown | CoreError::Unavailable(_) => {
+            codes::UNAVAILABLE
+        }
         CoreError::LeaseLost | CoreError::Store(_) => codes::INTERNAL,
     };
     let message = match e {
         CoreError::Store(_) | CoreError::LeaseLost => "internal error".to_string(),
+        CoreError::Unavailable(_) => UNAVAILABLE_MESSAGE.to_string(),
         other => other.to_string(),
     };
     (code, message)

@@ -425,9 +425,10 @@ pub fn wire_error(e: &CoreError) -> WireError {
         CoreError::DeniedByGuardrail { .. } => (403, ERR_DENIED_BY_INPUT_GUARDRAIL),
         CoreError::Terminal { .. } | CoreError::NotCancelable { .. } => (409, ERR_TASK_TERMINAL),
         CoreError::IllegalTransition { .. } | CoreError::WrongState { .. } => (409, ERR_CONFLICT),
-        CoreError::Contention | CoreError::LeaseLost | CoreError::ShuttingDown => {
-            (503, ERR_UNAVAILABLE)
-        }
+        CoreError::Contention
+        | CoreError::LeaseLost
+        | CoreError::ShuttingDown
+        | CoreError::Unavailable(_) => (503, ERR_UNAVAILABLE),
         CoreError::Store(_) => (500, ERR_INTERNAL),
     };
     WireError { status, code }
@@ -477,8 +478,9 @@ impl WireError {
 }
 
 /// Lost: retryable conditions share one code.
-pub const LOSS_ERROR_UNAVAILABLE: Loss =
-    Loss("contention, a lost lease and shutdown all read unavailable (503)");
+pub const LOSS_ERROR_UNAVAILABLE: Loss = Loss(
+    "contention, a lost lease, shutdown and a store that did not answer all read unavailable (503)",
+);
 /// Lost: canceling a task that ended otherwise reads like writing to a terminal task.
 pub const LOSS_ERROR_NOT_CANCELABLE: Loss = Loss(
     "canceling a task that ended otherwise reads task_terminal, like input to a terminal task",
@@ -491,9 +493,10 @@ pub const LOSS_ERROR_CONFLICT: Loss =
 /// What the CAS wire error of a core error loses (see [`wire_error`]).
 pub fn error_loss(e: &CoreError) -> Option<Loss> {
     match e {
-        CoreError::Contention | CoreError::LeaseLost | CoreError::ShuttingDown => {
-            Some(LOSS_ERROR_UNAVAILABLE)
-        }
+        CoreError::Contention
+        | CoreError::LeaseLost
+        | CoreError::ShuttingDown
+        | CoreError::Unavailable(_) => Some(LOSS_ERROR_UNAVAILABLE),
         CoreError::NotCancelable { .. } => Some(LOSS_ERROR_NOT_CANCELABLE),
         CoreError::IllegalTransition { .. } => Some(LOSS_ERROR_CONFLICT),
         _ => None,
@@ -505,6 +508,9 @@ pub fn error_loss(e: &CoreError) -> Option<Loss> {
 pub fn error_message(e: &CoreError) -> String {
     match e {
         CoreError::Store(_) => "internal error".into(),
+        CoreError::Unavailable(_) => {
+            "the task store did not answer; retry (a retried request is safe)".into()
+        }
         CoreError::DeniedByGuardrail { reason } => {
             format!("the input was refused by an input guardrail: {reason}")
         }

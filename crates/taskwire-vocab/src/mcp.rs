@@ -195,8 +195,33 @@ pub fn error_from_core(e: &CoreError, task_id: Option<&str>) -> (i64, String) {
         ),
         CoreError::ShuttingDown => (INTERNAL_ERROR, "the server is shutting down".into()),
         CoreError::LeaseLost | CoreError::Store(_) => (INTERNAL_ERROR, "internal error".into()),
+        CoreError::Unavailable(_) => (INTERNAL_ERROR, UNAVAILABLE_MESSAGE.into()),
     }
 }
+
+/// The message of a store that did not answer.
+pub const UNAVAILABLE_MESSAGE: &str =
+    "the task store did not answer; retry (a retried request is safe: see error.data)";
+
+/// The `error.data` of a JSON-RPC error for a core error: for a store that did
+/// not answer, `{"reason": "unavailable", "retryable": true, "retryAfterSeconds":
+/// 1, "retrySafeWith": [...]}` naming what makes a retry create nothing twice
+/// (the request's task id in `_meta`, or the task id for a task method).
+pub fn error_data(e: &CoreError) -> Option<serde_json::Value> {
+    match e {
+        CoreError::Unavailable(_) => Some(serde_json::json!({
+            "reason": "unavailable",
+            "retryable": true,
+            "retryAfterSeconds": taskwire_wire::a2a::errors::RETRY_AFTER_SECS,
+        })),
+        _ => None,
+    }
+}
+
+/// Lost: JSON-RPC has no code for "unavailable".
+pub const LOSS_ERROR_UNAVAILABLE: Loss = Loss(
+    "a store that did not answer is -32603 like an internal error; only error.data (reason unavailable, retryable) tells it apart",
+);
 
 /// What the MCP error of a core error loses (see [`error_from_core`]).
 pub fn error_loss(e: &CoreError) -> Option<Loss> {
@@ -210,6 +235,7 @@ pub fn error_loss(e: &CoreError) -> Option<Loss> {
         | CoreError::IllegalTransition { .. } => Some(LOSS_ERROR_REFUSALS),
         CoreError::Contention | CoreError::ShuttingDown => Some(LOSS_ERROR_RETRYABLE),
         CoreError::LeaseLost => Some(crate::LOSS_LEASE_LOST),
+        CoreError::Unavailable(_) => Some(LOSS_ERROR_UNAVAILABLE),
         CoreError::InvalidInput { .. } | CoreError::Store(_) => None,
     }
 }

@@ -950,6 +950,7 @@ pub fn sample_errors() -> Vec<CoreError> {
         CoreError::Contention,
         CoreError::LeaseLost,
         CoreError::Store(StoreError::Backend("disk".into())),
+        CoreError::Unavailable("no answer".into()),
         CoreError::ShuttingDown,
     ]
 }
@@ -968,6 +969,7 @@ pub fn error_label(e: &CoreError) -> &'static str {
         CoreError::Contention => "Contention",
         CoreError::LeaseLost => "LeaseLost",
         CoreError::Store(_) => "Store",
+        CoreError::Unavailable(_) => "Unavailable (the store did not answer)",
         CoreError::ShuttingDown => "ShuttingDown",
     }
 }

@@ -54,6 +54,13 @@ fn a2a_losses() {
         a2a::error_loss(&CoreError::Contention),
         Some(a2a::LOSS_ERROR_RETRYABLE)
     );
+    // A store that did not answer: -32603 like an internal error on JSON-RPC,
+    // told apart only by its ErrorInfo.
+    let gone = CoreError::Unavailable("no answer".into());
+    assert_eq!(a2a::error_loss(&gone), Some(a2a::LOSS_ERROR_UNAVAILABLE));
+    let (k, _) = a2a::error_from_core(&gone);
+    assert_eq!(k.code(), a2a::A2aErrorKind::Internal.code());
+    assert_ne!(k.reason(), a2a::A2aErrorKind::Internal.reason());
     let wrong = CoreError::WrongState {
         what: "x".into(),
         state: TaskState::Working,
@@ -233,6 +240,13 @@ fn mcp_losses() {
         mcp::error_loss(&CoreError::ShuttingDown),
         Some(mcp::LOSS_ERROR_RETRYABLE)
     );
+    let gone = CoreError::Unavailable("no answer".into());
+    assert_eq!(mcp::error_loss(&gone), Some(mcp::LOSS_ERROR_UNAVAILABLE));
+    assert_eq!(mcp::error_from_core(&gone, None).0, mcp::INTERNAL_ERROR);
+    assert_eq!(
+        mcp::error_data(&gone).expect("data")["reason"],
+        "unavailable"
+    );
     assert_eq!(
         mcp::error_loss(&CoreError::LeaseLost),
         Some(LOSS_LEASE_LOST)
@@ -299,6 +313,10 @@ fn agui_losses() {
         agui::error_loss(&CoreError::Contention),
         Some(agui::LOSS_ERROR_UNAVAILABLE)
     );
+    let gone = CoreError::Unavailable("no answer".into());
+    assert_eq!(agui::error_loss(&gone), Some(agui::LOSS_ERROR_UNAVAILABLE));
+    assert_eq!(agui::core_error(&gone).0, agui::codes::UNAVAILABLE);
+    assert_eq!(agui::http_status(&gone), 503);
     assert_eq!(agui::error_loss(&CoreError::NotFound), None);
     // The internal failure's details stay with operators.
     let t = Situation::FailedInternal.task();
@@ -360,6 +378,9 @@ fn cas_losses() {
         cas::error_loss(&CoreError::LeaseLost),
         Some(cas::LOSS_ERROR_UNAVAILABLE)
     );
+    let gone = CoreError::Unavailable("no answer".into());
+    assert_eq!(cas::error_loss(&gone), Some(cas::LOSS_ERROR_UNAVAILABLE));
+    assert_eq!(cas::wire_error(&gone).status, 503);
     assert_eq!(
         cas::error_loss(&CoreError::NotCancelable {
             state: TaskState::Failed

@@ -448,7 +448,7 @@ proptest! {
 }
 
 fn core_error(i: usize) -> CoreError {
-    match i % 12 {
+    match i % 13 {
         0 => CoreError::NotFound,
         1 => CoreError::InvalidInput {
             field: "f".into(),
@@ -477,6 +477,7 @@ fn core_error(i: usize) -> CoreError {
         8 => CoreError::Contention,
         9 => CoreError::LeaseLost,
         10 => CoreError::Store(StoreError::Backend("secret".into())),
+        11 => CoreError::Unavailable("secret".into()),
         _ => CoreError::ShuttingDown,
     }
 }
@@ -486,10 +487,17 @@ proptest! {
     /// back; CAS codes → wire errors; and where several core errors share a code,
     /// all but one report a loss.
     #[test]
-    fn error_codes_round_trip_and_shared_codes_report_a_loss(i in 0usize..12, j in 0usize..12) {
+    fn error_codes_round_trip_and_shared_codes_report_a_loss(i in 0usize..13, j in 0usize..13) {
         let (e, f) = (core_error(i), core_error(j));
         let (k, msg) = a2a::error_from_core(&e);
-        prop_assert_eq!(a2a::A2aErrorKind::from_code(k.code()), Some(k));
+        // Unavailable shares Internal's JSON-RPC code (a named loss); its
+        // ErrorInfo reason tells it apart.
+        if k == a2a::A2aErrorKind::Unavailable {
+            prop_assert!(a2a::error_loss(&e).is_some());
+            prop_assert_eq!(a2a::A2aErrorKind::from_code(k.code()), Some(a2a::A2aErrorKind::Internal));
+        } else {
+            prop_assert_eq!(a2a::A2aErrorKind::from_code(k.code()), Some(k));
+        }
         prop_assert_eq!(a2a::A2aErrorKind::from_reason(k.reason()), Some(k));
         prop_assert!(!msg.contains("secret"));
         let w = cas::wire_error(&e);
@@ -497,7 +505,7 @@ proptest! {
         prop_assert!(!cas::error_message(&e).contains("secret"));
         prop_assert!(!mcp::error_from_core(&e, None).1.contains("secret"));
         prop_assert!(!agui::core_error(&e).1.contains("secret"));
-        if i % 12 != j % 12 {
+        if i % 13 != j % 13 {
             let shared = |a: bool, la: Option<Loss>, lb: Option<Loss>| !a || la.is_some() || lb.is_some();
             prop_assert!(shared(
                 a2a::error_from_core(&f).0 == k,

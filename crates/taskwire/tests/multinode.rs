@@ -23,6 +23,9 @@ const BIN: &str = env!("CARGO_BIN_EXE_taskwire");
 #[path = "common/pg.rs"]
 mod pg;
 use pg::{fresh_store, pg_url};
+#[path = "../../taskwire-store-postgres/tests/common/partition.rs"]
+mod partition;
+use partition::{Mode, PartitionProxy};
 
 async fn sql_count(url: &str, sql: &str) -> i64 {
     let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
@@ -151,6 +154,26 @@ fn send_params(message_id: &str, text: &str) -> Value {
         "message": {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}]},
         "configuration": {"returnImmediately": true}
     })
+}
+
+/// The raw JSON-RPC answer of an A2A request (result or error), the HTTP status
+/// and how long it took.
+async fn a2a_raw(
+    http: &reqwest::Client,
+    node: &str,
+    method: &str,
+    params: Value,
+) -> (u16, Value, Duration) {
+    let t = Instant::now();
+    let r = http
+        .post(format!("http://{node}/a2a"))
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+        .send()
+        .await
+        .expect("a2a request");
+    let status = r.status().as_u16();
+    let body: Value = r.json().await.expect("a2a answer");
+    (status, body, t.elapsed())
 }
 
 /// The `data:` payloads of an SSE response, as JSON, until `stop` holds for one
@@ -593,4 +616,277 @@ async fn push_delivery_continues_from_another_node_after_a_kill() {
         lag = lagging().await;
     }
     assert_eq!(lag, 0, "the push cursor reached the last event");
+}
+
+/// Whether a JSON-RPC answer is taskwire's "store unavailable": -32603 with an
+/// ErrorInfo of reason UNAVAILABLE saying a retry with the same messageId is
+/// safe, and a RetryInfo.
+fn is_unavailable(answer: &Value) -> bool {
+    let e = &answer["error"];
+    e["code"] == -32603
+        && e["data"][0]["reason"] == "UNAVAILABLE"
+        && e["data"][0]["domain"] == "taskwire"
+        && e["data"][0]["metadata"]["retrySafeWith"] == "messageId"
+        && e["data"][1]["@type"] == "type.googleapis.com/google.rpc.RetryInfo"
+        && !e["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("internal error")
+}
+
+/// Two nodes on one database, node A's traffic to it through a proxy the test
+/// controls: silently dropped (nothing forwarded, nothing closed) for three
+/// times A's --pg-timeout while creates and reads keep coming on both nodes,
+/// then reset, then healed. Every request on A ends within the bound plus a
+/// small slack with the unavailable answer (JSON-RPC, HTTP+JSON 503 with
+/// Retry-After, /readyz 503); B serves throughout; after the heal A serves
+/// again within 2 s, every acknowledged task is there and completes, no task
+/// has two terminal events, and each task's first turn ran once (turns started
+/// on both nodes = tasks).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_cut_off_from_postgres_answers_unavailable_within_its_bound() {
+    let Some(url) = pg_url() else { return };
+    let config: tokio_postgres::Config = url.parse().expect("the test database's address");
+    let target = match (config.get_hosts().first(), config.get_ports().first()) {
+        (Some(tokio_postgres::config::Host::Tcp(h)), port) => {
+            format!("{h}:{}", port.copied().unwrap_or(5432))
+        }
+        _ => {
+            eprintln!("skipped: TASKWIRE_TEST_POSTGRES_URL is not a TCP address");
+            return;
+        }
+    };
+    let (schema, store, _cleanup) = fresh_store(&url).await;
+    let proxy = PartitionProxy::start(&target).await;
+    let via_proxy = format!(
+        "postgres://{}@{}/{}?options=-csearch_path%3D{schema}",
+        config.get_user().unwrap_or("postgres"),
+        proxy.addr(),
+        config.get_dbname().unwrap_or("postgres"),
+    );
+    const BOUND: Duration = Duration::from_secs(1);
+    const SLACK: Duration = Duration::from_millis(1000);
+    let flags = ["--pg-timeout", "1s", "--lease", "3s"];
+    let a = Node::start(&via_proxy, &flags).await;
+    let b = Node::start(&store, &flags).await;
+    // A request that hangs fails the test in 20 s (as every one did before
+    // the store had a bound).
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .expect("client");
+    let mut acknowledged: BTreeSet<String> = BTreeSet::new();
+
+    // Before: tasks on both nodes, all completed.
+    for i in 0..5 {
+        for (node, name) in [(&a, "a"), (&b, "b")] {
+            let t = node
+                .rpc(
+                    &http,
+                    "SendMessage",
+                    send_params(&format!("pre-{name}-{i}"), "hi"),
+                )
+                .await;
+            acknowledged.insert(t["task"]["id"].as_str().expect("task id").to_string());
+        }
+    }
+    let known = acknowledged.iter().next().expect("a task").clone();
+    wait_all_completed(&b, &http, &acknowledged).await;
+
+    // Silent partition for 3 s: requests on A every 100 ms (creates, reads
+    // over JSON-RPC and HTTP+JSON, readiness); creates on B.
+    proxy.set(Mode::Silent);
+    let start = Instant::now();
+    let mut calls = tokio::task::JoinSet::new();
+    let mut n = 0;
+    while start.elapsed() < 3 * BOUND {
+        n += 1;
+        let (http, a_addr, b_addr, known) =
+            (http.clone(), a.addr.clone(), b.addr.clone(), known.clone());
+        calls.spawn(async move {
+            let id = format!("cut-{n}");
+            let (_, answer, took) =
+                a2a_raw(&http, &a_addr, "SendMessage", send_params(&id, "hi")).await;
+            let (_, read, read_took) =
+                a2a_raw(&http, &a_addr, "GetTask", json!({"id": known})).await;
+            let t = Instant::now();
+            let rest = http
+                .get(format!("http://{a_addr}/a2a/rest/tasks/{known}"))
+                .send()
+                .await
+                .expect("rest get");
+            let rest_took = t.elapsed();
+            let rest_status = rest.status().as_u16();
+            let retry_after = rest.headers().get("retry-after").is_some();
+            let t = Instant::now();
+            let ready = http
+                .get(format!("http://{a_addr}/readyz"))
+                .send()
+                .await
+                .expect("readyz")
+                .status()
+                .as_u16();
+            let ready_took = t.elapsed();
+            let (_, on_b, _) = a2a_raw(
+                &http,
+                &b_addr,
+                "SendMessage",
+                send_params(&format!("b-{id}"), "hi"),
+            )
+            .await;
+            (
+                id,
+                answer,
+                took,
+                read,
+                read_took,
+                rest_status,
+                retry_after,
+                rest_took,
+                ready,
+                ready_took,
+                on_b,
+            )
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut refused = Vec::new();
+    let mut slowest = Duration::ZERO;
+    while let Some(r) = calls.join_next().await {
+        let (
+            id,
+            answer,
+            took,
+            read,
+            read_took,
+            rest_status,
+            retry_after,
+            rest_took,
+            ready,
+            ready_took,
+            on_b,
+        ) = r.expect("a call");
+        // A call that began before the partition took effect may have succeeded.
+        match answer["result"]["task"]["id"].as_str() {
+            Some(t) => {
+                acknowledged.insert(t.to_string());
+            }
+            None => {
+                assert!(is_unavailable(&answer), "SendMessage {id} on A: {answer}");
+                refused.push(id.clone());
+            }
+        }
+        assert!(
+            read.get("result").is_some() || is_unavailable(&read),
+            "GetTask on A: {read}"
+        );
+        assert!(
+            rest_status == 200 || (rest_status == 503 && retry_after),
+            "HTTP+JSON GetTask on A: {rest_status}"
+        );
+        assert!(ready == 200 || ready == 503, "/readyz on A: {ready}");
+        for (what, t) in [
+            ("SendMessage", took),
+            ("GetTask", read_took),
+            ("REST GetTask", rest_took),
+            ("readyz", ready_took),
+        ] {
+            assert!(t <= BOUND + SLACK, "{what} ({id}) on A took {t:?}");
+            slowest = slowest.max(t);
+        }
+        let t = on_b["result"]["task"]["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("B answers during the partition: {on_b}"));
+        acknowledged.insert(t.to_string());
+    }
+    assert!(
+        refused.len() >= 10,
+        "A refused {} creates of {n}",
+        refused.len()
+    );
+
+    // Reset: A's connections are reset, and new ones too.
+    proxy.set(Mode::Reset);
+    let mut reset_slowest = Duration::ZERO;
+    for i in 0..5 {
+        let id = format!("reset-{i}");
+        let (_, answer, took) =
+            a2a_raw(&http, &a.addr, "SendMessage", send_params(&id, "hi")).await;
+        assert!(
+            is_unavailable(&answer),
+            "SendMessage {id} on A during the reset: {answer}"
+        );
+        assert!(took <= BOUND + SLACK, "{id} took {took:?}");
+        reset_slowest = reset_slowest.max(took);
+        refused.push(id);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // Healed: A serves within 2 s.
+    proxy.set(Mode::Forward);
+    let healed = Instant::now();
+    let recovery = loop {
+        let (_, r, _) = a2a_raw(&http, &a.addr, "GetTask", json!({"id": known})).await;
+        if r.get("result").is_some() {
+            break healed.elapsed();
+        }
+        assert!(
+            healed.elapsed() < Duration::from_secs(2),
+            "A did not recover in 2 s: {r}\n{}",
+            a.log()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    // Every refused create, retried with its messageId, is a task.
+    for id in &refused {
+        let t = a.rpc(&http, "SendMessage", send_params(id, "hi")).await;
+        acknowledged.insert(t["task"]["id"].as_str().expect("task id").to_string());
+    }
+    wait_all_completed(&b, &http, &acknowledged).await;
+
+    // 0 acknowledged lost; no double terminal events; first turns ran once.
+    let tasks = sql_count(&url, &format!("SELECT count(*) FROM {schema}.tasks")).await;
+    assert_eq!(
+        tasks,
+        acknowledged.len() as i64,
+        "every acknowledged task, and no other"
+    );
+    let doubled = sql_count(
+        &url,
+        &format!(
+            "SELECT count(*) FROM (SELECT e.task_id FROM {schema}.events e, \
+             json_array_elements(e.body) ev WHERE ev::text LIKE '%\"completed\"%' \
+             AND ev::text LIKE '%\"status\"%' GROUP BY e.task_id HAVING count(*) > 1) d"
+        ),
+    )
+    .await;
+    assert_eq!(doubled, 0, "tasks with more than one terminal event");
+    // Every task here is one echo turn: turns started on both nodes = tasks.
+    let turns = a.metric("taskwire_turns_started_total", "").await
+        + b.metric("taskwire_turns_started_total", "").await;
+    let reruns = turns - tasks as f64;
+    eprintln!(
+        "partition: {} creates refused on A, {} tasks, slowest answer on A {slowest:?} \
+         while silent (bound {BOUND:?}), {reset_slowest:?} while reset, recovery \
+         {recovery:?}, first-turn re-runs {reruns}",
+        refused.len(),
+        tasks
+    );
+    assert!(recovery < Duration::from_secs(2));
+    assert_eq!(reruns, 0.0, "first turns that ran twice");
+}
+
+/// Waits (up to 30 s) until every task in `ids` is completed, read on `node`.
+async fn wait_all_completed(node: &Node, http: &reqwest::Client, ids: &BTreeSet<String>) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for id in ids {
+        loop {
+            let got = node.rpc(http, "GetTask", json!({"id": id})).await;
+            if got["status"]["state"] == "TASK_STATE_COMPLETED" {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{id} never completed: {got}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
 }

@@ -33,6 +33,12 @@ pub enum A2aErrorKind {
     InvalidParams,
     /// -32603
     Internal,
+    /// -32603 too (JSON-RPC has no code for it), told apart by its ErrorInfo
+    /// (reason `UNAVAILABLE`, domain [`TASKWIRE_ERROR_DOMAIN`]); gRPC
+    /// `UNAVAILABLE`, HTTP 503. Not an A2A error: taskwire's answer when its
+    /// task store did not answer in time. The request may be retried; a
+    /// SendMessage retried with the same messageId makes at most one task.
+    Unavailable,
 }
 
 /// gRPC status codes used by the A2A binding (numbers as in `google.rpc.Code`).
@@ -49,16 +55,28 @@ pub enum GrpcCode {
     Unimplemented = 12,
     /// 13
     Internal = 13,
+    /// 14
+    Unavailable = 14,
 }
 
 /// Domain of every `google.rpc.ErrorInfo` the adapter emits.
 pub const ERROR_DOMAIN: &str = "a2a-protocol.org";
 /// `@type` of a `google.rpc.ErrorInfo` in JSON.
 pub const ERROR_INFO_TYPE: &str = "type.googleapis.com/google.rpc.ErrorInfo";
+/// `@type` of a `google.rpc.RetryInfo` in JSON.
+pub const RETRY_INFO_TYPE: &str = "type.googleapis.com/google.rpc.RetryInfo";
+/// Domain of the ErrorInfo of taskwire's own errors (not A2A's), such as
+/// [`A2aErrorKind::Unavailable`].
+pub const TASKWIRE_ERROR_DOMAIN: &str = "taskwire";
+/// The ErrorInfo metadata key naming what makes a retry safe (`messageId`).
+pub const RETRY_SAFE_WITH: &str = "retrySafeWith";
+/// How long a client should wait before retrying an [`A2aErrorKind::Unavailable`]
+/// request (the HTTP `Retry-After`, the RetryInfo `retryDelay`), in seconds.
+pub const RETRY_AFTER_SECS: u64 = 1;
 
 impl A2aErrorKind {
     /// Every kind.
-    pub const ALL: [A2aErrorKind; 14] = [
+    pub const ALL: [A2aErrorKind; 15] = [
         A2aErrorKind::TaskNotFound,
         A2aErrorKind::TaskNotCancelable,
         A2aErrorKind::PushNotificationNotSupported,
@@ -73,6 +91,8 @@ impl A2aErrorKind {
         A2aErrorKind::MethodNotFound,
         A2aErrorKind::InvalidParams,
         A2aErrorKind::Internal,
+        // After Internal: its code is Internal's, which reads back as Internal.
+        A2aErrorKind::Unavailable,
     ];
 
     /// The kind of a JSON-RPC error code (what a client reads back).
@@ -101,7 +121,7 @@ impl A2aErrorKind {
             A2aErrorKind::InvalidRequest => -32600,
             A2aErrorKind::MethodNotFound => -32601,
             A2aErrorKind::InvalidParams => -32602,
-            A2aErrorKind::Internal => -32603,
+            A2aErrorKind::Internal | A2aErrorKind::Unavailable => -32603,
         }
     }
 
@@ -122,7 +142,23 @@ impl A2aErrorKind {
             A2aErrorKind::MethodNotFound => "METHOD_NOT_FOUND",
             A2aErrorKind::InvalidParams => "INVALID_PARAMS",
             A2aErrorKind::Internal => "INTERNAL_ERROR",
+            A2aErrorKind::Unavailable => "UNAVAILABLE",
         }
+    }
+
+    /// The domain of its `google.rpc.ErrorInfo`: [`ERROR_DOMAIN`] for A2A's
+    /// errors, [`TASKWIRE_ERROR_DOMAIN`] for taskwire's own.
+    pub fn domain(self) -> &'static str {
+        match self {
+            A2aErrorKind::Unavailable => TASKWIRE_ERROR_DOMAIN,
+            _ => ERROR_DOMAIN,
+        }
+    }
+
+    /// Whether the request may be retried as it is (after
+    /// [`RETRY_AFTER_SECS`]).
+    pub fn retryable(self) -> bool {
+        matches!(self, A2aErrorKind::Unavailable)
     }
 
     /// The gRPC status code (A2A 1.0.1 mapping).
@@ -141,6 +177,7 @@ impl A2aErrorKind {
             | A2aErrorKind::InvalidParams => GrpcCode::InvalidArgument,
             A2aErrorKind::MethodNotFound => GrpcCode::Unimplemented,
             A2aErrorKind::InvalidAgentResponse | A2aErrorKind::Internal => GrpcCode::Internal,
+            A2aErrorKind::Unavailable => GrpcCode::Unavailable,
         }
     }
 
@@ -152,6 +189,7 @@ impl A2aErrorKind {
         match self {
             A2aErrorKind::TaskNotFound | A2aErrorKind::MethodNotFound => 404,
             A2aErrorKind::InvalidAgentResponse | A2aErrorKind::Internal => 500,
+            A2aErrorKind::Unavailable => 503,
             _ => 400,
         }
     }
@@ -162,6 +200,7 @@ impl A2aErrorKind {
         match self.http_status() {
             404 => "NOT_FOUND",
             500 => "INTERNAL",
+            503 => "UNAVAILABLE",
             _ => self.grpc_code().name(),
         }
     }
@@ -176,6 +215,7 @@ impl GrpcCode {
             GrpcCode::FailedPrecondition => "FAILED_PRECONDITION",
             GrpcCode::Unimplemented => "UNIMPLEMENTED",
             GrpcCode::Internal => "INTERNAL",
+            GrpcCode::Unavailable => "UNAVAILABLE",
         }
     }
 }
@@ -197,14 +237,49 @@ pub struct ErrorInfoJson {
 }
 
 impl ErrorInfoJson {
-    /// The ErrorInfo of an A2A error kind.
+    /// The ErrorInfo of an A2A error kind; a retryable kind's metadata says
+    /// that a retry with the same `messageId` is safe.
     pub fn of(kind: A2aErrorKind) -> Self {
         Self {
             type_url: ERROR_INFO_TYPE.to_string(),
             reason: kind.reason().to_string(),
-            domain: ERROR_DOMAIN.to_string(),
-            metadata: Default::default(),
+            domain: kind.domain().to_string(),
+            metadata: error_metadata(kind).into_iter().collect(),
         }
+    }
+}
+
+/// The ErrorInfo metadata of an error kind: for a retryable one,
+/// `retryable: "true"` and [`RETRY_SAFE_WITH`]`: "messageId"`.
+pub fn error_metadata(kind: A2aErrorKind) -> Vec<(String, String)> {
+    if kind.retryable() {
+        vec![
+            ("retryable".to_string(), "true".to_string()),
+            (RETRY_SAFE_WITH.to_string(), "messageId".to_string()),
+        ]
+    } else {
+        Vec::new()
+    }
+}
+
+/// A `google.rpc.RetryInfo` in JSON (after the ErrorInfo of a retryable error).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RetryInfoJson {
+    /// [`RETRY_INFO_TYPE`].
+    #[serde(rename = "@type")]
+    pub type_url: String,
+    /// How long to wait, as a protobuf JSON Duration (`"1s"`).
+    #[serde(rename = "retryDelay")]
+    pub retry_delay: String,
+}
+
+impl RetryInfoJson {
+    /// The RetryInfo of a retryable kind ([`RETRY_AFTER_SECS`]), else `None`.
+    pub fn of(kind: A2aErrorKind) -> Option<Self> {
+        kind.retryable().then(|| Self {
+            type_url: RETRY_INFO_TYPE.to_string(),
+            retry_delay: format!("{RETRY_AFTER_SECS}s"),
+        })
     }
 }
 

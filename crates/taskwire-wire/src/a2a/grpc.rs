@@ -112,6 +112,25 @@ pub struct ErrorInfo {
     pub metadata: HashMap<String, String>,
 }
 
+/// `google.rpc.RetryInfo`: how long to wait before retrying.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct RetryInfo {
+    /// The delay.
+    #[prost(message, optional, tag = "1")]
+    pub retry_delay: Option<ProtoDuration>,
+}
+
+/// `google.protobuf.Duration`.
+#[derive(Clone, Copy, PartialEq, Eq, prost::Message)]
+pub struct ProtoDuration {
+    /// Whole seconds.
+    #[prost(int64, tag = "1")]
+    pub seconds: i64,
+    /// Nanoseconds past them.
+    #[prost(int32, tag = "2")]
+    pub nanos: i32,
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]

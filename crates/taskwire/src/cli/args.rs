@@ -490,6 +490,15 @@ pub struct PgArgs {
     /// make larger batches (less database work per write, a little more latency).
     #[arg(long, env = "TASKWIRE_PG_WRITE_BATCHES", value_name = "N", default_value_t = 2, value_parser = parse_positive_usize)]
     pub pg_write_batches: usize,
+
+    /// The bound of every call to PostgreSQL (waiting for a pooled connection
+    /// included): a call with no answer by then fails, and the request that
+    /// made it is answered "unavailable" (retrying it is safe), instead of
+    /// waiting for a database that is cut off. Keep it below the listener's
+    /// timeouts (--send-timeout, --header-read-timeout: 30s), the clients'
+    /// timeouts and two thirds of --lease.
+    #[arg(long, env = "TASKWIRE_PG_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = parse_positive_duration)]
+    pub pg_timeout: Duration,
 }
 
 impl Default for PgArgs {
@@ -499,6 +508,7 @@ impl Default for PgArgs {
             pg_statement_timeout: Duration::from_secs(30),
             pg_max_batch: 256,
             pg_write_batches: 2,
+            pg_timeout: Duration::from_secs(10),
         }
     }
 }

@@ -27,6 +27,7 @@ pub async fn open_store(url: &str, pg: &PgArgs) -> Result<Arc<dyn TaskStore>, Er
                     (!pg.pg_statement_timeout.is_zero()).then_some(pg.pg_statement_timeout);
                 v.max_batch = pg.pg_max_batch;
                 v.write_batches = pg.pg_write_batches;
+                v.timeout = pg.pg_timeout;
                 v
             };
             taskwire_store_postgres::PostgresStore::open(url, options)
