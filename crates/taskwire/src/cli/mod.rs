@@ -1,5 +1,5 @@
 //! The `taskwire` command line: argument parsing and the `serve` command, built on
-//! [`Server`] like any other embedding program.
+//! [`Server`](crate::Server) like any other embedding program.
 
 use std::process::ExitCode;
 
