@@ -7,6 +7,8 @@
 
 mod common;
 
+use common::{state, task_of};
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use taskwire_client::A2aBinding as _;
@@ -14,17 +16,6 @@ use taskwire_client::A2aBinding as _;
 use futures::StreamExt;
 use taskwire_client::a2a::{self, pb, A2aClient, EventOrigin};
 use taskwire_client::{ClientConfig, ClientError, Exchange};
-
-fn task_of(r: &pb::SendMessageResponse) -> pb::Task {
-    match &r.payload {
-        Some(pb::send_message_response::Payload::Task(t)) => t.clone(),
-        other => panic!("expected a task, got {other:?}"),
-    }
-}
-
-fn state(t: &pb::Task) -> pb::TaskState {
-    t.status.as_ref().expect("status").state()
-}
 
 fn artifact_text(t: &pb::Task) -> String {
     t.artifacts

@@ -8,6 +8,8 @@
 
 mod common;
 
+use common::{state, task_of};
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use taskwire_client::A2aBinding as _;
@@ -16,17 +18,6 @@ use futures::StreamExt;
 use taskwire_client::a2a::{self, pb, EventOrigin};
 use taskwire_client::a2a_rest::{self, A2aRestClient};
 use taskwire_client::{ClientConfig, ClientError, Exchange};
-
-fn task_of(r: &pb::SendMessageResponse) -> pb::Task {
-    match &r.payload {
-        Some(pb::send_message_response::Payload::Task(t)) => t.clone(),
-        other => panic!("expected a task, got {other:?}"),
-    }
-}
-
-fn state(t: &pb::Task) -> pb::TaskState {
-    t.status.as_ref().expect("status").state()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn discovery_lifecycle_and_errors() {

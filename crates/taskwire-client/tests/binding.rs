@@ -7,6 +7,8 @@
 
 mod common;
 
+use common::{state, task_of};
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,17 +17,6 @@ use taskwire_client::a2a::{pb, A2aClient, BINDING_GRPC, BINDING_JSONRPC};
 use taskwire_client::a2a_rest::{A2aRestClient, BINDING_HTTP_JSON};
 use taskwire_client::grpc::A2aGrpcClient;
 use taskwire_client::{A2aBinding, ClientError};
-
-fn task_of(r: &pb::SendMessageResponse) -> pb::Task {
-    match &r.payload {
-        Some(pb::send_message_response::Payload::Task(t)) => t.clone(),
-        other => panic!("expected a task, got {other:?}"),
-    }
-}
-
-fn state(t: &pb::Task) -> pb::TaskState {
-    t.status.as_ref().expect("status").state()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_binding_serves_the_same_operations_through_the_trait() {

@@ -4,22 +4,13 @@
 
 mod common;
 
+use common::{state, task_of};
+
 use std::time::Duration;
 
 use futures::StreamExt;
 use taskwire_client::a2a::{self, pb, A2aClient};
 use taskwire_client::grpc::A2aGrpcClient;
-
-fn task_of(r: &pb::SendMessageResponse) -> pb::Task {
-    match &r.payload {
-        Some(pb::send_message_response::Payload::Task(t)) => t.clone(),
-        other => panic!("expected a task, got {other:?}"),
-    }
-}
-
-fn state(t: &pb::Task) -> pb::TaskState {
-    t.status.as_ref().expect("status").state()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grpc_lifecycles_streams_and_typed_errors() {

@@ -19,6 +19,7 @@ use std::time::Duration;
 use axum::extract::Request;
 use axum::middleware::{self, Next};
 use axum::response::Response;
+use taskwire_client::a2a::pb;
 use taskwire_client::{BackoffPolicy, ClientConfig};
 use taskwire_core::{
     Agent, Caller, MemoryStore, Runtime, RuntimeConfig, ScriptedAgent, TaskService,
@@ -280,4 +281,17 @@ pub async fn pause_cutting_proxy(target: std::net::SocketAddr, pause: Duration) 
         connections,
         task,
     }
+}
+
+/// The task of a `SendMessage` answer (panics on a direct message).
+pub fn task_of(r: &pb::SendMessageResponse) -> pb::Task {
+    match &r.payload {
+        Some(pb::send_message_response::Payload::Task(t)) => t.clone(),
+        other => panic!("expected a task, got {other:?}"),
+    }
+}
+
+/// A task's state.
+pub fn state(t: &pb::Task) -> pb::TaskState {
+    t.status.as_ref().expect("status").state()
 }
