@@ -22,7 +22,7 @@ use crate::error::BridgeError;
 use crate::ready::ReadyCache;
 
 /// The link of a downstream task to what it runs upstream, kept in the
-/// downstream task's agent state (under [`crate::LINK_KEY`]).
+/// downstream task's agent state (under [`crate::upstream::a2a::LINK_KEY`]).
 pub trait Link: Sized + Send + Sync {
     /// The link stored in an agent state (`None` without one, or with
     /// another protocol's).

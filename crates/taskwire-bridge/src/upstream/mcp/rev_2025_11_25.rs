@@ -199,7 +199,8 @@ fn evicted(
     oldest_of(&hog)
 }
 
-/// The 2025-11-25 state of an [`McpUpstream`].
+/// An MCP upstream spoken to in revision 2025-11-25 (a part of
+/// [`super::McpUpstream`]).
 #[derive(Clone)]
 pub struct Upstream2025_11_25 {
     /// The bridge's own session.
