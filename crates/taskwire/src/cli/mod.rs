@@ -18,8 +18,8 @@ mod upstream;
 #[cfg(feature = "conformance")]
 pub use self::args::ConformanceArgs;
 pub use self::args::{
-    parse_duration, ListenerArgs, LogFormat, OptionalDuration, PgArgs, QuotaArgs, ServeArgs, Ttl,
-    UpstreamArgs,
+    parse_duration, ListenerArgs, LogFormat, OAuthArgs, OptionalDuration, PgArgs, QuotaArgs,
+    ServeArgs, Ttl, UpstreamArgs,
 };
 #[cfg(feature = "conformance")]
 use self::conformance::conformance;
