@@ -28,8 +28,8 @@ pub const OIDC_SCHEME: &str = "oidc";
 pub struct CardOAuth {
     /// Its metadata URL (RFC 8414 or OpenID Connect Discovery).
     pub metadata_url: String,
-    /// Whether `metadata_url` is an OpenID Connect discovery document.
-    pub openid: bool,
+    /// Its OpenID Connect discovery URL, if it is an OpenID provider.
+    pub openid_url: Option<String>,
     /// Its token endpoint, when it offers the client credentials grant.
     pub client_credentials_token_url: Option<String>,
     /// The scopes the server checks, with what each grants.
@@ -37,11 +37,12 @@ pub struct CardOAuth {
 }
 
 impl CardOAuth {
-    /// An issuer at `metadata_url`.
-    pub fn new(metadata_url: impl Into<String>, openid: bool) -> Self {
+    /// An issuer whose metadata is at `metadata_url`, and its OpenID Connect
+    /// discovery URL if it is an OpenID provider.
+    pub fn new(metadata_url: impl Into<String>, openid_url: Option<String>) -> Self {
         Self {
             metadata_url: metadata_url.into(),
-            openid,
+            openid_url,
             ..Self::default()
         }
     }
@@ -123,13 +124,13 @@ fn security(
                 oauth2_metadata_url: o.metadata_url.clone(),
             }),
         );
-        if o.openid {
+        if let Some(url) = &o.openid_url {
             require(
                 format!("{OIDC_SCHEME}{suffix}"),
                 first_scope,
                 Scheme::OpenIdConnectSecurityScheme(pb::OpenIdConnectSecurityScheme {
                     description: "An access token (a JWT) from this OpenID provider, for this agent's URL as its audience".into(),
-                    open_id_connect_url: o.metadata_url.clone(),
+                    open_id_connect_url: url.clone(),
                 }),
             );
         }

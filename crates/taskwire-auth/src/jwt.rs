@@ -256,7 +256,9 @@ impl KeySet {
 #[derive(Clone, Debug)]
 struct Issuer {
     metadata_url: Url,
-    openid: bool,
+    /// Its OpenID Connect discovery URL, if it is an OpenID provider (its
+    /// metadata came from there, or lists the `openid` scope).
+    openid: Option<String>,
     jwks_uri: Url,
     token_endpoint: Option<String>,
     client_credentials: bool,
@@ -324,6 +326,20 @@ impl JwtAuthenticator {
                 })?;
         let jwks_uri = checked_url("jwks_uri", jwks)?;
         let grants = doc.get("grant_types_supported").and_then(Value::as_array);
+        let lists_openid = doc
+            .get("scopes_supported")
+            .and_then(Value::as_array)
+            .is_some_and(|s| s.iter().any(|v| v.as_str() == Some("openid")));
+        let openid = if openid {
+            Some(metadata_url.to_string())
+        } else if lists_openid {
+            Some(format!(
+                "{}/.well-known/openid-configuration",
+                config.issuer.trim_end_matches('/')
+            ))
+        } else {
+            None
+        };
         let issuer = Issuer {
             metadata_url,
             openid,
@@ -544,7 +560,7 @@ impl Authenticator for JwtAuthenticator {
         Scheme::OAuth(Box::new(OAuthScheme {
             issuer: c.issuer.clone(),
             metadata_url: self.inner.issuer.metadata_url.to_string(),
-            openid: self.inner.issuer.openid,
+            openid_url: self.inner.issuer.openid.clone(),
             token_endpoint: self.inner.issuer.token_endpoint.clone(),
             client_credentials: self.inner.issuer.client_credentials,
             scopes: [c.read_scope.clone(), c.write_scope.clone()],

@@ -157,8 +157,8 @@ pub struct OAuthScheme {
     /// The URL its metadata was read from (RFC 8414 or OpenID Connect
     /// Discovery).
     pub metadata_url: String,
-    /// Whether `metadata_url` is an OpenID Connect discovery document.
-    pub openid: bool,
+    /// Its OpenID Connect discovery URL, if it is an OpenID provider.
+    pub openid_url: Option<String>,
     /// Its token endpoint, if it names one.
     pub token_endpoint: Option<String>,
     /// Whether it offers the client credentials grant (its metadata lists it,

@@ -144,10 +144,12 @@ impl A2a {
                 for s in ctx.auth_schemes() {
                     match s {
                         crate::auth::Scheme::OAuth(o) => {
-                            let mut c =
-                                taskwire_a2a::card::CardOAuth::new(&o.metadata_url, o.openid)
-                                    .with_scope(&o.scopes[0], "read tasks")
-                                    .with_scope(&o.scopes[1], "send, answer and cancel tasks");
+                            let mut c = taskwire_a2a::card::CardOAuth::new(
+                                &o.metadata_url,
+                                o.openid_url.clone(),
+                            )
+                            .with_scope(&o.scopes[0], "read tasks")
+                            .with_scope(&o.scopes[1], "send, answer and cancel tasks");
                             if let (true, Some(t)) = (o.client_credentials, &o.token_endpoint) {
                                 c = c.with_client_credentials(t);
                             }
