@@ -288,7 +288,9 @@ struct Inner {
     last_try: Mutex<Instant>,
     /// One refetch at a time.
     refetch: tokio::sync::Mutex<()>,
-    validation: Validation,
+    /// One validation per allowed algorithm, built once (a `Validation` holds
+    /// sets: cloning one per request would allocate).
+    validations: Vec<(Algorithm, Validation)>,
 }
 
 impl JwtAuthenticator {
@@ -355,13 +357,20 @@ impl JwtAuthenticator {
         if set.keys.is_empty() {
             tracing::warn!(jwks_uri = %issuer.jwks_uri, "the issuer's key set has no usable signature key yet");
         }
-        let mut validation = Validation::new(Algorithm::RS256);
-        validation.set_issuer(&[config.issuer.as_str()]);
-        validation.set_audience(&config.audiences);
-        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
-        validation.leeway = config.leeway.as_secs();
-        validation.validate_exp = true;
-        validation.validate_nbf = true;
+        let validations = config
+            .algorithms
+            .iter()
+            .map(|alg| {
+                let mut v = Validation::new(*alg);
+                v.set_issuer(&[config.issuer.as_str()]);
+                v.set_audience(&config.audiences);
+                v.set_required_spec_claims(&["exp", "iss", "aud"]);
+                v.leeway = config.leeway.as_secs();
+                v.validate_exp = true;
+                v.validate_nbf = true;
+                (*alg, v)
+            })
+            .collect();
         Ok(Self {
             inner: Arc::new(Inner {
                 config,
@@ -370,7 +379,7 @@ impl JwtAuthenticator {
                 keys: RwLock::new(Arc::new(set)),
                 last_try: Mutex::new(Instant::now()),
                 refetch: tokio::sync::Mutex::new(()),
-                validation,
+                validations,
             }),
         })
     }
@@ -432,10 +441,10 @@ impl Inner {
 
     /// The verdict on a JWT whose header is read, with the key set at hand.
     fn check(&self, token: &str, header: &jsonwebtoken::Header, key: &Key) -> Verdict {
-        let mut validation = self.validation.clone();
-        validation.algorithms = vec![header.alg];
-        let claims = match jsonwebtoken::decode::<Map<String, Value>>(token, &key.key, &validation)
-        {
+        let Some((_, validation)) = self.validations.iter().find(|(a, _)| *a == header.alg) else {
+            return refuse("the token's algorithm is not allowed");
+        };
+        let claims = match jsonwebtoken::decode::<Map<String, Value>>(token, &key.key, validation) {
             Ok(d) => d.claims,
             Err(e) => return refuse(describe(e.kind())),
         };

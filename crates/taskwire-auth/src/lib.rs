@@ -168,6 +168,25 @@ pub struct OAuthScheme {
     pub scopes: [String; 2],
 }
 
+impl OAuthScheme {
+    /// An issuer whose metadata is at `metadata_url`, for the read and write
+    /// scopes `scopes`.
+    pub fn new(
+        issuer: impl Into<String>,
+        metadata_url: impl Into<String>,
+        scopes: [String; 2],
+    ) -> Self {
+        Self {
+            issuer: issuer.into(),
+            metadata_url: metadata_url.into(),
+            openid_url: None,
+            token_endpoint: None,
+            client_credentials: false,
+            scopes,
+        }
+    }
+}
+
 /// Authenticators asked in order (see the [crate documentation](crate)).
 #[derive(Clone, Default)]
 pub struct Authenticators {

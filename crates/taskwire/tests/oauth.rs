@@ -129,6 +129,7 @@ impl Provider {
 
 struct Running {
     base: String,
+    service: taskwire::core::TaskService,
     _stop: tokio::sync::oneshot::Sender<()>,
 }
 
@@ -152,10 +153,15 @@ async fn serve(listener: TcpListener, issuer: &str) -> Running {
         .await
         .expect("build");
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let service = server.service().clone();
     tokio::spawn(server.run(async move {
         let _ = rx.await;
     }));
-    Running { base, _stop: tx }
+    Running {
+        base,
+        service,
+        _stop: tx,
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -783,4 +789,103 @@ async fn the_protected_resource_metadata_and_the_card_tell_the_truth() {
         .expect("extended card");
     let v: Value = r.json().await.expect("json");
     assert!(v["result"]["name"].is_string(), "{v}");
+}
+
+fn python() -> String {
+    std::env::var("TASKWIRE_MCP_PY_PYTHON").unwrap_or_else(|_| {
+        format!(
+            "{}/../../target/mcp-py-venv/bin/python",
+            env!("CARGO_MANIFEST_DIR")
+        )
+    })
+}
+
+/// The official Python MCP SDK's OAuth client (`mcp` 2.3,
+/// `mcp.client.auth.extensions.client_credentials`) with client credentials
+/// and no token: from the 401 through the RFC 9728 metadata, the issuer's
+/// metadata and the token to a tool call, which is a task of the token's
+/// principal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs oidc-provider and the Python MCP SDK (.ci/setup-oidc-provider.sh, .ci/setup-mcp-py.sh); run by .ci/test"]
+async fn the_python_mcp_sdk_client_credentials_client_gets_to_a_tool_call() {
+    let listener = free_listener().await;
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    let op = provider(0, &format!("{base}/mcp")).await;
+    let s = serve(listener, &op.issuer).await;
+    let py = python();
+    assert!(
+        std::path::Path::new(&py).exists(),
+        "no python at {py}: run .ci/setup-mcp-py.sh"
+    );
+    let out = tokio::time::timeout(
+        Duration::from_secs(60),
+        Command::new(&py)
+            .arg(format!(
+                "{}/tests/oidc/mcp_client_credentials.py",
+                env!("CARGO_MANIFEST_DIR")
+            ))
+            .args([
+                format!("{base}/mcp"),
+                op.issuer.clone(),
+                "svc".into(),
+                "svc-secret".into(),
+            ])
+            .output(),
+    )
+    .await
+    .expect("the client finishes")
+    .expect("python");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(stdout.lines().last().unwrap_or("")).expect("json line");
+    let steps: Vec<(String, String, u64)> = v["exchanges"]
+        .as_array()
+        .expect("exchanges")
+        .iter()
+        .map(|e| {
+            (
+                e["method"].as_str().unwrap_or("").to_string(),
+                e["url"].as_str().unwrap_or("").to_string(),
+                e["status"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    let at = |m: &str, u: &str, st: u64| {
+        steps
+            .iter()
+            .position(|(a, b, c)| a == m && b == u && *c == st)
+            .unwrap_or_else(|| panic!("no {m} {u} {st} in {steps:?}"))
+    };
+    let first = at("POST", &format!("{base}/mcp"), 401);
+    let prm = at(
+        "GET",
+        &format!("{base}/.well-known/oauth-protected-resource/mcp"),
+        200,
+    );
+    let token = at("POST", &format!("{}/token", op.issuer), 200);
+    let then = steps
+        .iter()
+        .rposition(|(a, b, c)| a == "POST" && *b == format!("{base}/mcp") && *c == 200)
+        .expect("an authorized call");
+    assert!(first < prm && prm < token && token < then, "{steps:?}");
+    assert_eq!(v["tools"], json!(["run_script"]), "{v}");
+    assert_eq!(v["text"], json!(["hello over oauth"]), "{v}");
+    assert_eq!(v["isError"], false, "{v}");
+    // The scope came from the challenge.
+    assert_eq!(v["granted"], "tasks:read tasks:write", "{v}");
+    // The call is a task of the token's principal.
+    let mut q = taskwire::core::store::ListQuery::default();
+    q.tenant = "default".into();
+    q.page_size = 10;
+    let page = s
+        .service
+        .list(&taskwire::Caller::new("default", "svc"), q)
+        .await
+        .expect("list");
+    assert_eq!(page.tasks.len(), 1, "{:?}", page.tasks);
+    assert_eq!(page.tasks[0].owner, "svc");
 }
