@@ -5,6 +5,7 @@
 #   bench/callgrind.sh get grpc               # GetTask over gRPC, memory store
 #   BIN=path/to/taskwire bench/callgrind.sh send jsonrpc
 #   SECS=10 CONNS=64 OUT=/tmp/cg bench/callgrind.sh get grpc
+#   SERVE_FLAGS='--auth-tokens /tmp/t' A2A_LOAD_TOKEN=tok bench/callgrind.sh get grpc
 #
 # The counters are zeroed once the load runs (start-up, connection set-up and
 # the seed request are left out) and dumped after SECS seconds; the requests
@@ -30,7 +31,7 @@ rm -f "$OUT"/callgrind.out.*
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 TOKIO_WORKER_THREADS=1 taskset -c 0 valgrind --tool=callgrind \
   --callgrind-out-file="$OUT/callgrind.out.%p" "$BIN" serve --listen "127.0.0.1:$port" \
-  --store "$STORE" >"$OUT/serve.log" 2>&1 &
+  --store "$STORE" ${SERVE_FLAGS:-} >"$OUT/serve.log" 2>&1 &
 vg=$!
 trap 'kill -INT $vg 2>/dev/null || true; kill $(jobs -p) 2>/dev/null || true' EXIT
 for _ in $(seq 300); do

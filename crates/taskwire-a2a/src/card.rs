@@ -16,6 +16,127 @@ pub const JSONRPC_PATH: &str = "/a2a";
 pub const REST_PATH: &str = crate::http::REST_PATH;
 /// Name of the bearer security scheme on the card.
 pub const BEARER_SCHEME: &str = "bearer";
+/// Name of the OAuth 2.0 security scheme of the first issuer on the card (the
+/// next ones get `-2`, `-3`, …).
+pub const OAUTH2_SCHEME: &str = "oauth2";
+/// Name of the OpenID Connect security scheme of the first issuer on the card.
+pub const OIDC_SCHEME: &str = "oidc";
+
+/// An OAuth 2.0 / OpenID Connect issuer whose access tokens the server accepts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CardOAuth {
+    /// Its metadata URL (RFC 8414 or OpenID Connect Discovery).
+    pub metadata_url: String,
+    /// Its OpenID Connect discovery URL, if it is an OpenID provider.
+    pub openid_url: Option<String>,
+    /// Its token endpoint, when it offers the client credentials grant.
+    pub client_credentials_token_url: Option<String>,
+    /// The scopes the server checks, with what each grants.
+    pub scopes: Vec<(String, String)>,
+}
+
+impl CardOAuth {
+    /// An issuer whose metadata is at `metadata_url`, and its OpenID Connect
+    /// discovery URL if it is an OpenID provider.
+    pub fn new(metadata_url: impl Into<String>, openid_url: Option<String>) -> Self {
+        Self {
+            metadata_url: metadata_url.into(),
+            openid_url,
+            ..Self::default()
+        }
+    }
+
+    /// With the client credentials flow at `token_url`.
+    pub fn with_client_credentials(mut self, token_url: impl Into<String>) -> Self {
+        self.client_credentials_token_url = Some(token_url.into());
+        self
+    }
+
+    /// With a scope and what it grants.
+    pub fn with_scope(mut self, scope: impl Into<String>, grants: impl Into<String>) -> Self {
+        self.scopes.push((scope.into(), grants.into()));
+        self
+    }
+}
+
+/// The card's `securitySchemes` and `securityRequirements`: one requirement per
+/// scheme (any one of them will do): the token file's HTTP bearer, and for each
+/// issuer an OAuth 2.0 scheme (its metadata URL; the client credentials flow
+/// when it offers it, with the scopes) and, for an OpenID provider, an OpenID
+/// Connect scheme. Each OAuth requirement names the read scope.
+fn security(
+    cfg: &A2aConfig,
+) -> (
+    HashMap<String, pb::SecurityScheme>,
+    Vec<pb::SecurityRequirement>,
+) {
+    use pb::security_scheme::Scheme;
+    let mut schemes = HashMap::new();
+    let mut reqs = Vec::new();
+    let mut require = |name: String, scopes: Vec<String>, scheme: Scheme| {
+        reqs.push(pb::SecurityRequirement {
+            schemes: HashMap::from([(name.clone(), pb::StringList { list: scopes })]),
+        });
+        schemes.insert(
+            name,
+            pb::SecurityScheme {
+                scheme: Some(scheme),
+            },
+        );
+    };
+    if cfg.bearer_auth {
+        require(
+            BEARER_SCHEME.to_string(),
+            Vec::new(),
+            Scheme::HttpAuthSecurityScheme(pb::HttpAuthSecurityScheme {
+                description: "A bearer token from the server's --auth-tokens".into(),
+                scheme: "Bearer".into(),
+                bearer_format: String::new(),
+            }),
+        );
+    }
+    for (i, o) in cfg.oauth.iter().enumerate() {
+        let suffix = if i == 0 {
+            String::new()
+        } else {
+            format!("-{}", i + 1)
+        };
+        let first_scope: Vec<String> = o.scopes.first().map(|s| s.0.clone()).into_iter().collect();
+        let flows = o
+            .client_credentials_token_url
+            .as_ref()
+            .map(|token_url| pb::OAuthFlows {
+                flow: Some(pb::o_auth_flows::Flow::ClientCredentials(
+                    pb::ClientCredentialsOAuthFlow {
+                        token_url: token_url.clone(),
+                        refresh_url: String::new(),
+                        scopes: o.scopes.iter().cloned().collect(),
+                    },
+                )),
+            });
+        require(
+            format!("{OAUTH2_SCHEME}{suffix}"),
+            first_scope.clone(),
+            Scheme::Oauth2SecurityScheme(pb::OAuth2SecurityScheme {
+                description: "An access token (a JWT) from this authorization server, for this agent's URL as its audience".into(),
+                flows,
+                oauth2_metadata_url: o.metadata_url.clone(),
+            }),
+        );
+        if let Some(url) = &o.openid_url {
+            require(
+                format!("{OIDC_SCHEME}{suffix}"),
+                first_scope,
+                Scheme::OpenIdConnectSecurityScheme(pb::OpenIdConnectSecurityScheme {
+                    description: "An access token (a JWT) from this OpenID provider, for this agent's URL as its audience".into(),
+                    open_id_connect_url: url.clone(),
+                }),
+            );
+        }
+    }
+    (schemes, reqs)
+}
 
 /// `host:port` of a base url (the gRPC interface url), defaulting the port from
 /// the scheme.
@@ -59,26 +180,7 @@ pub fn build(info: &AgentInfo, cfg: &A2aConfig, extended: bool) -> pb::AgentCard
         tenant: String::new(),
         protocol_version: PROTOCOL_VERSION.into(),
     });
-    let (security_schemes, security_requirements) = if cfg.bearer_auth {
-        let scheme = pb::SecurityScheme {
-            scheme: Some(pb::security_scheme::Scheme::HttpAuthSecurityScheme(
-                pb::HttpAuthSecurityScheme {
-                    description: "A bearer token from the server's --auth-tokens".into(),
-                    scheme: "Bearer".into(),
-                    bearer_format: String::new(),
-                },
-            )),
-        };
-        let req = pb::SecurityRequirement {
-            schemes: HashMap::from([(BEARER_SCHEME.to_string(), pb::StringList { list: vec![] })]),
-        };
-        (
-            HashMap::from([(BEARER_SCHEME.to_string(), scheme)]),
-            vec![req],
-        )
-    } else {
-        (HashMap::new(), Vec::new())
-    };
+    let (security_schemes, security_requirements) = security(cfg);
     let description = if extended {
         format!("{} (extended card)", info.description)
     } else {

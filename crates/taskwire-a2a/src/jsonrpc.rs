@@ -379,7 +379,7 @@ async fn single(
         .await
         {
             Ok(frames) => sse_response(req.id, frames),
-            Err(e) => json_response(error_response(&req.id, &e)),
+            Err(e) => error_reply(&req.id, &e),
         };
     }
     let r = dispatch(svc, caller, &req.method, req.params).await;
@@ -388,8 +388,21 @@ async fn single(
     }
     match r {
         Ok(v) => json_text_response(result_text(&req.id, &v)),
-        Err(e) => json_response(error_response(&req.id, &e)),
+        Err(e) => error_reply(&req.id, &e),
     }
+}
+
+/// The answer to one request that failed: HTTP 200 with the JSON-RPC error,
+/// but 403 for [`A2aErrorKind::PermissionDenied`] (A2A: authenticated but not
+/// allowed is the HTTP layer's 403; the server's edge adds the
+/// `WWW-Authenticate: Bearer error="insufficient_scope"` challenge).
+fn error_reply(id: &Value, e: &A2aError) -> Response {
+    let status = if e.kind() == A2aErrorKind::PermissionDenied {
+        StatusCode::FORBIDDEN
+    } else {
+        StatusCode::OK
+    };
+    json_status_response(status, error_response(id, e))
 }
 
 /// `GET /.well-known/agent-card.json`.

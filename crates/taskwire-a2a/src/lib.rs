@@ -100,6 +100,9 @@ pub struct A2aConfig {
     pub push_tls: taskwire_webhook::Tls,
     /// Bearer authentication is on (`--auth-tokens`): the card declares it.
     pub bearer_auth: bool,
+    /// OAuth 2.0 / OpenID Connect issuers whose access tokens are accepted
+    /// (`--oauth-issuer`): the card declares each.
+    pub oauth: Vec<card::CardOAuth>,
     /// Serve GetExtendedAgentCard (else ExtendedAgentCardNotConfigured).
     pub extended_card: bool,
     /// Accepted input media types (`type/*` and `*/*` wildcards allowed); a part
@@ -127,6 +130,7 @@ impl Default for A2aConfig {
             push_base_backoff: Duration::from_millis(200),
             push_tls: taskwire_webhook::Tls::default(),
             bearer_auth: false,
+            oauth: Vec::new(),
             extended_card: false,
             input_modes: vec![
                 "text/plain".into(),

@@ -106,7 +106,8 @@ impl A2aService {
     }
 
     /// GetExtendedAgentCard.
-    pub fn extended_agent_card(&self, _caller: &Caller) -> Result<pb::AgentCard> {
+    pub fn extended_agent_card(&self, caller: &Caller) -> Result<pb::AgentCard> {
+        caller.require(taskwire_core::Permission::Read)?;
         if !self.inner.config.extended_card {
             return Err(A2aError::new(
                 A2aErrorKind::ExtendedAgentCardNotConfigured,
@@ -537,6 +538,7 @@ impl A2aService {
         caller: &Caller,
         req: pb::TaskPushNotificationConfig,
     ) -> Result<pb::TaskPushNotificationConfig> {
+        caller.require(taskwire_core::Permission::Write)?;
         self.inner.push.resume_once();
         self.check_push()?;
         let id = parse_id(&req.task_id)?;
@@ -583,6 +585,7 @@ impl A2aService {
         caller: &Caller,
         req: pb::DeleteTaskPushNotificationConfigRequest,
     ) -> Result<()> {
+        caller.require(taskwire_core::Permission::Write)?;
         self.inner.push.resume_once();
         self.check_push()?;
         let id = parse_id(&req.task_id)?;

@@ -106,6 +106,14 @@ pub enum CoreError {
     /// The runtime is shutting down.
     #[error("shutting down")]
     ShuttingDown,
+    /// The caller is authenticated but its credential does not grant what the
+    /// operation needs (a token without the write scope sending a message). It
+    /// does not depend on the task, so it tells nothing about whether one exists.
+    #[error("the credential does not grant {needed} access")]
+    Forbidden {
+        /// What the operation needs.
+        needed: crate::types::Permission,
+    },
 }
 
 impl From<StoreError> for CoreError {

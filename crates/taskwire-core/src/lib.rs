@@ -74,4 +74,7 @@ pub use scripted::ScriptedAgent;
 pub use service::{Access, CreateTask, Created, TaskDefaults, TaskService};
 pub use store::{TaskStore, WakeHub};
 pub use turn::{FlushHold, TurnContext, TurnOutcome};
-pub use types::{Artifact, Caller, Message, Part, PartContent, Role, Task, TaskState, Timestamp};
+pub use types::{
+    Artifact, Caller, Message, Part, PartContent, Permission, Permissions, Role, Task, TaskState,
+    Timestamp,
+};

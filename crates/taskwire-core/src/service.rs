@@ -20,8 +20,8 @@ use crate::store::{
 };
 use crate::transition;
 use crate::types::{
-    Caller, InputAction, InputResponse, Message, Metadata, ReviewDecision, Role, Task, TaskError,
-    TaskState, TerminalCause, Timestamp,
+    Caller, InputAction, InputResponse, Message, Metadata, Permission, ReviewDecision, Role, Task,
+    TaskError, TaskState, TerminalCause, Timestamp,
 };
 
 /// How many times a command re-reads and retries after losing a compare-and-set.
@@ -46,6 +46,15 @@ pub enum Access<'a> {
 }
 
 impl Access<'_> {
+    /// `Ok` if the credential behind this access grants `needed` (the runtime
+    /// always may).
+    fn require(&self, needed: Permission) -> Result<()> {
+        match self {
+            Access::Owner(c) | Access::Reviewer(c) | Access::Participant(c) => c.require(needed),
+            Access::System => Ok(()),
+        }
+    }
+
     fn allows(&self, t: &Task) -> bool {
         match self {
             Access::Owner(c) => t.is_visible_to(c),
@@ -496,6 +505,7 @@ impl TaskService {
     }
 
     fn check_input(&self, caller: &Caller, m: &Message) -> Result<()> {
+        caller.require(Permission::Write)?;
         self.limits.check_message(m)?;
         if m.role != Role::User {
             return Err(CoreError::InvalidInput {
@@ -546,6 +556,7 @@ impl TaskService {
         mut latest: Option<Arc<Task>>,
         mut f: impl FnMut(&mut Draft) -> Result<T>,
     ) -> Result<(Arc<Task>, T)> {
+        access.require(Permission::Write)?;
         for _ in 0..MAX_CAS_RETRIES {
             let current = match latest.take() {
                 Some(t) if t.id == *id => t,
@@ -603,6 +614,7 @@ impl TaskService {
         req: CreateTask,
         watched: bool,
     ) -> Result<Created> {
+        caller.require(Permission::Write)?;
         let mut message = req.message;
         self.check_input(caller, &message)?;
         self.limits.check_metadata("metadata", &req.metadata)?;
@@ -1023,6 +1035,7 @@ impl TaskService {
     /// Reads one of the caller's tasks as the store's shared snapshot (no copy): for
     /// handlers that only render it.
     pub async fn get_shared(&self, caller: &Caller, id: &TaskId) -> Result<Arc<Task>> {
+        caller.require(Permission::Read)?;
         let t = self
             .store
             .get_shared(id)
@@ -1037,6 +1050,7 @@ impl TaskService {
 
     /// Reads a task as a reviewer may see it (owner, or reviewer of a pending review).
     pub async fn get_as(&self, access: Access<'_>, id: &TaskId) -> Result<Task> {
+        access.require(Permission::Read)?;
         let t = self.store.get(id).await?.ok_or(CoreError::NotFound)?;
         if access.allows(&t) {
             Ok(t)
@@ -1047,6 +1061,7 @@ impl TaskService {
 
     /// Lists the caller's tasks with filters and an opaque cursor.
     pub async fn list(&self, caller: &Caller, mut q: ListQuery) -> Result<ListPage> {
+        caller.require(Permission::Read)?;
         if let Some(c) = &q.cursor {
             if decode_cursor(c).is_none() {
                 return Err(CoreError::InvalidInput {
@@ -1080,6 +1095,7 @@ impl TaskService {
         page_size: usize,
         cursor: Option<String>,
     ) -> Result<ListPage> {
+        caller.require(Permission::Read)?;
         if let Some(c) = &cursor {
             if decode_cursor(c).is_none() {
                 return Err(CoreError::InvalidInput {
@@ -1118,6 +1134,7 @@ impl TaskService {
         after_seq: u64,
         limit: usize,
     ) -> Result<Vec<Event>> {
+        access.require(Permission::Read)?;
         let t = self
             .store
             .get_shared(id)
@@ -1137,6 +1154,7 @@ impl TaskService {
         id: &TaskId,
         after_seq: u64,
     ) -> Result<EventStream> {
+        access.require(Permission::Read)?;
         // Watch before reading so that nothing committed in between is missed.
         let rx = self.store.hub().watch(id);
         let task = self
@@ -1214,6 +1232,7 @@ impl TaskService {
         timeout: Duration,
         want: impl Fn(TaskState) -> bool,
     ) -> Result<Arc<Task>> {
+        caller.require(Permission::Read)?;
         let done = |s: TaskState| want(s) || s.is_terminal();
         let deadline = tokio::time::Instant::now() + timeout;
         if !task.is_visible_to(caller) {

@@ -16,27 +16,143 @@ pub type Timestamp = DateTime<Utc>;
 /// Free-form JSON metadata.
 pub type Metadata = Map<String, Value>;
 
-/// Who is calling: an authenticated principal within a tenant.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// Who is calling: an authenticated principal within a tenant, and what the
+/// credential it presented lets it do.
+///
+/// Two callers are equal when their tenant and principal are: the permissions
+/// are what one request may do, not who makes it (a task stays its owner's
+/// whichever scopes the owner's next token carries).
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Caller {
     /// The tenant the principal belongs to; tasks never cross tenants.
     pub tenant: String,
     /// The principal (user or service) that makes the request.
     pub principal: String,
+    /// What this request may do ([`Permissions::ALL`] unless an authenticator
+    /// granted less). Not stored: a caller read back from the store has all.
+    #[serde(skip, default)]
+    pub permissions: Permissions,
+}
+
+impl PartialEq for Caller {
+    fn eq(&self, other: &Self) -> bool {
+        self.tenant == other.tenant && self.principal == other.principal
+    }
+}
+
+impl Eq for Caller {}
+
+impl std::hash::Hash for Caller {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.tenant.hash(state);
+        self.principal.hash(state);
+    }
 }
 
 impl Caller {
-    /// A caller from a tenant and a principal.
+    /// A caller from a tenant and a principal, with every permission.
     pub fn new(tenant: impl Into<String>, principal: impl Into<String>) -> Self {
         Self {
             tenant: tenant.into(),
             principal: principal.into(),
+            permissions: Permissions::ALL,
         }
     }
 
     /// The single local caller used when no authentication is configured.
     pub fn local() -> Self {
         Self::new("default", "local")
+    }
+
+    /// This caller with these permissions.
+    pub fn with_permissions(mut self, permissions: Permissions) -> Self {
+        self.permissions = permissions;
+        self
+    }
+
+    /// `Ok` if this caller may do what needs `needed`, else
+    /// [`CoreError::Forbidden`](crate::CoreError::Forbidden).
+    pub fn require(&self, needed: Permission) -> crate::error::Result<()> {
+        if self.permissions.allows(needed) {
+            Ok(())
+        } else {
+            Err(crate::error::CoreError::Forbidden { needed })
+        }
+    }
+}
+
+/// What an operation needs of its caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Permission {
+    /// Read tasks: get, list, subscribe, resubscribe, events, the extended card,
+    /// CAS polls.
+    Read,
+    /// Change tasks: send, answer, cancel, push configs, host actions. Implies
+    /// [`Permission::Read`].
+    Write,
+}
+
+impl Permission {
+    /// `read` or `write`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Permission::Read => "read",
+            Permission::Write => "write",
+        }
+    }
+}
+
+impl std::fmt::Display for Permission {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The permissions a request was granted (from its token's scopes, say).
+/// Write implies read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Permissions {
+    read: bool,
+    write: bool,
+}
+
+impl Default for Permissions {
+    fn default() -> Self {
+        Self::ALL
+    }
+}
+
+impl Permissions {
+    /// Everything (no authentication, a token-file token).
+    pub const ALL: Permissions = Permissions {
+        read: true,
+        write: true,
+    };
+    /// Nothing (an authenticated token that carries none of the scopes).
+    pub const NONE: Permissions = Permissions {
+        read: false,
+        write: false,
+    };
+    /// Read only.
+    pub const READ: Permissions = Permissions {
+        read: true,
+        write: false,
+    };
+
+    /// From the two grants (write implies read).
+    pub const fn new(read: bool, write: bool) -> Self {
+        Self {
+            read: read || write,
+            write,
+        }
+    }
+
+    /// Whether an operation needing `p` is allowed.
+    pub const fn allows(self, p: Permission) -> bool {
+        match p {
+            Permission::Read => self.read,
+            Permission::Write => self.write,
+        }
     }
 }
 

@@ -120,6 +120,11 @@ impl RpcError {
         }
         let (code, message) = taskwire_vocab::mcp::error_from_core(&e, task_id);
         let mut err = Self::new(code, message);
+        if matches!(e, CoreError::Forbidden { .. }) {
+            // The MCP authorization spec's insufficient scope: 403 (the server's
+            // edge adds the `WWW-Authenticate` step-up challenge).
+            err.status = StatusCode::FORBIDDEN;
+        }
         err.data = taskwire_vocab::mcp::error_data(&e);
         err
     }

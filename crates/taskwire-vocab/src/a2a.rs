@@ -345,6 +345,7 @@ pub fn error_from_core(e: &CoreError) -> (A2aErrorKind, String) {
             (A2aErrorKind::Internal, "internal error".into())
         }
         CoreError::Unavailable(_) => (A2aErrorKind::Unavailable, UNAVAILABLE_MESSAGE.into()),
+        CoreError::Forbidden { .. } => (A2aErrorKind::PermissionDenied, e.to_string()),
     }
 }
 
@@ -355,6 +356,11 @@ pub const UNAVAILABLE_MESSAGE: &str =
 /// Lost: JSON-RPC has no code for "unavailable".
 pub const LOSS_ERROR_UNAVAILABLE: Loss = Loss(
     "a store that did not answer is -32603 on JSON-RPC like an internal error; only the ErrorInfo (reason UNAVAILABLE, domain taskwire) tells it apart (gRPC UNAVAILABLE and HTTP 503 keep it)",
+);
+
+/// Lost: JSON-RPC has no code for "permission denied".
+pub const LOSS_ERROR_FORBIDDEN: Loss = Loss(
+    "a token without the scope is -32600 on JSON-RPC like an invalid request; HTTP 403 and the ErrorInfo (reason PERMISSION_DENIED, domain taskwire) tell it apart (gRPC PERMISSION_DENIED and HTTP+JSON 403 keep it)",
 );
 
 /// Lost: several core refusals share InvalidParams.
@@ -378,6 +384,7 @@ pub fn error_loss(e: &CoreError) -> Option<Loss> {
         }
         CoreError::LeaseLost => Some(crate::LOSS_LEASE_LOST),
         CoreError::Unavailable(_) => Some(LOSS_ERROR_UNAVAILABLE),
+        CoreError::Forbidden { .. } => Some(LOSS_ERROR_FORBIDDEN),
         _ => None,
     }
 }

@@ -75,6 +75,8 @@ pub mod codes {
     pub const WRONG_STATE: &str = "wrong_state";
     /// An internal error.
     pub const INTERNAL: &str = "internal";
+    /// The caller's token does not carry the scope the request needs.
+    pub const FORBIDDEN: &str = "forbidden";
 }
 
 /// The inactivity expiry of a waiting task reads as a cancelled run: AG-UI has no
@@ -284,7 +286,7 @@ pub fn http_status(e: &CoreError) -> u16 {
         CoreError::NotFound => 404,
         CoreError::InvalidInput { .. } => 400,
         CoreError::TooLarge { .. } => 413,
-        CoreError::DeniedByGuardrail { .. } => 403,
+        CoreError::DeniedByGuardrail { .. } | CoreError::Forbidden { .. } => 403,
         CoreError::Terminal { .. }
         | CoreError::NotCancelable { .. }
         | CoreError::IllegalTransition { .. }
@@ -666,6 +668,7 @@ pub fn core_error(e: &CoreError) -> (&'static str, String) {
             codes::UNAVAILABLE
         }
         CoreError::LeaseLost | CoreError::Store(_) => codes::INTERNAL,
+        CoreError::Forbidden { .. } => codes::FORBIDDEN,
     };
     let message = match e {
         CoreError::Store(_) | CoreError::LeaseLost => "internal error".to_string(),

@@ -415,6 +415,8 @@ pub const ERR_CONFLICT: &str = "conflict";
 pub const ERR_UNAVAILABLE: &str = "unavailable";
 /// Error code: an internal failure (no details).
 pub const ERR_INTERNAL: &str = "internal";
+/// Error code: the caller's token does not carry the scope the operation needs.
+pub const ERR_FORBIDDEN: &str = "forbidden";
 
 /// Maps a core error to the CAS wire error.
 pub fn wire_error(e: &CoreError) -> WireError {
@@ -430,12 +432,13 @@ pub fn wire_error(e: &CoreError) -> WireError {
         | CoreError::ShuttingDown
         | CoreError::Unavailable(_) => (503, ERR_UNAVAILABLE),
         CoreError::Store(_) => (500, ERR_INTERNAL),
+        CoreError::Forbidden { .. } => (403, ERR_FORBIDDEN),
     };
     WireError { status, code }
 }
 
 /// Every error code of the CAS surface with its HTTP status.
-pub const ERROR_CODES: [WireError; 8] = [
+pub const ERROR_CODES: [WireError; 9] = [
     WireError {
         status: 404,
         code: ERR_NOT_FOUND,
@@ -467,6 +470,10 @@ pub const ERROR_CODES: [WireError; 8] = [
     WireError {
         status: 500,
         code: ERR_INTERNAL,
+    },
+    WireError {
+        status: 403,
+        code: ERR_FORBIDDEN,
     },
 ];
 

@@ -38,6 +38,9 @@ pub const TOOL_METADATA_KEY: &str = "mcpTool";
 pub const REVIEW_KEY_PREFIX: &str = "taskwire.review/";
 /// The JSON-RPC code of an internal error.
 pub const INTERNAL_ERROR: i64 = -32603;
+/// The JSON-RPC code of an invalid request (also: a token without the scope
+/// the request needs, with HTTP 403).
+pub const INVALID_REQUEST: i64 = -32600;
 /// The JSON-RPC code of invalid params (also: unknown or foreign task).
 pub const INVALID_PARAMS: i64 = -32602;
 /// Longest status message put on the wire, in characters.
@@ -196,6 +199,9 @@ pub fn error_from_core(e: &CoreError, task_id: Option<&str>) -> (i64, String) {
         CoreError::ShuttingDown => (INTERNAL_ERROR, "the server is shutting down".into()),
         CoreError::LeaseLost | CoreError::Store(_) => (INTERNAL_ERROR, "internal error".into()),
         CoreError::Unavailable(_) => (INTERNAL_ERROR, UNAVAILABLE_MESSAGE.into()),
+        // Travels with HTTP 403 and `WWW-Authenticate: Bearer
+        // error="insufficient_scope"` (the MCP authorization spec's step-up).
+        CoreError::Forbidden { .. } => (INVALID_REQUEST, e.to_string()),
     }
 }
 
@@ -223,6 +229,11 @@ pub const LOSS_ERROR_UNAVAILABLE: Loss = Loss(
     "a store that did not answer is -32603 like an internal error; only error.data (reason unavailable, retryable) tells it apart",
 );
 
+/// Lost: JSON-RPC has no code for a missing scope.
+pub const LOSS_ERROR_FORBIDDEN: Loss = Loss(
+    "a token without the scope is -32600 like an invalid request; HTTP 403 and its `WWW-Authenticate: Bearer error=\"insufficient_scope\"` tell it apart",
+);
+
 /// What the MCP error of a core error loses (see [`error_from_core`]).
 pub fn error_loss(e: &CoreError) -> Option<Loss> {
     match e {
@@ -236,6 +247,7 @@ pub fn error_loss(e: &CoreError) -> Option<Loss> {
         CoreError::Contention | CoreError::ShuttingDown => Some(LOSS_ERROR_RETRYABLE),
         CoreError::LeaseLost => Some(crate::LOSS_LEASE_LOST),
         CoreError::Unavailable(_) => Some(LOSS_ERROR_UNAVAILABLE),
+        CoreError::Forbidden { .. } => Some(LOSS_ERROR_FORBIDDEN),
         CoreError::InvalidInput { .. } | CoreError::Store(_) => None,
     }
 }

@@ -952,6 +952,9 @@ pub fn sample_errors() -> Vec<CoreError> {
         CoreError::Store(StoreError::Backend("disk".into())),
         CoreError::Unavailable("no answer".into()),
         CoreError::ShuttingDown,
+        CoreError::Forbidden {
+            needed: taskwire_core::Permission::Write,
+        },
     ]
 }
 
@@ -971,6 +974,7 @@ pub fn error_label(e: &CoreError) -> &'static str {
         CoreError::Store(_) => "Store",
         CoreError::Unavailable(_) => "Unavailable (the store did not answer)",
         CoreError::ShuttingDown => "ShuttingDown",
+        CoreError::Forbidden { .. } => "Forbidden (the token lacks the scope)",
     }
 }
 

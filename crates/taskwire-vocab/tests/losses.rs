@@ -506,3 +506,29 @@ fn every_upstream_loss_is_listed_in_the_state_mapping() {
         assert!(!l.0.is_empty());
     }
 }
+
+/// A token without the scope an operation needs (issue 41): JSON-RPC has no
+/// code for it, so A2A and MCP answer -32600 like an invalid request and tell it
+/// apart by HTTP 403 (A2A also by its ErrorInfo); gRPC, HTTP+JSON, AG-UI and
+/// CAS keep it.
+#[test]
+fn a_missing_scope_is_forbidden_everywhere() {
+    let e = CoreError::Forbidden {
+        needed: taskwire_core::Permission::Write,
+    };
+    assert_eq!(a2a::error_loss(&e), Some(a2a::LOSS_ERROR_FORBIDDEN));
+    let (k, _) = a2a::error_from_core(&e);
+    assert_eq!(k, a2a::A2aErrorKind::PermissionDenied);
+    assert_eq!(k.code(), a2a::A2aErrorKind::InvalidRequest.code());
+    assert_eq!(k.reason(), "PERMISSION_DENIED");
+    assert_eq!(k.grpc_code() as i32, 7);
+    assert_eq!(k.http_status(), 403);
+    assert_eq!(mcp::error_loss(&e), Some(mcp::LOSS_ERROR_FORBIDDEN));
+    assert_eq!(mcp::error_from_core(&e, None).0, mcp::INVALID_REQUEST);
+    assert_eq!(agui::error_loss(&e), None);
+    assert_eq!(agui::core_error(&e).0, agui::codes::FORBIDDEN);
+    assert_eq!(agui::http_status(&e), 403);
+    assert_eq!(cas::error_loss(&e), None);
+    let w = cas::wire_error(&e);
+    assert_eq!((w.status, w.code), (403, cas::ERR_FORBIDDEN));
+}

@@ -141,7 +141,26 @@ impl A2a {
                 v.push_tls.root_certificates_pem = self.opts.push_root_certificates_pem.clone();
                 v.push_tls.identity_pem = self.opts.push_client_identity_pem.clone();
                 v.push_max_configs_per_principal = self.opts.quotas.push_configs;
-                v.bearer_auth = ctx.authenticated();
+                for s in ctx.auth_schemes() {
+                    match s {
+                        crate::auth::Scheme::OAuth(o) => {
+                            let mut c = taskwire_a2a::card::CardOAuth::new(
+                                &o.metadata_url,
+                                o.openid_url.clone(),
+                            )
+                            .with_scope(&o.scopes[0], "read tasks")
+                            .with_scope(&o.scopes[1], "send, answer and cancel tasks");
+                            if let (true, Some(t)) = (o.client_credentials, &o.token_endpoint) {
+                                c = c.with_client_credentials(t);
+                            }
+                            v.oauth.push(c);
+                        }
+                        _ => v.bearer_auth = true,
+                    }
+                }
+                // The extended card is for authenticated callers only: it is
+                // served where authentication is on.
+                v.extended_card = ctx.authenticated();
                 v.max_body_bytes = ctx.body_limit();
                 v
             };

@@ -1,9 +1,12 @@
 //! Authentication: who the caller of a request is.
 //!
-//! Without configuration every request is made by [`Caller::local`]. With a token
-//! table, every request to a mounted route must carry `Authorization: Bearer TOKEN`
-//! with a known token; the token names the principal and the tenant. Handlers read
-//! the result as the [`Caller`] request extension (`axum::Extension<Caller>`).
+//! Without configuration every request is made by [`Caller::local`]. Otherwise
+//! every request to a mounted route must carry `Authorization: Bearer TOKEN` with
+//! a token one of the configured [`Authenticator`]s accepts (the token file's
+//! [`TokenTable`], the OAuth issuer's `taskwire_auth::jwt::JwtAuthenticator`, an
+//! embedder's own); the grant names the principal, the tenant and the
+//! permissions. Handlers read the result as the [`Caller`] request extension
+//! (`axum::Extension<Caller>`).
 //!
 //! # Token file format
 //!
@@ -26,7 +29,11 @@ use std::sync::Arc;
 use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use taskwire_core::Caller;
+use taskwire_auth::resource::{metadata_url, Challenge, ResourceMetadata, WELL_KNOWN};
+pub use taskwire_auth::{
+    bearer_token, Authenticator, Authenticators, Grant, OAuthScheme, Refusal, Scheme, Verdict,
+};
+use taskwire_core::{Caller, Permission, Permissions};
 
 use crate::error::Error;
 
@@ -187,6 +194,17 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+impl Authenticator for TokenTable {
+    /// A known token is accepted with every permission; any other is passed on
+    /// (a JWT, say, for the next authenticator).
+    fn authenticate(&self, token: &str) -> Verdict {
+        match self.lookup(token) {
+            Some(c) => Verdict::Accept(Grant::new(c.clone())),
+            None => Verdict::Pass,
+        }
+    }
+}
+
 /// How requests to mounted routes are authenticated.
 #[derive(Clone, Debug, Default)]
 pub enum AuthConfig {
@@ -196,6 +214,9 @@ pub enum AuthConfig {
     Local,
     /// Bearer tokens: a request without a known token gets 401.
     Tokens(Arc<TokenTable>),
+    /// Authenticators asked in order (a token file, an OAuth issuer, one of the
+    /// embedder's own); a request none accepts gets 401.
+    Chain(Authenticators),
 }
 
 impl AuthConfig {
@@ -209,94 +230,192 @@ impl AuthConfig {
         Ok(Self::tokens(TokenTable::load(path.into())?))
     }
 
-    /// True if requests are authenticated.
-    pub fn is_authenticated(&self) -> bool {
-        matches!(self, Self::Tokens(_))
+    /// Authentication by these authenticators, asked in order.
+    pub fn chain(list: Vec<Arc<dyn Authenticator>>) -> Self {
+        Self::Chain(Authenticators::new(list))
     }
 
-    /// Who made a request, from its `Authorization` header value (if any).
-    pub fn authenticate(&self, authorization: Option<&str>) -> Result<Caller, AuthFailure> {
+    /// True if requests are authenticated.
+    pub fn is_authenticated(&self) -> bool {
+        !matches!(self, Self::Local)
+    }
+
+    /// The authenticators asked (None: no authentication).
+    pub fn authenticators(&self) -> Option<Authenticators> {
         match self {
-            Self::Local => Ok(Caller::local()),
-            Self::Tokens(table) => {
-                let value = authorization.ok_or(AuthFailure::Missing)?;
-                let token = bearer_token(value).ok_or(AuthFailure::Malformed)?;
-                table.lookup(token).cloned().ok_or(AuthFailure::Unknown)
+            Self::Local => None,
+            Self::Tokens(t) => Some(Authenticators::new(vec![
+                Arc::clone(t) as Arc<dyn Authenticator>
+            ])),
+            Self::Chain(c) => Some(c.clone()),
+        }
+    }
+
+    /// How clients obtain a token, one entry per authenticator.
+    pub fn schemes(&self) -> Vec<Scheme> {
+        self.authenticators()
+            .map(|a| a.schemes())
+            .unwrap_or_default()
+    }
+}
+
+/// What the edge tells clients of an OAuth-protected server: where its RFC 9728
+/// metadata is and which scopes it checks.
+#[derive(Clone, Debug)]
+pub(crate) struct ResourceInfo {
+    /// The metadata URL of the server's own resource (`/.well-known/…`).
+    pub(crate) metadata: String,
+    /// The metadata URL of the MCP endpoint (`/.well-known/…/mcp`).
+    pub(crate) mcp_metadata: String,
+    /// The read scope, then the write scope.
+    pub(crate) scopes: [String; 2],
+}
+
+impl ResourceInfo {
+    /// The metadata URL for a request to `path`: the MCP endpoint's under `/mcp`.
+    fn metadata_for(&self, path: &str) -> &str {
+        if path == "/mcp" || path.starts_with("/mcp/") {
+            &self.mcp_metadata
+        } else {
+            &self.metadata
+        }
+    }
+
+    /// The scopes a caller with `p` lacks, space-separated (None: it lacks none).
+    pub(crate) fn missing_scopes(&self, p: Permissions) -> Option<String> {
+        let [read, write] = &self.scopes;
+        match (p.allows(Permission::Read), p.allows(Permission::Write)) {
+            (_, true) => None,
+            (true, false) => Some(write.clone()),
+            (false, false) => Some(format!("{read} {write}")),
+        }
+    }
+
+    /// The `WWW-Authenticate` value of a 403 for a caller with `p` on `path`.
+    pub(crate) fn insufficient_scope(&self, p: Permissions, path: &str) -> Option<HeaderValue> {
+        let scope = self.missing_scopes(p)?;
+        let c = Challenge {
+            error: Some("insufficient_scope"),
+            scope: Some(&scope),
+            resource_metadata: Some(self.metadata_for(path)),
+            ..Challenge::default()
+        };
+        HeaderValue::from_str(&c.to_header()).ok()
+    }
+}
+
+/// The route patterns of the RFC 9728 metadata.
+pub(crate) const METADATA_PATTERNS: [&str; 2] =
+    [WELL_KNOWN, "/.well-known/oauth-protected-resource/mcp"];
+
+/// For a configuration with an OAuth issuer: what the edge tells clients, and
+/// the public routes of the RFC 9728 metadata of the server
+/// (`/.well-known/oauth-protected-resource`, resource `public_url`) and of its
+/// MCP endpoint (`/.well-known/oauth-protected-resource/mcp`, resource
+/// `{public_url}/mcp`, the canonical URI MCP clients use).
+pub(crate) fn protected_resource(
+    auth: &AuthConfig,
+    public_url: &str,
+    name: &str,
+) -> Option<(ResourceInfo, axum::Router)> {
+    let issuers: Vec<OAuthScheme> = auth
+        .schemes()
+        .into_iter()
+        .filter_map(|s| match s {
+            Scheme::OAuth(o) => Some(*o),
+            _ => None,
+        })
+        .collect();
+    let first = issuers.first()?;
+    let scopes = first.scopes.clone();
+    let servers: Vec<String> = issuers.iter().map(|o| o.issuer.clone()).collect();
+    let mut supported: Vec<String> = Vec::new();
+    for o in &issuers {
+        for s in &o.scopes {
+            if !supported.contains(s) {
+                supported.push(s.clone());
             }
         }
     }
+    let mcp = format!("{public_url}/mcp");
+    let doc = |resource: &str| {
+        ResourceMetadata::new(resource, servers.clone(), supported.clone()).with_name(name)
+    };
+    let json = |d: ResourceMetadata| bytes::Bytes::from(serde_json::to_vec(&d).unwrap_or_default());
+    let (root_doc, mcp_doc) = (json(doc(public_url)), json(doc(&mcp)));
+    let info = ResourceInfo {
+        metadata: metadata_url(public_url)?,
+        mcp_metadata: metadata_url(&mcp)?,
+        scopes,
+    };
+    let serve = |d: bytes::Bytes| {
+        axum::routing::get(move || {
+            let d = d.clone();
+            async move {
+                (
+                    [
+                        (header::CONTENT_TYPE, "application/json"),
+                        (header::CACHE_CONTROL, "public, max-age=3600"),
+                    ],
+                    d,
+                )
+            }
+        })
+    };
+    let router = axum::Router::new()
+        .route(METADATA_PATTERNS[0], serve(root_doc))
+        .route(METADATA_PATTERNS[1], serve(mcp_doc));
+    Some((info, router))
 }
 
-/// Extracts the token from `Bearer TOKEN` (scheme case-insensitive).
-fn bearer_token(value: &str) -> Option<&str> {
-    let (scheme, token) = value.trim().split_once(char::is_whitespace)?;
-    let token = token.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
-}
-
-/// Why a request was not authenticated.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AuthFailure {
-    /// No `Authorization` header.
-    Missing,
-    /// The header is not `Bearer TOKEN`.
-    Malformed,
-    /// The token is not known.
-    Unknown,
-}
-
-impl AuthFailure {
-    fn message(self) -> &'static str {
-        match self {
-            Self::Missing => "missing Authorization header: send `Authorization: Bearer TOKEN`",
-            Self::Malformed => "malformed Authorization header: expected `Bearer TOKEN`",
-            Self::Unknown => "unknown bearer token",
-        }
-    }
-}
-
-impl IntoResponse for AuthFailure {
-    fn into_response(self) -> Response {
+/// The answer to a request that failed authentication: 401 with a JSON error
+/// body and an RFC 6750 challenge (naming the RFC 9728 metadata and the scopes
+/// when an OAuth issuer is configured); to a gRPC request (`content-type:
+/// application/grpc…`, which a gRPC client can read) the gRPC status
+/// `UNAUTHENTICATED` (16) instead.
+pub(crate) fn refusal_response(
+    refusal: Refusal,
+    request: &HeaderMap,
+    path: &str,
+    resource: Option<&ResourceInfo>,
+) -> Response {
+    let scope = resource.map(|r| format!("{} {}", r.scopes[0], r.scopes[1]));
+    let challenge = Challenge {
+        error: refusal.error_code(),
+        description: match refusal {
+            Refusal::Missing => None,
+            other => Some(other.message()),
+        },
+        scope: scope.as_deref(),
+        resource_metadata: resource.map(|r| r.metadata_for(path)),
+    };
+    let challenge = HeaderValue::from_str(&challenge.to_header())
+        .unwrap_or(HeaderValue::from_static("Bearer realm=\"taskwire\""));
+    let grpc = request
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.starts_with("application/grpc"));
+    if !grpc {
         let body = serde_json::json!({
-            "error": { "code": "unauthenticated", "message": self.message() }
+            "error": { "code": "unauthenticated", "message": refusal.message() }
         });
         let mut res = (StatusCode::UNAUTHORIZED, axum::Json(body)).into_response();
-        res.headers_mut().insert(
-            header::WWW_AUTHENTICATE,
-            HeaderValue::from_static("Bearer realm=\"taskwire\""),
-        );
-        res
+        res.headers_mut()
+            .insert(header::WWW_AUTHENTICATE, challenge);
+        return res;
     }
-}
-
-impl AuthFailure {
-    /// The answer to a request that failed authentication: a gRPC status
-    /// `UNAUTHENTICATED` (16) to a gRPC request (`content-type: application/grpc…`,
-    /// which a gRPC client can read), else 401 with a JSON error body.
-    pub fn response_to(self, request: &HeaderMap) -> Response {
-        let grpc = request
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|ct| ct.starts_with("application/grpc"));
-        if !grpc {
-            return self.into_response();
-        }
-        let mut res = StatusCode::OK.into_response();
-        let h = res.headers_mut();
-        h.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/grpc"),
-        );
-        h.insert("grpc-status", HeaderValue::from_static("16"));
-        if let Ok(v) = HeaderValue::from_str(&grpc_message(self.message())) {
-            h.insert("grpc-message", v);
-        }
-        h.insert(
-            header::WWW_AUTHENTICATE,
-            HeaderValue::from_static("Bearer realm=\"taskwire\""),
-        );
-        res
+    let mut res = StatusCode::OK.into_response();
+    let h = res.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/grpc"),
+    );
+    h.insert("grpc-status", HeaderValue::from_static("16"));
+    if let Ok(v) = HeaderValue::from_str(&grpc_message(refusal.message())) {
+        h.insert("grpc-message", v);
     }
+    h.insert(header::WWW_AUTHENTICATE, challenge);
+    res
 }
 
 /// `grpc-message` text: percent-encoded outside printable ASCII, and `%` itself.
@@ -312,22 +431,42 @@ fn grpc_message(text: &str) -> String {
     out
 }
 
-/// The caller of a request, or why it has none (logged at debug level; answer it
-/// with [`AuthFailure::response_to`]). The server's one authentication layer
+/// The verdict on a request's credentials (refusals are logged at debug
+/// level, never with the token). The server's one authentication layer
 /// (`crate::edge`) calls this.
-pub(crate) fn caller_of(auth: &AuthConfig, req: &Request) -> Result<Caller, AuthFailure> {
+pub(crate) fn verdict_of(auth: &Authenticators, req: &Request) -> Verdict {
     let header = req
         .headers()
         .get(header::AUTHORIZATION)
         .map(|v| v.to_str().unwrap_or(""));
-    auth.authenticate(header).inspect_err(|f| {
-        tracing::debug!(reason = ?f, path = %req.uri().path(), "unauthenticated request");
-    })
+    let v = auth.authenticate_header(header);
+    if let Verdict::Refuse(r) = &v {
+        tracing::debug!(reason = ?r, path = %req.uri().path(), "unauthenticated request");
+    }
+    v
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The verdict of a configuration whose authenticators answer at once.
+    trait AuthenticateNow {
+        fn authenticate(&self, header: Option<&str>) -> Result<Caller, Refusal>;
+    }
+
+    impl AuthenticateNow for AuthConfig {
+        fn authenticate(&self, header: Option<&str>) -> Result<Caller, Refusal> {
+            match self.authenticators() {
+                None => Ok(Caller::local()),
+                Some(a) => match a.authenticate_header(header) {
+                    Verdict::Accept(g) => Ok(g.caller),
+                    Verdict::Refuse(r) => Err(r),
+                    other => panic!("{other:?}"),
+                },
+            }
+        }
+    }
 
     fn parse(s: &str) -> Result<TokenTable, Error> {
         TokenTable::parse(s, Path::new("tokens.txt"))
@@ -462,18 +601,15 @@ mod tests {
             auth.authenticate(Some("bearer   s3cret ")),
             Ok(Caller::new("t", "p"))
         );
-        assert_eq!(auth.authenticate(None), Err(AuthFailure::Missing));
+        assert_eq!(auth.authenticate(None), Err(Refusal::Missing));
         assert_eq!(
             auth.authenticate(Some("Basic s3cret")),
-            Err(AuthFailure::Malformed)
+            Err(Refusal::Malformed)
         );
-        assert_eq!(
-            auth.authenticate(Some("Bearer")),
-            Err(AuthFailure::Malformed)
-        );
+        assert_eq!(auth.authenticate(Some("Bearer")), Err(Refusal::Malformed));
         assert_eq!(
             auth.authenticate(Some("Bearer nope")),
-            Err(AuthFailure::Unknown)
+            Err(Refusal::InvalidToken(taskwire_auth::UNKNOWN_TOKEN))
         );
         assert_eq!(AuthConfig::Local.authenticate(None), Ok(Caller::local()));
     }

@@ -40,7 +40,10 @@ use axum::routing::future::RouteFuture;
 use axum::Router;
 use tower::{Layer, Service};
 
-use crate::auth::{self, AuthConfig};
+use taskwire_auth::{Authenticators, BoxFuture, Grant, Refusal, Verdict};
+use taskwire_core::{Caller, Permissions};
+
+use crate::auth::{self, AuthConfig, ResourceInfo};
 use crate::server::{DirectFuture, DirectRoute};
 use crate::telemetry;
 
@@ -112,14 +115,15 @@ impl Edge {
     pub(crate) fn new(
         public: Router,
         protected: Router,
-        auth: AuthConfig,
+        auth: (&AuthConfig, Option<ResourceInfo>),
         labels: RouteLabels,
         direct: Vec<DirectRoute>,
         body_limit: usize,
     ) -> Self {
         let protected = Authenticate {
             inner: protected,
-            auth: Arc::new(auth),
+            auth: auth.0.authenticators(),
+            resource: auth.1.map(Arc::new),
         };
         Self(Arc::new(EdgeInner {
             both: DefaultBodyLimit::max(body_limit)
@@ -151,9 +155,9 @@ impl Edge {
                 (Some(d), _) => this.protected.direct(d, req),
                 (None, Some((_, Access::Protected))) => this.protected.clone().call(req),
                 (None, Some((_, Access::Public))) => {
-                    AuthFuture::Routed(this.public.clone().call(req))
+                    AuthFuture::new(AuthState::Routed(this.public.clone().call(req)))
                 }
-                (None, None) => AuthFuture::Routed(this.both.clone().call(req)),
+                (None, None) => AuthFuture::new(AuthState::Routed(this.both.clone().call(req))),
             }
         };
         EdgeFuture {
@@ -242,18 +246,71 @@ fn http_date() -> HeaderValue {
 #[derive(Clone)]
 struct Authenticate {
     inner: Router,
-    auth: Arc<AuthConfig>,
+    /// None: no authentication, every caller is [`Caller::local`].
+    auth: Option<Authenticators>,
+    /// What a 401 and a 403 tell clients of an OAuth-protected server.
+    resource: Option<Arc<ResourceInfo>>,
+}
+
+/// Where an authenticated request goes.
+enum Next {
+    Router(Router),
+    Direct(Arc<dyn Fn(Request) -> DirectFuture + Send + Sync>),
 }
 
 impl Authenticate {
     /// Authenticates a request for a direct route and calls its handler.
-    fn direct(&self, route: &DirectRoute, mut req: Request) -> AuthFuture {
-        match auth::caller_of(&self.auth, &req) {
-            Ok(caller) => {
-                req.extensions_mut().insert(caller);
-                AuthFuture::Direct((route.handler)(req))
+    fn direct(&self, route: &DirectRoute, req: Request) -> AuthFuture {
+        self.start(req, Next::Direct(Arc::clone(&route.handler)))
+    }
+
+    fn start(&self, mut req: Request, next: Next) -> AuthFuture {
+        let Some(chain) = &self.auth else {
+            req.extensions_mut().insert(Caller::local());
+            return AuthFuture::new(next.call(req));
+        };
+        match auth::verdict_of(chain, &req) {
+            Verdict::Accept(grant) => self.proceed(grant, req, next),
+            Verdict::Refuse(r) => self.refuse(r, &req),
+            Verdict::Pass => self.refuse(Refusal::InvalidToken(taskwire_auth::UNKNOWN_TOKEN), &req),
+            Verdict::Pending(verdict) => AuthFuture::new(AuthState::Pending {
+                verdict,
+                req: Some(req),
+                next: Some(next),
+                auth: self.clone(),
+            }),
+        }
+    }
+
+    fn proceed(&self, grant: Grant, mut req: Request, next: Next) -> AuthFuture {
+        let permissions = grant.caller.permissions;
+        // Only a caller short of a permission can be refused for a scope: only
+        // then is the step-up challenge prepared.
+        let on_forbidden = match &self.resource {
+            Some(r) if permissions != Permissions::ALL => {
+                r.insufficient_scope(permissions, req.uri().path())
             }
-            Err(failure) => AuthFuture::Refused(Some(failure.response_to(req.headers()))),
+            _ => None,
+        };
+        req.extensions_mut().insert(grant.caller);
+        AuthFuture {
+            state: next.call(req),
+            on_forbidden,
+        }
+    }
+
+    fn refuse(&self, r: Refusal, req: &Request) -> AuthFuture {
+        let res =
+            auth::refusal_response(r, req.headers(), req.uri().path(), self.resource.as_deref());
+        AuthFuture::new(AuthState::Refused(Some(res)))
+    }
+}
+
+impl Next {
+    fn call(self, req: Request) -> AuthState {
+        match self {
+            Next::Router(mut r) => AuthState::Routed(r.call(req)),
+            Next::Direct(h) => AuthState::Direct(h(req)),
         }
     }
 }
@@ -267,37 +324,93 @@ impl Service<Request> for Authenticate {
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, mut req: Request) -> AuthFuture {
-        match auth::caller_of(&self.auth, &req) {
-            Ok(caller) => {
-                req.extensions_mut().insert(caller);
-                AuthFuture::Routed(self.inner.call(req))
-            }
-            Err(failure) => AuthFuture::Refused(Some(failure.response_to(req.headers()))),
-        }
+    fn call(&mut self, req: Request) -> AuthFuture {
+        self.start(req, Next::Router(self.inner.clone()))
     }
 }
 
 /// The future of [`Authenticate::call`].
-enum AuthFuture {
+struct AuthFuture {
+    state: AuthState,
+    /// The `WWW-Authenticate` challenge a 403 answer gets (the caller lacks a
+    /// scope: RFC 6750 `insufficient_scope`, MCP's step-up).
+    on_forbidden: Option<HeaderValue>,
+}
+
+enum AuthState {
     Routed(RouteFuture<Infallible>),
     Direct(DirectFuture),
     Refused(Option<Response>),
+    /// An authenticator needs I/O first (a key set refetch).
+    Pending {
+        verdict: BoxFuture<Verdict>,
+        req: Option<Request>,
+        next: Option<Next>,
+        auth: Authenticate,
+    },
+}
+
+impl AuthFuture {
+    fn new(state: AuthState) -> Self {
+        Self {
+            state,
+            on_forbidden: None,
+        }
+    }
 }
 
 impl Future for AuthFuture {
     type Output = Result<Response, Infallible>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match &mut *self {
-            Self::Routed(f) => Pin::new(f).poll(cx),
-            Self::Direct(f) => f.as_mut().poll(cx).map(Ok),
-            Self::Refused(res) => Poll::Ready(Ok(res.take().unwrap_or_else(|| {
-                // Polled again after it answered: an empty 500 rather than a panic.
-                let mut r = Response::default();
-                *r.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
-                r
-            }))),
+        let this = &mut *self;
+        loop {
+            let mut res = match &mut this.state {
+                AuthState::Routed(f) => match ready!(Pin::new(f).poll(cx)) {
+                    Ok(res) => res,
+                    Err(never) => match never {},
+                },
+                AuthState::Direct(f) => ready!(f.as_mut().poll(cx)),
+                AuthState::Refused(res) => res.take().unwrap_or_else(|| {
+                    // Polled again after it answered: an empty 500 rather than a panic.
+                    let mut r = Response::default();
+                    *r.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+                    r
+                }),
+                AuthState::Pending {
+                    verdict,
+                    req,
+                    next,
+                    auth,
+                } => {
+                    let v = ready!(verdict.as_mut().poll(cx));
+                    let (Some(req), Some(next)) = (req.take(), next.take()) else {
+                        this.state = AuthState::Refused(None);
+                        continue;
+                    };
+                    let auth = auth.clone();
+                    *this = match v {
+                        Verdict::Accept(grant) => auth.proceed(grant, req, next),
+                        Verdict::Refuse(r) => auth.refuse(r, &req),
+                        Verdict::Pass => {
+                            auth.refuse(Refusal::InvalidToken(taskwire_auth::UNKNOWN_TOKEN), &req)
+                        }
+                        Verdict::Pending(verdict) => AuthFuture::new(AuthState::Pending {
+                            verdict,
+                            req: Some(req),
+                            next: Some(next),
+                            auth,
+                        }),
+                    };
+                    continue;
+                }
+            };
+            if res.status() == StatusCode::FORBIDDEN {
+                if let Some(c) = this.on_forbidden.take() {
+                    res.headers_mut().insert(header::WWW_AUTHENTICATE, c);
+                }
+            }
+            return Poll::Ready(Ok(res));
         }
     }
 }

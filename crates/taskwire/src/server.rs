@@ -65,6 +65,7 @@ pub struct AdapterContext {
     agent: Arc<dyn Agent>,
     local_addr: SocketAddr,
     authenticated: bool,
+    auth_schemes: Arc<[crate::auth::Scheme]>,
     body_limit: usize,
 }
 
@@ -98,6 +99,12 @@ impl AdapterContext {
     /// True if requests carry bearer tokens (so an adapter can advertise it).
     pub fn authenticated(&self) -> bool {
         self.authenticated
+    }
+
+    /// How clients obtain a token, one entry per configured authenticator (so
+    /// an adapter can advertise each: the A2A card's security schemes).
+    pub fn auth_schemes(&self) -> &[crate::auth::Scheme] {
+        &self.auth_schemes
     }
 
     /// The request body limit the server's input limits imply ([`body_limit`]),
@@ -207,6 +214,7 @@ pub struct ServerBuilder {
     store: Option<Arc<dyn TaskStore>>,
     listen: Listen,
     auth: AuthConfig,
+    public_url: Option<String>,
     allow_unauthenticated_remote: bool,
     runtime_config: RuntimeConfig,
     limits: Limits,
@@ -239,6 +247,7 @@ impl Default for ServerBuilder {
             store: None,
             listen: Listen::Addr(DEFAULT_LISTEN),
             auth: AuthConfig::Local,
+            public_url: None,
             allow_unauthenticated_remote: false,
             runtime_config: RuntimeConfig::default(),
             limits: Limits::default(),
@@ -280,6 +289,15 @@ impl ServerBuilder {
     /// is the local principal).
     pub fn auth(mut self, auth: AuthConfig) -> Self {
         self.auth = auth;
+        self
+    }
+
+    /// The canonical URL clients reach the server at (`--public-url`; default
+    /// `http://` and the bound address): the resource identifier of the RFC 9728
+    /// metadata an OAuth-protected server publishes, and the audience its tokens
+    /// name by default.
+    pub fn public_url(mut self, url: impl Into<String>) -> Self {
+        self.public_url = Some(url.into());
         self
     }
 
@@ -399,6 +417,7 @@ impl ServerBuilder {
             agent: agent.clone(),
             local_addr,
             authenticated: self.auth.is_authenticated(),
+            auth_schemes: self.auth.schemes().into(),
             body_limit,
         };
 
@@ -411,6 +430,22 @@ impl ServerBuilder {
         for p in ["/healthz", "/readyz", "/metrics"] {
             labels.add(p, Access::Public);
         }
+        let public_url = self
+            .public_url
+            .as_deref()
+            .map(|u| u.trim_end_matches('/').to_string())
+            .unwrap_or_else(|| format!("http://{local_addr}"));
+        let resource =
+            match crate::auth::protected_resource(&self.auth, &public_url, &agent.info().name) {
+                Some((info, router)) => {
+                    public = merge(public, router, "protected resource metadata")?;
+                    for p in crate::auth::METADATA_PATTERNS {
+                        labels.add(p, Access::Public);
+                    }
+                    Some(info)
+                }
+                None => None,
+            };
         let mut protected = Router::new();
         let mut direct = Vec::new();
         for a in &self.adapters {
@@ -434,7 +469,7 @@ impl ServerBuilder {
         let app = Edge::new(
             public,
             protected,
-            self.auth.clone(),
+            (&self.auth, resource),
             labels,
             direct,
             body_limit,

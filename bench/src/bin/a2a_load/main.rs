@@ -93,7 +93,8 @@ fn send_grpc(i: u64) -> pb::SendMessageRequest {
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
     let usage = "usage: a2a_load <base-url> <get|send> <jsonrpc|grpc> <conns> <secs> [server-pid] [window-secs]\n\
-                 A2A_LOAD_CLIENT=library sends through reqwest and tonic instead of the lean wire clients";
+                 A2A_LOAD_CLIENT=library sends through reqwest and tonic instead of the lean wire clients\n\
+                 A2A_LOAD_TOKEN=TOKEN sends `Authorization: Bearer TOKEN` (bench/callgrind-auth.sh)";
     if args.iter().any(|a| a == "--help" || a == "-h") {
         println!("{usage}");
         return;
@@ -112,8 +113,19 @@ async fn main() {
     // show whether it stays flat while the store grows.
     let window: Option<u64> = args.get(7).and_then(|w| w.parse().ok()).filter(|w| *w > 0);
 
+    let token = std::env::var("A2A_LOAD_TOKEN")
+        .ok()
+        .filter(|t| !t.is_empty());
+    let mut headers = reqwest::header::HeaderMap::new();
+    if let Some(t) = &token {
+        headers.insert(
+            reqwest::header::AUTHORIZATION,
+            format!("Bearer {t}").parse().unwrap(),
+        );
+    }
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(conns)
+        .default_headers(headers)
         .build()
         .unwrap();
     let seed: Value = http
@@ -159,6 +171,7 @@ async fn main() {
             task_id.clone(),
             counter.clone(),
         );
+        let token = token.clone();
         let (url, get_text, get_grpc, addr) = (
             url.clone(),
             get_text.clone(),
@@ -174,11 +187,19 @@ async fn main() {
             };
             let mut client = match (library, binding.as_str()) {
                 (false, "grpc") => Client::Raw2(
-                    raw::H2::connect(&addr, &format!("{}{method}", taskwire_grpc::RPC_PREFIX))
+                    raw::H2::connect(
+                        &addr,
+                        &format!("{}{method}", taskwire_grpc::RPC_PREFIX),
+                        token.as_deref(),
+                    )
+                    .await
+                    .unwrap(),
+                ),
+                (false, _) => Client::Raw1(
+                    raw::H1::connect(&addr, "/a2a", token.as_deref())
                         .await
                         .unwrap(),
                 ),
-                (false, _) => Client::Raw1(raw::H1::connect(&addr, "/a2a").await.unwrap()),
                 (true, "grpc") => {
                     let ch = Channel::from_shared(base.clone())
                         .unwrap()

@@ -33,12 +33,14 @@ pub(crate) struct H1 {
 }
 
 impl H1 {
-    /// Connects to `addr` (`host:port`), for requests to `path`.
-    pub(crate) async fn connect(addr: &str, path: &str) -> io::Result<Self> {
+    /// Connects to `addr` (`host:port`), for requests to `path`, with
+    /// `Authorization: Bearer TOKEN` when a token is given.
+    pub(crate) async fn connect(addr: &str, path: &str, token: Option<&str>) -> io::Result<Self> {
         let stream = TcpStream::connect(addr).await?;
         stream.set_nodelay(true)?;
+        let auth = token.map_or(String::new(), |t| format!("authorization: Bearer {t}\r\n"));
         let head = format!(
-            "POST {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: "
+            "POST {path} HTTP/1.1\r\nhost: {addr}\r\n{auth}content-type: application/json\r\ncontent-length: "
         )
         .into_bytes();
         Ok(Self {
@@ -167,8 +169,9 @@ pub(crate) struct H2 {
 }
 
 impl H2 {
-    /// Connects to `addr` (`host:port`) for calls to `path` (`/pkg.Service/Method`).
-    pub(crate) async fn connect(addr: &str, path: &str) -> io::Result<Self> {
+    /// Connects to `addr` (`host:port`) for calls to `path` (`/pkg.Service/Method`),
+    /// with `authorization: Bearer TOKEN` when a token is given.
+    pub(crate) async fn connect(addr: &str, path: &str, token: Option<&str>) -> io::Result<Self> {
         let mut stream = TcpStream::connect(addr).await?;
         stream.set_nodelay(true)?;
         let mut out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
@@ -195,7 +198,22 @@ impl H2 {
         first.push(0x40);
         hpack_str(&mut first, "te");
         hpack_str(&mut first, "trailers");
-        let warm = vec![0x83, 0x86, 0x80 | 65, 0x80 | 64, 0x80 | 63, 0x80 | 62];
+        let mut warm = vec![0x83, 0x86, 0x80 | 65, 0x80 | 64, 0x80 | 63, 0x80 | 62];
+        if let Some(t) = token {
+            // authorization (name static 23), indexed too: it lands at 62 and
+            // moves the others up by one, as a warm gRPC client's would.
+            hpack_int(&mut first, 0x40, 6, 23);
+            hpack_str(&mut first, &format!("Bearer {t}"));
+            warm = vec![
+                0x83,
+                0x86,
+                0x80 | 66,
+                0x80 | 65,
+                0x80 | 64,
+                0x80 | 63,
+                0x80 | 62,
+            ];
+        }
         Ok(Self {
             stream,
             buf: Vec::with_capacity(16 * 1024),

@@ -39,6 +39,12 @@ pub enum A2aErrorKind {
     /// task store did not answer in time. The request may be retried; a
     /// SendMessage retried with the same messageId makes at most one task.
     Unavailable,
+    /// -32600 on JSON-RPC (A2A has no code for it; it travels with HTTP 403),
+    /// told apart by its ErrorInfo (reason `PERMISSION_DENIED`, domain
+    /// [`TASKWIRE_ERROR_DOMAIN`]); gRPC `PERMISSION_DENIED`, HTTP 403. The caller
+    /// is authenticated but its token does not carry the scope the operation
+    /// needs (A2A: authenticated but not allowed).
+    PermissionDenied,
 }
 
 /// gRPC status codes used by the A2A binding (numbers as in `google.rpc.Code`).
@@ -57,6 +63,8 @@ pub enum GrpcCode {
     Internal = 13,
     /// 14
     Unavailable = 14,
+    /// 7
+    PermissionDenied = 7,
 }
 
 /// Domain of every `google.rpc.ErrorInfo` the adapter emits.
@@ -76,7 +84,7 @@ pub const RETRY_AFTER_SECS: u64 = 1;
 
 impl A2aErrorKind {
     /// Every kind.
-    pub const ALL: [A2aErrorKind; 15] = [
+    pub const ALL: [A2aErrorKind; 16] = [
         A2aErrorKind::TaskNotFound,
         A2aErrorKind::TaskNotCancelable,
         A2aErrorKind::PushNotificationNotSupported,
@@ -93,6 +101,8 @@ impl A2aErrorKind {
         A2aErrorKind::Internal,
         // After Internal: its code is Internal's, which reads back as Internal.
         A2aErrorKind::Unavailable,
+        // After InvalidRequest: its code is InvalidRequest's.
+        A2aErrorKind::PermissionDenied,
     ];
 
     /// The kind of a JSON-RPC error code (what a client reads back).
@@ -118,7 +128,7 @@ impl A2aErrorKind {
             A2aErrorKind::ExtensionSupportRequired => -32008,
             A2aErrorKind::VersionNotSupported => -32009,
             A2aErrorKind::ParseError => -32700,
-            A2aErrorKind::InvalidRequest => -32600,
+            A2aErrorKind::InvalidRequest | A2aErrorKind::PermissionDenied => -32600,
             A2aErrorKind::MethodNotFound => -32601,
             A2aErrorKind::InvalidParams => -32602,
             A2aErrorKind::Internal | A2aErrorKind::Unavailable => -32603,
@@ -143,6 +153,7 @@ impl A2aErrorKind {
             A2aErrorKind::InvalidParams => "INVALID_PARAMS",
             A2aErrorKind::Internal => "INTERNAL_ERROR",
             A2aErrorKind::Unavailable => "UNAVAILABLE",
+            A2aErrorKind::PermissionDenied => "PERMISSION_DENIED",
         }
     }
 
@@ -150,7 +161,7 @@ impl A2aErrorKind {
     /// errors, [`TASKWIRE_ERROR_DOMAIN`] for taskwire's own.
     pub fn domain(self) -> &'static str {
         match self {
-            A2aErrorKind::Unavailable => TASKWIRE_ERROR_DOMAIN,
+            A2aErrorKind::Unavailable | A2aErrorKind::PermissionDenied => TASKWIRE_ERROR_DOMAIN,
             _ => ERROR_DOMAIN,
         }
     }
@@ -178,6 +189,7 @@ impl A2aErrorKind {
             A2aErrorKind::MethodNotFound => GrpcCode::Unimplemented,
             A2aErrorKind::InvalidAgentResponse | A2aErrorKind::Internal => GrpcCode::Internal,
             A2aErrorKind::Unavailable => GrpcCode::Unavailable,
+            A2aErrorKind::PermissionDenied => GrpcCode::PermissionDenied,
         }
     }
 
@@ -190,6 +202,7 @@ impl A2aErrorKind {
             A2aErrorKind::TaskNotFound | A2aErrorKind::MethodNotFound => 404,
             A2aErrorKind::InvalidAgentResponse | A2aErrorKind::Internal => 500,
             A2aErrorKind::Unavailable => 503,
+            A2aErrorKind::PermissionDenied => 403,
             _ => 400,
         }
     }
@@ -201,6 +214,7 @@ impl A2aErrorKind {
             404 => "NOT_FOUND",
             500 => "INTERNAL",
             503 => "UNAVAILABLE",
+            403 => "PERMISSION_DENIED",
             _ => self.grpc_code().name(),
         }
     }
@@ -216,6 +230,7 @@ impl GrpcCode {
             GrpcCode::Unimplemented => "UNIMPLEMENTED",
             GrpcCode::Internal => "INTERNAL",
             GrpcCode::Unavailable => "UNAVAILABLE",
+            GrpcCode::PermissionDenied => "PERMISSION_DENIED",
         }
     }
 }

@@ -170,6 +170,11 @@ pub struct ServeArgs {
     #[arg(long, env = "TASKWIRE_AUTH_TOKENS", value_name = "FILE")]
     pub auth_tokens: Option<PathBuf>,
 
+    /// Inbound OAuth 2.0 / OpenID Connect (`--oauth-issuer`, …); boxed like
+    /// `upstream`.
+    #[command(flatten)]
+    pub oauth: Box<OAuthArgs>,
+
     /// Allow listening on a non-loopback address without --auth-tokens (every
     /// caller who can reach the port acts as the local principal).
     #[arg(long, env = "TASKWIRE_INSECURE_NO_AUTH")]
@@ -464,6 +469,121 @@ pub struct UpstreamArgs {
         requires = "client_cert"
     )]
     pub client_key: Option<std::path::PathBuf>,
+}
+
+/// Inbound OAuth 2.0 / OpenID Connect: JWT access tokens from an issuer
+/// (docs/auth.md).
+#[derive(Debug, Clone, clap::Args)]
+pub struct OAuthArgs {
+    /// Accept JWT access tokens from this OpenID Connect / OAuth 2.0 issuer
+    /// (its identifier, exactly as in its tokens' `iss`: Keycloak
+    /// `https://HOST/realms/REALM`, Entra ID
+    /// `https://login.microsoftonline.com/TENANT/v2.0`, Auth0
+    /// `https://TENANT.auth0.com/`). Its metadata (RFC 8414 or OpenID Connect
+    /// Discovery) and key set are read at start; https only, unless on loopback.
+    /// With --auth-tokens too, both kinds of token are accepted.
+    #[arg(
+        long = "oauth-issuer",
+        env = "TASKWIRE_OAUTH_ISSUER",
+        value_name = "URL"
+    )]
+    pub issuer: Option<String>,
+
+    /// An accepted `aud` of the tokens; repeatable (the environment variable
+    /// takes a comma-separated list). Default: the public URL (--public-url,
+    /// else http://<listen address>) and its MCP endpoint `<public URL>/mcp`.
+    #[arg(
+        long = "oauth-audience",
+        env = "TASKWIRE_OAUTH_AUDIENCE",
+        value_name = "URI",
+        value_delimiter = ','
+    )]
+    pub audience: Vec<String>,
+
+    /// The claim naming the caller's principal.
+    #[arg(
+        long = "oauth-principal-claim",
+        env = "TASKWIRE_OAUTH_PRINCIPAL_CLAIM",
+        value_name = "CLAIM",
+        default_value = "sub"
+    )]
+    pub principal_claim: String,
+
+    /// The claim naming the caller's tenant. Unset (or absent from a token):
+    /// tenant `default`.
+    #[arg(
+        long = "oauth-tenant-claim",
+        env = "TASKWIRE_OAUTH_TENANT_CLAIM",
+        value_name = "CLAIM"
+    )]
+    pub tenant_claim: Option<String>,
+
+    /// The claim carrying the granted scopes: a space-separated string
+    /// (`scope`, RFC 9068) or an array (Okta's `scp`, Auth0's `permissions`).
+    #[arg(
+        long = "oauth-scope-claim",
+        env = "TASKWIRE_OAUTH_SCOPE_CLAIM",
+        value_name = "CLAIM",
+        default_value = "scope"
+    )]
+    pub scope_claim: String,
+
+    /// The scope that grants reading tasks (get, list, subscribe, the extended
+    /// card, CAS polls).
+    #[arg(
+        long = "oauth-read-scope",
+        env = "TASKWIRE_OAUTH_READ_SCOPE",
+        value_name = "SCOPE",
+        default_value = "tasks:read"
+    )]
+    pub read_scope: String,
+
+    /// The scope that grants changing tasks (send, answer, cancel, push
+    /// configs, host actions); it implies reading.
+    #[arg(
+        long = "oauth-write-scope",
+        env = "TASKWIRE_OAUTH_WRITE_SCOPE",
+        value_name = "SCOPE",
+        default_value = "tasks:write"
+    )]
+    pub write_scope: String,
+
+    /// The accepted signature algorithms, comma-separated; asymmetric only
+    /// (RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, EdDSA).
+    #[arg(
+        long = "oauth-algorithms",
+        env = "TASKWIRE_OAUTH_ALGORITHMS",
+        value_name = "ALGS",
+        value_delimiter = ',',
+        default_value = "RS256,RS384,RS512,PS256,PS384,PS512,ES256,ES384,EdDSA"
+    )]
+    pub algorithms: Vec<String>,
+
+    /// Require the RFC 9068 access-token header `typ: at+jwt`.
+    #[arg(long = "oauth-require-at-jwt", env = "TASKWIRE_OAUTH_REQUIRE_AT_JWT")]
+    pub require_at_jwt: bool,
+
+    /// Clock leeway for `exp` and `nbf` (at most 5m).
+    #[arg(long = "oauth-leeway", env = "TASKWIRE_OAUTH_LEEWAY", value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub leeway: Duration,
+
+    /// A token whose key id is not in the cached key set refetches the set at
+    /// most this often (all requests together).
+    #[arg(long = "oauth-jwks-min-refresh", env = "TASKWIRE_OAUTH_JWKS_MIN_REFRESH", value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub jwks_min_refresh: Duration,
+
+    /// The key set is refreshed in the background once this old.
+    #[arg(long = "oauth-jwks-max-age", env = "TASKWIRE_OAUTH_JWKS_MAX_AGE", value_name = "DURATION", default_value = "1h", value_parser = parse_positive_duration)]
+    pub jwks_max_age: Duration,
+
+    /// Longest accepted token, in bytes.
+    #[arg(long = "oauth-max-token-bytes", env = "TASKWIRE_OAUTH_MAX_TOKEN_BYTES", value_name = "BYTES", default_value_t = 8192, value_parser = parse_positive_usize)]
+    pub max_token_bytes: usize,
+
+    /// Timeout of each fetch of the issuer's metadata or key set (each is also
+    /// bounded to 256 KiB).
+    #[arg(long = "oauth-fetch-timeout", env = "TASKWIRE_OAUTH_FETCH_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = parse_positive_duration)]
+    pub fetch_timeout: Duration,
 }
 
 /// How the PostgreSQL store connects, as flags; ignored by the other stores.

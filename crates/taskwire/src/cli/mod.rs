@@ -18,7 +18,8 @@ mod upstream;
 #[cfg(feature = "conformance")]
 pub use self::args::ConformanceArgs;
 pub use self::args::{
-    ListenerArgs, LogFormat, OptionalDuration, PgArgs, QuotaArgs, ServeArgs, Ttl, UpstreamArgs,
+    ListenerArgs, LogFormat, OAuthArgs, OptionalDuration, PgArgs, QuotaArgs, ServeArgs, Ttl,
+    UpstreamArgs,
 };
 #[cfg(feature = "conformance")]
 use self::conformance::conformance;

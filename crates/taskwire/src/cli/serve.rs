@@ -71,12 +71,67 @@ pub(super) fn init_tracing(format: LogFormat) -> Result<(), Error> {
     res.map_err(|e| Error::Logging(e.to_string()))
 }
 
+/// The canonical URL of the server: --public-url, else `http://` and --listen.
+fn public_url(args: &ServeArgs) -> String {
+    match &args.public_url {
+        Some(u) => u.trim_end_matches('/').to_string(),
+        None => format!("http://{}", args.listen),
+    }
+}
+
+/// The authenticators of --auth-tokens and --oauth-issuer, in that order (a
+/// token-file token is looked up before a JWT is parsed).
+async fn auth_config(args: &ServeArgs) -> Result<AuthConfig, Error> {
+    let mut list: Vec<Arc<dyn crate::auth::Authenticator>> = Vec::new();
+    if let Some(path) = &args.auth_tokens {
+        list.push(Arc::new(crate::TokenTable::load(path)?));
+    }
+    let o = &args.oauth;
+    if let Some(issuer) = &o.issuer {
+        use taskwire_auth::jwt::{default_audiences, JwtAuthenticator, JwtConfig};
+        let audiences = if o.audience.is_empty() {
+            default_audiences(&public_url(args))
+        } else {
+            o.audience.clone()
+        };
+        let mut c = JwtConfig::new(issuer.trim(), audiences);
+        c.algorithms = o
+            .algorithms
+            .iter()
+            .map(|a| {
+                a.trim()
+                    .parse::<taskwire_auth::jwt::Algorithm>()
+                    .map_err(|_| {
+                        Error::Usage(format!("--oauth-algorithms: unknown algorithm {a:?}"))
+                    })
+            })
+            .collect::<Result<_, _>>()?;
+        c.require_at_jwt = o.require_at_jwt;
+        c.leeway = o.leeway;
+        c.principal_claim = o.principal_claim.clone();
+        c.tenant_claim = o.tenant_claim.clone();
+        c.scope_claim = o.scope_claim.clone();
+        c.read_scope = o.read_scope.clone();
+        c.write_scope = o.write_scope.clone();
+        c.max_token_bytes = o.max_token_bytes;
+        c.jwks_min_refresh = o.jwks_min_refresh;
+        c.jwks_max_age = o.jwks_max_age;
+        c.fetch_timeout = o.fetch_timeout;
+        let jwt = JwtAuthenticator::discover(c)
+            .await
+            .map_err(|e| Error::Usage(format!("--oauth-issuer: {e}")))?;
+        tracing::info!(issuer = %issuer, metadata = %jwt.metadata_url(), "accepting JWT access tokens");
+        list.push(Arc::new(jwt));
+    }
+    Ok(match list.len() {
+        0 => AuthConfig::Local,
+        _ => AuthConfig::chain(list),
+    })
+}
+
 /// The server `serve` would run with these arguments, bound but not running.
 pub async fn build_server(args: &ServeArgs) -> Result<Server, Error> {
-    let auth = match &args.auth_tokens {
-        Some(path) => AuthConfig::token_file(path)?,
-        None => AuthConfig::Local,
-    };
+    let auth = auth_config(args).await?;
     // Refuse before touching the store.
     check_listen_policy(args.listen, &auth, args.insecure_no_auth)?;
     if args.upstream.url.is_empty()
@@ -130,6 +185,7 @@ pub async fn build_server(args: &ServeArgs) -> Result<Server, Error> {
         v
     };
     let mut builder = Server::builder()
+        .public_url(public_url(args))
         .agent(agent)
         .store(store)
         .listen(args.listen)
