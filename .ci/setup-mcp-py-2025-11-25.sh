@@ -9,7 +9,7 @@
 # speaks 2025-11-25, hence a venv of its own. Idempotent: a second run with the
 # venv in place and the pinned versions installed does nothing.
 #
-# The tests (crates/taskwire/tests/bridge_mcp_2025_11_25.rs, `#[ignore]`d) look for
+# The tests (crates/taskwire/tests/bridge/sdk_mcp_2025_11_25.rs, `#[ignore]`d) look for
 # the python interpreter at $TASKWIRE_MCP_PY_2025_11_25_PYTHON, else at
 # target/mcp-py-2025-11-25-venv/bin/python, and fail with a message when neither
 # exists.

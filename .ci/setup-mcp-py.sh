@@ -7,7 +7,7 @@
 # Idempotent: a second run with the venv in place and the pinned versions
 # installed does nothing.
 #
-# The tests (crates/taskwire/tests/bridge_mcp_sdk.rs) look for the python
+# The tests (crates/taskwire/tests/bridge/sdk_mcp.rs) look for the python
 # interpreter at $TASKWIRE_MCP_PY_PYTHON, else at target/mcp-py-venv/bin/python,
 # and fail with a message when neither exists.
 set -euo pipefail

@@ -90,7 +90,7 @@ in its result, left out here.
   a tools/call of slow with {"seconds":17}: `content-type: text/event-stream`, the body
   `: ping` after 15 s, then `event: message` / `data: {"jsonrpc":"2.0","id":3,"result":{…"slept 17s"…}}`
 
-Tests: crates/taskwire/tests/bridge_mcp_sdk.rs (they check each of these
+Tests: crates/taskwire/tests/bridge/sdk_mcp.rs (they check each of these
 through the bridge's A2A, AG-UI and MCP surfaces, and against this server
 directly).
 """

@@ -3,7 +3,7 @@
 `Mcp-Session-Id` session, server-to-client requests (`elicitation/create`) on
 the SSE answer of a POST, and the experimental tasks of 2025-11-25 (SEP-1686:
 `params.task`, `tasks/get`, `tasks/result`, `tasks/cancel`). It is the upstream
-of taskwire's bridge in crates/taskwire/tests/bridge_mcp_2025_11_25.rs; nobody here
+of taskwire's bridge in crates/taskwire/tests/bridge/sdk_mcp_2025_11_25.rs; nobody here
 wrote its protocol layer.
 
 Everything on the wire is the SDK's: FastMCP with its stateful Streamable HTTP

@@ -6,38 +6,35 @@
 //!
 //! | scheme | upstream | status |
 //! |---|---|---|
-//! | `a2a+http://…`, `a2a+https://…` | A2A 1.0 over JSON-RPC ([`a2a::A2aUpstream`]) | works |
-//! | `a2a+grpc://host:port` | A2A 1.0 over gRPC ([`a2a::A2aUpstream::discover_grpc`]) | works |
-//! | `mcp+http(s)://…/mcp[#tool]` | an MCP server's tools, 2026-07-28 or 2025-11-25 ([`mcp::McpUpstream`]) | works (tasks, else blocking `tools/call`) |
-//! | `agui+http(s)://…/path` | an AG-UI agent's run endpoint ([`agui::AguiUpstream`]) | works (runs, interrupts and resume) |
+//! | `a2a+http://…`, `a2a+https://…` | A2A 1.0 over JSON-RPC ([`A2aUpstream`]) | works |
+//! | `a2a+grpc://host:port` | A2A 1.0 over gRPC ([`A2aUpstream::discover_grpc`]) | works |
+//! | `mcp+http(s)://…/mcp[#tool]` | an MCP server's tools, 2026-07-28 or 2025-11-25 ([`McpUpstream`]) | works (tasks, else blocking `tools/call`) |
+//! | `agui+http(s)://…/path` | an AG-UI agent's run endpoint ([`AguiUpstream`]) | works (runs, interrupts and resume) |
 //!
 //! Translation between the upstream protocol and the core goes through
 //! `taskwire_vocab::upstream`; docs/bridging.md describes what crosses and what
 //! does not.
 
-pub mod a2a;
-pub mod agui;
+mod bridged;
 mod cancel_watch;
 mod error;
 mod link;
 pub mod many;
-pub mod mcp;
 mod options;
 mod outcome;
 mod ready;
 mod retry;
 pub mod spec;
 mod telemetry;
+pub mod upstream;
 
 use std::sync::Arc;
 
 use taskwire_core::{Agent, TaskStore};
 
-pub use a2a::{A2aUpstream, UpstreamLink};
-pub use agui::AguiUpstream;
+pub use bridged::{Bridged, Link, TurnStart, Upstream};
 pub use error::BridgeError;
 pub use many::{Member, Upstreams};
-pub use mcp::{McpUpstream, McpVersion};
 pub use options::{
     UpstreamOptions, DEFAULT_CATCH_UP_RECORDS, DEFAULT_MAX_LINK_RECORDS, DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_MAX_OPEN_CALLS, DEFAULT_MAX_OPEN_CALLS_PER_PRINCIPAL, MAX_OPEN_MESSAGES,
@@ -45,6 +42,9 @@ pub use options::{
 pub use spec::UpstreamSpec;
 pub use taskwire_client::ClientIdentityPem;
 pub use telemetry::metric;
+pub use upstream::a2a::{A2aUpstream, UpstreamLink};
+pub use upstream::agui::AguiUpstream;
+pub use upstream::mcp::{McpUpstream, McpVersion};
 
 /// The agent for the upstream at `url`: parses the spec, discovers the
 /// upstream (its agent card), and gives the agent `store` (the store its tasks
@@ -68,29 +68,38 @@ async fn connect_routed(
     store: Option<Arc<dyn TaskStore>>,
     route: Option<many::Route>,
 ) -> Result<Arc<dyn Agent>, BridgeError> {
-    let mut agent = match UpstreamSpec::parse(url)? {
-        UpstreamSpec::A2aJsonRpc { base_url } => A2aUpstream::discover(&base_url, options).await?,
-        UpstreamSpec::A2aGrpc { target } => A2aUpstream::discover_grpc(&target, options).await?,
+    Ok(match UpstreamSpec::parse(url)? {
+        UpstreamSpec::A2aJsonRpc { base_url } => {
+            let a = upstream::a2a::A2a::discover(&base_url, options).await?;
+            bridged(a, store, |a, s| a.with_store_routed(s, route))
+        }
+        UpstreamSpec::A2aGrpc { target } => {
+            let a = upstream::a2a::A2a::discover_grpc(&target, options).await?;
+            bridged(a, store, |a, s| a.with_store_routed(s, route))
+        }
         UpstreamSpec::Agui { endpoint } => {
-            let mut agent = AguiUpstream::discover(&endpoint, options).await?;
-            if let Some(s) = store {
-                agent = agent.with_store(s);
-            }
-            return Ok(Arc::new(agent));
+            let a = upstream::agui::Agui::discover(&endpoint, options).await?;
+            bridged(a, store, |a, s| a.with_store(s))
         }
         UpstreamSpec::Mcp { endpoint, tool } => {
-            let mut agent =
-                McpUpstream::discover_as(&endpoint, tool.as_deref(), options, mcp).await?;
-            if let Some(s) = store {
-                agent = agent.with_store_routed(s, route);
-            }
-            return Ok(Arc::new(agent));
+            let m =
+                upstream::mcp::Mcp::discover_as(&endpoint, tool.as_deref(), options, mcp).await?;
+            bridged(m, store, |m, s| m.with_store_routed(s, route))
         }
+    })
+}
+
+/// The bridged agent of `upstream`, given `store` by `with_store` if any.
+fn bridged<U: Upstream>(
+    upstream: U,
+    store: Option<Arc<dyn TaskStore>>,
+    with_store: impl FnOnce(U, Arc<dyn TaskStore>) -> U,
+) -> Arc<dyn Agent> {
+    let upstream = match store {
+        Some(s) => with_store(upstream, s),
+        None => upstream,
     };
-    if let Some(s) = store {
-        agent = agent.with_store_routed(s, route);
-    }
-    Ok(Arc::new(agent))
+    Arc::new(Bridged::new(upstream))
 }
 
 /// The agent for several named upstreams (`--upstream NAME=URL`, repeated):

@@ -94,6 +94,18 @@ impl RawJson {
 }
 
 impl A2aEvent {
+    /// An event of an in-process source (a binding of one's own, a test's
+    /// upstream): its JSON is the ProtoJSON of `response`; `event_id` is the
+    /// cursor a resubscription continues after.
+    pub fn new(response: pb::StreamResponse, event_id: Option<String>) -> Self {
+        Self {
+            response,
+            raw: RawJson::of_response(),
+            event_id,
+            origin: EventOrigin::Live,
+        }
+    }
+
     #[cfg(test)]
     pub(crate) fn for_test(response: pb::StreamResponse, raw: RawJson) -> Self {
         Self {
@@ -237,6 +249,38 @@ impl A2aStream {
             out.push(item?);
         }
         Ok(out)
+    }
+
+    /// A stream of the events an in-process source yields (a binding of
+    /// one's own, a test's upstream): read as they come, with no reconnects;
+    /// [`A2aStream::task_id`] and [`A2aStream::last_event_id`] follow them.
+    pub fn of_events(
+        events: impl Stream<Item = Result<A2aEvent, ClientError>> + Send + 'static,
+    ) -> Self {
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        let (tx, rx) = tokio::sync::mpsc::channel(32);
+        let seen = shared.clone();
+        let driver = async move {
+            let mut events = Box::pin(events);
+            while let Some(item) = events.next().await {
+                if let (Ok(e), Ok(mut s)) = (&item, seen.lock()) {
+                    if let Some(id) = e.task_id() {
+                        s.task_id = Some(id.to_string());
+                    }
+                    if let Some(id) = &e.event_id {
+                        s.last_event_id = Some(id.clone());
+                    }
+                }
+                if tx.send(item).await.is_err() {
+                    return;
+                }
+            }
+        };
+        Self {
+            rx,
+            shared,
+            driver: Some(Box::pin(driver)),
+        }
     }
 
     /// Opens the first stream (errors from the first open are returned here,

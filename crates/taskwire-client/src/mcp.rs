@@ -32,7 +32,7 @@ use crate::http::{self, RawResponse};
 
 /// The default endpoint path.
 pub const MCP_PATH: &str = "/mcp";
-/// The current protocol revision.
+/// Protocol revision 2026-07-28, the one this client speaks.
 pub const VERSION_2026_07_28: &str = "2026-07-28";
 /// The revision of the experimental tasks.
 pub const VERSION_2025_11_25: &str = "2025-11-25";

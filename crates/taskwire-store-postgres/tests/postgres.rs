@@ -969,6 +969,48 @@ fn url_via(url: &str, proxy: &PartitionProxy) -> String {
     format!("postgres://{user}@{}/{db}", proxy.addr())
 }
 
+/// Two nodes on one fresh schema, `a` reaching the database through a
+/// partition proxy (bounded by `a_timeout`), `b` directly (10 s).
+struct CutOffPair {
+    url: String,
+    proxy: PartitionProxy,
+    schema: String,
+    a: Arc<PostgresStore>,
+    b: Arc<PostgresStore>,
+    /// Drops the schema at the end.
+    _schemas: common::Schemas,
+}
+
+/// [`CutOffPair`] on the test database (None: no TCP database to proxy).
+async fn cut_off_pair(a_timeout: Duration) -> Option<CutOffPair> {
+    let url = common::url()?;
+    let target = tcp_target(&url)?;
+    let proxy = PartitionProxy::start(&target).await;
+    let schemas = common::Schemas::new(&url);
+    let schema = schemas.fresh();
+    let options = |timeout: Duration| {
+        let mut v = PostgresOptions::default();
+        v.pool_size = 4;
+        v.schema = Some(schema.clone());
+        v.timeout = timeout;
+        v
+    };
+    let a = PostgresStore::open(&url_via(&url, &proxy), options(a_timeout))
+        .await
+        .expect("node a");
+    let b = PostgresStore::open(&url, options(Duration::from_secs(10)))
+        .await
+        .expect("node b");
+    Some(CutOffPair {
+        url,
+        proxy,
+        schema,
+        a: Arc::new(a),
+        b: Arc::new(b),
+        _schemas: schemas,
+    })
+}
+
 /// Whether `r` is the store's "did not answer" error.
 fn unavailable<T: std::fmt::Debug>(r: &Result<T, taskwire_core::StoreError>) -> bool {
     matches!(r, Err(taskwire_core::StoreError::Unavailable(_)))
@@ -983,34 +1025,19 @@ fn unavailable<T: std::fmt::Debug>(r: &Result<T, taskwire_core::StoreError>) -> 
 /// meanwhile, retried with its idempotency key, makes exactly one task.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_cut_off_from_the_database_answers_within_its_timeout() {
-    let Some(url) = common::url() else {
-        return;
-    };
-    let Some(target) = tcp_target(&url) else {
-        return;
-    };
-    let proxy = PartitionProxy::start(&target).await;
-    let schemas = common::Schemas::new(&url);
-    let schema = schemas.fresh();
     const BOUND: Duration = Duration::from_millis(1000);
     const SLACK: Duration = Duration::from_millis(700);
-    let options = |timeout: Duration| {
-        let mut v = PostgresOptions::default();
-        v.pool_size = 4;
-        v.schema = Some(schema.clone());
-        v.timeout = timeout;
-        v
+    let Some(CutOffPair {
+        url,
+        proxy,
+        schema,
+        a,
+        b,
+        _schemas,
+    }) = cut_off_pair(BOUND).await
+    else {
+        return;
     };
-    let a = Arc::new(
-        PostgresStore::open(&url_via(&url, &proxy), options(BOUND))
-            .await
-            .unwrap(),
-    );
-    let b = Arc::new(
-        PostgresStore::open(&url, options(Duration::from_secs(10)))
-            .await
-            .unwrap(),
-    );
     let svc_a = TaskService::new(a.clone(), "scripted");
     let svc_b = TaskService::new(b.clone(), "scripted");
     let before = svc_a
@@ -1194,28 +1221,16 @@ impl taskwire_core::Agent for CountingAgent {
 /// ran it at once while B's reaper re-queued the lapsed lease and B ran it too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_create_answered_after_its_lease_lapsed_runs_its_first_turn_once() {
-    let Some(url) = common::url() else {
+    let Some(CutOffPair {
+        proxy,
+        a,
+        b,
+        _schemas,
+        ..
+    }) = cut_off_pair(Duration::from_secs(10)).await
+    else {
         return;
     };
-    let Some(target) = tcp_target(&url) else {
-        return;
-    };
-    let proxy = PartitionProxy::start(&target).await;
-    let schemas = common::Schemas::new(&url);
-    let schema = schemas.fresh();
-    let options = || {
-        let mut v = PostgresOptions::default();
-        v.pool_size = 4;
-        v.schema = Some(schema.clone());
-        v.timeout = Duration::from_secs(10);
-        v
-    };
-    let a = Arc::new(
-        PostgresStore::open(&url_via(&url, &proxy), options())
-            .await
-            .unwrap(),
-    );
-    let b = Arc::new(PostgresStore::open(&url, options()).await.unwrap());
     let agent = Arc::new(CountingAgent {
         inner: taskwire_core::ScriptedAgent::new(),
         runs: Default::default(),

@@ -634,6 +634,27 @@ fn is_unavailable(answer: &Value) -> bool {
             .contains("internal error")
 }
 
+/// What one round of calls to a node cut off from PostgreSQL saw.
+struct CutOffRound {
+    /// The round's message id.
+    id: String,
+    /// SendMessage on the cut-off node, and how long it took.
+    answer: Value,
+    took: Duration,
+    /// GetTask (JSON-RPC) on it, and how long it took.
+    read: Value,
+    read_took: Duration,
+    /// GetTask over HTTP+JSON: status, whether `Retry-After` came, time.
+    rest_status: u16,
+    retry_after: bool,
+    rest_took: Duration,
+    /// `/readyz`: status and time.
+    ready: u16,
+    ready_took: Duration,
+    /// SendMessage on the other node, meanwhile.
+    on_b: Value,
+}
+
 /// Two nodes on one database, node A's traffic to it through a proxy the test
 /// controls: silently dropped (nothing forwarded, nothing closed) for three
 /// times A's --pg-timeout while creates and reads keep coming on both nodes,
@@ -734,7 +755,7 @@ async fn a_node_cut_off_from_postgres_answers_unavailable_within_its_bound() {
                 send_params(&format!("b-{id}"), "hi"),
             )
             .await;
-            (
+            CutOffRound {
                 id,
                 answer,
                 took,
@@ -746,14 +767,14 @@ async fn a_node_cut_off_from_postgres_answers_unavailable_within_its_bound() {
                 ready,
                 ready_took,
                 on_b,
-            )
+            }
         });
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let mut refused = Vec::new();
     let mut slowest = Duration::ZERO;
     while let Some(r) = calls.join_next().await {
-        let (
+        let CutOffRound {
             id,
             answer,
             took,
@@ -765,7 +786,7 @@ async fn a_node_cut_off_from_postgres_answers_unavailable_within_its_bound() {
             ready,
             ready_took,
             on_b,
-        ) = r.expect("a call");
+        } = r.expect("a call");
         // A call that began before the partition took effect may have succeeded.
         match answer["result"]["task"]["id"].as_str() {
             Some(t) => {

@@ -682,7 +682,7 @@ pub(crate) fn parse_mcp_task_mode(s: &str) -> Result<String, String> {
 }
 
 /// Parses a duration such as `10s`, `500ms`, `1m 30s` or `7d`.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s.trim())
         .map_err(|e| format!("{e} (expected a duration such as 10s, 500ms, 1m or 7d)"))
 }

@@ -18,15 +18,12 @@ mod upstream;
 #[cfg(feature = "conformance")]
 pub use self::args::ConformanceArgs;
 pub use self::args::{
-    parse_duration, ListenerArgs, LogFormat, OptionalDuration, PgArgs, QuotaArgs, ServeArgs, Ttl,
-    UpstreamArgs,
+    ListenerArgs, LogFormat, OptionalDuration, PgArgs, QuotaArgs, ServeArgs, Ttl, UpstreamArgs,
 };
 #[cfg(feature = "conformance")]
 use self::conformance::conformance;
-pub use self::serve::{agent_by_name, build_server};
+pub use self::serve::build_server;
 use self::serve::{init_tracing, serve};
-pub use self::store::open_store;
-pub use self::upstream::split_named;
 
 /// Exit status after a second SIGTERM/Ctrl-C cut the drain short.
 pub const FORCED_EXIT_CODE: i32 = 130;
@@ -118,21 +115,4 @@ pub fn main(cli: Cli) -> ExitCode {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use super::serve::sweep_interval;
-
-    #[test]
-    fn the_sweeper_runs_often_enough_for_the_idle_lifespan() {
-        let s = Duration::from_secs;
-        assert_eq!(sweep_interval(None, None), s(60));
-        assert_eq!(sweep_interval(None, Some(s(2))), s(1));
-        assert_eq!(sweep_interval(None, Some(s(20))), s(5));
-        assert_eq!(sweep_interval(None, Some(s(3600))), s(60));
-        // The TTL counts too: a short one is swept often.
-        assert_eq!(sweep_interval(Some(s(1)), None), s(1));
-        assert_eq!(sweep_interval(Some(s(20)), Some(s(3600))), s(5));
-        assert_eq!(sweep_interval(Some(s(7 * 86400)), None), s(60));
-    }
-}
+mod tests;

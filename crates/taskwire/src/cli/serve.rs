@@ -40,7 +40,7 @@ pub(crate) fn sweep_interval(ttl: Option<Duration>, idle_lifespan: Option<Durati
 }
 
 /// The agent named by `--agent`.
-pub fn agent_by_name(name: &str) -> Result<Arc<dyn Agent>, Error> {
+pub(crate) fn agent_by_name(name: &str) -> Result<Arc<dyn Agent>, Error> {
     match name {
         "scripted" => Ok(Arc::new(ScriptedAgent::new())),
         #[cfg(feature = "a2a")]

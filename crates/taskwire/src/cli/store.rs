@@ -13,7 +13,7 @@ pub(crate) fn store_is_shared(url: &str) -> bool {
 }
 
 /// Opens the store named by `--store` (`pg` applies to a PostgreSQL store only).
-pub async fn open_store(url: &str, pg: &PgArgs) -> Result<Arc<dyn TaskStore>, Error> {
+pub(crate) async fn open_store(url: &str, pg: &PgArgs) -> Result<Arc<dyn TaskStore>, Error> {
     let scheme = url.split_once("://").map(|(s, _)| s);
     #[cfg(not(feature = "postgres"))]
     let _ = pg;

@@ -16,7 +16,7 @@ pub(super) const MAX_UPSTREAMS: usize = 32;
 
 /// `NAME=REST` when the part before the first `=` names an upstream (letters,
 /// digits, `_` and `-` only, so a URL, whose scheme has `:`, never does).
-pub fn split_named(arg: &str) -> (Option<&str>, &str) {
+pub(crate) fn split_named(arg: &str) -> (Option<&str>, &str) {
     match arg.split_once('=') {
         Some((name, rest))
             if !name.is_empty()

@@ -1,5 +1,5 @@
-//! What the bridge tests share (`bridge.rs`, `bridge_sdk.rs`,
-//! `bridge_mcp_sdk.rs`, `bridge_mcp_2025_11_25.rs`): an in-process `taskwire serve`
+//! What the bridge tests share (the modules of `tests/bridge/`): an
+//! in-process `taskwire serve`
 //! ([`Running`]), the client configuration and the A2A / AG-UI helpers they
 //! read tasks with, and [`SdkServer`], an upstream served by one of the Python
 //! SDK targets of `conformance/targets/` (described by a [`PythonSdk`]).

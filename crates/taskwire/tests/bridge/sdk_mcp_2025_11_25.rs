@@ -24,10 +24,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
-mod common;
-#[path = "common/pg.rs"]
-mod pg;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -35,7 +31,7 @@ use serde_json::json;
 use taskwire_client::a2a::{self, pb, A2aClient};
 use taskwire_client::agui::{event_type, AguiClient, ResumeEntry, ResumeStatus, RunAgentInput};
 
-use common::bridge::{
+use crate::common::bridge::{
     a2a_client, a2a_send, agui_id, agui_run, artifact_texts, config, eventually, serve,
     serve_agent, settled, state, status_text, task_of, PythonSdk, Restartable, Running, SdkServer,
     LIMIT,
@@ -340,7 +336,7 @@ async fn a_blocking_2025_11_25_call_answers_its_elicitation_from_the_next_turn()
 /// stored request id, completes it.
 async fn killed_mid_2025_11_25_task(postgres: bool) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let Some((store, _schema)) = pg::store_in(postgres, dir.path()).await else {
+    let Some((store, _schema)) = crate::pg::store_in(postgres, dir.path()).await else {
         return;
     };
     let up = serve(&[]).await;

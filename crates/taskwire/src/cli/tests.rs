@@ -1,12 +1,17 @@
-//! Command-line parsing: defaults, overrides, bad values, help text.
+//! Command-line parsing: defaults, overrides, bad values, help text; the
+//! stores, agents and server the flags make.
 
 use std::time::Duration;
 
 use clap::{CommandFactory, Parser};
-use taskwire::cli::{
-    agent_by_name, open_store, parse_duration, Cli, Command, LogFormat, PgArgs, ServeArgs, Ttl,
-};
-use taskwire::Error;
+
+use super::args::parse_duration;
+use super::serve::agent_by_name;
+use super::serve::sweep_interval;
+use super::store::open_store;
+use super::upstream::split_named;
+use super::{Cli, Command, LogFormat, PgArgs, ServeArgs, Ttl};
+use crate::Error;
 
 fn serve(args: &[&str]) -> Result<ServeArgs, clap::Error> {
     let argv = ["taskwire", "serve"]
@@ -258,7 +263,7 @@ async fn serve_flags_reach_the_service() {
         "64",
     ])
     .expect("parse");
-    let server = taskwire::cli::build_server(&args).await.expect("build");
+    let server = super::build_server(&args).await.expect("build");
     assert_ne!(server.local_addr().port(), 0);
     let service = server.service();
     assert_eq!(service.limits().max_message_bytes, 64);
@@ -283,4 +288,29 @@ async fn serve_flags_reach_the_service() {
         "{err}"
     );
     service.create(&me, create("fine")).await.expect("allowed");
+}
+
+#[test]
+fn a_name_is_split_off_an_upstream_but_a_querys_equals_sign_is_not_one() {
+    assert_eq!(
+        split_named("mcp+http://h/mcp?k=v"),
+        (None, "mcp+http://h/mcp?k=v")
+    );
+    assert_eq!(
+        split_named("n_1=mcp+http://h/mcp?k=v"),
+        (Some("n_1"), "mcp+http://h/mcp?k=v")
+    );
+}
+
+#[test]
+fn the_sweeper_runs_often_enough_for_the_idle_lifespan() {
+    let s = Duration::from_secs;
+    assert_eq!(sweep_interval(None, None), s(60));
+    assert_eq!(sweep_interval(None, Some(s(2))), s(1));
+    assert_eq!(sweep_interval(None, Some(s(20))), s(5));
+    assert_eq!(sweep_interval(None, Some(s(3600))), s(60));
+    // The TTL counts too: a short one is swept often.
+    assert_eq!(sweep_interval(Some(s(1)), None), s(1));
+    assert_eq!(sweep_interval(Some(s(20)), Some(s(3600))), s(5));
+    assert_eq!(sweep_interval(Some(s(7 * 86400)), None), s(60));
 }

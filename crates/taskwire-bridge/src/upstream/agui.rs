@@ -1,4 +1,4 @@
-//! The AG-UI upstream executor: an [`Agent`] whose turns are runs of a remote
+//! The AG-UI upstream executor: an [`Agent`](taskwire_core::Agent) whose turns are runs of a remote
 //! AG-UI agent (`POST` of a `RunAgentInput`, events back as SSE).
 //!
 //! Each downstream task is one upstream thread (`tw-<task>`); each turn is one
@@ -32,17 +32,16 @@ use serde_json::{json, Value};
 use taskwire_client::agui::{AguiClient, AguiEncoding, AguiEvent, AguiStream};
 use taskwire_client::{BackoffPolicy, ClientError};
 use taskwire_core::{
-    async_trait, Agent, AgentError, AgentInfo, CoreError, Message, Skill, TaskStore, TurnContext,
-    TurnOutcome,
+    async_trait, AgentInfo, CoreError, Message, Skill, TaskStore, TurnContext, TurnOutcome,
 };
 use taskwire_vocab::upstream::agui as vocab;
-use taskwire_wire::agui::{event_type as ev, RunAgentInput};
-use tracing::{debug, info, info_span, Instrument};
+use taskwire_wire::agui::{event_type as ev, ResumeEntry, RunAgentInput};
+use tracing::{debug, info};
 
+use crate::bridged::{Bridged, Link, TurnStart, Upstream};
 use crate::cancel_watch::{downstream_canceled, end_canceled};
 use crate::error::BridgeError;
 use crate::options::{client_config, retrying, UpstreamOptions, LINK_KEY};
-use crate::ready::ReadyCache;
 use crate::telemetry::{reattached, timed};
 
 /// The link protocol name of AG-UI upstream runs.
@@ -106,13 +105,15 @@ pub fn run_id(task: &str, turn: u32) -> String {
 }
 
 /// An AG-UI agent, run as this server's agent.
+pub type AguiUpstream = Bridged<Agui>;
+
+/// The AG-UI part of a bridged agent ([`AguiUpstream`]).
 #[derive(Clone)]
-pub struct AguiUpstream {
+pub struct Agui {
     client: AguiClient,
     endpoint: String,
     info: AgentInfo,
     store: Option<Arc<dyn TaskStore>>,
-    ready: Arc<ReadyCache>,
     /// Most bytes of text held for the messages being streamed at once.
     max_text_bytes: usize,
     /// Most text messages streamed at once.
@@ -124,9 +125,9 @@ pub struct AguiUpstream {
 
 pub use crate::options::MAX_OPEN_MESSAGES;
 
-impl std::fmt::Debug for AguiUpstream {
+impl std::fmt::Debug for Agui {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AguiUpstream")
+        f.debug_struct("Agui")
             .field("endpoint", &self.endpoint)
             .field("store", &self.store.as_ref().map(|s| s.kind()))
             .finish_non_exhaustive()
@@ -134,6 +135,23 @@ impl std::fmt::Debug for AguiUpstream {
 }
 
 impl AguiUpstream {
+    /// The agent for the AG-UI endpoint `endpoint` ([`Agui::discover`]).
+    pub async fn discover(endpoint: &str, opts: &UpstreamOptions) -> Result<Self, BridgeError> {
+        Agui::discover(endpoint, opts).await.map(Bridged::new)
+    }
+
+    /// Gives the agent the store its tasks live in ([`Agui::with_store`]).
+    pub fn with_store(self, store: Arc<dyn TaskStore>) -> Self {
+        self.map(|a| a.with_store(store))
+    }
+
+    /// The AG-UI endpoint.
+    pub fn endpoint(&self) -> &str {
+        self.upstream().endpoint()
+    }
+}
+
+impl Agui {
     /// The agent for the AG-UI endpoint `endpoint`: AG-UI has no discovery, so
     /// the agent is described by its URL and offered as one `run` skill taking
     /// `text`; the endpoint must answer HTTP (retried with backoff while it
@@ -163,7 +181,6 @@ impl AguiUpstream {
             endpoint: endpoint.to_string(),
             info,
             store: None,
-            ready: Arc::new(ReadyCache::default()),
             max_text_bytes: opts.max_message_bytes,
             max_open_messages: opts.max_open_messages.max(1),
             backoff: opts.backoff.clone(),
@@ -184,34 +201,118 @@ impl AguiUpstream {
     }
 }
 
+impl Link for AguiLink {
+    fn read(state: Option<&Value>) -> Option<Self> {
+        AguiLink::read(state)
+    }
+
+    fn upstream_task(&self) -> Option<&str> {
+        Some(&self.thread_id)
+    }
+}
+
 #[async_trait]
-impl Agent for AguiUpstream {
-    fn info(&self) -> AgentInfo {
-        self.info.clone()
+impl Upstream for Agui {
+    type Link = AguiLink;
+    type Plan = Plan;
+
+    fn protocol(&self) -> &'static str {
+        PROTOCOL
     }
 
-    async fn run_turn(&self, ctx: &TurnContext) -> Result<TurnOutcome, AgentError> {
-        let turn = Turn::new(self, ctx);
-        let span = info_span!("bridged_turn", protocol = PROTOCOL, task = %ctx.task().id,
-            turn = turn.number, upstream_task = %thread_id(ctx.task().id.as_str()));
-        crate::outcome::turn_result(ctx, turn.run().instrument(span).await)
+    fn info(&self) -> &AgentInfo {
+        &self.info
     }
 
-    async fn ready(&self) -> Result<(), String> {
-        self.ready
-            .check(|| async {
-                timed(PROTOCOL, "GET", self.client.probe())
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| format!("upstream {}: {e}", self.endpoint))
-            })
+    /// The thread is known before the first run: it is the task's.
+    fn span_task(&self, turn: &TurnStart<'_, AguiLink>) -> Option<String> {
+        Some(thread_id(turn.ctx.task().id.as_str()))
+    }
+
+    fn plan(&self, turn: &TurnStart<'_, AguiLink>) -> Plan {
+        plan(turn)
+    }
+
+    async fn run(
+        &self,
+        turn: TurnStart<'_, AguiLink>,
+        plan: Plan,
+    ) -> Result<TurnOutcome, BridgeError> {
+        Turn::new(self, turn).run(plan).await
+    }
+
+    async fn probe(&self) -> Result<(), String> {
+        timed(PROTOCOL, "GET", self.client.probe())
             .await
+            .map(|_| ())
+            .map_err(|e| format!("upstream {}: {e}", self.endpoint))
     }
+}
+
+/// What an AG-UI turn does first.
+#[derive(Debug, PartialEq)]
+pub enum Plan {
+    /// Re-read the run this turn posted (a re-run of the turn), from its
+    /// start: the events up to the link's cursor only rebuild the turn's
+    /// state.
+    Reread(AguiLink),
+    /// Post this run: the first carries the task's first message, a later
+    /// one resumes every interrupt of the last run.
+    Post(Box<RunAgentInput>),
+    /// Nothing to send (a first turn without a message).
+    Nothing,
+}
+
+/// The plan of a turn (see [`Plan`]).
+fn plan(turn: &TurnStart<'_, AguiLink>) -> Plan {
+    let ctx = turn.ctx;
+    let task = ctx.task().id.as_str();
+    if let Some(l) = turn.link.clone().filter(|l| l.turn >= turn.number) {
+        return Plan::Reread(l);
+    }
+    let input = RunAgentInput::new(thread_id(task), run_id(task, turn.number));
+    match &turn.link {
+        None => match ctx.task().history.first().or(ctx.input().first()) {
+            Some(m) => Plan::Post(Box::new(input.user_message(&m.message_id, m.text()))),
+            None => Plan::Nothing,
+        },
+        Some(l) => Plan::Post(Box::new(input.resume(resume_entries(ctx, l)))),
+    }
+}
+
+/// The resume of every open interrupt of the last run (AG-UI refuses a
+/// partial resume): with its keyed answer, a granted authorisation, or a
+/// plain-text answer that fits its form; else cancelled.
+fn resume_entries(ctx: &TurnContext, l: &AguiLink) -> Vec<ResumeEntry> {
+    let text: String = ctx
+        .input()
+        .iter()
+        .map(Message::text)
+        .filter(|t| !t.trim().is_empty())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut text_used = false;
+    let mut entries = Vec::new();
+    for a in &l.asked {
+        let granted = a.provider.as_deref().is_some_and(|p| ctx.is_granted(p));
+        let mut answer = ctx.answers().get(&a.id).cloned();
+        if answer.is_none() && a.provider.is_none() && !text_used && !text.is_empty() {
+            let schema = a.schema.clone().unwrap_or(Value::Null);
+            if let Some(c) = taskwire_vocab::upstream::mcp::content_of_text(&schema, &text) {
+                answer = Some(taskwire_core::types::InputResponse::accept(Value::Object(
+                    c,
+                )));
+                text_used = true;
+            }
+        }
+        entries.push(vocab::resume_entry(&a.id, answer.as_ref(), granted));
+    }
+    entries
 }
 
 /// One downstream turn.
 struct Turn<'a> {
-    up: &'a AguiUpstream,
+    up: &'a Agui,
     ctx: &'a TurnContext,
     number: u32,
     link: Option<AguiLink>,
@@ -232,13 +333,12 @@ struct Turn<'a> {
 }
 
 impl<'a> Turn<'a> {
-    fn new(up: &'a AguiUpstream, ctx: &'a TurnContext) -> Self {
-        let number = crate::link::turn_number(ctx.task());
+    fn new(up: &'a Agui, turn: TurnStart<'a, AguiLink>) -> Self {
         Self {
             up,
-            ctx,
-            number,
-            link: AguiLink::read(ctx.state()),
+            ctx: turn.ctx,
+            number: turn.number,
+            link: turn.link,
             texts: BTreeMap::new(),
             text_bytes: 0,
             pending: None,
@@ -247,76 +347,37 @@ impl<'a> Turn<'a> {
         }
     }
 
-    async fn run(mut self) -> Result<TurnOutcome, BridgeError> {
+    async fn run(mut self, plan: Plan) -> Result<TurnOutcome, BridgeError> {
         let task = self.ctx.task().id.as_str().to_string();
-        let thread = thread_id(&task);
-        if let Some(l) = self.link.clone().filter(|l| l.turn >= self.number) {
-            info!(task = %task, run = %l.run_id, after_event = l.cursor.as_deref().unwrap_or(""),
-                "re-reading the upstream run");
-            reattached(PROTOCOL);
-            self.replay_until = l.cursor.clone();
-            let stream = timed(
-                PROTOCOL,
-                "run events",
-                self.up
-                    .client
-                    .run_events(&l.thread_id, &l.run_id, None, AguiEncoding::Sse),
-            )
-            .await
-            .map_err(|source| BridgeError::Upstream {
-                operation: "run events",
-                source: Box::new(source),
-            })?;
-            return self.follow(stream).await;
-        }
-        let run = run_id(&task, self.number);
-        let mut input = RunAgentInput::new(&thread, &run);
-        match &self.link {
-            None => {
-                let first = self.ctx.task().history.first().or(self.ctx.input().first());
-                let Some(m) = first else {
-                    return Ok(TurnOutcome::Failed {
-                        message: "nothing to send to the upstream agent".into(),
-                    });
-                };
-                input = input.user_message(&m.message_id, m.text());
+        let input = match plan {
+            Plan::Nothing => {
+                return Ok(TurnOutcome::Failed {
+                    message: "nothing to send to the upstream agent".into(),
+                })
             }
-            Some(l) => {
-                // Every open interrupt is resumed (AG-UI refuses a partial
-                // resume): with its keyed answer, a granted authorisation, or
-                // a plain-text answer that fits its form; else cancelled.
-                let text: String = self
-                    .ctx
-                    .input()
-                    .iter()
-                    .map(Message::text)
-                    .filter(|t| !t.trim().is_empty())
-                    .collect::<Vec<_>>()
-                    .join("\n");
-                let mut text_used = false;
-                let mut entries = Vec::new();
-                for a in &l.asked {
-                    let granted = a
-                        .provider
-                        .as_deref()
-                        .is_some_and(|p| self.ctx.is_granted(p));
-                    let mut answer = self.ctx.answers().get(&a.id).cloned();
-                    if answer.is_none() && a.provider.is_none() && !text_used && !text.is_empty() {
-                        let schema = a.schema.clone().unwrap_or(Value::Null);
-                        if let Some(c) =
-                            taskwire_vocab::upstream::mcp::content_of_text(&schema, &text)
-                        {
-                            answer = Some(taskwire_core::types::InputResponse::accept(
-                                Value::Object(c),
-                            ));
-                            text_used = true;
-                        }
-                    }
-                    entries.push(vocab::resume_entry(&a.id, answer.as_ref(), granted));
-                }
-                input = input.resume(entries);
+            Plan::Reread(l) => {
+                info!(task = %task, run = %l.run_id, after_event = l.cursor.as_deref().unwrap_or(""),
+                    "re-reading the upstream run");
+                reattached(PROTOCOL);
+                self.replay_until = l.cursor.clone();
+                let stream = timed(
+                    PROTOCOL,
+                    "run events",
+                    self.up
+                        .client
+                        .run_events(&l.thread_id, &l.run_id, None, AguiEncoding::Sse),
+                )
+                .await
+                .map_err(|source| BridgeError::Upstream {
+                    operation: "run events",
+                    source: Box::new(source),
+                })?;
+                return self.follow(stream).await;
             }
-        }
+            Plan::Post(input) => *input,
+        };
+        let thread = input.thread_id.clone();
+        let run = input.run_id.clone();
         let link = AguiLink {
             protocol: PROTOCOL.into(),
             thread_id: thread.clone(),

@@ -1,4 +1,4 @@
-//! The A2A upstream executor: an [`Agent`] whose turns are run by a remote A2A
+//! The A2A upstream executor: an [`Agent`](taskwire_core::Agent) whose turns are run by a remote A2A
 //! agent, over JSON-RPC (`a2a+http(s)://`) or gRPC (`a2a+grpc://`); both
 //! bindings carry the same messages (one [`A2aBinding`]), so one turn logic
 //! serves both.
@@ -31,18 +31,18 @@ use taskwire_client::grpc::A2aGrpcClient;
 use taskwire_client::{A2aBinding, BackoffPolicy, ClientError, Received};
 use taskwire_core::types::InputResponse;
 use taskwire_core::{
-    async_trait, Agent, AgentError, AgentInfo, CoreError, Message, Skill, TaskState, TaskStore,
-    TurnContext, TurnOutcome,
+    async_trait, AgentInfo, CoreError, Message, Skill, TaskState, TaskStore, TurnContext,
+    TurnOutcome,
 };
 use taskwire_vocab::upstream::{
     self as vocab, upstream_state_of_a2a_number, UpstreamState, UPSTREAM_AUTH_PROVIDER,
 };
-use tracing::{debug, info, info_span, warn, Instrument};
+use tracing::{debug, info, warn};
 
+use crate::bridged::{Bridged, Link, TurnStart, Upstream};
 use crate::error::BridgeError;
 use crate::options::{client_config, retrying};
 pub use crate::options::{UpstreamOptions, DEFAULT_MAX_MESSAGE_BYTES, LINK_KEY};
-use crate::ready::ReadyCache;
 use crate::telemetry::{reattached, timed};
 
 /// The link of a downstream task to its upstream task, as stored in the
@@ -184,8 +184,12 @@ impl A2aTransport {
 }
 
 /// An A2A agent reached over JSON-RPC or gRPC, run as this server's agent.
+pub type A2aUpstream = Bridged<A2a>;
+
+/// The A2A part of a bridged agent ([`A2aUpstream`]): the upstream's binding,
+/// its card, and what turns need to reach it.
 #[derive(Clone)]
-pub struct A2aUpstream {
+pub struct A2a {
     client: A2aTransport,
     base_url: String,
     info: AgentInfo,
@@ -194,12 +198,11 @@ pub struct A2aUpstream {
     poll_interval: Duration,
     link_bounds: crate::link::LinkBounds,
     watcher: Option<Arc<crate::cancel_watch::Watcher>>,
-    ready: Arc<ReadyCache>,
 }
 
-impl std::fmt::Debug for A2aUpstream {
+impl std::fmt::Debug for A2a {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("A2aUpstream")
+        f.debug_struct("A2a")
             .field("base_url", &self.base_url)
             .field("endpoint", &self.client.endpoint())
             .field("agent", &self.info.name)
@@ -209,6 +212,40 @@ impl std::fmt::Debug for A2aUpstream {
 }
 
 impl A2aUpstream {
+    /// Fetches the upstream's agent card from `base_url` and builds the agent
+    /// ([`A2a::discover`]).
+    pub async fn discover(base_url: &str, opts: &UpstreamOptions) -> Result<Self, BridgeError> {
+        A2a::discover(base_url, opts).await.map(Bridged::new)
+    }
+
+    /// Builds the agent for an A2A gRPC upstream at `target`
+    /// ([`A2a::discover_grpc`]).
+    pub async fn discover_grpc(target: &str, opts: &UpstreamOptions) -> Result<Self, BridgeError> {
+        A2a::discover_grpc(target, opts).await.map(Bridged::new)
+    }
+
+    /// The agent `info` whose turns go to `binding` ([`A2a::over`]).
+    pub fn over(binding: Arc<dyn A2aBinding>, info: AgentInfo, opts: &UpstreamOptions) -> Self {
+        Bridged::new(A2a::over(binding, info, opts))
+    }
+
+    /// Gives the agent the store its tasks live in ([`A2a::with_store`]).
+    pub fn with_store(self, store: Arc<dyn TaskStore>) -> Self {
+        self.map(|a| a.with_store(store))
+    }
+
+    /// The A2A client the agent calls the upstream with.
+    pub fn client(&self) -> &dyn A2aBinding {
+        self.upstream().client()
+    }
+
+    /// The upstream's base URL.
+    pub fn base_url(&self) -> &str {
+        self.upstream().base_url()
+    }
+}
+
+impl A2a {
     /// Fetches the upstream's agent card from `base_url` and builds the agent:
     /// the card's name, description, version and skills become its
     /// [`AgentInfo`], and the card's JSONRPC interface is called.
@@ -290,6 +327,14 @@ impl A2aUpstream {
         ))
     }
 
+    /// The part for an upstream reached through `binding` (a binding of
+    /// one's own, or a test's in-process upstream), offered as `info`: no
+    /// card is fetched.
+    pub fn over(binding: Arc<dyn A2aBinding>, info: AgentInfo, opts: &UpstreamOptions) -> Self {
+        let endpoint = binding.endpoint().to_string();
+        Self::assemble(A2aTransport::new(binding), &endpoint, info, opts)
+    }
+
     fn assemble(
         client: A2aTransport,
         base_url: &str,
@@ -307,7 +352,6 @@ impl A2aUpstream {
             poll_interval: opts.poll_interval,
             link_bounds: crate::link::LinkBounds::of(opts),
             watcher: None,
-            ready: Arc::new(ReadyCache::default()),
         }
     }
 
@@ -325,7 +369,7 @@ impl A2aUpstream {
         self.with_store_routed(store, None)
     }
 
-    /// As [`A2aUpstream::with_store`], for one member of several upstreams.
+    /// As [`A2a::with_store`], for one member of several upstreams.
     pub(crate) fn with_store_routed(
         mut self,
         store: Arc<dyn TaskStore>,
@@ -435,40 +479,92 @@ pub fn info_of_card(card: &pb::AgentCard, base_url: &str) -> AgentInfo {
     info
 }
 
-#[async_trait]
-impl Agent for A2aUpstream {
-    fn info(&self) -> AgentInfo {
-        self.info.clone()
+impl Link for UpstreamLink {
+    fn read(state: Option<&Value>) -> Option<Self> {
+        UpstreamLink::read(state)
     }
 
-    async fn run_turn(&self, ctx: &TurnContext) -> Result<TurnOutcome, AgentError> {
-        let turn = Turn::new(self, ctx);
-        let span = info_span!("bridged_turn", protocol = self.client.metric_protocol(),
-            task = %ctx.task().id, turn = turn.number, upstream_task = tracing::field::Empty);
-        if let Some(l) = &turn.link {
-            span.record("upstream_task", l.task_id.as_str());
-        }
-        crate::outcome::turn_result(ctx, turn.run().instrument(span).await)
-    }
-
-    async fn ready(&self) -> Result<(), String> {
-        self.ready.check(|| self.client.probe()).await
+    fn upstream_task(&self) -> Option<&str> {
+        Some(&self.task_id)
     }
 }
 
-/// What a turn does first.
-enum Plan {
+#[async_trait]
+impl Upstream for A2a {
+    type Link = UpstreamLink;
+    type Plan = Plan;
+
+    fn protocol(&self) -> &'static str {
+        self.client.metric_protocol()
+    }
+
+    fn info(&self) -> &AgentInfo {
+        &self.info
+    }
+
+    fn plan(&self, turn: &TurnStart<'_, UpstreamLink>) -> Plan {
+        plan(turn)
+    }
+
+    async fn run(
+        &self,
+        turn: TurnStart<'_, UpstreamLink>,
+        plan: Plan,
+    ) -> Result<TurnOutcome, BridgeError> {
+        Turn::new(self, turn).run(plan).await
+    }
+
+    async fn probe(&self) -> Result<(), String> {
+        self.client.probe().await
+    }
+}
+
+/// What an A2A turn does first.
+#[derive(Debug, PartialEq)]
+pub enum Plan {
     /// Send this message (creating or continuing the upstream task).
     Send(Box<pb::Message>),
-    /// Follow the upstream task without sending anything.
+    /// Follow the upstream task without sending anything: the turn already
+    /// sent (a re-run), or has nothing new to say to a task that exists.
     Reattach(String),
     /// Nothing to send and no upstream task.
     Nothing,
 }
 
+/// The plan of a turn: a re-run of a turn that sent re-attaches; otherwise
+/// the turn's input (with the answer to what the upstream asked, if any) is
+/// sent, with the message id of the task and turn.
+fn plan(turn: &TurnStart<'_, UpstreamLink>) -> Plan {
+    if let Some(l) = &turn.link {
+        if l.turn >= turn.number {
+            return Plan::Reattach(l.task_id.clone());
+        }
+    }
+    let answers: Vec<&InputResponse> = turn
+        .link
+        .as_ref()
+        .and_then(|l| l.asked.as_ref())
+        .and_then(|k| turn.ctx.answers().get(k))
+        .into_iter()
+        .collect();
+    let id = upstream_message_id(turn.ctx.task().id.as_str(), turn.number);
+    let message = vocab::upstream_message(
+        &id,
+        turn.ctx.input(),
+        &answers,
+        turn.link.as_ref().map(|l| l.task_id.as_str()),
+        turn.link.as_ref().map(|l| l.context_id.as_str()),
+    );
+    match (message, &turn.link) {
+        (Some(m), _) => Plan::Send(Box::new(m)),
+        (None, Some(l)) => Plan::Reattach(l.task_id.clone()),
+        (None, None) => Plan::Nothing,
+    }
+}
+
 /// One downstream turn.
 struct Turn<'a> {
-    up: &'a A2aUpstream,
+    up: &'a A2a,
     ctx: &'a TurnContext,
     /// This turn's number (stable across re-runs of the turn).
     number: u32,
@@ -477,13 +573,12 @@ struct Turn<'a> {
 }
 
 impl<'a> Turn<'a> {
-    fn new(up: &'a A2aUpstream, ctx: &'a TurnContext) -> Self {
-        let number = crate::link::turn_number(ctx.task());
+    fn new(up: &'a A2a, turn: TurnStart<'a, UpstreamLink>) -> Self {
         Self {
             up,
-            ctx,
-            number,
-            link: UpstreamLink::read(ctx.state()),
+            ctx: turn.ctx,
+            number: turn.number,
+            link: turn.link,
             running: None,
         }
     }
@@ -503,36 +598,8 @@ impl<'a> Turn<'a> {
         }
     }
 
-    fn plan(&self) -> Plan {
-        if let Some(l) = &self.link {
-            if l.turn >= self.number {
-                return Plan::Reattach(l.task_id.clone());
-            }
-        }
-        let answers: Vec<&InputResponse> = self
-            .link
-            .as_ref()
-            .and_then(|l| l.asked.as_ref())
-            .and_then(|k| self.ctx.answers().get(k))
-            .into_iter()
-            .collect();
-        let id = upstream_message_id(self.ctx.task().id.as_str(), self.number);
-        let message = vocab::upstream_message(
-            &id,
-            self.ctx.input(),
-            &answers,
-            self.link.as_ref().map(|l| l.task_id.as_str()),
-            self.link.as_ref().map(|l| l.context_id.as_str()),
-        );
-        match (message, &self.link) {
-            (Some(m), _) => Plan::Send(Box::new(m)),
-            (None, Some(l)) => Plan::Reattach(l.task_id.clone()),
-            (None, None) => Plan::Nothing,
-        }
-    }
-
-    async fn run(mut self) -> Result<TurnOutcome, BridgeError> {
-        let stream = match self.plan() {
+    async fn run(mut self, plan: Plan) -> Result<TurnOutcome, BridgeError> {
+        let stream = match plan {
             Plan::Nothing => {
                 return Ok(TurnOutcome::Failed {
                     message: "nothing to send to the upstream agent".into(),

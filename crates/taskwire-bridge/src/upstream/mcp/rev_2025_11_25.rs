@@ -44,17 +44,17 @@ use taskwire_client::{ClientError, Received, RpcError};
 use taskwire_core::{CoreError, Message, TaskId, TaskState, TaskStore, TurnContext, TurnOutcome};
 use taskwire_vocab::upstream::mcp::{self as vocab, UpstreamAsk};
 use taskwire_vocab::upstream::UpstreamState;
-use tracing::{debug, info, info_span, warn, Instrument};
+use tracing::{debug, info, warn};
 
-use super::{Asked, McpLink, McpUpstream};
+use super::link::{Asked, McpLink, PROTOCOL};
+use super::plan::Plan;
+use super::served::{agent_info, choose_tools, Served};
+use crate::bridged::TurnStart;
 use crate::cancel_watch::{downstream_canceled, end_canceled, watch_cancels, AbortOnDrop};
 use crate::error::BridgeError;
+use crate::options::{client_config, retrying, UpstreamOptions};
 use crate::retry::after_failed_send;
 use crate::telemetry::{reattached, timed};
-
-/// The link protocol name (the same as 2026-07-28's; the link's `version`
-/// tells them apart).
-const PROTOCOL: &str = "mcp";
 
 /// The longest wait between two `tasks/get` polls, and the longest a turn
 /// reads a `tasks/result` stream before polling again.
@@ -199,9 +199,10 @@ fn evicted(
     oldest_of(&hog)
 }
 
-/// The 2025-11-25 state of an [`McpUpstream`].
+/// An MCP upstream spoken to in revision 2025-11-25 (a part of
+/// [`super::McpUpstream`]).
 #[derive(Clone)]
-pub(crate) struct Upstream2025_11_25 {
+pub struct Upstream2025_11_25 {
     /// The bridge's own session.
     client: McpClient2025_11_25,
     capabilities: Map<String, Value>,
@@ -213,7 +214,7 @@ pub(crate) struct Upstream2025_11_25 {
     idempotent: Arc<HashSet<String>>,
     open: Arc<OpenCalls>,
     open_watcher: Option<Arc<AbortOnDrop>>,
-    link_bounds: crate::link::LinkBounds,
+    pub(crate) served: Served,
 }
 
 impl Upstream2025_11_25 {
@@ -222,7 +223,8 @@ impl Upstream2025_11_25 {
         capabilities: Map<String, Value>,
         as_task: HashSet<String>,
         idempotent: HashSet<String>,
-        opts: &crate::UpstreamOptions,
+        served: Served,
+        opts: &UpstreamOptions,
     ) -> Self {
         Self {
             client,
@@ -235,8 +237,69 @@ impl Upstream2025_11_25 {
                 opts.max_open_calls_per_principal,
             )),
             open_watcher: None,
-            link_bounds: crate::link::LinkBounds::of(opts),
+            served,
         }
+    }
+
+    /// Discovery in revision 2025-11-25: `initialize` (declaring form and
+    /// URL elicitation) opens the bridge's session, then `tools/list`.
+    pub(crate) async fn discover(
+        endpoint: &str,
+        tool: Option<&str>,
+        opts: &UpstreamOptions,
+    ) -> Result<Self, BridgeError> {
+        let config = client_config(endpoint, opts);
+        let rev_2025_11_25_client =
+            McpClient2025_11_25::with_endpoint(config, endpoint).map_err(|source| {
+                BridgeError::Discovery {
+                    url: endpoint.to_string(),
+                    source: Box::new(source),
+                }
+            })?;
+        let capabilities = client_capabilities();
+        let init = retrying(endpoint, opts, "initialize", || {
+            rev_2025_11_25_client.initialize(capabilities.clone())
+        })
+        .await?
+        .into_inner();
+        let listed = retrying(endpoint, opts, "tools/list", || {
+            rev_2025_11_25_client.list_tools()
+        })
+        .await?
+        .into_inner();
+        let chosen = choose_tools(listed, tool)?;
+        let as_task: std::collections::HashSet<String> = chosen
+            .iter()
+            .filter(|t| {
+                opts.mcp_tasks && vocab::rev_2025_11_25_calls_as_task(&init.capabilities, t)
+            })
+            .map(|t| t.name.clone())
+            .collect();
+        let idempotent: std::collections::HashSet<String> = chosen
+            .iter()
+            .filter(|t| vocab::tool_is_idempotent(t))
+            .map(|t| t.name.clone())
+            .collect();
+        let (info, tools) = agent_info(
+            endpoint,
+            init.server_info.name.clone(),
+            init.server_info.version.clone(),
+            init.instructions.clone(),
+            &chosen,
+        );
+        info!(upstream = %endpoint, version = %init.protocol_version,
+            session = ?rev_2025_11_25_client.session_id(), as_tasks = ?as_task,
+            tools = ?tools.iter().map(|t| &t.0).collect::<Vec<_>>(),
+            "MCP upstream discovered (revision 2025-11-25)");
+        let tasks = !as_task.is_empty();
+        Ok(Self::new(
+            rev_2025_11_25_client,
+            capabilities,
+            as_task,
+            idempotent,
+            Served::new(endpoint, info, tools, tasks, opts),
+            opts,
+        ))
     }
 
     /// The bridge's session id.
@@ -246,20 +309,20 @@ impl Upstream2025_11_25 {
 
     /// With the store: a watcher cancelling (`tasks/cancel`, in the bridge's
     /// session) the upstream task of a linked downstream task that ends
-    /// canceled while no turn runs (returned, for the caller to keep), and one
-    /// that cancels (`notifications/cancelled`) and drops the open call of a
-    /// downstream task that ends while it waits.
+    /// canceled while no turn runs, and one that cancels
+    /// (`notifications/cancelled`) and drops the open call of a downstream
+    /// task that ends while it waits.
     pub(crate) fn with_store(
         mut self,
         store: Arc<dyn TaskStore>,
         route: Option<crate::many::Route>,
-    ) -> (Self, crate::cancel_watch::Watcher) {
+    ) -> Self {
         let client = self.client.clone();
         let tasks = watch_cancels(
             store.clone(),
             PROTOCOL,
             route,
-            self.link_bounds,
+            self.served.link_bounds,
             move |task_id| {
                 let client = client.clone();
                 async move {
@@ -270,13 +333,15 @@ impl Upstream2025_11_25 {
             },
         );
         let open = self.open.clone();
-        self.open_watcher = Some(Arc::new(watch_open_calls(store, open)));
-        (self, tasks)
+        self.open_watcher = Some(Arc::new(watch_open_calls(store.clone(), open)));
+        self.served = self.served.with_store(store, tasks);
+        self
     }
 
     /// Readiness: a `ping` in the bridge's session (re-initialized when the
     /// upstream no longer holds it); any JSON-RPC answer counts.
-    pub(crate) async fn ready(&self, endpoint: &str) -> Result<(), String> {
+    pub(crate) async fn probe(&self) -> Result<(), String> {
+        let endpoint = &self.served.endpoint;
         let ping = || async {
             timed(
                 PROTOCOL,
@@ -364,48 +429,46 @@ fn watch_open_calls(store: Arc<dyn TaskStore>, open: Arc<OpenCalls>) -> AbortOnD
     })
 }
 
-/// Runs one downstream turn against a 2025-11-25 upstream.
-pub(crate) async fn run_turn(
-    up: &McpUpstream,
-    upstream: &Upstream2025_11_25,
-    ctx: &TurnContext,
-) -> Result<TurnOutcome, taskwire_core::AgentError> {
-    let mut turn = Turn {
-        up,
-        upstream,
-        ctx,
-        number: crate::link::turn_number(ctx.task()),
-        link: McpLink::read(ctx.state()),
-        client: upstream.client.clone(),
-        open: upstream.open.take(&ctx.task().id),
-        switched: false,
-        settle_until: None,
-        replay: std::collections::VecDeque::new(),
-    };
-    let span = info_span!("bridged_turn", protocol = PROTOCOL, version = vocab::VERSION_2025_11_25,
-        task = %ctx.task().id, turn = turn.number, upstream_task = tracing::field::Empty);
-    if let Some(l) = turn.link.as_ref().filter(|l| !l.task_id.is_empty()) {
-        span.record("upstream_task", l.task_id.as_str());
-    }
-    let r = turn.run().instrument(span).await;
-    if let Some(open) = turn.open.take() {
-        let keep = matches!(
-            r,
-            Ok(TurnOutcome::Waiting { .. }) | Err(BridgeError::Core(CoreError::LeaseLost))
-        );
-        if keep {
-            let t = ctx.task();
-            upstream
-                .open
-                .put(t.id.clone(), (t.tenant.clone(), t.owner.clone()), open);
+impl Upstream2025_11_25 {
+    /// Carries out the plan of one downstream turn. An open call the turn
+    /// ends waiting on (or loses its lease with) is put away for the next.
+    pub(crate) async fn run(
+        &self,
+        start: TurnStart<'_, McpLink>,
+        plan: Plan,
+    ) -> Result<TurnOutcome, BridgeError> {
+        let ctx = start.ctx;
+        let mut turn = Turn {
+            up: &self.served,
+            upstream: self,
+            ctx,
+            number: start.number,
+            link: start.link,
+            client: self.client.clone(),
+            open: self.open.take(&ctx.task().id),
+            switched: false,
+            settle_until: None,
+            replay: std::collections::VecDeque::new(),
+        };
+        let r = turn.run(plan).await;
+        if let Some(open) = turn.open.take() {
+            let keep = matches!(
+                r,
+                Ok(TurnOutcome::Waiting { .. }) | Err(BridgeError::Core(CoreError::LeaseLost))
+            );
+            if keep {
+                let t = ctx.task();
+                self.open
+                    .put(t.id.clone(), (t.tenant.clone(), t.owner.clone()), open);
+            }
         }
+        r
     }
-    crate::outcome::turn_result(ctx, r)
 }
 
 /// One downstream turn.
 struct Turn<'a> {
-    up: &'a McpUpstream,
+    up: &'a Served,
     upstream: &'a Upstream2025_11_25,
     ctx: &'a TurnContext,
     number: u32,
@@ -469,7 +532,7 @@ enum Read {
 }
 
 impl Turn<'_> {
-    async fn run(&mut self) -> Result<TurnOutcome, BridgeError> {
+    async fn run(&mut self, plan: Plan) -> Result<TurnOutcome, BridgeError> {
         if let Some(s) = self.link.as_ref().and_then(|l| l.session.clone()) {
             if Some(&s) != self.upstream.session_id().as_ref() {
                 self.client = self.upstream.client.with_session(Some(s));
@@ -479,10 +542,10 @@ impl Turn<'_> {
             // An open call carries its own session.
             self.client = open.client.clone();
         }
-        match self.link.clone() {
-            None => self.call().await,
-            Some(l) if l.call.is_some() => self.resume_call(l).await,
-            Some(l) if l.turn >= self.number => {
+        match plan {
+            Plan::Call => self.call().await,
+            Plan::Resume(l) => self.resume_call(l).await,
+            Plan::Reattach(l) => {
                 info!(task = %self.ctx.task().id, upstream_task = %l.task_id, turn = self.number,
                     session = ?l.session, "re-attaching to the upstream MCP task (2025-11-25)");
                 reattached(PROTOCOL);
@@ -492,7 +555,7 @@ impl Turn<'_> {
                 }
                 self.follow(&l.task_id).await
             }
-            Some(l) => {
+            Plan::Answer(l) => {
                 let Some(unanswered) = self.answer(&l).await? else {
                     return self.stopped().await;
                 };
@@ -654,7 +717,7 @@ impl Turn<'_> {
         // A re-run of the turn that asked has no answers yet (its input is
         // the message that called the tool, not an answer).
         let mut responses = if l.turn < self.number {
-            super::responses(self.ctx, &l.asked)
+            super::link::responses(self.ctx, &l.asked)
         } else {
             std::collections::BTreeMap::new()
         };
@@ -716,7 +779,7 @@ impl Turn<'_> {
     /// upstream's requests; returns what is still unanswered (`None`: the
     /// task was canceled while an answer waited to be sent again).
     async fn answer(&mut self, l: &McpLink) -> Result<Option<Vec<Asked>>, BridgeError> {
-        let responses = super::responses(self.ctx, &l.asked);
+        let responses = super::link::responses(self.ctx, &l.asked);
         let mut unanswered = Vec::new();
         for a in &l.asked {
             let (Some(r), Some(id)) = (responses.get(&a.key), a.request_id.as_ref()) else {
@@ -1208,7 +1271,7 @@ impl Turn<'_> {
                 let r: CallToolResult = serde_json::from_value(v).map_err(|e| {
                     BridgeError::Protocol(format!("tasks/result: not a tool result: {e}"))
                 })?;
-                super::finish(self.ctx, self.number, &r).await
+                super::link::finish(self.ctx, self.number, &r).await
             }
             // Without a tool result (a task that failed without one).
             Ok(_) => Ok(failed()),
@@ -1239,7 +1302,7 @@ impl Turn<'_> {
         let result = response.get("result").cloned().unwrap_or(Value::Null);
         let r: CallToolResult = serde_json::from_value(result)
             .map_err(|e| BridgeError::Protocol(format!("{operation}: not a tool result: {e}")))?;
-        super::finish(self.ctx, self.number, &r).await
+        super::link::finish(self.ctx, self.number, &r).await
     }
 
     /// Cancels upstream (best effort): the open blocking call with

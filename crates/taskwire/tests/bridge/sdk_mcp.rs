@@ -29,8 +29,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -43,7 +41,7 @@ use taskwire_client::mcp::{
     elicit_accept, elicit_decline, ElicitResult, McpClient, McpTaskStatus, ToolCallOutcome,
 };
 
-use common::bridge::{
+use crate::common::bridge::{
     a2a_send, agui_id, agui_run, artifact_texts, config, elicitation, state, status_text,
     PythonSdk, SdkServer, LIMIT,
 };

@@ -19,8 +19,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -34,7 +32,7 @@ use taskwire_client::mcp::{
     elicit_accept, McpClient, McpClient2025_11_25, McpTaskStatus, ToolCallOutcome,
 };
 
-use common::bridge::{
+use crate::common::bridge::{
     agui_id, agui_run, artifact_texts, config, elicitation, state, status_text, PythonSdk,
     SdkServer, LIMIT,
 };
