@@ -20,7 +20,8 @@ Only the three tools are ours:
   text `hello, <name>`; declined or cancelled: a tool error (`isError: true`).
   Under 2025-11-25 the same resolver sends `elicitation/create` mid-call.
 - `slow` (`seconds`, an integer, default 2) sleeps that long and returns text
-  `slept <n>s`.
+  `slept <n>s`; each run writes `slow: running for <n>s` to stderr (the
+  tests count the runs).
 - `fail` always raises ToolError("it broke"), which the SDK answers as a
   CallToolResult with `isError: true` and the text
   `Error executing tool fail: it broke` (the SDK prefixes a ToolError's
@@ -151,6 +152,8 @@ def build() -> MCPServer:
         structured_output=False,
     )
     async def slow(seconds: int = 2) -> str:
+        # Each run is logged, so that a test can count them.
+        print(f"slow: running for {seconds}s", file=sys.stderr, flush=True)
         await asyncio.sleep(seconds)
         return f"slept {seconds}s"
 

@@ -105,6 +105,7 @@ impl Agent for TckAgent {
             version: env!("CARGO_PKG_VERSION").into(),
             skills: vec![Skill {
                 task_support: taskwire_core::agent::TaskSupport::Optional,
+                input_first: false,
                 id: "tck".into(),
                 name: "TCK behaviours".into(),
                 description: "Completes, asks for input, rejects, streams or returns artifacts as the a2a-tck messageId prefix says.".into(),

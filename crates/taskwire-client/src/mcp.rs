@@ -712,6 +712,51 @@ impl McpClient {
         }
     }
 
+    /// `tasks/stream` (SEP-2694): the task's events as
+    /// `notifications/tasks/event` messages, from the earliest retained one
+    /// (`after: None`) or after the sequence number `after`, then the request's
+    /// final message (the empty result, or an error such as `events_gone`,
+    /// -32010). A task that ended with nothing after the cursor answers with the
+    /// result alone. Errors before the stream opens are returned as errors.
+    pub async fn stream_task(
+        &self,
+        task_id: &str,
+        after: Option<u64>,
+    ) -> Result<BoxStream<'static, Result<Value, ClientError>>, ClientError> {
+        let id = http::next_id();
+        let p = params(&wire::StreamTaskRequestParams {
+            task_id: task_id.to_string(),
+            after,
+            meta: self.request_meta(),
+        })?;
+        let body = jsonrpc::request(&Value::from(id), method::TASKS_STREAM, p);
+        let headers = vec![
+            (
+                header::PROTOCOL_VERSION.to_string(),
+                VERSION_2026_07_28.to_string(),
+            ),
+            (header::METHOD.to_string(), method::TASKS_STREAM.to_string()),
+            (header::NAME.to_string(), header_safe(task_id)),
+        ];
+        let resp = self
+            .inner
+            .post_raw(Bytes::from(body.to_string()), &headers)
+            .await?;
+        let media = http::content_type(&resp);
+        if media.as_deref() != Some(http::SSE_MEDIA_TYPE) {
+            let status = resp.status().as_u16();
+            let raw = RawResponse::read_limited(resp, self.inner.config.max_message_bytes).await?;
+            let json = http::json_body(&raw)?;
+            http::rpc_result(&json, Some(status))?;
+            return Ok(futures::stream::once(async move { Ok(json) }).boxed());
+        }
+        Ok(http::sse_json_limited(
+            resp.bytes_stream(),
+            self.inner.config.stream_idle_timeout,
+            self.inner.config.max_message_bytes,
+        ))
+    }
+
     /// `subscriptions/listen` for task notifications: a stream of every
     /// message the server sends (the acknowledgement, `notifications/tasks`
     /// with a [`DetailedTask`] each, and finally the listen result).

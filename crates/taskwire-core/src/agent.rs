@@ -27,6 +27,13 @@ pub struct Skill {
     /// `taskSupport`; other protocols always see a task).
     #[serde(default, skip_serializing_if = "TaskSupport::is_optional")]
     pub task_support: TaskSupport,
+    /// The skill's first turn only asks for input (it does its work once
+    /// answered). An MCP client that follows tasks then answers that input in
+    /// SEP-2322 `input_required` rounds of the `tools/call` itself, and the
+    /// task is returned on the final round (SEP-2663's composition); other
+    /// protocols see the task as always.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub input_first: bool,
 }
 
 impl Skill {
@@ -43,12 +50,20 @@ impl Skill {
             description: description.into(),
             input_schema,
             task_support: TaskSupport::Optional,
+            input_first: false,
         }
     }
 
     /// The same skill with another [`TaskSupport`].
     pub fn with_task_support(mut self, task_support: TaskSupport) -> Self {
         self.task_support = task_support;
+        self
+    }
+
+    /// The same skill, marked as asking for input before it works
+    /// ([`Skill::input_first`]).
+    pub fn with_input_first(mut self) -> Self {
+        self.input_first = true;
         self
     }
 }
@@ -127,6 +142,7 @@ impl AgentInfo {
         if self.skills.is_empty() {
             self.skills.push(Skill {
                 task_support: TaskSupport::Optional,
+                input_first: false,
                 id: DEFAULT_SKILL_ID.into(),
                 name: self.name.clone(),
                 description: self.description.clone(),

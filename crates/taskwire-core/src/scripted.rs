@@ -144,6 +144,7 @@ impl Agent for ScriptedAgent {
             version: env!("CARGO_PKG_VERSION").into(),
             skills: vec![Skill {
                 task_support: crate::agent::TaskSupport::Optional,
+                input_first: false,
                 id: SCRIPTED_SKILL.into(),
                 name: "Run a script".into(),
                 description: "Runs the directives in `text`, one per line; plain text is echoed back as an artifact named echo.".into(),

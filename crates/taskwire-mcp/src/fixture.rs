@@ -152,10 +152,11 @@ fn tools() -> Vec<Skill> {
         ),
         t(
             "test_tool_with_task",
-            "Asks for user_name, then greets (task required).",
+            "Asks for user_name, then greets (task required; the input comes before the task).",
             none(),
         )
-        .with_task_support(TaskSupport::Required),
+        .with_task_support(TaskSupport::Required)
+        .with_input_first(),
         t(
             "test_input_required_result_elicitation",
             "Asks for a name, then greets.",

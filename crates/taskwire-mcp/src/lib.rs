@@ -77,6 +77,7 @@ mod notify;
 mod ops;
 mod rev_2025_11_25;
 mod rev_2026_07_28;
+mod stream;
 pub mod wire;
 
 pub use error::RpcError;
@@ -152,6 +153,11 @@ pub struct McpConfig {
     /// per adapter (states then do not outlive the process nor cross nodes, and
     /// a client holding one calls the tool again).
     pub request_state_key: Option<StateKey>,
+    /// How long a `tools/call` of an input-first skill
+    /// ([`taskwire_core::agent::Skill::input_first`]) from a client that follows
+    /// tasks waits for the first turn to ask for its input before it answers
+    /// with the task instead of an `input_required` round.
+    pub input_first_wait: Duration,
 }
 
 impl McpConfig {
@@ -173,6 +179,7 @@ impl Default for McpConfig {
             server_name: "taskwire".into(),
             allowed_hosts: Vec::new(),
             request_state_key: None,
+            input_first_wait: Duration::from_secs(10),
         }
     }
 }
@@ -183,6 +190,7 @@ pub(crate) struct Inner {
     pub(crate) config: McpConfig,
     pub(crate) sessions: rev_2025_11_25::Sessions,
     pub(crate) state_key: StateKey,
+    pub(crate) open_streams: stream::OpenStreams,
 }
 
 /// The MCP adapter: build it once and mount [`McpAdapter::routes`].
@@ -216,6 +224,7 @@ impl McpAdapter {
                     .request_state_key
                     .clone()
                     .unwrap_or_else(StateKey::random),
+                open_streams: stream::OpenStreams::default(),
                 config,
             }),
         }
@@ -245,6 +254,11 @@ async fn handle_post(
 ) -> Response {
     let (parts, body) = req.into_parts();
     let headers = parts.headers;
+    // The connection (its peer address), where the server provides it.
+    let peer = parts
+        .extensions
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|c| c.0);
     if let Err(e) = check_host(&inner.config.allowed_hosts, &headers) {
         return error_response(&Value::Null, &e);
     }
@@ -281,7 +295,7 @@ async fn handle_post(
             return rev_2025_11_25::initialize(inner, caller, msg).await;
         }
     }
-    rev_2026_07_28::handle(inner, caller, headers, msg).await
+    rev_2026_07_28::handle(inner, caller, headers, peer, msg).await
 }
 
 /// The host of a `Host` value (an authority) or an `Origin` (a URL), without

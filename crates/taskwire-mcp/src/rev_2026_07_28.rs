@@ -31,6 +31,7 @@ pub(crate) async fn handle(
     inner: Arc<Inner>,
     caller: Caller,
     headers: HeaderMap,
+    peer: Option<std::net::SocketAddr>,
     msg: Incoming,
 ) -> Response {
     let (id, name, params) = match msg {
@@ -65,6 +66,9 @@ pub(crate) async fn handle(
             );
         }
         return crate::notify::listen(inner, caller, id, params).await;
+    }
+    if name == method::TASKS_STREAM {
+        return crate::stream::open(inner, caller, peer, id, params).await;
     }
     // A tools/call with a progressToken is answered as a stream: progress
     // notifications while the client waits, then the result.
@@ -227,9 +231,11 @@ pub(crate) fn check(
         method::DISCOVER | method::TOOLS_LIST | method::TOOLS_CALL | method::SUBSCRIPTIONS_LISTEN => {
             false
         }
-        method::TASKS_GET | method::TASKS_UPDATE | method::TASKS_CANCEL | method::TASKS_CONTINUE => {
-            true
-        }
+        method::TASKS_GET
+        | method::TASKS_UPDATE
+        | method::TASKS_CANCEL
+        | method::TASKS_CONTINUE
+        | method::TASKS_STREAM => true,
         method::TASKS_RESULT | method::TASKS_LIST => {
             return Err(RpcError::method_not_found(format!(
                 "{name} is not part of the tasks extension of revision {}: poll tasks/get (it carries the result), or initialize with {} for the experimental tasks",
@@ -245,7 +251,8 @@ pub(crate) fn check(
         method::TASKS_GET
         | method::TASKS_UPDATE
         | method::TASKS_CANCEL
-        | method::TASKS_CONTINUE => params.get("taskId").and_then(Value::as_str),
+        | method::TASKS_CONTINUE
+        | method::TASKS_STREAM => params.get("taskId").and_then(Value::as_str),
         _ => None,
     };
     if let Some(expected) = expected {
@@ -265,8 +272,9 @@ pub(crate) fn check(
                     )));
                 }
             }
-            // tasks/continue is not in the standard header table; accept it bare.
-            None if name == method::TASKS_CONTINUE => {}
+            // tasks/continue and tasks/stream are not in the standard header
+            // table; accept them bare.
+            None if name == method::TASKS_CONTINUE || name == method::TASKS_STREAM => {}
             None => {
                 return Err(RpcError::header_mismatch(format!(
                     "missing required Mcp-Name header for {name}"
@@ -464,7 +472,11 @@ async fn dispatch(
 /// The `server/discover` result.
 pub(crate) fn discover(inner: &Inner) -> msg::DiscoverResult {
     let mut extensions = Map::new();
-    extensions.insert(vocab::TASKS_EXTENSION.into(), Value::Object(Map::new()));
+    // SEP-2694's event streams, offered as the `eventStreams` sub-capability
+    // of the tasks extension (the SEP's words for capability negotiation).
+    let mut tasks = Map::new();
+    tasks.insert(vocab::EVENT_STREAMS.into(), Value::Object(Map::new()));
+    extensions.insert(vocab::TASKS_EXTENSION.into(), Value::Object(tasks));
     msg::DiscoverResult {
         result_type: msg::Complete::Complete,
         supported_versions: vec![wire::V_2026_07_28.into()],
@@ -640,6 +652,36 @@ async fn tools_call(
             ))
         }
     };
+    if as_task && inner.skill(name)?.input_first {
+        // SEP-2322 rounds before the task (SEP-2663's composition): while the
+        // tool's first turn waits for input this client can give, the call
+        // answers input_required with no task id (the requestState names the
+        // task); the task is returned on the final round.
+        let mut t = if repeated {
+            task
+        } else {
+            inner
+                .wait(caller, &task.id, inner.config.input_first_wait, true)
+                .await?
+        };
+        if let (true, Some(r)) = (t.state.is_interrupted(), ahead.take()) {
+            inner.apply_responses(caller, t.id.as_str(), r).await?;
+            t = inner.get(caller, t.id.as_str()).await?;
+        }
+        if t.state.is_interrupted() {
+            let (usable, _) = usable_requests(inner, ctx, &t);
+            if !usable.is_empty() {
+                return Reply::result(&msg::InputRequiredResult {
+                    result_type: msg::InputRequiredResultType::InputRequired,
+                    input_requests: usable,
+                    request_state: Some(inner.state_key.seal(caller, name, &t)),
+                });
+            }
+        }
+        // The turn did more than ask, or the client cannot answer in rounds:
+        // the task, whose input requests tasks/get shows.
+        return Reply::result(&vocab::create_task_result(&t, poll));
+    }
     if as_task {
         let task = match inner.config.task_mode {
             TaskMode::After(ms) if !repeated => {
@@ -706,6 +748,37 @@ pub(crate) fn capability_of(request_method: &str) -> &'static str {
     }
 }
 
+/// The task's keyed input requests that the client declared it can answer,
+/// and the capabilities (as a `ClientCapabilities` object) of those it cannot.
+fn usable_requests(
+    inner: &Inner,
+    ctx: &RequestContext,
+    t: &taskwire_core::Task,
+) -> (
+    std::collections::BTreeMap<String, msg::InputRequest>,
+    Map<String, Value>,
+) {
+    let (requests, _) = vocab::input_requests(
+        t,
+        Revision::V2026_07_28,
+        inner.config.auth_url_base.as_str(),
+    );
+    // Each request goes only to a client that declared its capability.
+    let mut missing = Map::new();
+    let usable = requests
+        .into_iter()
+        .filter(|(_, r)| {
+            let cap = capability_of(r.method());
+            let declared = ctx.capabilities.get(cap).is_some_and(|c| !c.is_null());
+            if !declared {
+                missing.insert(cap.to_string(), Value::Object(Map::new()));
+            }
+            declared
+        })
+        .collect();
+    (usable, missing)
+}
+
 /// The SEP-2322 `InputRequiredResult` of a task waiting for input: its keyed
 /// input requests that the client declared it can answer, and the sealed
 /// `requestState` naming the task. A client that can answer none of them gets
@@ -717,24 +790,7 @@ async fn input_required(
     tool: &str,
     t: &taskwire_core::Task,
 ) -> Result<Reply, RpcError> {
-    let (requests, _) = vocab::input_requests(
-        t,
-        Revision::V2026_07_28,
-        inner.config.auth_url_base.as_str(),
-    );
-    // Each request goes only to a client that declared its capability.
-    let mut missing = Map::new();
-    let usable: std::collections::BTreeMap<String, msg::InputRequest> = requests
-        .into_iter()
-        .filter(|(_, r)| {
-            let cap = capability_of(r.method());
-            let declared = ctx.capabilities.get(cap).is_some_and(|c| !c.is_null());
-            if !declared {
-                missing.insert(cap.to_string(), Value::Object(Map::new()));
-            }
-            declared
-        })
-        .collect();
+    let (usable, missing) = usable_requests(inner, ctx, t);
     if usable.is_empty() {
         inner
             .abandon(caller, &t.id, "the tool needs input the client cannot give")

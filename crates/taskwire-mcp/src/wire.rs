@@ -35,6 +35,9 @@ pub mod code {
     pub const MISSING_CAPABILITY: i64 = -32021;
     /// The requested protocol version is not supported (2026-07-28).
     pub const UNSUPPORTED_VERSION: i64 = -32022;
+    /// The events after a `tasks/stream` cursor are no longer retained
+    /// (SEP-2694 `events_gone`, in the implementation-defined range).
+    pub const EVENTS_GONE: i64 = -32010;
 }
 
 /// One incoming JSON-RPC message.

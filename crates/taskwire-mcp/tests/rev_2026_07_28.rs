@@ -6,7 +6,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{golden, Server, V};
+use common::{golden, Server, EXT, V};
 use serde_json::{json, Value};
 use taskwire_mcp::{McpConfig, TaskMode};
 
@@ -32,7 +32,8 @@ async fn discover_and_tools_list() {
     assert_eq!(r["result"]["supportedVersions"], json!([V]));
     assert_eq!(
         r["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"],
-        json!({})
+        json!({"eventStreams": {}}),
+        "tasks/stream (SEP-2694) is offered as the tasks extension's eventStreams"
     );
     golden("current_discover", &r);
     let (st, r) = s.call("tools/list", json!({}), false).await;
@@ -490,5 +491,87 @@ async fn progress_notifications_precede_the_result() {
         prev = n;
     }
     assert_eq!(progress[0]["params"]["message"], "step-1 started");
+    s.shutdown().await;
+}
+
+/// SEP-2322 rounds before the task (SEP-2663's composition, the official
+/// suite's `tasks-mrtr-composition`): an input-first tool answers a client that
+/// follows tasks with `input_required` and no task id; the round that answers
+/// gets the task (no requestState, no inputRequests), whose result carries the
+/// answer. A tool that is not input-first still answers with the task at once,
+/// and a client that cannot answer the input in rounds gets the task too.
+#[tokio::test]
+async fn input_first_tools_ask_before_the_task() {
+    use taskwire_mcp::fixture::McpConformanceAgent;
+    let s = Server::with_agent(Arc::new(McpConformanceAgent::new()), McpConfig::default()).await;
+    let caps = json!({"elicitation": {}, "extensions": {EXT: {}}});
+    let call = json!({"name": "test_tool_with_task", "arguments": {}});
+    let (st, r1) = s
+        .call_with_caps("alice", "tools/call", call.clone(), caps.clone())
+        .await;
+    assert_eq!(st, 200, "{r1}");
+    let r1 = &r1["result"];
+    assert_eq!(r1["resultType"], "input_required", "{r1}");
+    assert!(r1.get("taskId").is_none(), "no task on the wire yet: {r1}");
+    let key = r1["inputRequests"]
+        .as_object()
+        .and_then(|m| m.keys().next().cloned())
+        .expect("an input request");
+    let state = r1["requestState"].as_str().expect("a requestState");
+
+    // Another principal cannot use the state.
+    let mut round2 = call.clone();
+    round2["inputResponses"] =
+        json!({key.clone(): {"action": "accept", "content": {"name": "Alice"}}});
+    round2["requestState"] = json!(state);
+    let (_, r) = s
+        .call_with_caps("mallory", "tools/call", round2.clone(), caps.clone())
+        .await;
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+
+    let (st, r2) = s
+        .call_with_caps("alice", "tools/call", round2, caps.clone())
+        .await;
+    assert_eq!(st, 200, "{r2}");
+    let r2 = &r2["result"];
+    assert_eq!(r2["resultType"], "task", "{r2}");
+    assert!(r2.get("requestState").is_none(), "{r2}");
+    assert!(r2.get("inputRequests").is_none(), "{r2}");
+    let id = r2["taskId"].as_str().expect("a task id").to_string();
+    let done = s.poll(&id, |t| t["status"] == "completed").await;
+    assert_eq!(
+        done["result"]["content"][0]["text"], "Hello, Alice!",
+        "{done}"
+    );
+
+    // Not input-first: the task comes at once and asks through tasks/get.
+    let (_, r) = s
+        .call_with_caps(
+            "alice",
+            "tools/call",
+            json!({"name": "confirm_delete", "arguments": {}}),
+            caps.clone(),
+        )
+        .await;
+    assert_eq!(r["result"]["resultType"], "task", "{r}");
+
+    // No elicitation capability: no rounds, the task (input through tasks/update).
+    let (_, r) = s
+        .call_with_caps(
+            "alice",
+            "tools/call",
+            call,
+            json!({"extensions": {EXT: {}}}),
+        )
+        .await;
+    assert_eq!(r["result"]["resultType"], "task", "{r}");
+    let id = r["result"]["taskId"].as_str().unwrap().to_string();
+    let t = s.poll(&id, |t| t["status"] == "input_required").await;
+    assert!(
+        t["inputRequests"]
+            .as_object()
+            .is_some_and(|m| !m.is_empty()),
+        "{t}"
+    );
     s.shutdown().await;
 }

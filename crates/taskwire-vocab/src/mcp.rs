@@ -176,6 +176,56 @@ pub fn progress_message(kind: &taskwire_core::EventKind) -> Option<String> {
     }
 }
 
+/// The prefix of the event types of taskwire's `tasks/stream` events
+/// (SEP-2694 reserves unprefixed types for MCP itself): `taskwire.` and the core
+/// event kind (`taskwire.status`, `taskwire.artifact`, `taskwire.step`, …), the
+/// vendor namespace of taskwire's other MCP keys (`taskwire.auth/…`).
+pub const EVENT_TYPE_PREFIX: &str = "taskwire.";
+
+/// The sub-capability of the tasks extension that offers `tasks/stream`
+/// (SEP-2694).
+pub const EVENT_STREAMS: &str = "eventStreams";
+
+/// The SEP-2694 sequence number of a core event: the core log counts from 1,
+/// a task event stream from 0.
+pub fn stream_seq(core_seq: u64) -> u64 {
+    core_seq.saturating_sub(1)
+}
+
+/// The core sequence number to read after for a SEP-2694 `after` cursor
+/// (`None`: from the start).
+pub fn core_after(after: Option<u64>) -> u64 {
+    after.map_or(0, |a| a.saturating_add(1))
+}
+
+/// A core event as a SEP-2694 task event (`notifications/tasks/event`
+/// params): its type is [`EVENT_TYPE_PREFIX`] and the core's event kind, its
+/// payload the kind's fields (as the core writes them, camelCase) and `at`,
+/// when it was committed.
+pub fn task_event(ev: &taskwire_core::Event) -> wire::TaskEvent {
+    let mut payload = match serde_json::to_value(&ev.kind) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    let kind = match payload.remove("type") {
+        Some(Value::String(k)) => k,
+        _ => "event".to_string(),
+    };
+    if let Ok(at) = serde_json::to_value(ev.at) {
+        payload.insert("at".into(), at);
+    }
+    let task_id = ev.task_id.to_string();
+    wire::TaskEvent {
+        seq: stream_seq(ev.seq),
+        task_id: task_id.clone(),
+        event_type: format!("{EVENT_TYPE_PREFIX}{kind}"),
+        payload,
+        meta: wire::TaskEventMeta {
+            related_task: wire::RelatedTask { task_id },
+        },
+    }
+}
+
 /// The JSON-RPC error (code, message safe to show) of a core error; `task_id`
 /// names the task in the unknown-task message. Store and lease failures become a
 /// bare "internal error" (their details are for logs only).
@@ -1443,6 +1493,7 @@ mod tests {
     fn arguments_become_the_first_message() {
         let skill = Skill {
             task_support: taskwire_core::agent::TaskSupport::Optional,
+            input_first: false,
             id: "run_script".into(),
             name: "Run".into(),
             description: "d".into(),

@@ -496,6 +496,7 @@ fn every_upstream_loss_is_listed_in_the_state_mapping() {
         mcp::LOSS_MCP_PROGRESS,
         mcp::LOSS_MCP_BLOCKING_CANCEL,
         mcp::LOSS_MCP_2025_11_25_BLOCKING_INPUT,
+        mcp::LOSS_MCP_BLOCKING_CALL_LOST,
         mcp::LOSS_MCP_2025_11_25_SESSION,
         agui::LOSS_AGUI_STATE,
         agui::LOSS_AGUI_TOOL_CALLS,

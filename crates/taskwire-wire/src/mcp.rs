@@ -1100,6 +1100,66 @@ pub struct ProgressNotificationParams {
     pub message: Option<String>,
 }
 
+/// Params of `tasks/stream` (SEP-2694, Resumable Task Event Streams).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct StreamTaskRequestParams {
+    /// The task.
+    pub task_id: String,
+    /// Exclusive resume cursor: the events after this sequence number; absent,
+    /// the earliest retained event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<u64>,
+    /// Protocol version, client info and capabilities.
+    #[serde(rename = "_meta")]
+    pub meta: RequestMeta,
+}
+
+/// The `_meta` of a task event: the task it belongs to.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct TaskEventMeta {
+    /// The task (the same as the event's `taskId`).
+    #[serde(rename = "io.modelcontextprotocol/related-task")]
+    pub related_task: RelatedTask,
+}
+
+/// Params of `notifications/tasks/event`: one entry of a task's event stream
+/// (SEP-2694).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct TaskEvent {
+    /// Position in the task's stream: 0 for the first event, then one more
+    /// for each.
+    pub seq: u64,
+    /// The task.
+    pub task_id: String,
+    /// What happened: a vendor-prefixed event type.
+    #[serde(rename = "type")]
+    pub event_type: String,
+    /// The event's fields (a JSON object, as the type defines).
+    pub payload: Map<String, Value>,
+    /// The related task.
+    #[serde(rename = "_meta")]
+    pub meta: TaskEventMeta,
+}
+
+/// `error.data` of `events_gone` (-32010): the events after the cursor are no
+/// longer all retained (SEP-2694).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct EventsGoneData {
+    /// Always `events_gone`.
+    pub reason: String,
+    /// The task.
+    pub task_id: String,
+    /// The oldest event still retained.
+    pub earliest_seq: u64,
+}
+
 /// `_meta["io.modelcontextprotocol/related-task"]`: the task a message belongs to.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]

@@ -25,6 +25,11 @@ pub mod mcp {
         pub const TASKS_CANCEL: &str = "tasks/cancel";
         /// `tasks/continue` (SEP-2339, Task Continuity).
         pub const TASKS_CONTINUE: &str = "tasks/continue";
+        /// `tasks/stream` (SEP-2694, Resumable Task Event Streams): starts or
+        /// resumes a task's event stream.
+        pub const TASKS_STREAM: &str = "tasks/stream";
+        /// `notifications/tasks/event` (SEP-2694): one event of a `tasks/stream`.
+        pub const NOTIFY_TASKS_EVENT: &str = "notifications/tasks/event";
         /// `tasks/result` (2025-11-25 only).
         pub const TASKS_RESULT: &str = "tasks/result";
         /// `tasks/list` (2025-11-25 only).

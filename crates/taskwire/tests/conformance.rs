@@ -115,6 +115,14 @@ async fn the_whole_suite_passes_against_taskwire_serve_on_every_protocol() {
         ["create-retry", "reconnect", "terminal-message"],
         "{text}"
     );
+    // MCP 2026-07-28 resumes a dropped stream from its cursor through
+    // tasks/stream (SEP-2694).
+    assert!(
+        report.cells.iter().any(|c| c.scenario == "reconnect"
+            && c.protocol == Protocol::Mcp
+            && c.verdict == Verdict::Pass),
+        "reconnect × mcp did not pass\n{text}"
+    );
     // Messages were validated against schemas/.
     assert!(report.schemas.validated > 0, "{text}");
 }

@@ -911,3 +911,109 @@ async fn wait_all_completed(node: &Node, http: &reqwest::Client, ids: &BTreeSet<
         }
     }
 }
+
+/// A 2026-07-28 MCP request to a node, with `_meta` (tasks extension) and the
+/// standard headers.
+fn mcp_request(
+    http: &reqwest::Client,
+    node: &Node,
+    method: &str,
+    mut params: Value,
+) -> reqwest::RequestBuilder {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "multinode", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {
+            "extensions": {"io.modelcontextprotocol/tasks": {}}
+        }
+    });
+    let name = params
+        .get("name")
+        .or_else(|| params.get("taskId"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    http.post(node.url("/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method)
+        .header("mcp-name", name)
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+}
+
+/// MCP `tasks/stream` (SEP-2694) on a node that runs no turns follows a task
+/// created on a second and run by a third, from the start to its terminal
+/// event (PostgreSQL wake-ups); cut after a few events and resumed on yet
+/// another node, no event is lost or repeated.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_tasks_stream_follows_a_task_across_nodes_and_resumes_elsewhere() {
+    let Some(url) = pg_url() else { return };
+    let (_, store, _cleanup) = fresh_store(&url).await;
+    let a = Node::start(&store, &["--max-concurrent-turns", "0"]).await;
+    let b = Node::start(&store, &[]).await;
+    let c = Node::start(&store, &["--max-concurrent-turns", "0"]).await;
+    let http = reqwest::Client::new();
+    let created: Value = mcp_request(
+        &http,
+        &a,
+        "tools/call",
+        json!({"name": "run_script", "arguments": {"text": "sleep 800\nstream 4\nsleep 300\nsteps 1"}}),
+    )
+    .send()
+    .await
+    .expect("tools/call")
+    .json()
+    .await
+    .expect("tools/call answer");
+    let id = created["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no task: {created}"))
+        .to_string();
+    let is_end = |v: &Value| v.get("result").is_some() || v.get("error").is_some();
+
+    // On C, from the start to the end.
+    let whole = sse_until(
+        mcp_request(&http, &c, "tasks/stream", json!({"taskId": id}))
+            .send()
+            .await
+            .expect("tasks/stream on C"),
+        Duration::from_secs(30),
+        is_end,
+    )
+    .await;
+    let (end, events) = whole.split_last().expect("messages from C");
+    assert_eq!(end["result"]["resultType"], "complete", "{end}");
+    let seqs: Vec<u64> = events
+        .iter()
+        .map(|e| e["params"]["seq"].as_u64().expect("seq"))
+        .collect();
+    assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
+    let last = &events[events.len() - 1]["params"];
+    assert_eq!(last["type"], "taskwire.status");
+    assert_eq!(last["payload"]["to"], "completed", "{last}");
+
+    // Cut on A after three events, resumed on C: the same log.
+    let first = sse_until(
+        mcp_request(&http, &a, "tasks/stream", json!({"taskId": id}))
+            .send()
+            .await
+            .expect("tasks/stream on A"),
+        Duration::from_secs(30),
+        |v| v["params"]["seq"] == 2,
+    )
+    .await;
+    assert_eq!(first.len(), 3, "{first:?}");
+    let rest = sse_until(
+        mcp_request(&http, &c, "tasks/stream", json!({"taskId": id, "after": 2}))
+            .send()
+            .await
+            .expect("tasks/stream resumed on C"),
+        Duration::from_secs(30),
+        is_end,
+    )
+    .await;
+    let mut joined: Vec<Value> = first;
+    joined.extend(rest.split_last().expect("messages").1.iter().cloned());
+    assert_eq!(joined.as_slice(), events);
+    drop(b);
+}

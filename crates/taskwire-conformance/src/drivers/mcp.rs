@@ -1,6 +1,8 @@
 //! MCP revision 2026-07-28 with the tasks extension (`McpClient`): `tools/call`
 //! becomes a task; `tasks/get`, `tasks/update` (input responses by key),
-//! `tasks/cancel`, `subscriptions/listen`.
+//! `tasks/cancel`; streams through `tasks/stream` (SEP-2694, resumable from a
+//! sequence number), or `subscriptions/listen` where the target answers
+//! `tasks/stream` with -32601.
 
 use async_trait::async_trait;
 use serde_json::{json, Value};
@@ -14,7 +16,8 @@ use super::common::{field_texts, Frames};
 use crate::driver::{Driver, OpError, ResumeObs, StreamObs, TaskRef, Wire};
 use crate::protocol::Protocol;
 use crate::scenario::ErrorClass;
-use crate::views::{mcp_view_word, View};
+use crate::views::{expected, mcp_view_word, CoreExpect, View};
+use taskwire_core::types::{TaskState, TerminalCause};
 
 /// Prefix of the input-request key of a provider authorisation (taskwire's MCP adapter).
 const AUTH_KEY_PREFIX: &str = "taskwire.auth/";
@@ -37,6 +40,34 @@ fn status_word(v: &Value) -> String {
 /// The texts of a task's result content.
 fn contents(v: &Value) -> Vec<String> {
     field_texts(&v["result"]["content"], "text")
+}
+
+/// The view word a taskwire task event shows, if any (its `taskwire.status`
+/// events, through the vocabulary's mapping of the core state), and the
+/// artifact text it carries (`taskwire.artifact`: appended or replaced by id).
+fn event_view(ev: &Value, artifacts: &mut BTreeMap<String, String>) -> Option<String> {
+    let p = &ev["payload"];
+    match ev["type"].as_str()? {
+        "taskwire.artifact" => {
+            let a = &p["artifact"];
+            let id = a["artifactId"].as_str().unwrap_or("artifact").to_string();
+            let text: String = field_texts(&a["parts"], "text").concat();
+            let slot = artifacts.entry(id).or_default();
+            if p["append"].as_bool() != Some(true) {
+                slot.clear();
+            }
+            slot.push_str(&text);
+            None
+        }
+        "taskwire.status" => {
+            let state = serde_json::from_value::<TaskState>(p["to"].clone()).ok()?;
+            let cause = serde_json::from_value::<TerminalCause>(p["cause"].clone()).ok();
+            let mut e = CoreExpect::state(state);
+            e.cause = cause;
+            expected(Protocol::Mcp, &e)
+        }
+        _ => None,
+    }
 }
 
 impl McpDriver {
@@ -91,6 +122,76 @@ impl McpDriver {
             m.insert(k, response.clone());
         }
         self.update(&task.id, m).await
+    }
+
+    /// Follows the task through `tasks/stream` after `after` (SEP-2694): each
+    /// `notifications/tasks/event` is a frame whose id is its sequence number;
+    /// taskwire's `taskwire.status` events give the view word (through the
+    /// vocabulary's mapping), its `taskwire.artifact` events the artifacts.
+    /// `Ok(false)`: the target has no `tasks/stream` (-32601).
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the stream's knobs, each used once"
+    )]
+    async fn follow(
+        &self,
+        id: &str,
+        after: Option<u64>,
+        obs: &mut StreamObs,
+        stop: &[String],
+        max_frames: Option<usize>,
+        limit_ms: u64,
+    ) -> Result<bool, OpError> {
+        let mut s = match self.client.stream_task(id, after).await {
+            Ok(s) => s,
+            Err(e) if e.rpc_code() == Some(-32601) => return Ok(false),
+            Err(e) => return Err(self.err(e)),
+        };
+        self.wire.record(
+            Protocol::Mcp,
+            format!("tasks/stream {{taskId:{id}, after:{after:?}}}"),
+            "200",
+        );
+        let mut frames = Frames::within_ms(limit_ms, max_frames);
+        let mut next_seq = after.map(|a| a + 1);
+        while let Some(msg) = frames
+            .next_into(&mut s, obs)
+            .await
+            .map_err(|e| self.err(e))?
+        {
+            if msg.get("method").and_then(Value::as_str) == Some("notifications/tasks/event") {
+                let ev = &msg["params"];
+                let seq = ev["seq"].as_u64().ok_or_else(|| {
+                    OpError::new(ErrorClass::Other, format!("task event without a seq: {ev}"))
+                })?;
+                if let Some(want) = next_seq {
+                    if seq != want {
+                        return Err(OpError::new(
+                            ErrorClass::Other,
+                            format!("tasks/stream skipped from {want} to {seq}"),
+                        ));
+                    }
+                }
+                next_seq = Some(seq + 1);
+                obs.frames += 1;
+                obs.ids.push(seq.to_string());
+                if let Some(w) = event_view(ev, &mut obs.artifacts) {
+                    obs.push_state(w.clone());
+                    if stop.contains(&w) {
+                        return Ok(true);
+                    }
+                }
+            } else if msg.get("result").is_some() {
+                obs.ended = true;
+                return Ok(true);
+            } else if msg.get("error").is_some() {
+                return Err(OpError::new(
+                    ErrorClass::Other,
+                    format!("tasks/stream error: {}", msg["error"]),
+                ));
+            }
+        }
+        Ok(true)
     }
 
     async fn listen(
@@ -295,8 +396,13 @@ impl Driver for McpDriver {
         limit_ms: u64,
     ) -> Result<StreamObs, OpError> {
         let mut obs = StreamObs::default();
-        self.listen(&task.id, &mut obs, stop, None, limit_ms)
-            .await?;
+        if !self
+            .follow(&task.id, None, &mut obs, stop, None, limit_ms)
+            .await?
+        {
+            self.listen(&task.id, &mut obs, stop, None, limit_ms)
+                .await?;
+        }
         Ok(obs)
     }
 
@@ -307,19 +413,31 @@ impl Driver for McpDriver {
         frames: usize,
         limit_ms: u64,
     ) -> Result<ResumeObs, OpError> {
-        // No cursor: a second listen restates the task.
+        // tasks/stream (SEP-2694): read `frames` events, drop the connection,
+        // resume after the last sequence number read.
         let t = self.create(text, message_id).await?;
         let never: Vec<String> = Vec::new();
         let mut first = StreamObs::default();
-        self.listen(&t.id, &mut first, &never[..], Some(frames), limit_ms)
-            .await?;
-        let mut rest = StreamObs::default();
-        self.listen(&t.id, &mut rest, &never[..], None, limit_ms)
+        if !self
+            .follow(&t.id, None, &mut first, &never, Some(frames), limit_ms)
+            .await?
+        {
+            return Err(OpError::unsupported(
+                "tasks/stream (SEP-2694): the target answered -32601",
+            ));
+        }
+        let cursor = first.ids.last().cloned().unwrap_or_default();
+        let after = cursor.parse::<u64>().ok();
+        let mut rest = StreamObs {
+            artifacts: first.artifacts.clone(),
+            ..StreamObs::default()
+        };
+        self.follow(&t.id, after, &mut rest, &never, None, limit_ms)
             .await?;
         Ok(ResumeObs {
             task: t,
             first,
-            cursor: String::new(),
+            cursor,
             rest,
         })
     }

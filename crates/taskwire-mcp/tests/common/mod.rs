@@ -58,7 +58,17 @@ impl Server {
     #[allow(dead_code, reason = "not every test binary serves its own agent")]
     pub async fn with_agent(agent: Arc<dyn taskwire_core::Agent>, config: McpConfig) -> Self {
         let store: Arc<dyn TaskStore> = Arc::new(MemoryStore::new());
-        let svc = TaskService::new(store, agent.info().name);
+        Self::with_store(store, agent, taskwire_core::Limits::default(), config).await
+    }
+
+    /// A server over `store` with the service's `limits`.
+    pub async fn with_store(
+        store: Arc<dyn TaskStore>,
+        agent: Arc<dyn taskwire_core::Agent>,
+        limits: taskwire_core::Limits,
+        config: McpConfig,
+    ) -> Self {
+        let svc = TaskService::new(store, agent.info().name).with_limits(limits);
         let rt = Runtime::start(svc.clone(), agent.clone(), {
             let mut v = RuntimeConfig::default();
             v.poll_interval = Duration::from_millis(20);
@@ -71,6 +81,9 @@ impl Server {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move {
+            // With the peer address of each connection (axum's ConnectInfo),
+            // as the taskwire server provides it.
+            let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
             let _ = axum::serve(listener, app).await;
         });
         Self {
@@ -255,6 +268,8 @@ pub fn normalize(v: &Value) -> Value {
                 .map(|(k, v)| {
                     let nv = match k.as_str() {
                         "createdAt" | "lastUpdatedAt" => json!("<timestamp>"),
+                        // When a task event was committed (tasks/stream).
+                        "at" if v.is_string() => json!("<timestamp>"),
                         // Sealed with a random key per adapter.
                         "requestState" if v.is_string() => json!("<requestState>"),
                         "version" if v.is_string() && m.contains_key("name") => json!("<version>"),

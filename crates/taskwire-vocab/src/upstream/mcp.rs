@@ -46,6 +46,10 @@ pub const LOSS_MCP_PROGRESS: Loss = Loss(
 pub const LOSS_MCP_2025_11_25_BLOCKING_INPUT: Loss = Loss(
     "an elicitation inside a blocking 2025-11-25 tools/call is answered on the call's open connection, which only the bridge process that made it holds: a bridge restarted while the call waits for the answer fails the task, and the tool is not called again, unless the tool is marked idempotent (annotations.idempotentHint), which is called again with its questions answered as before",
 );
+/// Lost: a blocking `tools/call` cut by a bridge crash.
+pub const LOSS_MCP_BLOCKING_CALL_LOST: Loss = Loss(
+    "a blocking tools/call (an upstream without tasks) has no idempotency key and no task to re-attach to: when the bridge stops while it runs (a crash, SIGKILL), the re-run turn cannot know whether the upstream ran the tool; it calls the tool again only if the tool is marked idempotent (annotations.idempotentHint), in both revisions, and otherwise fails the task saying the upstream may have run it",
+);
 /// Lost: 2025-11-25 sessions do not outlive the server that holds them.
 pub const LOSS_MCP_2025_11_25_SESSION: Loss = Loss(
     "a 2025-11-25 upstream task is followed in the session that created it (kept in the link); when the upstream no longer holds that session the bridge initializes a new one, and an upstream that keeps tasks per session no longer finds the task: the bridged task fails",

@@ -142,6 +142,7 @@ pub(crate) async fn connection(
         app: shared.app.clone(),
         state: state.clone(),
         body_timeout: shared.config.body_timeout,
+        peer,
     };
     let conn = shared.builder.serve_connection(io, service).into_owned();
     let control = Arc::new(Control::default());
@@ -311,6 +312,10 @@ pub(crate) struct ConnService {
     pub(crate) app: App,
     pub(crate) state: Arc<ConnState>,
     pub(crate) body_timeout: Duration,
+    /// The peer's address: each request carries it as axum's `ConnectInfo`,
+    /// which tells connections apart (MCP `tasks/stream` allows one stream per
+    /// task per connection).
+    pub(crate) peer: Option<std::net::SocketAddr>,
 }
 
 /// Marks a request in flight until dropped.
@@ -338,7 +343,11 @@ impl hyper::service::Service<hyper::Request<Incoming>> for ConnService {
     fn call(&self, req: hyper::Request<Incoming>) -> Self::Future {
         let guard = InFlight::new(&self.state);
         let timeout = self.body_timeout;
-        let req = req.map(|body| Body::new(ProgressBody::new(body, timeout)));
+        let mut req = req.map(|body| Body::new(ProgressBody::new(body, timeout)));
+        if let Some(peer) = self.peer {
+            req.extensions_mut()
+                .insert(axum::extract::ConnectInfo(peer));
+        }
         ConnFuture {
             inner: self.app.serve(req),
             guard: Some(guard),

@@ -42,8 +42,8 @@ use taskwire_client::mcp::{
 };
 
 use crate::common::bridge::{
-    a2a_send, agui_id, agui_run, artifact_texts, config, elicitation, state, status_text,
-    PythonSdk, SdkServer, LIMIT,
+    a2a_client, a2a_send, agui_id, agui_run, artifact_texts, config, elicitation, state,
+    status_text, PythonSdk, Restartable, SdkServer, LIMIT,
 };
 
 /// The tools of the SDK server, sorted.
@@ -696,4 +696,61 @@ async fn mcp_ask_name_through_the_bridge_round_trips() {
     );
     bridge.stop().await;
     drop(sdk);
+}
+
+/// A `taskwire` bridge killed with SIGKILL while its blocking `tools/call`
+/// of the SDK's `slow` runs (revision 2026-07-28, no tasks extension: the
+/// call is the only handle on the work). The restarted bridge (on the same
+/// SQLite store, or another node of the same PostgreSQL store) does not call
+/// `slow` again, since it is not marked `idempotentHint`: the task fails
+/// saying the upstream may have run it, and the SDK ran the tool once
+/// (`LOSS_MCP_BLOCKING_CALL_LOST`; before, the tool ran a second time).
+async fn killed_mid_blocking_call(postgres: bool) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some((store, _schema)) = crate::pg::store_in(postgres, dir.path()).await else {
+        return;
+    };
+    let up = SdkServer::start(&MCP_SDK).await;
+    let url = format!("mcp+{}#slow", up.endpoint);
+    let bridge = Restartable::new(
+        dir.path(),
+        &["--store", &store, "--upstream", &url, "--lease", "1s"],
+    );
+    let (mut first, base) = bridge.start(1).await;
+    let t = a2a_send(&a2a_client(&base), "nap", None, true).await;
+    let (second, base) = bridge
+        .killed_once(&mut first, 1, "the blocking call committed", |log| {
+            log.contains("upstream link stored")
+        })
+        .await;
+    let ended = bridge.ended(&base, &t.id, 2).await;
+    assert_eq!(
+        state(&ended),
+        pb::TaskState::Failed,
+        "{ended:?}\nsecond:\n{}",
+        bridge.logs(2)
+    );
+    let said = status_text(&ended);
+    assert!(
+        said.contains("may have run the tool") && said.contains("idempotentHint"),
+        "{said}"
+    );
+    // Long enough for a second call to have run, had it been made.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let runs = up.logs().matches("slow: running").count();
+    assert_eq!(runs, 1, "{}", up.logs());
+    drop(second);
+}
+
+mod a_bridge_killed_mid_blocking_call_does_not_call_again {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[ignore = "interop: needs the Python MCP SDK (.ci/setup-mcp-py.sh); .ci/test runs it with --include-ignored"]
+    async fn sqlite_restart() {
+        super::killed_mid_blocking_call(false).await
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[ignore = "interop: needs the Python MCP SDK (.ci/setup-mcp-py.sh); .ci/test runs it with --include-ignored"]
+    async fn postgres_other_node() {
+        super::killed_mid_blocking_call(true).await
+    }
 }

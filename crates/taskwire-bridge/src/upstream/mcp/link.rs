@@ -78,6 +78,13 @@ pub struct McpLink {
     /// that made it, `LOSS_MCP_2025_11_25_BLOCKING_INPUT`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call: Option<Value>,
+    /// A blocking `tools/call` (no upstream task) was made by `turn` and its
+    /// answer was not read yet: committed before the call, so that a re-run
+    /// of that turn knows the upstream may have run the tool ([`Plan::Lost`]).
+    ///
+    /// [`Plan::Lost`]: super::plan::Plan::Lost
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub blocking: bool,
 }
 
 impl McpLink {
@@ -104,6 +111,7 @@ impl McpLink {
             version: None,
             session: None,
             call: None,
+            blocking: false,
         }
     }
 
@@ -229,8 +237,17 @@ mod tests {
             version: None,
             session: None,
             call: None,
+            blocking: false,
         };
         let state = l.to_state();
+        // A link stored before the blocking marker existed reads as no
+        // blocking call; a marked one round-trips.
+        assert!(state["upstream"].get("blocking").is_none());
+        let marked = McpLink {
+            blocking: true,
+            ..l.clone()
+        };
+        assert_eq!(McpLink::read(Some(&marked.to_state())), Some(marked));
         assert_eq!(state["upstream"]["protocol"], "mcp");
         assert_eq!(McpLink::read(Some(&state)), Some(l));
         let a2a = json!({"upstream": {"protocol": "a2a", "taskId": "x", "turn": 1}});

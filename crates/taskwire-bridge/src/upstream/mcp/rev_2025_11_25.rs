@@ -544,6 +544,19 @@ impl Turn<'_> {
         }
         match plan {
             Plan::Call => self.call().await,
+            Plan::Lost(l) => {
+                if !self.upstream.idempotent.contains(&l.tool) {
+                    warn!(task = %self.ctx.task().id, tool = %l.tool,
+                        "a blocking upstream call was cut by a stop of the bridge; the tool is not idempotent, so it is not called again");
+                    return Ok(super::rev_2026_07_28::lost_call(&l.tool));
+                }
+                info!(task = %self.ctx.task().id, tool = %l.tool,
+                    "the blocking call of an idempotent upstream tool was lost; calling it again");
+                reattached(PROTOCOL);
+                self.open = None;
+                self.link = None;
+                self.call().await
+            }
             Plan::Resume(l) => self.resume_call(l).await,
             Plan::Reattach(l) => {
                 info!(task = %self.ctx.task().id, upstream_task = %l.task_id, turn = self.number,
@@ -689,6 +702,19 @@ impl Turn<'_> {
             }
             return self.follow(&t.task_id).await;
         }
+        // A blocking call: committed as made before it is, so that a re-run
+        // of this turn knows the upstream may have run the tool.
+        let marker = McpLink {
+            blocking: true,
+            ..McpLink::rev_2025_11_25(
+                String::new(),
+                tool.clone(),
+                self.number,
+                self.client.session_id(),
+                None,
+            )
+        };
+        self.store_link(marker, true).await?;
         let params = json!({"name": tool, "arguments": args});
         let opened = self
             .unsent_again("tools/call", true, |c| {

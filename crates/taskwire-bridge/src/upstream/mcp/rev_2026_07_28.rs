@@ -44,6 +44,9 @@ const MAX_POLL: Duration = Duration::from_secs(5);
 pub struct Upstream2026_07_28 {
     client: McpClient,
     pub(crate) served: Served,
+    /// The tools marked idempotent (`annotations.idempotentHint`): a blocking
+    /// call of one lost with its bridge process is made again.
+    idempotent: Arc<std::collections::HashSet<String>>,
 }
 
 impl Upstream2026_07_28 {
@@ -61,6 +64,11 @@ impl Upstream2026_07_28 {
             .await?
             .into_inner();
         let chosen = choose_tools(listed, tool)?;
+        let idempotent = chosen
+            .iter()
+            .filter(|t| vocab::tool_is_idempotent(t))
+            .map(|t| t.name.clone())
+            .collect();
         let (name, version) = discovered
             .meta
             .as_ref()
@@ -78,6 +86,7 @@ impl Upstream2026_07_28 {
         Ok(Self {
             client: client.declare_tasks_extension(tasks),
             served: Served::new(endpoint, info, tools, tasks, opts),
+            idempotent: Arc::new(idempotent),
         })
     }
 
@@ -126,9 +135,21 @@ impl Upstream2026_07_28 {
     }
 }
 
+/// How a turn whose blocking call was lost ends when the tool is not
+/// idempotent (both revisions): failed, saying the upstream may have run it.
+pub(super) fn lost_call(tool: &str) -> TurnOutcome {
+    TurnOutcome::Failed {
+        message: format!(
+            "the blocking call of upstream tool {tool} was cut when the bridge stopped (crashed or was killed) before its answer was read; the upstream may have run the tool, which is not marked idempotent (annotations.idempotentHint), so it was not called again: {}",
+            vocab::LOSS_MCP_BLOCKING_CALL_LOST.0
+        ),
+    }
+}
+
 /// One downstream turn.
 struct Turn<'a> {
     up: &'a Served,
+    idempotent: &'a std::collections::HashSet<String>,
     client: &'a McpClient,
     ctx: &'a TurnContext,
     number: u32,
@@ -139,6 +160,7 @@ impl<'a> Turn<'a> {
     fn new(up: &'a Upstream2026_07_28, turn: TurnStart<'a, McpLink>) -> Self {
         Self {
             up: &up.served,
+            idempotent: &up.idempotent,
             client: &up.client,
             ctx: turn.ctx,
             number: turn.number,
@@ -196,6 +218,19 @@ impl<'a> Turn<'a> {
                 self.follow(&l.task_id).await
             }
             Plan::Call => self.call().await,
+            Plan::Lost(l) => {
+                if !self.idempotent.contains(&l.tool) {
+                    warn!(task = %self.ctx.task().id, tool = %l.tool,
+                        "a blocking upstream call was cut by a stop of the bridge; the tool is not idempotent, so it is not called again");
+                    return Ok(lost_call(&l.tool));
+                }
+                info!(task = %self.ctx.task().id, tool = %l.tool,
+                    "the blocking call of an idempotent upstream tool was lost; calling it again");
+                reattached(PROTOCOL);
+                let responses = l.repeat.then(|| self.responses(&l));
+                self.call_tool(l.tool.clone(), responses, l.request_state.clone())
+                    .await
+            }
         }
     }
 
@@ -221,6 +256,21 @@ impl<'a> Turn<'a> {
         let args = self.up.arguments(&tool, self.ctx);
         debug!(task = %self.ctx.task().id, tool = %tool, tasks = self.up.tasks,
             repeat = input_responses.is_some(), "calling the upstream tool");
+        if !self.up.tasks {
+            // A blocking call: committed as made before it is, so that a
+            // re-run of this turn knows the upstream may have run the tool.
+            let base = self
+                .link
+                .clone()
+                .unwrap_or_else(|| McpLink::new(String::new(), tool.clone(), self.number));
+            self.store_link(McpLink {
+                tool: tool.clone(),
+                turn: self.number,
+                blocking: true,
+                ..base
+            })
+            .await?;
+        }
         // Made again only when nothing of it reached the upstream: a
         // `tools/call` has no idempotency key.
         let call = crate::retry::sent_again(
