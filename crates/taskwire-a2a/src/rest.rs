@@ -53,7 +53,10 @@ use taskwire_vocab::a2a::ERROR_INFO_TYPE;
 use taskwire_wire::a2a::errors::RestErrorBody;
 
 use crate::error::A2aError;
-use crate::http::{check_version, content_type_ok, last_event_id, requested_version, rest_base};
+use crate::http::{
+    content_type_ok, last_event_id, negotiate, requested_version, rest_base, unstated_is_0_3,
+    Requested,
+};
 use crate::service::{A2aService, FrameStream};
 use crate::{pb, protojson};
 
@@ -210,9 +213,18 @@ impl PathArgs {
     }
 }
 
-/// What every call checks first: the requested protocol version.
-fn check(headers: &HeaderMap, query: Option<&str>) -> Result<(), RestError> {
-    check_version(requested_version(headers, query).as_deref())?;
+/// A2A 0.3's HTTP+JSON paths all begin with `/v1` (`/v1/message:send`,
+/// `/v1/tasks/{id}`); below this binding's url that is the tenant segment.
+const V0_3_PREFIX: &str = "v1";
+
+/// What every call checks first: the requested protocol version. Without
+/// one (read as 0.3 by A2A 1.0 §3.6.2), a 0.3 path (`/v1/…`) is
+/// VersionNotSupported; with `A2A-Version: 1.0`, `v1` is a tenant like any.
+fn check(args: &PathArgs, headers: &HeaderMap, query: Option<&str>) -> Result<(), RestError> {
+    let v = negotiate(requested_version(headers, query).as_deref())?;
+    if v == Requested::Unstated && args.tenant.as_deref() == Some(V0_3_PREFIX) {
+        return Err(unstated_is_0_3("a path under /v1").into());
+    }
     Ok(())
 }
 
@@ -224,7 +236,7 @@ fn accept(
 ) -> Result<(PathArgs, axum::http::request::Parts, Body), RestError> {
     let args = PathArgs::of(path)?;
     let (parts, body) = req.into_parts();
-    check(&parts.headers, parts.uri.query())?;
+    check(&args, &parts.headers, parts.uri.query())?;
     Ok((args, parts, body))
 }
 
@@ -430,7 +442,8 @@ async fn list_tasks(
             let mut r: pb::ListTasksRequest =
                 protojson::from_value(query_value(parts.uri.query(), LIST_TASKS_QUERY)?)?;
             r.tenant = args.tenant(String::new());
-            ok(&Box::pin(svc.list_tasks(&caller, r)).await?)
+            let r = Box::pin(svc.list_tasks(&caller, r)).await?;
+            ok(&taskwire_wire::a2a::protojson::ListTasksResponseJson(&r))
         }
         .await,
     )

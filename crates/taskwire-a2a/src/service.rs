@@ -105,12 +105,17 @@ impl A2aService {
         )
     }
 
-    /// GetExtendedAgentCard.
+    /// GetExtendedAgentCard. A card that does not declare
+    /// `capabilities.extendedAgentCard` makes the call UnsupportedOperation
+    /// (A2A 1.0 §3.3.4); ExtendedAgentCardNotConfigured is for an agent that
+    /// declares one it has not configured, which taskwire never does (the card
+    /// declares it exactly when it is served).
     pub fn extended_agent_card(&self, _caller: &Caller) -> Result<pb::AgentCard> {
         if !self.inner.config.extended_card {
             return Err(A2aError::new(
-                A2aErrorKind::ExtendedAgentCardNotConfigured,
-                "this agent has no extended agent card",
+                A2aErrorKind::UnsupportedOperation,
+                "this agent does not declare an extended agent card \
+                 (capabilities.extendedAgentCard is false)",
             ));
         }
         Ok(card::build(
@@ -273,6 +278,7 @@ impl A2aService {
         req: pb::SendMessageRequest,
         last_event_id: Option<u64>,
     ) -> Result<FrameStream> {
+        self.check_streaming()?;
         self.inner.push.resume_once();
         let history_length = match &req.configuration {
             Some(c) => {
@@ -307,6 +313,7 @@ impl A2aService {
         req: pb::SubscribeToTaskRequest,
         last_event_id: Option<u64>,
     ) -> Result<FrameStream> {
+        self.check_streaming()?;
         self.inner.push.resume_once();
         let id = parse_id(&req.id)?;
         let task = self.inner.service.get(caller, &id).await?;
@@ -523,6 +530,19 @@ impl A2aService {
         Ok(convert::task_to_pb(&task, TaskView::default()))
     }
 
+    /// A2A 1.0 §3.3.4: with `capabilities.streaming` false on the card,
+    /// SendStreamingMessage and SubscribeToTask are UnsupportedOperation.
+    fn check_streaming(&self) -> Result<()> {
+        if self.inner.config.streaming {
+            Ok(())
+        } else {
+            Err(A2aError::new(
+                A2aErrorKind::UnsupportedOperation,
+                "streaming is not enabled on this server (capabilities.streaming is false)",
+            ))
+        }
+    }
+
     fn check_push(&self) -> Result<()> {
         if self.inner.config.push_notifications {
             Ok(())
@@ -554,8 +574,12 @@ impl A2aService {
         self.check_push()?;
         let id = parse_id(&req.task_id)?;
         self.inner.service.get(caller, &id).await?;
+        // A2A 1.0 §3.1.8: a config that does not exist is TaskNotFoundError.
         self.inner.push.get(&id, &req.id).await?.ok_or_else(|| {
-            A2aError::invalid_params("params.id", "no push notification config with this id")
+            A2aError::new(
+                A2aErrorKind::TaskNotFound,
+                "no push notification config with this id on this task",
+            )
         })
     }
 

@@ -277,3 +277,25 @@ mod tests {
         );
     }
 }
+
+/// A `ListTasksResponse` written with all four of its fields, defaults
+/// included: the proto marks each REQUIRED, and A2A 1.0 §3.1.4 says
+/// `nextPageToken` MUST always be present, `""` on the last page. pbjson's
+/// serde leaves default values out (an empty `tasks`, `nextPageToken` and a
+/// zero `totalSize` would be missing), so this writes the same JSON keys
+/// itself, each value through the generated serde.
+#[derive(Clone, Copy, Debug)]
+pub struct ListTasksResponseJson<'a>(pub &'a super::pb::ListTasksResponse);
+
+impl Serialize for ListTasksResponseJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let r = self.0;
+        let mut st = s.serialize_struct("ListTasksResponse", 4)?;
+        st.serialize_field("tasks", &r.tasks)?;
+        st.serialize_field("nextPageToken", &r.next_page_token)?;
+        st.serialize_field("pageSize", &r.page_size)?;
+        st.serialize_field("totalSize", &r.total_size)?;
+        st.end()
+    }
+}
