@@ -7,7 +7,7 @@ use axum::http::{header, HeaderMap};
 use sha2::{Digest, Sha256};
 use taskwire_core::AgentInfo;
 
-use crate::http::PROTOCOL_VERSION;
+use crate::http::{PROTOCOL_VERSION, PROTOCOL_VERSION_1_1};
 use crate::{pb, A2aConfig, GrpcCardUrl};
 
 /// Where the agent card is served.
@@ -98,6 +98,16 @@ pub fn build(info: &AgentInfo, cfg: &A2aConfig, extended: bool) -> pb::AgentCard
         tenant: String::new(),
         protocol_version: PROTOCOL_VERSION.into(),
     });
+    // The A2A 1.1 draft on the same urls, after every 1.0 interface (clients
+    // that take the first interface of a binding keep getting 1.0).
+    let v1_1: Vec<pb::AgentInterface> = interfaces
+        .iter()
+        .map(|i| pb::AgentInterface {
+            protocol_version: PROTOCOL_VERSION_1_1.into(),
+            ..i.clone()
+        })
+        .collect();
+    interfaces.extend(v1_1);
     let (security_schemes, security_requirements) = if cfg.bearer_auth {
         let scheme = pb::SecurityScheme {
             scheme: Some(pb::security_scheme::Scheme::HttpAuthSecurityScheme(

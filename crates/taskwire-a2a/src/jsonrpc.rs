@@ -148,14 +148,15 @@ impl std::ops::Deref for ResultText {
 async fn dispatch(
     svc: &A2aService,
     caller: &Caller,
+    v: Requested,
     method: &str,
     params: Params<'_>,
 ) -> Result<ResultText> {
     if method == methods::GET_TASK {
-        let text = svc.get_task_json(caller, params.decode()?).await?;
+        let text = svc.get_task_json(caller, v, params.decode()?).await?;
         return Ok(ResultText::Shared(text));
     }
-    dispatch_encoded(svc, caller, method, params)
+    dispatch_encoded(svc, caller, v, method, params)
         .await
         .map(ResultText::Owned)
 }
@@ -164,6 +165,7 @@ async fn dispatch(
 async fn dispatch_encoded(
     svc: &A2aService,
     caller: &Caller,
+    v: Requested,
     method: &str,
     params: Params<'_>,
 ) -> Result<String> {
@@ -175,13 +177,13 @@ async fn dispatch_encoded(
     match method {
         SEND_MESSAGE => {
             let req = params.decode::<crate::pb::SendMessageRequest>()?;
-            enc(&Box::pin(svc.send_message(caller, req)).await?)
+            enc(&Box::pin(svc.send_message(caller, v, req)).await?)
         }
         LIST_TASKS => {
-            let r = Box::pin(svc.list_tasks(caller, params.decode()?)).await?;
+            let r = Box::pin(svc.list_tasks(caller, v, params.decode()?)).await?;
             enc(&taskwire_wire::a2a::protojson::ListTasksResponseJson(&r))
         }
-        CANCEL_TASK => enc(&Box::pin(svc.cancel_task(caller, params.decode()?)).await?),
+        CANCEL_TASK => enc(&Box::pin(svc.cancel_task(caller, v, params.decode()?)).await?),
         CREATE_PUSH_CONFIG => {
             enc(&Box::pin(svc.create_push_config(caller, params.decode()?)).await?)
         }
@@ -209,6 +211,7 @@ async fn dispatch_encoded(
 async fn open_stream(
     svc: &A2aService,
     caller: &Caller,
+    v: Requested,
     method: &str,
     params: Params<'_>,
     last_event_id: Option<u64>,
@@ -216,12 +219,13 @@ async fn open_stream(
     if method == methods::SEND_STREAMING_MESSAGE {
         svc.send_streaming_message(
             caller,
+            v,
             params.decode::<crate::pb::SendMessageRequest>()?,
             last_event_id,
         )
         .await
     } else {
-        svc.subscribe_to_task(caller, params.decode()?, last_event_id)
+        svc.subscribe_to_task(caller, v, params.decode()?, last_event_id)
             .await
     }
 }
@@ -343,7 +347,7 @@ async fn answer(
                     Ok(req) => {
                         let r = match served(&version, &req.method) {
                             Err(e) => Err(e),
-                            Ok(()) => dispatch(svc, caller, &req.method, req.params).await,
+                            Ok(v) => dispatch(svc, caller, v, &req.method, req.params).await,
                         };
                         if !req.notification {
                             out.push(match r {
@@ -367,13 +371,13 @@ async fn answer(
 /// taskwire does not speak is refused, and so is a 0.3 method name without
 /// a version (A2A 1.0 §3.6.2 reads it as 0.3, not served yet). A 1.0 method
 /// name without a version has no 0.3 reading and is served as 1.0.
-fn served(version: &Result<Requested>, method: &str) -> Result<()> {
+fn served(version: &Result<Requested>, method: &str) -> Result<Requested> {
     match version {
         Err(e) => Err(A2aError::new(e.kind(), e.message())),
         Ok(Requested::Unstated) if methods_0_3::ALL.contains(&method) => {
             Err(unstated_is_0_3(&format!("the method {method}")))
         }
-        Ok(_) => Ok(()),
+        Ok(v) => Ok(*v),
     }
 }
 
@@ -385,13 +389,15 @@ async fn single(
     req: Request<'_>,
     last_event_id: Option<u64>,
 ) -> Response {
-    if let Err(e) = served(&version, &req.method) {
-        return json_response(error_response(&req.id, &e));
-    }
+    let v = match served(&version, &req.method) {
+        Ok(v) => v,
+        Err(e) => return json_response(error_response(&req.id, &e)),
+    };
     if is_streaming(&req.method) {
         return match Box::pin(open_stream(
             svc,
             caller,
+            v,
             &req.method,
             req.params,
             last_event_id,
@@ -402,7 +408,7 @@ async fn single(
             Err(e) => json_response(error_response(&req.id, &e)),
         };
     }
-    let r = dispatch(svc, caller, &req.method, req.params).await;
+    let r = dispatch(svc, caller, v, &req.method, req.params).await;
     if req.notification {
         return StatusCode::NO_CONTENT.into_response();
     }

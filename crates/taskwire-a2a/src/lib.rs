@@ -113,6 +113,11 @@ pub struct A2aConfig {
     /// Accepted input media types (`type/*` and `*/*` wildcards allowed); a part
     /// with another media type is ContentTypeNotSupported.
     pub input_modes: Vec<String>,
+    /// A2A 1.1: the longest a GetTask with `currentGeneration` is held
+    /// waiting for the task to move (`--a2a-long-poll-max`); then the task is
+    /// answered as it is. The listener's own limits (request timeouts,
+    /// connections) bound it too.
+    pub long_poll_max: Duration,
     /// How long a blocking SendMessage waits for a terminal or interrupted state
     /// before answering with the task as it is.
     pub blocking_timeout: Duration,
@@ -150,6 +155,7 @@ impl Default for A2aConfig {
                 "image/*".into(),
             ],
             blocking_timeout: Duration::from_secs(60),
+            long_poll_max: Duration::from_secs(30),
             card_max_age: Duration::from_secs(300),
             max_body_bytes: 4 * 1024 * 1024,
         }

@@ -23,6 +23,9 @@ pub struct AdapterOptions {
     /// (`--a2a-card-grpc-url`).
     #[cfg(feature = "a2a")]
     pub a2a_card_grpc_url: taskwire_a2a::GrpcCardUrl,
+    /// A2A 1.1: longest long poll of GetTask (`--a2a-long-poll-max`); `None`
+    /// keeps the adapter's default.
+    pub a2a_long_poll_max: Option<std::time::Duration>,
     /// A2A: declare and serve no streaming (`--no-a2a-streaming`).
     pub no_a2a_streaming: bool,
     /// A2A: declare and serve no push notifications (`--no-a2a-push`).
@@ -148,6 +151,9 @@ impl A2a {
                 v.push_allow_private = self.opts.push_allow_private;
                 v.streaming = !self.opts.no_a2a_streaming;
                 v.grpc_card_url = self.opts.a2a_card_grpc_url;
+                if let Some(d) = self.opts.a2a_long_poll_max {
+                    v.long_poll_max = d;
+                }
                 v.push_notifications = !self.opts.no_a2a_push;
                 v.push_tls.root_certificates_pem = self.opts.push_root_certificates_pem.clone();
                 v.push_tls.identity_pem = self.opts.push_client_identity_pem.clone();

@@ -9,7 +9,7 @@
 //! - [`from_str_without_nulls`], pbjson's generated deserializer straight from the
 //!   text, for text without a `null` literal;
 //! - [`from_value`] and [`from_str`], the descriptor-driven decoder of
-//!   prost-reflect over [`super::DESCRIPTOR`], which follows ProtoJSON wherever
+//!   prost-reflect over [`super::DESCRIPTOR_1_1`], which follows ProtoJSON wherever
 //!   pbjson does not: `null` on a field is its default, except on a
 //!   `google.protobuf.Value` (a part's `"data": null` is the null value), and an
 //!   error names the field's path. The decoded message is handed over as
@@ -81,7 +81,7 @@ where
     T: ProtoMessage,
     D: serde::Deserializer<'de>,
 {
-    let pool = super::descriptor_pool()?;
+    let pool = super::descriptor_pool_1_1()?;
     let name = T::full_name();
     let desc = pool
         .get_message_by_name(&name)

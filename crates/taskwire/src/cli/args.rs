@@ -240,6 +240,11 @@ pub struct ServeArgs {
     #[arg(long, env = "TASKWIRE_A2A_CARD_GRPC_URL", value_enum, default_value_t = GrpcCardUrlArg::HostPort)]
     pub a2a_card_grpc_url: GrpcCardUrlArg,
 
+    /// A2A 1.1: the longest a GetTask with `currentGeneration` is held
+    /// waiting for the task to move, then answered as it is (e.g. 30s).
+    #[arg(long, env = "TASKWIRE_A2A_LONG_POLL_MAX", value_name = "DURATION", default_value = "30s", value_parser = parse_positive_duration)]
+    pub a2a_long_poll_max: Duration,
+
     /// A2A: declare and serve no streaming. The card says `streaming: false`,
     /// and SendStreamingMessage and SubscribeToTask answer
     /// UnsupportedOperation on every binding (A2A 1.0 §3.3.4).

@@ -162,6 +162,7 @@ pub async fn build_server(args: &ServeArgs) -> Result<Server, Error> {
             super::args::GrpcCardUrlArg::Origin => taskwire_a2a::GrpcCardUrl::Origin,
             super::args::GrpcCardUrlArg::Omit => taskwire_a2a::GrpcCardUrl::Omit,
         },
+        a2a_long_poll_max: Some(args.a2a_long_poll_max),
         no_a2a_streaming: args.no_a2a_streaming,
         no_a2a_push: args.no_a2a_push,
         push_root_certificates_pem: read_ca_files("--push-ca-file", &args.push_ca_file)?,
