@@ -2,7 +2,8 @@
 //! `protoc`):
 //! - the well-known types `google.protobuf.{Timestamp, Struct, Value, ListValue,
 //!   Empty, Any}` (prost), whose ProtoJSON is written by hand in `src/wkt.rs`;
-//! - `proto/a2a.proto`: the `lf.a2a.v1` messages (prost), their ProtoJSON serde
+//! - `proto/a2a-1.1.proto` (A2A 1.1 draft: `proto/a2a.proto`, A2A 1.0, plus
+//!   five fields): the `lf.a2a.v1` messages (prost), their ProtoJSON serde
 //!   (pbjson), the `A2AService` gRPC client (tonic), and the server, generated
 //!   from the service as the proto describes it (every method, its name, route,
 //!   types and streaming, read from the compiled descriptor) with one change:
@@ -11,8 +12,9 @@
 //!   wire are those of the proto's `Task`);
 //! - `proto/agui/events.proto`: the `ag_ui` event messages (prost).
 //!
-//! The compiled A2A descriptor set is kept as `a2a_descriptor.bin`, for the
-//! descriptor-driven ProtoJSON decoder and the schema generator.
+//! The compiled descriptor sets are kept: `a2a_descriptor.bin` (1.0, for the
+//! schema generator and the check that 1.1 only adds) and
+//! `a2a_descriptor_1_1.bin` (for the descriptor-driven ProtoJSON decoder).
 
 use std::path::PathBuf;
 
@@ -58,7 +60,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Read at run time (not `env!`), so a build-script binary reused from
     // another checkout sharing the target directory still finds this one's.
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?).join("../../proto");
-    let a2a = root.join("a2a.proto");
+    let a2a_1_0 = root.join("a2a.proto");
+    let a2a = root.join("a2a-1.1.proto");
+    println!("cargo:rerun-if-changed={}", a2a_1_0.display());
     let agui_dir = root.join("agui");
     println!("cargo:rerun-if-changed={}", a2a.display());
     println!(
@@ -85,8 +89,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .compile_fds(wkt)?;
 
     // A2A: messages, ProtoJSON, gRPC client.
+    let fds_1_0 = protox::compile([&a2a_1_0], [&root])?;
+    std::fs::write(out.join("a2a_descriptor.bin"), fds_1_0.encode_to_vec())?;
     let fds = protox::compile([&a2a], [&root])?;
-    let descriptor_path = out.join("a2a_descriptor.bin");
+    let descriptor_path = out.join("a2a_descriptor_1_1.bin");
     std::fs::write(&descriptor_path, fds.encode_to_vec())?;
     let service = fds
         .file
@@ -94,7 +100,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .filter(|f| f.package.as_deref() == Some(PACKAGE))
         .flat_map(|f| f.service.iter())
         .find(|s| s.name.as_deref() == Some(SERVICE))
-        .ok_or("lf.a2a.v1.A2AService is not in proto/a2a.proto")?
+        .ok_or("lf.a2a.v1.A2AService is not in proto/a2a-1.1.proto")?
         .clone();
     tonic_prost_build::configure()
         .build_server(false)

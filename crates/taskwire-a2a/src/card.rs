@@ -3,10 +3,12 @@
 
 use std::collections::HashMap;
 
+use axum::http::{header, HeaderMap};
+use sha2::{Digest, Sha256};
 use taskwire_core::AgentInfo;
 
-use crate::http::PROTOCOL_VERSION;
-use crate::{pb, A2aConfig};
+use crate::http::{PROTOCOL_VERSION, PROTOCOL_VERSION_1_1};
+use crate::{pb, A2aConfig, GrpcCardUrl};
 
 /// Where the agent card is served.
 pub const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";
@@ -157,6 +159,37 @@ pub fn host_port(base: &str) -> String {
     }
 }
 
+/// The origin of a base url, `scheme://host[:port]` (RFC 6454's
+/// serialisation: a default port is left out); the base itself when it does
+/// not parse.
+pub fn origin(base: &str) -> String {
+    match reqwest::Url::parse(base) {
+        Ok(u) if u.origin().is_tuple() => u.origin().ascii_serialization(),
+        _ => base.to_string(),
+    }
+}
+
+/// The card's `ETag` (A2A 1.0 §8.6.1): a strong tag of the first 128 bits
+/// of the SHA-256 of the card's JSON text, in hex. It changes with any field
+/// of the card and is the same on every node that serves the same card.
+pub fn etag(card_json: &str) -> String {
+    let digest = Sha256::digest(card_json.as_bytes());
+    let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
+    format!("\"{hex}\"")
+}
+
+/// Whether the request's `If-None-Match` matches `etag` (RFC 9110 §13.1.2:
+/// weak comparison, a comma list, or `*`): the card is then answered 304.
+pub fn none_match(headers: &HeaderMap, etag: &str) -> bool {
+    headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .any(|t| t == "*" || t.strip_prefix("W/").unwrap_or(t) == etag)
+}
+
 /// The card (`extended` marks the authenticated variant).
 pub fn build(info: &AgentInfo, cfg: &A2aConfig, extended: bool) -> pb::AgentCard {
     let base = cfg.public_url.trim_end_matches('/');
@@ -166,9 +199,15 @@ pub fn build(info: &AgentInfo, cfg: &A2aConfig, extended: bool) -> pb::AgentCard
         tenant: String::new(),
         protocol_version: PROTOCOL_VERSION.into(),
     }];
-    if cfg.grpc {
+    let grpc_url = match cfg.grpc_card_url {
+        _ if !cfg.grpc => None,
+        GrpcCardUrl::HostPort => Some(host_port(base)),
+        GrpcCardUrl::Origin => Some(origin(base)),
+        GrpcCardUrl::Omit => None,
+    };
+    if let Some(url) = grpc_url {
         interfaces.push(pb::AgentInterface {
-            url: host_port(base),
+            url,
             protocol_binding: "GRPC".into(),
             tenant: String::new(),
             protocol_version: PROTOCOL_VERSION.into(),
@@ -180,6 +219,16 @@ pub fn build(info: &AgentInfo, cfg: &A2aConfig, extended: bool) -> pb::AgentCard
         tenant: String::new(),
         protocol_version: PROTOCOL_VERSION.into(),
     });
+    // The A2A 1.1 draft on the same urls, after every 1.0 interface (clients
+    // that take the first interface of a binding keep getting 1.0).
+    let v1_1: Vec<pb::AgentInterface> = interfaces
+        .iter()
+        .map(|i| pb::AgentInterface {
+            protocol_version: PROTOCOL_VERSION_1_1.into(),
+            ..i.clone()
+        })
+        .collect();
+    interfaces.extend(v1_1);
     let (security_schemes, security_requirements) = security(cfg);
     let description = if extended {
         format!("{} (extended card)", info.description)
@@ -194,7 +243,7 @@ pub fn build(info: &AgentInfo, cfg: &A2aConfig, extended: bool) -> pb::AgentCard
         version: info.version.clone(),
         documentation_url: None,
         capabilities: Some(pb::AgentCapabilities {
-            streaming: Some(true),
+            streaming: Some(cfg.streaming),
             push_notifications: Some(cfg.push_notifications),
             extensions: Vec::new(),
             extended_agent_card: Some(cfg.extended_card),
@@ -224,7 +273,27 @@ pub fn build(info: &AgentInfo, cfg: &A2aConfig, extended: bool) -> pb::AgentCard
 
 #[cfg(test)]
 mod tests {
-    use super::host_port;
+    use super::{etag, host_port, none_match};
+    use axum::http::{header, HeaderMap, HeaderValue};
+
+    #[test]
+    fn etag_follows_the_content_and_if_none_match_compares_weakly() {
+        let a = etag(r#"{"name":"a"}"#);
+        assert_eq!(a, etag(r#"{"name":"a"}"#));
+        assert_ne!(a, etag(r#"{"name":"b"}"#));
+        assert!(a.starts_with('"') && a.ends_with('"') && a.len() == 34);
+        let mut h = HeaderMap::new();
+        assert!(!none_match(&h, &a));
+        h.insert(
+            header::IF_NONE_MATCH,
+            HeaderValue::from_str(&format!("\"x\", W/{a}")).unwrap(),
+        );
+        assert!(none_match(&h, &a));
+        h.insert(header::IF_NONE_MATCH, HeaderValue::from_static("\"x\""));
+        assert!(!none_match(&h, &a));
+        h.insert(header::IF_NONE_MATCH, HeaderValue::from_static("*"));
+        assert!(none_match(&h, &a));
+    }
 
     #[test]
     fn grpc_url_is_host_port() {
@@ -235,5 +304,13 @@ mod tests {
         );
         assert_eq!(host_port("http://[::1]:9000/x"), "[::1]:9000");
         assert_eq!(host_port("http://example.com"), "example.com:80");
+        assert_eq!(
+            super::origin("https://agents.example.com/base"),
+            "https://agents.example.com"
+        );
+        assert_eq!(
+            super::origin("http://127.0.0.1:8080"),
+            "http://127.0.0.1:8080"
+        );
     }
 }

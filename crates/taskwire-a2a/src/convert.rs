@@ -162,6 +162,8 @@ pub struct TaskView {
     pub history_length: Option<usize>,
     /// Leave artifacts out.
     pub without_artifacts: bool,
+    /// A2A 1.1: write the task's `generation` (its event-log sequence).
+    pub generation: bool,
 }
 
 /// Validates an optional `historyLength`.
@@ -195,6 +197,18 @@ pub fn task_to_pb(t: &Task, view: TaskView) -> pb::Task {
             .map(|m| message_to_pb(m, id, &t.context_id))
             .collect(),
         metadata: metadata_to_pb(&t.metadata),
+        generation: generation_of(t.last_seq, view.generation),
+    }
+}
+
+/// A2A 1.1's `generation` of a task or an event: the sequence number of its
+/// last event in the task's log (the store's, the same on every node and
+/// binding); 0, so absent, when the answer is not 1.1.
+fn generation_of(seq: u64, on: bool) -> i64 {
+    if on {
+        i64::try_from(seq).unwrap_or(i64::MAX)
+    } else {
+        0
     }
 }
 
@@ -204,6 +218,7 @@ pub struct FrameBuilder {
     task_id: String,
     context_id: String,
     state: TaskState,
+    generation: bool,
 }
 
 impl FrameBuilder {
@@ -213,7 +228,14 @@ impl FrameBuilder {
             task_id: task.id.as_str().to_string(),
             context_id: task.context_id.clone(),
             state: task.state,
+            generation: false,
         }
+    }
+
+    /// Frames that carry A2A 1.1's `generation` (the event's sequence number).
+    pub fn with_generation(mut self, on: bool) -> Self {
+        self.generation = on;
+        self
     }
 
     /// The state after the events seen so far.
@@ -232,10 +254,10 @@ impl FrameBuilder {
         let payload = match (vocab::frame_of(&ev.kind).0?, &ev.kind) {
             (A2aFrame::StatusUpdate, EventKind::Status { to, message, .. }) => {
                 self.state = *to;
-                Payload::StatusUpdate(self.status_update(*to, message.as_deref(), ev.at))
+                Payload::StatusUpdate(self.status_update(*to, message.as_deref(), ev.at, ev.seq))
             }
             (A2aFrame::StatusMessage, EventKind::Message { message, .. }) => {
-                Payload::StatusUpdate(self.status_update(self.state, Some(message), ev.at))
+                Payload::StatusUpdate(self.status_update(self.state, Some(message), ev.at, ev.seq))
             }
             (
                 A2aFrame::ArtifactUpdate,
@@ -251,6 +273,7 @@ impl FrameBuilder {
                 append: *append,
                 last_chunk: *last_chunk,
                 metadata: None,
+                generation: generation_of(ev.seq, self.generation),
             }),
             _ => return None,
         };
@@ -264,6 +287,7 @@ impl FrameBuilder {
         state: TaskState,
         message: Option<&Message>,
         at: Timestamp,
+        seq: u64,
     ) -> pb::TaskStatusUpdateEvent {
         pb::TaskStatusUpdateEvent {
             task_id: self.task_id.clone(),
@@ -274,6 +298,7 @@ impl FrameBuilder {
                 timestamp: Some(timestamp_to_pb(at)),
             }),
             metadata: None,
+            generation: generation_of(seq, self.generation),
         }
     }
 }
@@ -326,6 +351,7 @@ mod tests {
             TaskView {
                 history_length: Some(2),
                 without_artifacts: false,
+                generation: false,
             },
         );
         let ids: Vec<&str> = v.history.iter().map(|m| m.message_id.as_str()).collect();

@@ -30,13 +30,16 @@ use taskwire_wire::jsonrpc::{
 };
 
 use crate::error::{A2aError, Result};
-use crate::http::{check_version, content_type_ok, last_event_id, requested_version};
+use crate::http::{
+    content_type_ok, last_event_id, negotiate, requested_version, unstated_is_0_3, Requested,
+};
 use crate::protojson;
 use crate::service::{A2aService, FrameStream};
 
 /// The JSON-RPC method names (the RPC names of `lf.a2a.v1.A2AService`), shared with
 /// taskwire-client.
 pub use taskwire_vocab::names::a2a::methods;
+use taskwire_vocab::names::a2a::methods_0_3;
 
 /// The `error.data` array: a `google.rpc.ErrorInfo` with the A2A reason; for a
 /// retryable error ([`A2aErrorKind::Unavailable`]), its metadata says a retry
@@ -145,14 +148,15 @@ impl std::ops::Deref for ResultText {
 async fn dispatch(
     svc: &A2aService,
     caller: &Caller,
+    v: Requested,
     method: &str,
     params: Params<'_>,
 ) -> Result<ResultText> {
     if method == methods::GET_TASK {
-        let text = svc.get_task_json(caller, params.decode()?).await?;
+        let text = svc.get_task_json(caller, v, params.decode()?).await?;
         return Ok(ResultText::Shared(text));
     }
-    dispatch_encoded(svc, caller, method, params)
+    dispatch_encoded(svc, caller, v, method, params)
         .await
         .map(ResultText::Owned)
 }
@@ -161,6 +165,7 @@ async fn dispatch(
 async fn dispatch_encoded(
     svc: &A2aService,
     caller: &Caller,
+    v: Requested,
     method: &str,
     params: Params<'_>,
 ) -> Result<String> {
@@ -172,10 +177,13 @@ async fn dispatch_encoded(
     match method {
         SEND_MESSAGE => {
             let req = params.decode::<crate::pb::SendMessageRequest>()?;
-            enc(&Box::pin(svc.send_message(caller, req)).await?)
+            enc(&Box::pin(svc.send_message(caller, v, req)).await?)
         }
-        LIST_TASKS => enc(&Box::pin(svc.list_tasks(caller, params.decode()?)).await?),
-        CANCEL_TASK => enc(&Box::pin(svc.cancel_task(caller, params.decode()?)).await?),
+        LIST_TASKS => {
+            let r = Box::pin(svc.list_tasks(caller, v, params.decode()?)).await?;
+            enc(&taskwire_wire::a2a::protojson::ListTasksResponseJson(&r))
+        }
+        CANCEL_TASK => enc(&Box::pin(svc.cancel_task(caller, v, params.decode()?)).await?),
         CREATE_PUSH_CONFIG => {
             enc(&Box::pin(svc.create_push_config(caller, params.decode()?)).await?)
         }
@@ -203,6 +211,7 @@ async fn dispatch_encoded(
 async fn open_stream(
     svc: &A2aService,
     caller: &Caller,
+    v: Requested,
     method: &str,
     params: Params<'_>,
     last_event_id: Option<u64>,
@@ -210,12 +219,13 @@ async fn open_stream(
     if method == methods::SEND_STREAMING_MESSAGE {
         svc.send_streaming_message(
             caller,
+            v,
             params.decode::<crate::pb::SendMessageRequest>()?,
             last_event_id,
         )
         .await
     } else {
-        svc.subscribe_to_task(caller, params.decode()?, last_event_id)
+        svc.subscribe_to_task(caller, v, params.decode()?, last_event_id)
             .await
     }
 }
@@ -314,7 +324,7 @@ async fn answer(
     headers: &HeaderMap,
     body: Bytes,
 ) -> Response {
-    let version = check_version(requested_version(headers, query).as_deref());
+    let version = negotiate(requested_version(headers, query).as_deref());
     let last_event_id = last_event_id(headers);
     match jsonrpc::parse(&body) {
         Err(why) => json_response(error_response(&Value::Null, &invalid(&why))),
@@ -335,9 +345,9 @@ async fn answer(
                 match req {
                     Err((id, e)) => out.push(error_response(&id, &e).to_string()),
                     Ok(req) => {
-                        let r = match &version {
-                            Err(e) => Err(A2aError::new(e.kind(), e.message())),
-                            Ok(()) => dispatch(svc, caller, &req.method, req.params).await,
+                        let r = match served(&version, &req.method) {
+                            Err(e) => Err(e),
+                            Ok(v) => dispatch(svc, caller, v, &req.method, req.params).await,
                         };
                         if !req.notification {
                             out.push(match r {
@@ -357,21 +367,37 @@ async fn answer(
     }
 }
 
+/// Whether a method is served under the requested version: a version
+/// taskwire does not speak is refused, and so is a 0.3 method name without
+/// a version (A2A 1.0 §3.6.2 reads it as 0.3, not served yet). A 1.0 method
+/// name without a version has no 0.3 reading and is served as 1.0.
+fn served(version: &Result<Requested>, method: &str) -> Result<Requested> {
+    match version {
+        Err(e) => Err(A2aError::new(e.kind(), e.message())),
+        Ok(Requested::Unstated) if methods_0_3::ALL.contains(&method) => {
+            Err(unstated_is_0_3(&format!("the method {method}")))
+        }
+        Ok(v) => Ok(*v),
+    }
+}
+
 /// Answers one request that is not part of a batch.
 async fn single(
     svc: &A2aService,
     caller: &Caller,
-    version: Result<()>,
+    version: Result<Requested>,
     req: Request<'_>,
     last_event_id: Option<u64>,
 ) -> Response {
-    if let Err(e) = version {
-        return json_response(error_response(&req.id, &e));
-    }
+    let v = match served(&version, &req.method) {
+        Ok(v) => v,
+        Err(e) => return json_response(error_response(&req.id, &e)),
+    };
     if is_streaming(&req.method) {
         return match Box::pin(open_stream(
             svc,
             caller,
+            v,
             &req.method,
             req.params,
             last_event_id,
@@ -382,7 +408,7 @@ async fn single(
             Err(e) => error_reply(&req.id, &e),
         };
     }
-    let r = dispatch(svc, caller, &req.method, req.params).await;
+    let r = dispatch(svc, caller, v, &req.method, req.params).await;
     if req.notification {
         return StatusCode::NO_CONTENT.into_response();
     }
@@ -405,12 +431,33 @@ fn error_reply(id: &Value, e: &A2aError) -> Response {
     json_status_response(status, error_response(id, e))
 }
 
-/// `GET /.well-known/agent-card.json`.
-pub async fn agent_card(State(svc): State<A2aService>) -> Response {
-    match protojson::to_value(&svc.agent_card()) {
-        Ok(v) => json_response(v),
-        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.message().to_string()).into_response(),
+/// `GET /.well-known/agent-card.json`, with the caching headers of A2A 1.0
+/// §8.6.1: `Cache-Control: max-age=<card_max_age>` and an `ETag` that is a
+/// hash of the card's content (the same on every node serving the same card).
+/// A request whose `If-None-Match` names that tag is answered 304 Not
+/// Modified without a body.
+pub async fn agent_card(State(svc): State<A2aService>, headers: HeaderMap) -> Response {
+    let text = match protojson::to_value(&svc.agent_card()) {
+        Ok(v) => v.to_string(),
+        Err(e) => {
+            return (StatusCode::INTERNAL_SERVER_ERROR, e.message().to_string()).into_response()
+        }
+    };
+    let etag = crate::card::etag(&text);
+    let cache_control = format!("public, max-age={}", svc.config().card_max_age.as_secs());
+    let mut res = if crate::card::none_match(&headers, &etag) {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        json_text_response(text)
+    };
+    let h = res.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&etag) {
+        h.insert(header::ETAG, v);
     }
+    if let Ok(v) = HeaderValue::from_str(&cache_control) {
+        h.insert(header::CACHE_CONTROL, v);
+    }
+    res
 }
 
 #[cfg(test)]

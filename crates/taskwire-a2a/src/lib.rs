@@ -75,9 +75,16 @@ pub struct A2aConfig {
     /// Public base url the card's interface urls are built from (`--public-url`),
     /// for example `https://agents.example.com`; not the bind address.
     pub public_url: String,
-    /// List the gRPC interface (`host:port` of the public url) on the card.
+    /// List the gRPC interface on the card (the binding is mounted).
     pub grpc: bool,
-    /// Declare and serve push notifications.
+    /// How the card writes the gRPC interface's url ([`GrpcCardUrl`]).
+    pub grpc_card_url: GrpcCardUrl,
+    /// Declare and serve streaming (SendStreamingMessage, SubscribeToTask);
+    /// off, the card says `streaming: false` and both are UnsupportedOperation.
+    pub streaming: bool,
+    /// Declare and serve push notifications; off, the card says
+    /// `pushNotifications: false` and the push config methods (and a push
+    /// config inside SendMessage) are PushNotificationNotSupported.
     pub push_notifications: bool,
     /// Allow push urls that resolve to loopback, private or link-local addresses
     /// (`--push-allow-private`).
@@ -103,14 +110,24 @@ pub struct A2aConfig {
     /// OAuth 2.0 / OpenID Connect issuers whose access tokens are accepted
     /// (`--oauth-issuer`): the card declares each.
     pub oauth: Vec<card::CardOAuth>,
-    /// Serve GetExtendedAgentCard (else ExtendedAgentCardNotConfigured).
+    /// Declare and serve GetExtendedAgentCard (else the card says
+    /// `extendedAgentCard: false` and the call is UnsupportedOperation).
     pub extended_card: bool,
     /// Accepted input media types (`type/*` and `*/*` wildcards allowed); a part
     /// with another media type is ContentTypeNotSupported.
     pub input_modes: Vec<String>,
+    /// A2A 1.1: the longest a GetTask with `currentGeneration` is held
+    /// waiting for the task to move (`--a2a-long-poll-max`); then the task is
+    /// answered as it is. The listener's own limits (request timeouts,
+    /// connections) bound it too.
+    pub long_poll_max: Duration,
     /// How long a blocking SendMessage waits for a terminal or interrupted state
     /// before answering with the task as it is.
     pub blocking_timeout: Duration,
+    /// `max-age` of the agent card's `Cache-Control` (A2A 1.0 §8.6.1); the
+    /// card also carries an `ETag` and answers a matching `If-None-Match`
+    /// with 304.
+    pub card_max_age: Duration,
     /// Largest accepted JSON-RPC body in bytes; larger ones are refused before
     /// parsing (HTTP 413, JSON-RPC Invalid Request -32600). The handler reads the
     /// body itself within this limit: no `DefaultBodyLimit` layer is needed.
@@ -122,6 +139,8 @@ impl Default for A2aConfig {
         Self {
             public_url: "http://127.0.0.1:7420".into(),
             grpc: true,
+            grpc_card_url: GrpcCardUrl::HostPort,
+            streaming: true,
             push_notifications: true,
             push_allow_private: false,
             push_max_configs_per_principal: 1000,
@@ -140,9 +159,30 @@ impl Default for A2aConfig {
                 "image/*".into(),
             ],
             blocking_timeout: Duration::from_secs(60),
+            long_poll_max: Duration::from_secs(30),
+            card_max_age: Duration::from_secs(300),
             max_body_bytes: 4 * 1024 * 1024,
         }
     }
+}
+
+/// How the agent card writes the gRPC interface's url. No one shape suits
+/// every client (docs/a2a.md, "Agent card"): the official SDKs' gRPC clients
+/// hand the url to gRPC as a channel target, which takes `host:port` and
+/// fails on `http://host:port`; Google ADK's `RemoteA2aAgent` fetching a card
+/// by url refuses any interface url that is not `http(s)` on the card's own
+/// origin, so it refuses `host:port`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GrpcCardUrl {
+    /// `host:port` of the public url: what the SDKs' gRPC clients dial.
+    #[default]
+    HostPort,
+    /// The public url's origin, `http(s)://host:port`: the proto's "absolute
+    /// URL" shape, which ADK's `RemoteA2aAgent` accepts.
+    Origin,
+    /// No gRPC interface on the card (the binding is still served).
+    Omit,
 }
 
 /// The A2A adapter: mount [`A2aAdapter::routes`] behind the auth layer and

@@ -53,7 +53,10 @@ use taskwire_vocab::a2a::ERROR_INFO_TYPE;
 use taskwire_wire::a2a::errors::RestErrorBody;
 
 use crate::error::A2aError;
-use crate::http::{check_version, content_type_ok, last_event_id, requested_version, rest_base};
+use crate::http::{
+    content_type_ok, last_event_id, negotiate, requested_version, rest_base, unstated_is_0_3,
+    Requested,
+};
 use crate::service::{A2aService, FrameStream};
 use crate::{pb, protojson};
 
@@ -177,6 +180,8 @@ struct PathArgs {
     tenant: Option<String>,
     task: String,
     config: String,
+    /// The requested version (set by [`check`]).
+    version: Requested,
 }
 
 impl PathArgs {
@@ -210,10 +215,23 @@ impl PathArgs {
     }
 }
 
-/// What every call checks first: the requested protocol version.
-fn check(headers: &HeaderMap, query: Option<&str>) -> Result<(), RestError> {
-    check_version(requested_version(headers, query).as_deref())?;
-    Ok(())
+/// A2A 0.3's HTTP+JSON paths all begin with `/v1` (`/v1/message:send`,
+/// `/v1/tasks/{id}`); below this binding's url that is the tenant segment.
+const V0_3_PREFIX: &str = "v1";
+
+/// What every call checks first: the requested protocol version. Without
+/// one (read as 0.3 by A2A 1.0 §3.6.2), a 0.3 path (`/v1/…`) is
+/// VersionNotSupported; with `A2A-Version: 1.0`, `v1` is a tenant like any.
+fn check(
+    args: &PathArgs,
+    headers: &HeaderMap,
+    query: Option<&str>,
+) -> Result<Requested, RestError> {
+    let v = negotiate(requested_version(headers, query).as_deref())?;
+    if v == Requested::Unstated && args.tenant.as_deref() == Some(V0_3_PREFIX) {
+        return Err(unstated_is_0_3("a path under /v1").into());
+    }
+    Ok(v)
 }
 
 /// What every route does first: its path arguments, and the request split into
@@ -222,9 +240,9 @@ fn accept(
     path: PathResult,
     req: axum::extract::Request,
 ) -> Result<(PathArgs, axum::http::request::Parts, Body), RestError> {
-    let args = PathArgs::of(path)?;
+    let mut args = PathArgs::of(path)?;
     let (parts, body) = req.into_parts();
-    check(&parts.headers, parts.uri.query())?;
+    args.version = check(&args, &parts.headers, parts.uri.query())?;
     Ok((args, parts, body))
 }
 
@@ -332,7 +350,11 @@ fn state_name(v: &str) -> String {
     }
 }
 
-const GET_TASK_QUERY: &[(&str, &str, Kind)] = &[("historyLength", "history_length", Kind::Int)];
+/// `currentGeneration` is A2A 1.1's long poll (read only with `A2A-Version: 1.1`).
+const GET_TASK_QUERY: &[(&str, &str, Kind)] = &[
+    ("historyLength", "history_length", Kind::Int),
+    ("currentGeneration", "current_generation", Kind::Int),
+];
 const LIST_TASKS_QUERY: &[(&str, &str, Kind)] = &[
     ("contextId", "context_id", Kind::Text),
     ("status", "status", Kind::State),
@@ -389,7 +411,7 @@ async fn message_send(
             let text = read_body(&svc, &parts.headers, body).await?;
             let mut r = decode::<pb::SendMessageRequest>(&text)?;
             r.tenant = args.tenant(std::mem::take(&mut r.tenant));
-            ok(&Box::pin(svc.send_message(&caller, r)).await?)
+            ok(&Box::pin(svc.send_message(&caller, args.version, r)).await?)
         }
         .await,
     )
@@ -408,9 +430,13 @@ async fn message_stream(
             let text = read_body(&svc, &parts.headers, body).await?;
             let mut r = decode::<pb::SendMessageRequest>(&text)?;
             r.tenant = args.tenant(std::mem::take(&mut r.tenant));
-            let frames =
-                Box::pin(svc.send_streaming_message(&caller, r, last_event_id(&parts.headers)))
-                    .await?;
+            let frames = Box::pin(svc.send_streaming_message(
+                &caller,
+                args.version,
+                r,
+                last_event_id(&parts.headers),
+            ))
+            .await?;
             Ok(sse(frames))
         }
         .await,
@@ -430,7 +456,8 @@ async fn list_tasks(
             let mut r: pb::ListTasksRequest =
                 protojson::from_value(query_value(parts.uri.query(), LIST_TASKS_QUERY)?)?;
             r.tenant = args.tenant(String::new());
-            ok(&Box::pin(svc.list_tasks(&caller, r)).await?)
+            let r = Box::pin(svc.list_tasks(&caller, args.version, r)).await?;
+            ok(&taskwire_wire::a2a::protojson::ListTasksResponseJson(&r))
         }
         .await,
     )
@@ -468,7 +495,7 @@ async fn task_get(
                         protojson::from_value(query_value(parts.uri.query(), GET_TASK_QUERY)?)?;
                     r.id = id.to_string();
                     r.tenant = args.tenant(String::new());
-                    let text = svc.get_task_json(&caller, r).await?;
+                    let text = svc.get_task_json(&caller, args.version, r).await?;
                     Ok(body_response(StatusCode::OK, text.to_string()))
                 }
                 (id, Some("subscribe")) => {
@@ -476,7 +503,7 @@ async fn task_get(
                         tenant: args.tenant(String::new()),
                         id: id.to_string(),
                     };
-                    subscribe(&svc, &caller, r, &parts.headers).await
+                    subscribe(&svc, &caller, args.version, r, &parts.headers).await
                 }
                 _ => Err(no_such_call("GET", &args.task)),
             }
@@ -488,10 +515,11 @@ async fn task_get(
 async fn subscribe(
     svc: &A2aService,
     caller: &Caller,
+    v: Requested,
     r: pb::SubscribeToTaskRequest,
     headers: &HeaderMap,
 ) -> Reply {
-    let frames = Box::pin(svc.subscribe_to_task(caller, r, last_event_id(headers))).await?;
+    let frames = Box::pin(svc.subscribe_to_task(caller, v, r, last_event_id(headers))).await?;
     Ok(sse(frames))
 }
 
@@ -515,12 +543,12 @@ async fn task_post(
                 let mut r: pb::CancelTaskRequest = decode(&text)?;
                 r.id = id.to_string();
                 r.tenant = args.tenant(std::mem::take(&mut r.tenant));
-                ok(&Box::pin(svc.cancel_task(&caller, r)).await?)
+                ok(&Box::pin(svc.cancel_task(&caller, args.version, r)).await?)
             } else {
                 let mut r: pb::SubscribeToTaskRequest = decode(&text)?;
                 r.id = id.to_string();
                 r.tenant = args.tenant(std::mem::take(&mut r.tenant));
-                subscribe(&svc, &caller, r, &parts.headers).await
+                subscribe(&svc, &caller, args.version, r, &parts.headers).await
             }
         }
         .await,

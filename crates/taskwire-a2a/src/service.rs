@@ -22,7 +22,10 @@ use crate::pb;
 use crate::push::PushManager;
 use crate::A2aConfig;
 
-pub use crate::http::{check_version, EXTENSIONS_HEADER, PROTOCOL_VERSION, VERSION_HEADER};
+pub use crate::http::{
+    check_version, negotiate, Requested, EXTENSIONS_HEADER, PROTOCOL_VERSION, PROTOCOL_VERSION_1_1,
+    VERSION_HEADER,
+};
 
 /// One stream frame with the event-log sequence number it reflects (the SSE `id:`).
 pub type Frame = (u64, pb::StreamResponse);
@@ -105,13 +108,18 @@ impl A2aService {
         )
     }
 
-    /// GetExtendedAgentCard.
+    /// GetExtendedAgentCard. A card that does not declare
+    /// `capabilities.extendedAgentCard` makes the call UnsupportedOperation
+    /// (A2A 1.0 §3.3.4); ExtendedAgentCardNotConfigured is for an agent that
+    /// declares one it has not configured, which taskwire never does (the card
+    /// declares it exactly when it is served).
     pub fn extended_agent_card(&self, caller: &Caller) -> Result<pb::AgentCard> {
         caller.require(taskwire_core::Permission::Read)?;
         if !self.inner.config.extended_card {
             return Err(A2aError::new(
-                A2aErrorKind::ExtendedAgentCardNotConfigured,
-                "this agent has no extended agent card",
+                A2aErrorKind::UnsupportedOperation,
+                "this agent does not declare an extended agent card \
+                 (capabilities.extendedAgentCard is false)",
             ));
         }
         Ok(card::build(
@@ -141,7 +149,18 @@ impl A2aService {
 
     /// Starts or continues a task from a SendMessage request. Returns the task
     /// (not yet waited on), or a direct reply.
-    async fn start(&self, caller: &Caller, req: pb::SendMessageRequest) -> Result<Started> {
+    async fn start(
+        &self,
+        caller: &Caller,
+        v: Requested,
+        req: pb::SendMessageRequest,
+    ) -> Result<Started> {
+        // 1.1: a continuation is refused unless the task is at this generation.
+        let if_match = req
+            .configuration
+            .as_ref()
+            .and_then(|c| c.if_generation_match)
+            .filter(|_| v.is_1_1());
         let Some(msg) = req.message else {
             return Err(A2aError::invalid_params("params.message", "is required"));
         };
@@ -173,6 +192,17 @@ impl A2aService {
             {
                 // A retried continuation: already stored, nothing more to do.
                 return Ok(Started::Task(Arc::new(current), None));
+            }
+            if let Some(want) = if_match {
+                let have = i64::try_from(current.last_seq).unwrap_or(i64::MAX);
+                if want != have {
+                    return Err(A2aError::new(
+                        A2aErrorKind::TaskGenerationMismatch,
+                        format!(
+                            "task generation mismatch: expected {want} but the task is at {have}"
+                        ),
+                    ));
+                }
             }
             if current.state.is_terminal() {
                 return Err(A2aError::new(
@@ -220,6 +250,7 @@ impl A2aService {
     pub async fn send_message(
         &self,
         caller: &Caller,
+        v: Requested,
         req: pb::SendMessageRequest,
     ) -> Result<pb::SendMessageResponse> {
         self.inner.push.resume_once();
@@ -231,7 +262,7 @@ impl A2aService {
             ),
             None => (None, false),
         };
-        let task = match self.start(caller, req).await? {
+        let task = match self.start(caller, v, req).await? {
             Started::Reply(m) => {
                 return Ok(pb::SendMessageResponse {
                     payload: Some(Payload::Message(m)),
@@ -259,6 +290,7 @@ impl A2aService {
         let view = TaskView {
             history_length,
             without_artifacts: false,
+            generation: v.is_1_1(),
         };
         Ok(pb::SendMessageResponse {
             payload: Some(Payload::Task(convert::task_to_pb(&task, view))),
@@ -271,9 +303,11 @@ impl A2aService {
     pub async fn send_streaming_message(
         &self,
         caller: &Caller,
+        v: Requested,
         req: pb::SendMessageRequest,
         last_event_id: Option<u64>,
     ) -> Result<FrameStream> {
+        self.check_streaming()?;
         self.inner.push.resume_once();
         let history_length = match &req.configuration {
             Some(c) => {
@@ -281,7 +315,7 @@ impl A2aService {
             }
             None => None,
         };
-        let task = match self.start(caller, req).await? {
+        let task = match self.start(caller, v, req).await? {
             Started::Reply(m) => {
                 let frame = pb::StreamResponse {
                     payload: Some(pb::stream_response::Payload::Message(m)),
@@ -295,6 +329,7 @@ impl A2aService {
         let view = TaskView {
             history_length,
             without_artifacts: false,
+            generation: v.is_1_1(),
         };
         self.frames(caller, task, view, last_event_id, true).await
     }
@@ -305,9 +340,11 @@ impl A2aService {
     pub async fn subscribe_to_task(
         &self,
         caller: &Caller,
+        v: Requested,
         req: pb::SubscribeToTaskRequest,
         last_event_id: Option<u64>,
     ) -> Result<FrameStream> {
+        self.check_streaming()?;
         self.inner.push.resume_once();
         let id = parse_id(&req.id)?;
         let task = self.inner.service.get(caller, &id).await?;
@@ -321,8 +358,11 @@ impl A2aService {
                 ),
             ));
         }
-        self.frames(caller, task, TaskView::default(), last_event_id, false)
-            .await
+        let view = TaskView {
+            generation: v.is_1_1(),
+            ..TaskView::default()
+        };
+        self.frames(caller, task, view, last_event_id, false).await
     }
 
     async fn frames(
@@ -353,7 +393,7 @@ impl A2aService {
             .service
             .subscribe(Access::Owner(caller), &task.id, after)
             .await?;
-        let builder = FrameBuilder::new(&task);
+        let builder = FrameBuilder::new(&task).with_generation(view.generation);
         let tail = futures::stream::unfold(
             (events, builder, false),
             move |(mut events, mut b, done)| async move {
@@ -383,8 +423,13 @@ impl A2aService {
     }
 
     /// GetTask.
-    pub async fn get_task(&self, caller: &Caller, req: pb::GetTaskRequest) -> Result<pb::Task> {
-        let (task, view) = self.read_task(caller, &req).await?;
+    pub async fn get_task(
+        &self,
+        caller: &Caller,
+        v: Requested,
+        req: pb::GetTaskRequest,
+    ) -> Result<pb::Task> {
+        let (task, view) = self.read_task(caller, v, &req).await?;
         Ok(convert::task_to_pb(&task, view))
     }
 
@@ -393,9 +438,14 @@ impl A2aService {
     pub async fn get_task_json(
         &self,
         caller: &Caller,
+        v: Requested,
         req: pb::GetTaskRequest,
     ) -> Result<Arc<str>> {
-        let (task, view) = self.read_task(caller, &req).await?;
+        let (task, view) = self.read_task(caller, v, &req).await?;
+        if view.generation {
+            // 1.1 answers are not cached: the cache holds 1.0 encodings.
+            return Ok(crate::protojson::to_string(&convert::task_to_pb(&task, view))?.into());
+        }
         let key = (task.id.clone(), task.version, view.history_length);
         if let Some(text) = self.inner.encoded.get(&key) {
             return Ok(text);
@@ -408,8 +458,18 @@ impl A2aService {
     /// GetTask answered as an encoded protobuf `Task` (the gRPC binding's
     /// answer). A task polled again without having changed reuses the encoding
     /// of its version.
-    pub async fn get_task_proto(&self, caller: &Caller, req: pb::GetTaskRequest) -> Result<Bytes> {
-        let (task, view) = self.read_task(caller, &req).await?;
+    pub async fn get_task_proto(
+        &self,
+        caller: &Caller,
+        v: Requested,
+        req: pb::GetTaskRequest,
+    ) -> Result<Bytes> {
+        let (task, view) = self.read_task(caller, v, &req).await?;
+        if view.generation {
+            return Ok(Bytes::from(
+                convert::task_to_pb(&task, view).encode_to_vec(),
+            ));
+        }
         let key = (task.id.clone(), task.version, view.history_length);
         if let Some(bytes) = self.inner.encoded_pb.get(&key) {
             return Ok(bytes);
@@ -420,22 +480,63 @@ impl A2aService {
     }
 
     /// What every GetTask answer starts from: the caller's task and the view asked for.
+    /// With A2A 1.1's `currentGeneration` at or above the task's generation,
+    /// the answer waits (long poll) until the task moves past it, or
+    /// `long_poll_max` passes, or the task is terminal.
     async fn read_task(
         &self,
         caller: &Caller,
+        v: Requested,
         req: &pb::GetTaskRequest,
     ) -> Result<(Arc<Task>, TaskView)> {
         self.inner.push.resume_once();
         let history_length = convert::history_length(req.history_length, "params.historyLength")?;
         let id = parse_id(&req.id)?;
-        let task = self.inner.service.get_shared(caller, &id).await?;
+        let mut task = self.inner.service.get_shared(caller, &id).await?;
+        if let Some(g) = req.current_generation.filter(|_| v.is_1_1()) {
+            task = self.long_poll(caller, task, g).await?;
+        }
         Ok((
             task,
             TaskView {
                 history_length,
                 without_artifacts: false,
+                generation: v.is_1_1(),
             },
         ))
+    }
+
+    /// Waits until `task`'s generation (its event-log sequence) is above
+    /// `generation`: woken by the task's events, the same wake-ups streams use
+    /// (so a change made on another node of a PostgreSQL store wakes it too);
+    /// bounded by `long_poll_max`. Answers at once when the task is already
+    /// past it or terminal.
+    async fn long_poll(
+        &self,
+        caller: &Caller,
+        task: Arc<Task>,
+        generation: i64,
+    ) -> Result<Arc<Task>> {
+        let past = |seq: u64| i64::try_from(seq).unwrap_or(i64::MAX) > generation;
+        if past(task.last_seq) || task.state.is_terminal() {
+            return Ok(task);
+        }
+        let deadline = tokio::time::Instant::now() + self.inner.config.long_poll_max;
+        let mut events = self
+            .inner
+            .service
+            .subscribe(Access::Owner(caller), &task.id, task.last_seq)
+            .await?;
+        loop {
+            match tokio::time::timeout_at(deadline, events.next()).await {
+                Err(_) | Ok(None) => break,
+                Ok(Some(Err(e))) => return Err(A2aError::from(e)),
+                Ok(Some(Ok(ev))) if past(ev.seq) => break,
+                Ok(Some(Ok(_))) => {}
+            }
+        }
+        drop(events);
+        Ok(self.inner.service.get_shared(caller, &task.id).await?)
     }
 
     /// ListTasks: the caller's tasks, filtered by context, state and status time,
@@ -443,6 +544,7 @@ impl A2aService {
     pub async fn list_tasks(
         &self,
         caller: &Caller,
+        v: Requested,
         req: pb::ListTasksRequest,
     ) -> Result<pb::ListTasksResponse> {
         self.inner.push.resume_once();
@@ -493,6 +595,7 @@ impl A2aService {
         let view = TaskView {
             history_length,
             without_artifacts: !req.include_artifacts.unwrap_or(false),
+            generation: v.is_1_1(),
         };
         let tasks = page
             .tasks
@@ -512,6 +615,7 @@ impl A2aService {
     pub async fn cancel_task(
         &self,
         caller: &Caller,
+        v: Requested,
         req: pb::CancelTaskRequest,
     ) -> Result<pb::Task> {
         self.inner.push.resume_once();
@@ -521,7 +625,24 @@ impl A2aService {
             .service
             .cancel(Access::Owner(caller), &id, None)
             .await?;
-        Ok(convert::task_to_pb(&task, TaskView::default()))
+        let view = TaskView {
+            generation: v.is_1_1(),
+            ..TaskView::default()
+        };
+        Ok(convert::task_to_pb(&task, view))
+    }
+
+    /// A2A 1.0 §3.3.4: with `capabilities.streaming` false on the card,
+    /// SendStreamingMessage and SubscribeToTask are UnsupportedOperation.
+    fn check_streaming(&self) -> Result<()> {
+        if self.inner.config.streaming {
+            Ok(())
+        } else {
+            Err(A2aError::new(
+                A2aErrorKind::UnsupportedOperation,
+                "streaming is not enabled on this server (capabilities.streaming is false)",
+            ))
+        }
     }
 
     fn check_push(&self) -> Result<()> {
@@ -556,8 +677,12 @@ impl A2aService {
         self.check_push()?;
         let id = parse_id(&req.task_id)?;
         self.inner.service.get(caller, &id).await?;
+        // A2A 1.0 §3.1.8: a config that does not exist is TaskNotFoundError.
         self.inner.push.get(&id, &req.id).await?.ok_or_else(|| {
-            A2aError::invalid_params("params.id", "no push notification config with this id")
+            A2aError::new(
+                A2aErrorKind::TaskNotFound,
+                "no push notification config with this id on this task",
+            )
         })
     }
 

@@ -1,17 +1,40 @@
-//! The `tck` agent profile: the a2a-tck 1.0 system-under-test contract, built on
-//! the scripted agent. The TCK drives behaviour by messageId prefixes
-//! (`tck-<name>-<8 hex>`, longest prefix first); any other message is handled by
-//! the scripted reference agent.
+//! The `tck` agent profile: the system-under-test contracts of the A2A
+//! conformance kits, built on the scripted agent.
+//!
+//! - a2a-tck (branch 1.0-dev) drives behaviour by messageId prefixes
+//!   (`tck-<name>-<8 hex>`, longest prefix first); an unknown `tck-…` id is a
+//!   normal completed task.
+//! - ACTS (a2a-itk, `docs/conformance/05_sdk-integration.md`, section 11.2 of
+//!   the ACTS draft) names the behaviour by the prefix of the **first text
+//!   part** of the task's first message (`tck-complete-task hello`); the
+//!   behaviour belongs to the task, so continuations carry no prefix. An
+//!   unknown `tck-…` text fails the task, so that a gap shows.
+//!
+//! A known messageId prefix wins over the text; any other message is handled
+//! by the scripted reference agent.
+
+use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::json;
 use taskwire_core::agent::{AgentError, AgentInfo, Skill, TurnContext, TurnOutcome};
-use taskwire_core::{Agent, Caller, Message, Part, ScriptedAgent};
+use taskwire_core::{Agent, Caller, CoreError, Message, Part, ScriptedAgent, TaskState};
 
 /// Name of the tck agent.
 pub const TCK_AGENT_NAME: &str = "taskwire-tck";
 
-/// What a tck messageId asks for.
+/// How long `tck-long-running` stays WORKING before it completes (ACTS polls
+/// every 2 s and must see it non-terminal once; its reference agents wait 1 s).
+pub const LONG_RUNNING: Duration = Duration::from_millis(1000);
+
+/// How long `tck-cancel` waits for its CancelTask before it fails, so that a
+/// run whose cancel never comes does not hold a worker for ever.
+pub const CANCEL_WAIT: Duration = Duration::from_secs(120);
+
+/// The chunks of `tck-stream-chunked`'s one artifact.
+const CHUNKS: [&str; 3] = ["chunk one ", "chunk two ", "chunk three"];
+
+/// What a tck messageId or first text part asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TckBehaviour {
     /// `tck-complete-task`: COMPLETED with the status message "Hello from TCK".
@@ -34,12 +57,30 @@ pub enum TckBehaviour {
     StreamArtifact(&'static str),
     /// `tck-stream-002`: COMPLETED.
     StreamComplete,
-    /// Any other `tck-…`: a normal completed task.
+    /// ACTS `tck-stream-chunked`: WORKING → one artifact in appended chunks
+    /// (the last marked `lastChunk`) → COMPLETED.
+    StreamChunked,
+    /// ACTS `tck-long-running`: WORKING for [`LONG_RUNNING`], then an
+    /// artifact and COMPLETED.
+    LongRunning,
+    /// ACTS `tck-multi-turn`: INPUT_REQUIRED after every turn until a message
+    /// whose text starts with `done`, then COMPLETED.
+    MultiTurn,
+    /// ACTS `tck-cancel`: WORKING until CancelTask (at most [`CANCEL_WAIT`]).
+    Cancel,
+    /// ACTS `tck-task-failure`: FAILED with an error message.
+    TaskFailure,
+    /// ACTS `tck-auth-required`: AUTH_REQUIRED, the status message saying
+    /// which authorisation is needed.
+    AuthRequired,
+    /// Any other `tck-…` messageId: a normal completed task.
     Other,
+    /// Any other `tck-…` first text: the task fails, naming it.
+    Unknown,
 }
 
-/// Prefixes, longest first where one is a prefix of another.
-const PREFIXES: [(&str, TckBehaviour); 12] = [
+/// Prefixes; the longest one that matches wins.
+const PREFIXES: [(&str, TckBehaviour); 20] = [
     ("tck-complete-task", TckBehaviour::CompleteTask),
     ("tck-input-required", TckBehaviour::InputRequired),
     ("tck-reject-task", TckBehaviour::RejectTask),
@@ -61,20 +102,58 @@ const PREFIXES: [(&str, TckBehaviour); 12] = [
         "tck-stream-003",
         TckBehaviour::StreamArtifact("Stream task lifecycle"),
     ),
+    (
+        "tck-stream-basic",
+        TckBehaviour::StreamArtifact("streamed content"),
+    ),
+    ("tck-stream-chunked", TckBehaviour::StreamChunked),
+    ("tck-long-running", TckBehaviour::LongRunning),
+    ("tck-multi-turn", TckBehaviour::MultiTurn),
+    ("tck-cancel", TckBehaviour::Cancel),
+    ("tck-task-failure", TckBehaviour::TaskFailure),
+    ("tck-auth-required", TckBehaviour::AuthRequired),
+    ("tck-client-parse", TckBehaviour::Unknown),
 ];
 
-/// The behaviour a messageId selects; `None` for non-tck ids.
+/// The known behaviour whose prefix is the longest that `s` starts with.
+fn longest_prefix(s: &str) -> Option<TckBehaviour> {
+    let mut best: Option<(&str, TckBehaviour)> = None;
+    for (p, b) in PREFIXES {
+        if s.starts_with(p) && best.is_none_or(|(bp, _)| p.len() > bp.len()) {
+            best = Some((p, b));
+        }
+    }
+    best.map(|(_, b)| b)
+}
+
+/// The behaviour a messageId selects (the a2a-tck contract); `None` for
+/// non-tck ids, [`TckBehaviour::Other`] for an unknown `tck-…` id.
 pub fn behaviour(message_id: &str) -> Option<TckBehaviour> {
     if !message_id.starts_with("tck-") {
         return None;
     }
-    let mut best: Option<(&str, TckBehaviour)> = None;
-    for (p, b) in PREFIXES {
-        if message_id.starts_with(p) && best.is_none_or(|(bp, _)| p.len() > bp.len()) {
-            best = Some((p, b));
-        }
+    Some(longest_prefix(message_id).unwrap_or(TckBehaviour::Other))
+}
+
+/// The behaviour a first text part selects (the ACTS contract): its first
+/// word's longest known prefix; `None` when it does not start with `tck-`,
+/// [`TckBehaviour::Unknown`] for an unknown `tck-…` word.
+pub fn text_behaviour(text: &str) -> Option<TckBehaviour> {
+    let word = text.split_whitespace().next()?;
+    if !word.starts_with("tck-") {
+        return None;
     }
-    Some(best.map_or(TckBehaviour::Other, |(_, b)| b))
+    Some(longest_prefix(word).unwrap_or(TckBehaviour::Unknown))
+}
+
+/// The behaviour of a message: a known messageId prefix first, then the first
+/// text part, then an unknown `tck-…` messageId.
+pub fn message_behaviour(message: &Message) -> Option<TckBehaviour> {
+    let by_id = behaviour(&message.message_id);
+    if let Some(b) = by_id.filter(|b| *b != TckBehaviour::Other) {
+        return Some(b);
+    }
+    message.first_text().and_then(text_behaviour).or(by_id)
 }
 
 /// The tck agent.
@@ -116,7 +195,7 @@ impl Agent for TckAgent {
     }
 
     async fn direct_reply(&self, caller: &Caller, message: &Message) -> Option<Message> {
-        match behaviour(&message.message_id) {
+        match message_behaviour(message) {
             Some(TckBehaviour::MessageResponse) => {
                 Some(Message::agent_text("Direct message response"))
             }
@@ -126,12 +205,11 @@ impl Agent for TckAgent {
     }
 
     async fn run_turn(&self, ctx: &TurnContext) -> Result<TurnOutcome, AgentError> {
-        let first_id = ctx
-            .task()
-            .first_message()
-            .map(|m| m.message_id.clone())
-            .unwrap_or_default();
-        let Some(b) = behaviour(&first_id) else {
+        let Some(first) = ctx.task().first_message() else {
+            return self.scripted.run_turn(ctx).await;
+        };
+        let first_id = first.message_id.clone();
+        let Some(b) = message_behaviour(first) else {
             return self.scripted.run_turn(ctx).await;
         };
         let follow_up = ctx.input().iter().any(|m| m.message_id != first_id);
@@ -189,10 +267,102 @@ impl Agent for TckAgent {
                     .await?;
                 done("Hello from TCK")
             }
+            TckBehaviour::StreamChunked => {
+                ctx.flush().await?;
+                for (i, chunk) in CHUNKS.iter().enumerate() {
+                    ctx.emit_artifact_chunk(
+                        "tck-chunked",
+                        Some("chunked"),
+                        vec![Part::text(*chunk)],
+                        i > 0,
+                        i + 1 == CHUNKS.len(),
+                    )
+                    .await?;
+                    ctx.flush().await?;
+                }
+                done("tck-stream-chunked ok")
+            }
+            TckBehaviour::LongRunning => {
+                ctx.flush().await?;
+                tokio::select! {
+                    _ = tokio::time::sleep(LONG_RUNNING) => {}
+                    _ = ctx.cancelled() => return Err(canceled()),
+                }
+                ctx.emit_artifact(
+                    "tck-long-running",
+                    Some("long-running"),
+                    vec![Part::text("long running result")],
+                )
+                .await?;
+                done("tck-long-running ok")
+            }
+            TckBehaviour::MultiTurn => {
+                let last = ctx.input().iter().rev().find(|m| m.message_id != first_id);
+                let finished = last
+                    .and_then(Message::first_text)
+                    .is_some_and(|t| t.trim_start().starts_with("done"));
+                if finished {
+                    done("tck-multi-turn ok")
+                } else {
+                    let turn = ctx.task().history.len();
+                    ctx.request_input(
+                        &format!("tck-turn-{turn}"),
+                        "Send more input, or a message starting with done",
+                        json!({"type": "object", "properties": {"answer": {"type": "string"}}}),
+                    )?;
+                    TurnOutcome::Waiting {
+                        message: Some(Message::agent_text(
+                            "Send more input, or a message starting with done",
+                        )),
+                    }
+                }
+            }
+            TckBehaviour::Cancel => {
+                ctx.flush().await?;
+                tokio::select! {
+                    _ = ctx.cancelled() => return Err(canceled()),
+                    _ = tokio::time::sleep(CANCEL_WAIT) => TurnOutcome::Failed {
+                        message: "tck-cancel: no CancelTask arrived".into(),
+                    },
+                }
+            }
+            TckBehaviour::TaskFailure => TurnOutcome::Failed {
+                message: "tck-task-failure: the task failed as asked".into(),
+            },
+            TckBehaviour::AuthRequired => {
+                if ctx.is_granted(TCK_AUTH_PROVIDER) {
+                    done("tck-auth-required ok")
+                } else {
+                    ctx.require_auth(TCK_AUTH_PROVIDER, "tck-auth-required", None)?;
+                    TurnOutcome::Waiting {
+                        message: Some(Message::agent_text(
+                            "tck-auth-required: an authorization of provider tck is required",
+                        )),
+                    }
+                }
+            }
+            TckBehaviour::Unknown => TurnOutcome::Failed {
+                message: format!(
+                    "this agent implements no tck behaviour {:?}",
+                    first
+                        .first_text()
+                        .and_then(|t| t.split_whitespace().next())
+                        .unwrap_or_default()
+                ),
+            },
             TckBehaviour::StreamComplete | TckBehaviour::MessageResponse => done("Hello from TCK"),
         };
         Ok(outcome)
     }
+}
+
+/// The provider `tck-auth-required` waits for.
+pub const TCK_AUTH_PROVIDER: &str = "tck";
+
+fn canceled() -> AgentError {
+    AgentError::Core(CoreError::Terminal {
+        state: TaskState::Canceled,
+    })
 }
 
 #[cfg(test)]
@@ -215,5 +385,36 @@ mod tests {
         );
         assert_eq!(behaviour("tck-whatever-1"), Some(TckBehaviour::Other));
         assert_eq!(behaviour("hello"), None);
+    }
+
+    #[test]
+    fn the_first_text_part_names_acts_behaviours() {
+        assert_eq!(
+            text_behaviour("tck-complete-task hello world"),
+            Some(TckBehaviour::CompleteTask)
+        );
+        assert_eq!(
+            text_behaviour("tck-artifact-file-url please"),
+            Some(TckBehaviour::ArtifactFileUrl)
+        );
+        assert_eq!(
+            text_behaviour("tck-stream-chunked"),
+            Some(TckBehaviour::StreamChunked)
+        );
+        assert_eq!(
+            text_behaviour("tck-nothing-like-this x"),
+            Some(TckBehaviour::Unknown)
+        );
+        assert_eq!(text_behaviour("hello tck-cancel"), None);
+        // A known messageId prefix wins; an unknown one yields to the text.
+        let mut m = Message::user_text("tck-cancel start");
+        m.message_id = "tck-complete-task-0001".into();
+        assert_eq!(message_behaviour(&m), Some(TckBehaviour::CompleteTask));
+        m.message_id = "tck-zzz-0001".into();
+        assert_eq!(message_behaviour(&m), Some(TckBehaviour::Cancel));
+        m.message_id = "0b5e".into();
+        assert_eq!(message_behaviour(&m), Some(TckBehaviour::Cancel));
+        m.parts = vec![Part::text("plain")];
+        assert_eq!(message_behaviour(&m), None);
     }
 }

@@ -453,7 +453,7 @@ async fn direct_message_and_content_types() {
     assert_eq!(parts[2]["url"], "https://example.com/a.png");
     assert_eq!(parts[3]["data"], json!({"k": [1, 2]}));
     let e = s.rpc("GetExtendedAgentCard", json!({})).await;
-    assert_eq!(e["error"]["code"], -32007);
+    assert_eq!(e["error"]["code"], -32004);
     s.stop().await;
 }
 

@@ -168,7 +168,9 @@ async fn config_crud_and_delivery() {
             json!({"taskId": id, "id": "fixed-cfg"}),
         )
         .await;
-    assert_eq!(e["error"]["code"], -32602);
+    // A2A 1.0 §3.1.8: a config that does not exist is TaskNotFoundError.
+    assert_eq!(e["error"]["code"], -32001, "{e}");
+    assert_eq!(e["error"]["data"][0]["reason"], "TASK_NOT_FOUND");
     s.stop().await;
 }
 

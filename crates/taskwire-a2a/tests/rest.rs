@@ -447,7 +447,7 @@ async fn push_configs_and_idempotent_delete() {
 async fn extended_agent_card() {
     let s = start(test_config()).await;
     let e = get(&s, "/extendedAgentCard").await;
-    assert_error(&e, 400, "EXTENDED_AGENT_CARD_NOT_CONFIGURED");
+    assert_error(&e, 400, "UNSUPPORTED_OPERATION");
     s.stop().await;
     let mut cfg = test_config();
     cfg.extended_card = true;
@@ -494,7 +494,7 @@ async fn tenant_prefix_serves_every_route() {
     let d = call(&s, Method::DELETE, &format!("{base}/{cid}"), None, &[]).await;
     assert_eq!(d.status, 200);
     let e = get(&s, "/acme/extendedAgentCard").await;
-    assert_error(&e, 400, "EXTENDED_AGENT_CARD_NOT_CONFIGURED");
+    assert_error(&e, 400, "UNSUPPORTED_OPERATION");
     s.stop().await;
 }
 

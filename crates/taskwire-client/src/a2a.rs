@@ -94,6 +94,20 @@ pub mod code {
     }
 }
 
+/// The agent card's url at the origin (scheme, host and port) of `base_url`,
+/// when `base_url` has a path below the origin; `None` otherwise.
+pub fn origin_card_url(base_url: &str) -> Option<String> {
+    let url = reqwest::Url::parse(base_url).ok()?;
+    let path = url.path().trim_end_matches('/');
+    if path.is_empty() {
+        return None;
+    }
+    let origin = url.origin();
+    origin
+        .is_tuple()
+        .then(|| format!("{}{AGENT_CARD_PATH}", origin.ascii_serialization()))
+}
+
 /// A user message with one text part and a random `messageId`.
 pub fn text_message(text: impl Into<String>) -> pb::Message {
     pb::Message {
@@ -231,19 +245,20 @@ impl A2aClient {
         &self.inner.config
     }
 
-    /// `GET /.well-known/agent-card.json`.
+    /// `GET /.well-known/agent-card.json` below the base url; when the base
+    /// url has a path (an endpoint copied from a card, `http://host/a2a`) and
+    /// nothing is there (404), at the origin's `/.well-known/agent-card.json`,
+    /// where A2A 1.0 §8.2 puts it.
     pub async fn agent_card(&self) -> Result<Received<pb::AgentCard>, ClientError> {
         let c = &self.inner.config;
-        let url = c.url(AGENT_CARD_PATH);
-        let resp = self
-            .inner
-            .http
-            .get(&url)
-            .header(VERSION_HEADER, A2A_VERSION)
-            .timeout(c.request_timeout)
-            .send()
-            .await?;
-        let raw = RawResponse::read_limited(resp, self.inner.config.max_message_bytes).await?;
+        let at_base = c.url(AGENT_CARD_PATH);
+        let raw = self.get_card(&at_base).await?;
+        let raw = match origin_card_url(&c.base_url) {
+            Some(at_origin) if raw.status == 404 && at_origin != at_base => {
+                self.get_card(&at_origin).await?
+            }
+            _ => raw,
+        };
         let body = http::json_body(&raw)?;
         c.observe(|| Exchange {
             protocol: "a2a",
@@ -256,6 +271,19 @@ impl A2aClient {
             return Err(http::http_error(&raw));
         }
         typed(body, "AgentCard")
+    }
+
+    async fn get_card(&self, url: &str) -> Result<RawResponse, ClientError> {
+        let c = &self.inner.config;
+        let resp = self
+            .inner
+            .http
+            .get(url)
+            .header(VERSION_HEADER, A2A_VERSION)
+            .timeout(c.request_timeout)
+            .send()
+            .await?;
+        RawResponse::read_limited(resp, c.max_message_bytes).await
     }
 
     /// `SendMessage`: blocking unless `configuration.returnImmediately`.
@@ -666,6 +694,21 @@ fn typed<T: DeserializeOwned>(raw: Value, what: &str) -> Result<Received<T>, Cli
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_origin_card_url_is_only_for_a_base_with_a_path() {
+        assert_eq!(
+            origin_card_url("http://127.0.0.1:9000/a2a").as_deref(),
+            Some("http://127.0.0.1:9000/.well-known/agent-card.json")
+        );
+        assert_eq!(
+            origin_card_url("https://agents.example.com/team/a2a/").as_deref(),
+            Some("https://agents.example.com/.well-known/agent-card.json")
+        );
+        assert_eq!(origin_card_url("http://127.0.0.1:9000"), None);
+        assert_eq!(origin_card_url("http://127.0.0.1:9000/"), None);
+        assert_eq!(origin_card_url("not a url"), None);
+    }
 
     #[test]
     fn stream_frames_are_decoded_in_one_pass_and_keep_their_json() {

@@ -25,6 +25,24 @@ fn artifact_text(t: &pb::Task) -> String {
         .join("|")
 }
 
+/// A base url naming the JSON-RPC endpoint (what a user copies from a card):
+/// nothing is at `{endpoint}/.well-known/agent-card.json`, so the card is
+/// found at the origin's `/.well-known/agent-card.json` (issue 42).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_base_url_with_an_endpoint_path_finds_the_card_at_the_origin() {
+    let server = common::start().await;
+    let config = common::config(&format!("{}/a2a", server.base));
+    let (client, card) = A2aClient::discover(config).await.expect("discover");
+    assert_eq!(card.name, "scripted");
+    assert_eq!(client.endpoint(), format!("{}/a2a", server.base));
+    let reply = client.send_text("hello", false).await.expect("send");
+    assert_eq!(state(&task_of(&reply)), pb::TaskState::Completed);
+    // Any path with no card below it falls back to the origin's card.
+    let config = common::config(&format!("{}/nothing-here", server.base));
+    let probe = A2aClient::new(config).expect("client");
+    assert_eq!(probe.agent_card().await.expect("card").name, "scripted");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn card_discovery_and_echo_lifecycle() {
     let server = common::start().await;

@@ -55,7 +55,7 @@ use std::pin::Pin;
 use axum::Router;
 use futures::{Stream, StreamExt};
 use prost::Message as _;
-use taskwire_a2a::service::{check_version, A2aService};
+use taskwire_a2a::service::{negotiate, A2aService, Requested};
 use taskwire_a2a::{pb, A2aError};
 use taskwire_core::Caller;
 use taskwire_vocab::a2a::ERROR_INFO_TYPE;
@@ -139,15 +139,23 @@ pub struct GrpcService {
 }
 
 fn prelude<T>(req: &Request<T>) -> Result<Caller, Status> {
+    prelude_v(req).map(|(c, _)| c)
+}
+
+/// The caller and the requested version (`a2a-version` metadata; absent is
+/// served as 1.0: the `lf.a2a.v1` service has no 0.3 reading).
+fn prelude_v<T>(req: &Request<T>) -> Result<(Caller, Requested), Status> {
     let version = req
         .metadata()
         .get(VERSION_METADATA)
         .and_then(|v| v.to_str().ok());
-    check_version(version).map_err(|e| status_of(&e))?;
-    req.extensions()
+    let v = negotiate(version).map_err(|e| status_of(&e))?;
+    let caller = req
+        .extensions()
         .get::<Caller>()
         .cloned()
-        .ok_or_else(|| Status::unauthenticated("no authenticated caller"))
+        .ok_or_else(|| Status::unauthenticated("no authenticated caller"))?;
+    Ok((caller, v))
 }
 
 type FrameStream = Pin<Box<dyn Stream<Item = Result<pb::StreamResponse, Status>> + Send>>;
@@ -169,9 +177,9 @@ impl A2aServiceRpc for GrpcService {
         &self,
         req: Request<pb::SendMessageRequest>,
     ) -> Result<Response<pb::SendMessageResponse>, Status> {
-        let caller = prelude(&req)?;
+        let (caller, v) = prelude_v(&req)?;
         self.a2a
-            .send_message(&caller, req.into_inner())
+            .send_message(&caller, v, req.into_inner())
             .await
             .map(Response::new)
             .map_err(|e| status_of(&e))
@@ -183,10 +191,10 @@ impl A2aServiceRpc for GrpcService {
         &self,
         req: Request<pb::SendMessageRequest>,
     ) -> Result<Response<Self::SendStreamingMessageStream>, Status> {
-        let caller = prelude(&req)?;
+        let (caller, v) = prelude_v(&req)?;
         let after = last_event_id(&req);
         self.a2a
-            .send_streaming_message(&caller, req.into_inner(), after)
+            .send_streaming_message(&caller, v, req.into_inner(), after)
             .await
             .map(|s| Response::new(frames(s)))
             .map_err(|e| status_of(&e))
@@ -196,9 +204,9 @@ impl A2aServiceRpc for GrpcService {
         &self,
         req: Request<pb::GetTaskRequest>,
     ) -> Result<Response<EncodedTask>, Status> {
-        let caller = prelude(&req)?;
+        let (caller, v) = prelude_v(&req)?;
         self.a2a
-            .get_task_proto(&caller, req.into_inner())
+            .get_task_proto(&caller, v, req.into_inner())
             .await
             .map(|bytes| Response::new(EncodedTask(bytes)))
             .map_err(|e| status_of(&e))
@@ -208,9 +216,9 @@ impl A2aServiceRpc for GrpcService {
         &self,
         req: Request<pb::ListTasksRequest>,
     ) -> Result<Response<pb::ListTasksResponse>, Status> {
-        let caller = prelude(&req)?;
+        let (caller, v) = prelude_v(&req)?;
         self.a2a
-            .list_tasks(&caller, req.into_inner())
+            .list_tasks(&caller, v, req.into_inner())
             .await
             .map(Response::new)
             .map_err(|e| status_of(&e))
@@ -220,9 +228,9 @@ impl A2aServiceRpc for GrpcService {
         &self,
         req: Request<pb::CancelTaskRequest>,
     ) -> Result<Response<pb::Task>, Status> {
-        let caller = prelude(&req)?;
+        let (caller, v) = prelude_v(&req)?;
         self.a2a
-            .cancel_task(&caller, req.into_inner())
+            .cancel_task(&caller, v, req.into_inner())
             .await
             .map(Response::new)
             .map_err(|e| status_of(&e))
@@ -234,10 +242,10 @@ impl A2aServiceRpc for GrpcService {
         &self,
         req: Request<pb::SubscribeToTaskRequest>,
     ) -> Result<Response<Self::SubscribeToTaskStream>, Status> {
-        let caller = prelude(&req)?;
+        let (caller, v) = prelude_v(&req)?;
         let after = last_event_id(&req);
         self.a2a
-            .subscribe_to_task(&caller, req.into_inner(), after)
+            .subscribe_to_task(&caller, v, req.into_inner(), after)
             .await
             .map(|s| Response::new(frames(s)))
             .map_err(|e| status_of(&e))

@@ -130,7 +130,8 @@ async fn unary_methods_share_the_service_layer() {
         .get_extended_agent_card(pb::GetExtendedAgentCardRequest::default())
         .await
         .unwrap_err();
-    assert_eq!(reason(&e), "EXTENDED_AGENT_CARD_NOT_CONFIGURED");
+    assert_eq!(e.code(), Code::FailedPrecondition);
+    assert_eq!(reason(&e), "UNSUPPORTED_OPERATION");
     s.stop().await;
 }
 

@@ -88,6 +88,8 @@ fn task() -> pb::Task {
         artifacts: vec![artifact()],
         history: vec![message()],
         metadata: meta(),
+        // A2A 1.1 only; 0 is absent, as in every 1.0 answer.
+        generation: 0,
     }
 }
 
@@ -128,6 +130,7 @@ fn tasks_messages_and_stream_frames_validate() {
             context_id: s("c1"),
             status: Some(status()),
             metadata: meta(),
+            generation: 0,
         }),
         Payload::ArtifactUpdate(pb::TaskArtifactUpdateEvent {
             task_id: s("t1"),
@@ -136,6 +139,7 @@ fn tasks_messages_and_stream_frames_validate() {
             append: true,
             last_chunk: true,
             metadata: meta(),
+            generation: 0,
         }),
     ];
     for p in frames {
@@ -193,6 +197,7 @@ fn requests_validate() {
                 task_push_notification_config: Some(push_config()),
                 history_length: Some(0),
                 return_immediately: true,
+                if_generation_match: None,
             }),
             metadata: meta(),
         },
@@ -204,6 +209,7 @@ fn requests_validate() {
             tenant: s("acme"),
             id: s("t1"),
             history_length: Some(3),
+            current_generation: None,
         },
     );
     check(

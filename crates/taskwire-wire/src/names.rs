@@ -126,4 +126,44 @@ pub mod a2a {
             GET_EXTENDED_AGENT_CARD,
         ];
     }
+
+    /// The JSON-RPC method names of A2A 0.3 (slash-style; `types/src/types.ts`
+    /// at the A2A repository's tag v0.3.0). A request naming one of them is a
+    /// 0.3 request, whatever its `A2A-Version` says or leaves out.
+    pub mod methods_0_3 {
+        /// message/send
+        pub const MESSAGE_SEND: &str = "message/send";
+        /// message/stream (SSE)
+        pub const MESSAGE_STREAM: &str = "message/stream";
+        /// tasks/get
+        pub const TASKS_GET: &str = "tasks/get";
+        /// tasks/cancel
+        pub const TASKS_CANCEL: &str = "tasks/cancel";
+        /// tasks/resubscribe (SSE)
+        pub const TASKS_RESUBSCRIBE: &str = "tasks/resubscribe";
+        /// tasks/pushNotificationConfig/set
+        pub const PUSH_CONFIG_SET: &str = "tasks/pushNotificationConfig/set";
+        /// tasks/pushNotificationConfig/get
+        pub const PUSH_CONFIG_GET: &str = "tasks/pushNotificationConfig/get";
+        /// tasks/pushNotificationConfig/list
+        pub const PUSH_CONFIG_LIST: &str = "tasks/pushNotificationConfig/list";
+        /// tasks/pushNotificationConfig/delete
+        pub const PUSH_CONFIG_DELETE: &str = "tasks/pushNotificationConfig/delete";
+        /// agent/getAuthenticatedExtendedCard
+        pub const GET_AUTHENTICATED_EXTENDED_CARD: &str = "agent/getAuthenticatedExtendedCard";
+
+        /// Every method.
+        pub const ALL: [&str; 10] = [
+            MESSAGE_SEND,
+            MESSAGE_STREAM,
+            TASKS_GET,
+            TASKS_CANCEL,
+            TASKS_RESUBSCRIBE,
+            PUSH_CONFIG_SET,
+            PUSH_CONFIG_GET,
+            PUSH_CONFIG_LIST,
+            PUSH_CONFIG_DELETE,
+            GET_AUTHENTICATED_EXTENDED_CARD,
+        ];
+    }
 }

@@ -19,6 +19,17 @@ pub struct AdapterOptions {
     pub public_url: Option<String>,
     /// Allow A2A push urls on loopback, private or link-local addresses.
     pub push_allow_private: bool,
+    /// A2A: how the card writes the gRPC interface's url
+    /// (`--a2a-card-grpc-url`).
+    #[cfg(feature = "a2a")]
+    pub a2a_card_grpc_url: taskwire_a2a::GrpcCardUrl,
+    /// A2A 1.1: longest long poll of GetTask (`--a2a-long-poll-max`); `None`
+    /// keeps the adapter's default.
+    pub a2a_long_poll_max: Option<std::time::Duration>,
+    /// A2A: declare and serve no streaming (`--no-a2a-streaming`).
+    pub no_a2a_streaming: bool,
+    /// A2A: declare and serve no push notifications (`--no-a2a-push`).
+    pub no_a2a_push: bool,
     /// Certificates (PEM) trusted for `https` A2A push urls besides the
     /// built-in and system roots (`--push-ca-file`).
     pub push_root_certificates_pem: Vec<Vec<u8>>,
@@ -138,6 +149,12 @@ impl A2a {
                 v.public_url = self.opts.public_url(ctx);
                 v.grpc = cfg!(feature = "grpc");
                 v.push_allow_private = self.opts.push_allow_private;
+                v.streaming = !self.opts.no_a2a_streaming;
+                v.grpc_card_url = self.opts.a2a_card_grpc_url;
+                if let Some(d) = self.opts.a2a_long_poll_max {
+                    v.long_poll_max = d;
+                }
+                v.push_notifications = !self.opts.no_a2a_push;
                 v.push_tls.root_certificates_pem = self.opts.push_root_certificates_pem.clone();
                 v.push_tls.identity_pem = self.opts.push_client_identity_pem.clone();
                 v.push_max_configs_per_principal = self.opts.quotas.push_configs;

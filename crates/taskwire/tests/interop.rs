@@ -96,6 +96,43 @@ fn grpc_js_dir() -> Option<PathBuf> {
         .then_some(modules)
 }
 
+fn adk_python() -> Option<PathBuf> {
+    if let Ok(p) = std::env::var("TASKWIRE_ADK_PYTHON") {
+        let p = PathBuf::from(p);
+        return p.exists().then_some(p);
+    }
+    let p =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/adk-interop-venv/bin/python");
+    p.exists().then_some(p)
+}
+
+/// Google ADK's `RemoteA2aAgent(agent_card=URL)` (issue 42): with the card's
+/// default gRPC url (`host:port`, what the SDKs' gRPC clients dial) it refuses
+/// the card, as it refuses any interface url that is not http(s) on the
+/// card's origin; with `--a2a-card-grpc-url origin` or `omit` it loads the
+/// card and a run through ADK's Runner gets the echo back.
+#[tokio::test]
+#[ignore = "interop: needs google-adk (.ci/setup-adk.sh); .ci/test runs it with --include-ignored"]
+async fn google_adk_remote_agent_loads_the_card_by_url() {
+    let Some(py) = adk_python() else {
+        panic!("google-adk is not installed (run .ci/setup-adk.sh or set TASKWIRE_ADK_PYTHON)");
+    };
+    for (style, expect) in [
+        ("host-port", "refused"),
+        ("origin", "works"),
+        ("omit", "works"),
+    ] {
+        against_serve(&["--a2a-card-grpc-url", style], |addr| {
+            let mut cmd = tokio::process::Command::new(&py);
+            cmd.arg(here("interop/adk_remote.py"))
+                .arg(format!("http://{addr}"))
+                .arg(expect);
+            vec![(cmd, format!("adk-{expect}"))]
+        })
+        .await;
+    }
+}
+
 #[tokio::test]
 #[ignore = "interop: needs @grpc/grpc-js (.ci/setup-grpc-js.sh); .ci/test runs it with --include-ignored"]
 async fn grpc_js_against_taskwire_serve() {

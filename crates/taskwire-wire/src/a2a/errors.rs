@@ -23,6 +23,9 @@ pub enum A2aErrorKind {
     ExtensionSupportRequired,
     /// -32009
     VersionNotSupported,
+    /// -32010 (A2A 1.1 draft): `ifGenerationMatch` does not match the task's
+    /// generation.
+    TaskGenerationMismatch,
     /// -32700
     ParseError,
     /// -32600
@@ -59,6 +62,8 @@ pub enum GrpcCode {
     FailedPrecondition = 9,
     /// 12
     Unimplemented = 12,
+    /// ABORTED
+    Aborted = 10,
     /// 13
     Internal = 13,
     /// 14
@@ -94,6 +99,7 @@ impl A2aErrorKind {
         A2aErrorKind::ExtendedAgentCardNotConfigured,
         A2aErrorKind::ExtensionSupportRequired,
         A2aErrorKind::VersionNotSupported,
+        A2aErrorKind::TaskGenerationMismatch,
         A2aErrorKind::ParseError,
         A2aErrorKind::InvalidRequest,
         A2aErrorKind::MethodNotFound,
@@ -127,6 +133,7 @@ impl A2aErrorKind {
             A2aErrorKind::ExtendedAgentCardNotConfigured => -32007,
             A2aErrorKind::ExtensionSupportRequired => -32008,
             A2aErrorKind::VersionNotSupported => -32009,
+            A2aErrorKind::TaskGenerationMismatch => -32010,
             A2aErrorKind::ParseError => -32700,
             A2aErrorKind::InvalidRequest | A2aErrorKind::PermissionDenied => -32600,
             A2aErrorKind::MethodNotFound => -32601,
@@ -147,6 +154,7 @@ impl A2aErrorKind {
             A2aErrorKind::ExtendedAgentCardNotConfigured => "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
             A2aErrorKind::ExtensionSupportRequired => "EXTENSION_SUPPORT_REQUIRED",
             A2aErrorKind::VersionNotSupported => "VERSION_NOT_SUPPORTED",
+            A2aErrorKind::TaskGenerationMismatch => "TASK_GENERATION_MISMATCH",
             A2aErrorKind::ParseError => "PARSE_ERROR",
             A2aErrorKind::InvalidRequest => "INVALID_REQUEST",
             A2aErrorKind::MethodNotFound => "METHOD_NOT_FOUND",
@@ -187,6 +195,7 @@ impl A2aErrorKind {
             | A2aErrorKind::InvalidRequest
             | A2aErrorKind::InvalidParams => GrpcCode::InvalidArgument,
             A2aErrorKind::MethodNotFound => GrpcCode::Unimplemented,
+            A2aErrorKind::TaskGenerationMismatch => GrpcCode::Aborted,
             A2aErrorKind::InvalidAgentResponse | A2aErrorKind::Internal => GrpcCode::Internal,
             A2aErrorKind::Unavailable => GrpcCode::Unavailable,
             A2aErrorKind::PermissionDenied => GrpcCode::PermissionDenied,
@@ -203,6 +212,7 @@ impl A2aErrorKind {
             A2aErrorKind::InvalidAgentResponse | A2aErrorKind::Internal => 500,
             A2aErrorKind::Unavailable => 503,
             A2aErrorKind::PermissionDenied => 403,
+            A2aErrorKind::TaskGenerationMismatch => 409,
             _ => 400,
         }
     }
@@ -215,6 +225,7 @@ impl A2aErrorKind {
             500 => "INTERNAL",
             503 => "UNAVAILABLE",
             403 => "PERMISSION_DENIED",
+            409 => "ABORTED",
             _ => self.grpc_code().name(),
         }
     }
@@ -228,6 +239,7 @@ impl GrpcCode {
             GrpcCode::NotFound => "NOT_FOUND",
             GrpcCode::FailedPrecondition => "FAILED_PRECONDITION",
             GrpcCode::Unimplemented => "UNIMPLEMENTED",
+            GrpcCode::Aborted => "ABORTED",
             GrpcCode::Internal => "INTERNAL",
             GrpcCode::Unavailable => "UNAVAILABLE",
             GrpcCode::PermissionDenied => "PERMISSION_DENIED",

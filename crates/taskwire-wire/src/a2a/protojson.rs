@@ -9,7 +9,7 @@
 //! - [`from_str_without_nulls`], pbjson's generated deserializer straight from the
 //!   text, for text without a `null` literal;
 //! - [`from_value`] and [`from_str`], the descriptor-driven decoder of
-//!   prost-reflect over [`super::DESCRIPTOR`], which follows ProtoJSON wherever
+//!   prost-reflect over [`super::DESCRIPTOR_1_1`], which follows ProtoJSON wherever
 //!   pbjson does not: `null` on a field is its default, except on a
 //!   `google.protobuf.Value` (a part's `"data": null` is the null value), and an
 //!   error names the field's path. The decoded message is handed over as
@@ -81,7 +81,7 @@ where
     T: ProtoMessage,
     D: serde::Deserializer<'de>,
 {
-    let pool = super::descriptor_pool()?;
+    let pool = super::descriptor_pool_1_1()?;
     let name = T::full_name();
     let desc = pool
         .get_message_by_name(&name)
@@ -275,5 +275,27 @@ mod tests {
             from_str_without_nulls::<pb::GetTaskRequest>(text).unwrap(),
             from_value::<pb::GetTaskRequest>(serde_json::from_str(text).unwrap()).unwrap()
         );
+    }
+}
+
+/// A `ListTasksResponse` written with all four of its fields, defaults
+/// included: the proto marks each REQUIRED, and A2A 1.0 §3.1.4 says
+/// `nextPageToken` MUST always be present, `""` on the last page. pbjson's
+/// serde leaves default values out (an empty `tasks`, `nextPageToken` and a
+/// zero `totalSize` would be missing), so this writes the same JSON keys
+/// itself, each value through the generated serde.
+#[derive(Clone, Copy, Debug)]
+pub struct ListTasksResponseJson<'a>(pub &'a super::pb::ListTasksResponse);
+
+impl Serialize for ListTasksResponseJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let r = self.0;
+        let mut st = s.serialize_struct("ListTasksResponse", 4)?;
+        st.serialize_field("tasks", &r.tasks)?;
+        st.serialize_field("nextPageToken", &r.next_page_token)?;
+        st.serialize_field("pageSize", &r.page_size)?;
+        st.serialize_field("totalSize", &r.total_size)?;
+        st.end()
     }
 }

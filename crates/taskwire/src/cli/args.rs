@@ -237,6 +237,31 @@ pub struct ServeArgs {
     #[arg(long, env = "TASKWIRE_PUSH_ALLOW_PRIVATE")]
     pub push_allow_private: bool,
 
+    /// A2A: how the agent card writes the gRPC interface's url. `host-port`
+    /// (the default) is what the official SDKs' gRPC clients dial; `origin`
+    /// (`http(s)://host:port`) is what Google ADK's RemoteA2aAgent accepts
+    /// from a card fetched by url, and those gRPC clients cannot dial;
+    /// `omit` lists no gRPC interface (docs/a2a.md, "Agent card").
+    #[arg(long, env = "TASKWIRE_A2A_CARD_GRPC_URL", value_enum, default_value_t = GrpcCardUrlArg::HostPort)]
+    pub a2a_card_grpc_url: GrpcCardUrlArg,
+
+    /// A2A 1.1: the longest a GetTask with `currentGeneration` is held
+    /// waiting for the task to move, then answered as it is (e.g. 30s).
+    #[arg(long, env = "TASKWIRE_A2A_LONG_POLL_MAX", value_name = "DURATION", default_value = "30s", value_parser = parse_positive_duration)]
+    pub a2a_long_poll_max: Duration,
+
+    /// A2A: declare and serve no streaming. The card says `streaming: false`,
+    /// and SendStreamingMessage and SubscribeToTask answer
+    /// UnsupportedOperation on every binding (A2A 1.0 §3.3.4).
+    #[arg(long, env = "TASKWIRE_NO_A2A_STREAMING")]
+    pub no_a2a_streaming: bool,
+
+    /// A2A: declare and serve no push notifications. The card says
+    /// `pushNotifications: false`, and the push config methods (and a push
+    /// config inside SendMessage) answer PushNotificationNotSupported.
+    #[arg(long, env = "TASKWIRE_NO_A2A_PUSH")]
+    pub no_a2a_push: bool,
+
     /// A PEM file of certificates (a private CA) trusted for `https` A2A push
     /// notification urls besides the built-in Mozilla roots and the system's;
     /// repeatable. Read at start.
@@ -286,13 +311,26 @@ pub struct ServeArgs {
     pub pg: Box<PgArgs>,
 }
 
+/// `--a2a-card-grpc-url`: how the A2A card writes the gRPC interface's url.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum GrpcCardUrlArg {
+    /// `host:port`.
+    #[default]
+    HostPort,
+    /// `http(s)://host:port`.
+    Origin,
+    /// No gRPC interface on the card.
+    Omit,
+}
+
 /// Bridge mode's flags: which upstream agent to serve, and how to reach it.
 #[derive(Clone, Debug, Default, Args)]
 pub struct UpstreamArgs {
     /// Bridge mode: serve the remote agent at URL instead of --agent, on every
     /// protocol this server speaks. `a2a+http://HOST:PORT[/PATH]` (or
     /// `a2a+https://…`) is an A2A agent over JSON-RPC, discovered at start from
-    /// `http://HOST:PORT[/PATH]/.well-known/agent-card.json` (its skills become
+    /// `http://HOST:PORT[/PATH]/.well-known/agent-card.json`, else (a PATH with
+    /// no card below it) `http://HOST:PORT/.well-known/agent-card.json` (its skills become
     /// this server's); `a2a+grpc://HOST:PORT` is an A2A agent over gRPC (h2c;
     /// `a2a+grpcs://` over TLS);
     /// `mcp+http(s)://HOST:PORT/PATH[#TOOL]` is an MCP server (revision

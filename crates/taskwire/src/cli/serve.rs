@@ -212,6 +212,15 @@ pub async fn build_server(args: &ServeArgs) -> Result<Server, Error> {
     let opts = crate::adapters::AdapterOptions {
         public_url: args.public_url.clone(),
         push_allow_private: args.push_allow_private,
+        #[cfg(feature = "a2a")]
+        a2a_card_grpc_url: match args.a2a_card_grpc_url {
+            super::args::GrpcCardUrlArg::HostPort => taskwire_a2a::GrpcCardUrl::HostPort,
+            super::args::GrpcCardUrlArg::Origin => taskwire_a2a::GrpcCardUrl::Origin,
+            super::args::GrpcCardUrlArg::Omit => taskwire_a2a::GrpcCardUrl::Omit,
+        },
+        a2a_long_poll_max: Some(args.a2a_long_poll_max),
+        no_a2a_streaming: args.no_a2a_streaming,
+        no_a2a_push: args.no_a2a_push,
         push_root_certificates_pem: read_ca_files("--push-ca-file", &args.push_ca_file)?,
         push_client_identity_pem: read_identity(
             ("--push-client-cert", args.push_client_cert.as_deref()),
