@@ -182,7 +182,7 @@ impl Transport {
             rb = rb.header(k.as_str(), v.as_str());
         }
         let c = &self.config;
-        let resp = tokio::time::timeout(c.request_timeout, rb.body(body).send())
+        let resp = tokio::time::timeout(c.request_timeout, c.send(rb.body(body)))
             .await
             .map_err(|_| ClientError::Timeout("MCP request: no response head".into()))??;
         Ok(resp)
@@ -1098,9 +1098,8 @@ impl McpClient2025_11_25 {
             .http
             .delete(&self.inner.endpoint)
             .header(header::SESSION_ID, s)
-            .timeout(self.inner.config.request_timeout)
-            .send()
-            .await?;
+            .timeout(self.inner.config.request_timeout);
+        let resp = self.inner.config.send(resp).await?;
         let raw = RawResponse::read_limited(resp, self.inner.config.max_message_bytes).await?;
         if !(200..300).contains(&raw.status) {
             return Err(http::http_error(&raw));
