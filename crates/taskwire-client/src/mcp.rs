@@ -395,6 +395,22 @@ where
     )))
 }
 
+/// JSON-RPC code of SEP-2575's `UnsupportedProtocolVersionError`.
+pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
+/// Whether `response` is an `UnsupportedProtocolVersionError` whose
+/// `data.supported` lists revision 2026-07-28 (the one this client speaks).
+fn unsupported_but_listed(response: &Value) -> bool {
+    let Some(err) = response.get("error") else {
+        return false;
+    };
+    err.get("code").and_then(Value::as_i64) == Some(UNSUPPORTED_PROTOCOL_VERSION)
+        && err
+            .pointer("/data/supported")
+            .and_then(Value::as_array)
+            .is_some_and(|v| v.iter().any(|x| x.as_str() == Some(VERSION_2026_07_28)))
+}
+
 /// The MCP client of revision 2026-07-28 with the tasks extension. Cheap to
 /// clone.
 #[derive(Clone, Debug)]
@@ -505,7 +521,17 @@ impl McpClient {
         if let Some(n) = name {
             headers.push((header::NAME.to_string(), header_safe(n)));
         }
-        self.inner.request(id, &body, &headers).await
+        let reply = self.inner.request(id, &body, &headers).await?;
+        // SEP-2575 negotiation: a server that refuses the version
+        // (UnsupportedProtocolVersionError) yet lists it as supported is
+        // asked once more, with a new id; one that does not list it stands.
+        if unsupported_but_listed(&reply.response) {
+            let id = http::next_id();
+            let mut body = body;
+            body["id"] = Value::from(id);
+            return self.inner.request(id, &body, &headers).await;
+        }
+        Ok(reply)
     }
 
     /// Sends a request and returns its `result` (errors as [`ClientError::Rpc`]).
