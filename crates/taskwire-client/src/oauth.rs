@@ -50,6 +50,10 @@ use tokio::sync::Mutex;
 
 use crate::error::ClientError;
 
+/// A JWS algorithm (`ES256`, `RS256`, `PS256`, `EdDSA`, …; parse with
+/// `str::parse`), as `jsonwebtoken` names it.
+pub use jsonwebtoken::Algorithm as SigningAlgorithm;
+
 /// `grant_type` of the client credentials grant.
 pub const GRANT_CLIENT_CREDENTIALS: &str = "client_credentials";
 /// `grant_type` of the JWT bearer grant (RFC 7523 §2.1).
@@ -517,6 +521,9 @@ struct Token {
 
 #[derive(Default)]
 struct State {
+    /// Where the authorization server is, when learnt after the start (an
+    /// A2A card's security scheme); else the configured source.
+    source: Option<AuthorizationServer>,
     server: Option<Server>,
     resource: Option<String>,
     token: Option<Token>,
@@ -615,15 +622,13 @@ impl OAuthClient {
             }
         }
         if st.server.is_none() {
-            if matches!(
-                self.inner.config.authorization_server,
-                AuthorizationServer::Discover
-            ) {
+            let source = self.source(&st);
+            if matches!(source, AuthorizationServer::Discover) {
                 // Renewal of an expiring token needs no discovery: the server
                 // is known once a token was had. Nothing known: wait for 401.
                 return Ok(None);
             }
-            let server = self.configured_server().await?;
+            let server = self.configured_server(&source).await?;
             st.server = Some(server);
         }
         if st.resource.is_none() {
@@ -632,9 +637,32 @@ impl OAuthClient {
         self.fetch_token(&mut st).await.map(Some)
     }
 
+    /// Uses `server` as the authorization server's source when the
+    /// configuration leaves it to discovery and none is known yet (the bridge
+    /// passes the security scheme of an A2A upstream's card). Whether it was
+    /// taken.
+    pub async fn adopt_authorization_server(&self, server: AuthorizationServer) -> bool {
+        let mut st = self.inner.state.lock().await;
+        let open = matches!(
+            self.inner.config.authorization_server,
+            AuthorizationServer::Discover
+        ) && st.source.is_none()
+            && st.server.is_none();
+        if open {
+            st.source = Some(server);
+        }
+        open
+    }
+
+    fn source(&self, st: &State) -> AuthorizationServer {
+        st.source
+            .clone()
+            .unwrap_or_else(|| self.inner.config.authorization_server.clone())
+    }
+
     /// The server a configured [`AuthorizationServer`] names.
-    async fn configured_server(&self) -> Result<Server, ClientError> {
-        match &self.inner.config.authorization_server {
+    async fn configured_server(&self, source: &AuthorizationServer) -> Result<Server, ClientError> {
+        match source {
             AuthorizationServer::Discover => Err(ClientError::Auth(
                 "the authorization server is not known yet".into(),
             )),
@@ -699,9 +727,9 @@ impl OAuthClient {
                 )
             })?
             .to_string();
-        let mut server = match &self.inner.config.authorization_server {
+        let mut server = match self.source(st) {
             AuthorizationServer::Discover => self.server_metadata(&issuer).await?,
-            _ => self.configured_server().await?,
+            other => self.configured_server(&other).await?,
         };
         server.resource_scopes = prm
             .get("scopes_supported")
@@ -896,10 +924,10 @@ impl Authorizer for OAuthClient {
         let mut st = self.inner.state.lock().await;
         st.token = None;
         if st.server.is_none() {
-            match &self.inner.config.authorization_server {
+            match self.source(&st) {
                 AuthorizationServer::Discover => self.discover(&mut st, url, challenge).await?,
-                _ => {
-                    let s = self.configured_server().await?;
+                other => {
+                    let s = self.configured_server(&other).await?;
                     st.server = Some(s);
                 }
             }
@@ -967,6 +995,45 @@ impl OAuthClient {
                 .collect(),
         }
     }
+}
+
+/// The authorization server an A2A agent card names for a client without a
+/// user: the first OAuth 2.0 scheme's `oauth2_metadata_url` (else its client
+/// credentials flow's `token_url`), else the first OpenID Connect scheme's
+/// `open_id_connect_url`. `None` when the card declares neither.
+pub fn authorization_server_of_card(
+    card: &crate::a2a::pb::AgentCard,
+) -> Option<AuthorizationServer> {
+    use crate::a2a::pb::{o_auth_flows::Flow, security_scheme::Scheme};
+    let mut names: Vec<&String> = card.security_schemes.keys().collect();
+    names.sort();
+    let schemes: Vec<&Scheme> = names
+        .iter()
+        .filter_map(|n| card.security_schemes.get(*n))
+        .filter_map(|s| s.scheme.as_ref())
+        .collect();
+    for s in &schemes {
+        if let Scheme::Oauth2SecurityScheme(o) = s {
+            if !o.oauth2_metadata_url.is_empty() {
+                return Some(AuthorizationServer::MetadataUrl(
+                    o.oauth2_metadata_url.clone(),
+                ));
+            }
+            if let Some(Flow::ClientCredentials(cc)) =
+                o.flows.as_ref().and_then(|f| f.flow.as_ref())
+            {
+                if !cc.token_url.is_empty() {
+                    return Some(AuthorizationServer::TokenEndpoint(cc.token_url.clone()));
+                }
+            }
+        }
+    }
+    schemes.iter().find_map(|s| match s {
+        Scheme::OpenIdConnectSecurityScheme(o) if !o.open_id_connect_url.is_empty() => Some(
+            AuthorizationServer::MetadataUrl(o.open_id_connect_url.clone()),
+        ),
+        _ => None,
+    })
 }
 
 #[derive(Deserialize)]
