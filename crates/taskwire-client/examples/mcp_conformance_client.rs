@@ -111,8 +111,50 @@ async fn run(url: &str, scenario: &str, version: &str, context: &Value) -> Resul
     }
 }
 
+/// SEP-2322's multi-round-trip choreography: answer each input request, send
+/// back the `requestState` unchanged (none when none came), call an unrelated
+/// tool in between without carrying anything over, and take a result without
+/// `resultType` as complete.
+async fn mrtr(client: &McpClient) -> Result<(), ClientError> {
+    client.list_tools().await?;
+    let answers = |ir: &taskwire_client::mcp::InputRequiredResult| {
+        ir.input_requests
+            .keys()
+            .map(|k| {
+                let mut content = serde_json::Map::new();
+                content.insert("confirmed".into(), Value::Bool(true));
+                (k.clone(), taskwire_client::mcp::elicit_accept(content))
+            })
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    let first = client.call_tool("test_mrtr_echo_state", json!({})).await?;
+    if let ToolCallOutcome::InputRequired(ir) = first.value {
+        client.call_tool("test_mrtr_unrelated", json!({})).await?;
+        client
+            .call_tool_answering(
+                "test_mrtr_echo_state",
+                json!({}),
+                Some(answers(&ir)),
+                ir.request_state.clone(),
+            )
+            .await?;
+    }
+    let second = client.call_tool("test_mrtr_no_state", json!({})).await?;
+    if let ToolCallOutcome::InputRequired(ir) = second.value {
+        client
+            .call_tool_answering("test_mrtr_no_state", json!({}), Some(answers(&ir)), None)
+            .await?;
+    }
+    // No resultType: complete, not retried.
+    client
+        .call_tool("test_mrtr_no_result_type", json!({}))
+        .await?;
+    Ok(())
+}
+
 async fn stateless(client: &McpClient, scenario: &str) -> Result<(), ClientError> {
     match scenario {
+        "sep-2322-client-request-state" => mrtr(client).await?,
         "request-metadata" => {
             client.discover().await?;
             client.list_tools().await?;

@@ -345,7 +345,6 @@ impl AguiClient {
         )
         .await
         .map_err(|_| ClientError::Timeout("AG-UI: no response head".into()))?
-        .map_err(ClientError::from)
     }
 
     async fn open_run_events(

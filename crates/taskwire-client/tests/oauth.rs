@@ -332,15 +332,16 @@ async fn a_configured_issuer_gets_a_token_before_any_request() {
     )
     .expect("client");
     assert_eq!(call(&auth, &format!("{base}/mcp")).await, 200);
-    let st = s.lock().expect("lock");
-    assert_eq!(st.with_token, 1, "the first request carried a token");
-    // Without metadata of the resource, the resource is the URL used.
-    assert_eq!(
-        st.token_requests[0].get("resource"),
-        Some(&format!("{base}/mcp"))
-    );
+    {
+        let st = s.lock().expect("lock");
+        assert_eq!(st.with_token, 1, "the first request carried a token");
+        // Without metadata of the resource, the resource is the URL used.
+        assert_eq!(
+            st.token_requests[0].get("resource"),
+            Some(&format!("{base}/mcp"))
+        );
+    }
     // A wrong issuer is refused.
-    drop(st);
     let wrong = OAuthClient::new(
         OAuthConfig::client_credentials("svc", ClientAuth::None)
             .with_authorization_server(AuthorizationServer::Issuer(format!("{base}/other"))),
