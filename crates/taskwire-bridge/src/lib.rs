@@ -40,6 +40,8 @@ pub use options::{
     DEFAULT_MAX_OPEN_CALLS, DEFAULT_MAX_OPEN_CALLS_PER_PRINCIPAL, MAX_OPEN_MESSAGES,
 };
 pub use spec::UpstreamSpec;
+/// The outbound OAuth client an upstream may be given ([`UpstreamOptions::oauth`]).
+pub use taskwire_client::oauth;
 pub use taskwire_client::ClientIdentityPem;
 pub use telemetry::metric;
 pub use upstream::a2a::{A2aUpstream, UpstreamLink};

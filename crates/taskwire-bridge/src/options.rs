@@ -36,6 +36,12 @@ pub const DEFAULT_CATCH_UP_RECORDS: usize = 10_000;
 pub struct UpstreamOptions {
     /// Sent as `Authorization: Bearer …` with every upstream request.
     pub bearer_token: Option<String>,
+    /// The upstream's own OAuth client (its tokens replace `bearer_token`'s):
+    /// client credentials or JWT bearer, tokens cached for this upstream and
+    /// renewed, a 401 renewed once, a 403 `insufficient_scope` stepped up.
+    /// The downstream caller's token is never sent upstream: the bridge only
+    /// ever sends this upstream's own credentials.
+    pub oauth: Option<taskwire_client::oauth::OAuthClient>,
     /// Limit of one upstream request–response (for a stream: its response head).
     pub request_timeout: Duration,
     /// Limit for opening a connection to the upstream.
@@ -101,6 +107,7 @@ impl Default for UpstreamOptions {
     fn default() -> Self {
         Self {
             bearer_token: None,
+            oauth: None,
             request_timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(10),
             backoff: BackoffPolicy::default(),
@@ -133,6 +140,9 @@ pub(crate) fn client_config(base_url: &str, opts: &UpstreamOptions) -> ClientCon
         .max_list_pages(opts.max_list_pages);
     if let Some(t) = &opts.bearer_token {
         b = b.bearer_token(t.clone());
+    }
+    if let Some(o) = &opts.oauth {
+        b = b.oauth(o.clone());
     }
     for pem in &opts.root_certificates_pem {
         b = b.root_certificate_pem(pem.clone());

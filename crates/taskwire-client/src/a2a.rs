@@ -456,7 +456,7 @@ impl A2aClient {
         for (k, v) in headers {
             rb = rb.header(*k, *v);
         }
-        let resp = rb.body(body.into()).send().await?;
+        let resp = self.inner.config.send(rb.body(body.into())).await?;
         RawResponse::read_limited(resp, self.inner.config.max_message_bytes).await
     }
 
@@ -545,7 +545,7 @@ impl A2aClient {
                 .and_then(|b| serde_json::from_str::<Value>(b).ok())
                 .unwrap_or(Value::Null)
         };
-        let resp = tokio::time::timeout(c.request_timeout, rb.body(body).send())
+        let resp = tokio::time::timeout(c.request_timeout, c.send(rb.body(body)))
             .await
             .map_err(|_| ClientError::Timeout(format!("{method}: no response head")))??;
         let status = resp.status().as_u16();

@@ -422,7 +422,7 @@ impl A2aRestClient {
                 .header(reqwest::header::CONTENT_TYPE, MEDIA_TYPE)
                 .body(b.to_string());
         }
-        let raw = RawResponse::read(rb.send().await?).await?;
+        let raw = RawResponse::read(c.send(rb).await?).await?;
         let json = if raw.body.is_empty() {
             Value::Null
         } else {
@@ -513,7 +513,7 @@ impl A2aRestClient {
             rb = rb.header("Last-Event-ID", id.as_str());
         }
         // The request timeout bounds the wait for the response head only.
-        let resp = tokio::time::timeout(c.request_timeout, rb.body(body.to_string()).send())
+        let resp = tokio::time::timeout(c.request_timeout, c.send(rb.body(body.to_string())))
             .await
             .map_err(|_| ClientError::Timeout(format!("{operation}: no response head")))??;
         let status = resp.status().as_u16();

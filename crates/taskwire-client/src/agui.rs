@@ -211,7 +211,7 @@ impl AguiClient {
             .header(reqwest::header::ACCEPT, encoding.accept())
             .header(reqwest::header::CONTENT_TYPE, http::JSON_MEDIA_TYPE)
             .body(body.to_string());
-        let resp = tokio::time::timeout(c.request_timeout, rb.send())
+        let resp = tokio::time::timeout(c.request_timeout, c.send(rb))
             .await
             .map_err(|_| ClientError::Timeout("AG-UI run: no response head".into()))??;
         let first = self.events_of(resp, EventOrigin::Live).await?;
@@ -283,9 +283,8 @@ impl AguiClient {
             .inner
             .http
             .post(&url)
-            .timeout(self.inner.config.request_timeout)
-            .send()
-            .await?;
+            .timeout(self.inner.config.request_timeout);
+        let resp = self.inner.config.send(resp).await?;
         let raw = RawResponse::read_limited(resp, self.inner.config.max_message_bytes).await?;
         if !(200..300).contains(&raw.status) {
             return Err(http::http_error(&raw));
@@ -313,7 +312,7 @@ impl AguiClient {
         for (k, v) in headers {
             rb = rb.header(*k, *v);
         }
-        RawResponse::read(rb.body(body.into()).send().await?).await
+        RawResponse::read(self.inner.config.send(rb.body(body.into())).await?).await
     }
 
     fn observe(&self, op: &str, body: &Value) {
@@ -340,10 +339,12 @@ impl AguiClient {
         if let Some(id) = last_event_id {
             rb = rb.header("Last-Event-ID", id);
         }
-        tokio::time::timeout(self.inner.config.request_timeout, rb.send())
-            .await
-            .map_err(|_| ClientError::Timeout("AG-UI: no response head".into()))?
-            .map_err(ClientError::from)
+        tokio::time::timeout(
+            self.inner.config.request_timeout,
+            self.inner.config.send(rb),
+        )
+        .await
+        .map_err(|_| ClientError::Timeout("AG-UI: no response head".into()))?
     }
 
     async fn open_run_events(

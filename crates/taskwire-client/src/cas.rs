@@ -129,7 +129,7 @@ impl CasClient {
                 .header(reqwest::header::CONTENT_TYPE, http::JSON_MEDIA_TYPE)
                 .body(b.to_string());
         }
-        let raw = RawResponse::read(rb.send().await?).await?;
+        let raw = RawResponse::read(c.send(rb).await?).await?;
         c.observe(|| Exchange {
             protocol: "cas",
             operation: format!("{method} {path}"),
@@ -231,7 +231,7 @@ impl CasClient {
             .get(self.url(&path))
             .timeout(c.request_timeout.saturating_add(wait));
         rb = rb.header(reqwest::header::ACCEPT, http::JSON_MEDIA_TYPE);
-        let raw = RawResponse::read(rb.send().await?).await?;
+        let raw = RawResponse::read(c.send(rb).await?).await?;
         c.observe(|| Exchange {
             protocol: "cas",
             operation: format!("GET {path}"),
@@ -325,7 +325,7 @@ impl CasClient {
         if let Some(r) = last_revision {
             rb = rb.header("Last-Event-ID", r);
         }
-        let resp = tokio::time::timeout(c.request_timeout, rb.send())
+        let resp = tokio::time::timeout(c.request_timeout, c.send(rb))
             .await
             .map_err(|_| ClientError::Timeout("CAS events: no response head".into()))??;
         let media = http::content_type(&resp);

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::error::ClientError;
+use crate::oauth::Authorizer;
 
 /// Exponential backoff with jitter, used between reconnect and poll attempts.
 ///
@@ -127,6 +128,10 @@ pub struct ClientConfig {
     pub base_url: String,
     /// A bearer token sent as `Authorization: Bearer …` (or gRPC metadata).
     pub bearer_token: Option<String>,
+    /// Authorizes every HTTP request (e.g. an [`crate::oauth::OAuthClient`]):
+    /// its `Authorization` replaces `bearer_token`'s, a 401 renews once and
+    /// the request is sent again, a 403 `insufficient_scope` steps up.
+    pub authorizer: Option<Arc<dyn Authorizer>>,
     /// Limit for one request–response (not for a whole stream).
     pub request_timeout: Duration,
     /// Limit for opening a connection.
@@ -202,6 +207,7 @@ impl fmt::Debug for ClientConfig {
         f.debug_struct("ClientConfig")
             .field("base_url", &self.base_url)
             .field("bearer_token", &self.bearer_token.as_ref().map(|_| "…"))
+            .field("authorizer", &self.authorizer)
             .field("request_timeout", &self.request_timeout)
             .field("connect_timeout", &self.connect_timeout)
             .field("stream_idle_timeout", &self.stream_idle_timeout)
@@ -224,6 +230,7 @@ impl ClientConfig {
         Self {
             base_url: base_url.into().trim_end_matches('/').to_string(),
             bearer_token: None,
+            authorizer: None,
             request_timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(10),
             stream_idle_timeout: None,
@@ -254,6 +261,15 @@ impl ClientConfig {
         } else {
             format!("{}/{path}", self.base_url)
         }
+    }
+
+    /// Sends `rb`, authorized by [`ClientConfig::authorizer`] when there is
+    /// one (see [`crate::http::send_authorized`]).
+    pub(crate) async fn send(
+        &self,
+        rb: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, ClientError> {
+        crate::http::send_authorized(rb, self.authorizer.as_deref()).await
     }
 
     pub(crate) fn observe(&self, ex: impl FnOnce() -> Exchange) {
@@ -334,6 +350,18 @@ impl ClientConfigBuilder {
     pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
         self.config.bearer_token = Some(token.into());
         self
+    }
+
+    /// Authorizes every HTTP request with `authorizer` (see
+    /// [`ClientConfig::authorizer`]).
+    pub fn authorizer(mut self, authorizer: Arc<dyn Authorizer>) -> Self {
+        self.config.authorizer = Some(authorizer);
+        self
+    }
+
+    /// Authorizes every HTTP request with this OAuth client.
+    pub fn oauth(self, client: crate::oauth::OAuthClient) -> Self {
+        self.authorizer(Arc::new(client))
     }
 
     /// Limit for one request–response.

@@ -140,6 +140,11 @@ pub enum ClientError {
         /// The last error seen.
         last: String,
     },
+    /// Authorization failed: the OAuth client could not obtain a token (a
+    /// metadata document that does not check out, a token endpoint that said
+    /// no). Never carries a token or secret.
+    #[error("authorization: {0}")]
+    Auth(String),
     /// The operation is not offered by this client (yet) or by the server.
     #[error("not implemented: {0}")]
     NotImplemented(&'static str),

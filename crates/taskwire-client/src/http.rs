@@ -10,6 +10,7 @@ use futures::{Stream, StreamExt};
 use serde_json::Value;
 
 use crate::error::{snippet, ClientError, RpcError};
+use crate::oauth::{Authorizer, Challenge};
 use crate::sse::{SseParser, TooLarge};
 
 /// The SSE media type.
@@ -141,6 +142,60 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 /// A fresh JSON-RPC request id (process-wide counter).
 pub(crate) fn next_id() -> u64 {
     NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Sends a request, authorized by `authorizer` when there is one: its
+/// `Authorization` value is set (sensitive, so never logged); a 401 is told to
+/// the authorizer once and, when it has a new token, the request is sent
+/// again; a 403 with `error="insufficient_scope"` steps up at most
+/// [`Authorizer::max_step_ups`] times. The one place every HTTP client of the
+/// crate sends through.
+pub async fn send_authorized(
+    rb: reqwest::RequestBuilder,
+    authorizer: Option<&dyn Authorizer>,
+) -> Result<reqwest::Response, ClientError> {
+    let Some(auth) = authorizer else {
+        return Ok(rb.send().await?);
+    };
+    let (client, req) = rb.build_split();
+    let req = req?;
+    let url = req.url().clone();
+    let mut renewed = false;
+    let mut step_ups = 0u32;
+    loop {
+        let mut attempt = req.try_clone().ok_or_else(|| {
+            ClientError::Config("a request with a streaming body cannot be authorized".into())
+        })?;
+        if let Some(v) = auth.authorization(&url).await? {
+            let mut value = reqwest::header::HeaderValue::from_str(&v)
+                .map_err(|_| ClientError::Auth("the access token is not a header value".into()))?;
+            value.set_sensitive(true);
+            attempt
+                .headers_mut()
+                .insert(reqwest::header::AUTHORIZATION, value);
+        }
+        let resp = client.execute(attempt).await?;
+        match resp.status().as_u16() {
+            401 if !renewed => {
+                renewed = true;
+                let challenge = Challenge::from_headers(resp.headers());
+                if auth.unauthorized(&url, &challenge).await? {
+                    continue;
+                }
+            }
+            403 if step_ups < auth.max_step_ups() => {
+                let challenge = Challenge::from_headers(resp.headers());
+                if challenge.is_insufficient_scope() {
+                    step_ups += 1;
+                    if auth.insufficient_scope(&url, &challenge).await? {
+                        continue;
+                    }
+                }
+            }
+            _ => {}
+        }
+        return Ok(resp);
+    }
 }
 
 /// A JSON-RPC request envelope.

@@ -83,6 +83,7 @@ mod error;
 pub mod grpc;
 pub mod http;
 pub mod mcp;
+pub mod oauth;
 pub mod sse;
 
 pub use binding::A2aBinding;

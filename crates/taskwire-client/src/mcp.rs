@@ -182,7 +182,7 @@ impl Transport {
             rb = rb.header(k.as_str(), v.as_str());
         }
         let c = &self.config;
-        let resp = tokio::time::timeout(c.request_timeout, rb.body(body).send())
+        let resp = tokio::time::timeout(c.request_timeout, c.send(rb.body(body)))
             .await
             .map_err(|_| ClientError::Timeout("MCP request: no response head".into()))??;
         Ok(resp)
@@ -395,6 +395,22 @@ where
     )))
 }
 
+/// JSON-RPC code of SEP-2575's `UnsupportedProtocolVersionError`.
+pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
+/// Whether `response` is an `UnsupportedProtocolVersionError` whose
+/// `data.supported` lists revision 2026-07-28 (the one this client speaks).
+fn unsupported_but_listed(response: &Value) -> bool {
+    let Some(err) = response.get("error") else {
+        return false;
+    };
+    err.get("code").and_then(Value::as_i64) == Some(UNSUPPORTED_PROTOCOL_VERSION)
+        && err
+            .pointer("/data/supported")
+            .and_then(Value::as_array)
+            .is_some_and(|v| v.iter().any(|x| x.as_str() == Some(VERSION_2026_07_28)))
+}
+
 /// The MCP client of revision 2026-07-28 with the tasks extension. Cheap to
 /// clone.
 #[derive(Clone, Debug)]
@@ -505,7 +521,17 @@ impl McpClient {
         if let Some(n) = name {
             headers.push((header::NAME.to_string(), header_safe(n)));
         }
-        self.inner.request(id, &body, &headers).await
+        let reply = self.inner.request(id, &body, &headers).await?;
+        // SEP-2575 negotiation: a server that refuses the version
+        // (UnsupportedProtocolVersionError) yet lists it as supported is
+        // asked once more, with a new id; one that does not list it stands.
+        if unsupported_but_listed(&reply.response) {
+            let id = http::next_id();
+            let mut body = body;
+            body["id"] = Value::from(id);
+            return self.inner.request(id, &body, &headers).await;
+        }
+        Ok(reply)
     }
 
     /// Sends a request and returns its `result` (errors as [`ClientError::Rpc`]).
@@ -1143,9 +1169,8 @@ impl McpClient2025_11_25 {
             .http
             .delete(&self.inner.endpoint)
             .header(header::SESSION_ID, s)
-            .timeout(self.inner.config.request_timeout)
-            .send()
-            .await?;
+            .timeout(self.inner.config.request_timeout);
+        let resp = self.inner.config.send(resp).await?;
         let raw = RawResponse::read_limited(resp, self.inner.config.max_message_bytes).await?;
         if !(200..300).contains(&raw.status) {
             return Err(http::http_error(&raw));

@@ -245,6 +245,21 @@ impl A2aUpstream {
     }
 }
 
+/// An upstream OAuth client left to discovery takes the authorization
+/// server the card's security scheme names (A2A: the card tells clients how
+/// to authenticate; the card itself is public).
+async fn adopt_card_scheme(opts: &UpstreamOptions, card: &taskwire_client::a2a::pb::AgentCard) {
+    if let Some(oauth) = &opts.oauth {
+        if let Some(server) = taskwire_client::oauth::authorization_server_of_card(card) {
+            if oauth.adopt_authorization_server(server).await {
+                tracing::debug!(
+                    "upstream OAuth: the authorization server of the card's security scheme"
+                );
+            }
+        }
+    }
+}
+
 impl A2a {
     /// Fetches the upstream's agent card from `base_url` and builds the agent:
     /// the card's name, description, version and skills become its
@@ -257,6 +272,7 @@ impl A2a {
             A2aClient::discover(config.clone())
         })
         .await?;
+        adopt_card_scheme(opts, &card).await;
         let info = info_of_card(&card, base_url);
         Ok(Self::assemble(
             A2aTransport::new(Arc::new(client)),

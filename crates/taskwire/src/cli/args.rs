@@ -507,6 +507,130 @@ pub struct UpstreamArgs {
         requires = "client_cert"
     )]
     pub client_key: Option<std::path::PathBuf>,
+
+    /// Bridge mode, outbound OAuth: the OAuth client id of the upstream NAME
+    /// (or of every upstream without NAME=); repeatable. With it the bridge
+    /// obtains the upstream's access tokens itself (client credentials grant,
+    /// or the JWT bearer grant with --upstream-oauth-assertion-file), always
+    /// with `resource` (RFC 8707), caches them per upstream and renews them
+    /// before they expire (docs/auth.md, "Outbound OAuth").
+    #[arg(
+        long = "upstream-oauth-client-id",
+        env = "TASKWIRE_UPSTREAM_OAUTH_CLIENT_ID",
+        value_name = "[NAME=]ID",
+        requires = "upstream"
+    )]
+    pub oauth_client_id: Vec<String>,
+
+    /// Bridge mode, outbound OAuth: a file holding the client secret
+    /// (`client_secret_basic` or `client_secret_post`) of the upstream NAME,
+    /// or of every upstream without NAME=; repeatable. Read at start.
+    #[arg(
+        long = "upstream-oauth-client-secret-file",
+        env = "TASKWIRE_UPSTREAM_OAUTH_CLIENT_SECRET_FILE",
+        value_name = "[NAME=]FILE",
+        requires = "upstream"
+    )]
+    pub oauth_client_secret_file: Vec<String>,
+
+    /// Bridge mode, outbound OAuth: a PEM file with the private key that signs
+    /// the `private_key_jwt` client assertions (RFC 7523) of the upstream
+    /// NAME, or of every upstream without NAME=; repeatable. Read at start.
+    #[arg(
+        long = "upstream-oauth-private-key-file",
+        env = "TASKWIRE_UPSTREAM_OAUTH_PRIVATE_KEY_FILE",
+        value_name = "[NAME=]FILE",
+        requires = "upstream"
+    )]
+    pub oauth_private_key_file: Vec<String>,
+
+    /// Bridge mode, outbound OAuth: the JWS algorithm of the
+    /// `private_key_jwt` assertions (`ES256`, `ES384`, `RS256`, `PS256`,
+    /// `EdDSA`, …) of the upstream NAME, or of every upstream without NAME=;
+    /// default `ES256`.
+    #[arg(
+        long = "upstream-oauth-signing-alg",
+        env = "TASKWIRE_UPSTREAM_OAUTH_SIGNING_ALG",
+        value_name = "[NAME=]ALG",
+        requires = "upstream"
+    )]
+    pub oauth_signing_alg: Vec<String>,
+
+    /// Bridge mode, outbound OAuth: a file holding a JWT (a workload identity
+    /// token a platform mounts and rotates, Kubernetes service-account style)
+    /// exchanged for the access tokens of the upstream NAME, or of every
+    /// upstream without NAME=, by the JWT bearer grant (RFC 7523 §2.1); read
+    /// anew for every token request.
+    #[arg(
+        long = "upstream-oauth-assertion-file",
+        env = "TASKWIRE_UPSTREAM_OAUTH_ASSERTION_FILE",
+        value_name = "[NAME=]FILE",
+        requires = "upstream"
+    )]
+    pub oauth_assertion_file: Vec<String>,
+
+    /// Bridge mode, outbound OAuth: the scopes (space-separated) asked for on
+    /// the token requests of the upstream NAME, or of every upstream without
+    /// NAME=. A 403 `insufficient_scope` steps up only within them when they
+    /// are given; without them the 401's `scope`, else the upstream's
+    /// `scopes_supported`, is asked for.
+    #[arg(
+        long = "upstream-oauth-scopes",
+        env = "TASKWIRE_UPSTREAM_OAUTH_SCOPES",
+        value_name = "[NAME=]SCOPES",
+        requires = "upstream"
+    )]
+    pub oauth_scopes: Vec<String>,
+
+    /// Bridge mode, outbound OAuth: how the client of the upstream NAME (or of
+    /// every upstream without NAME=) authenticates at the token endpoint:
+    /// `client_secret_basic`, `client_secret_post`, `private_key_jwt` or
+    /// `none`. Default: `private_key_jwt` with a key file, the one the
+    /// authorization server's metadata lists (basic first) with a secret
+    /// file, else `none`.
+    #[arg(
+        long = "upstream-oauth-token-endpoint-auth",
+        env = "TASKWIRE_UPSTREAM_OAUTH_TOKEN_ENDPOINT_AUTH",
+        value_name = "[NAME=]METHOD",
+        requires = "upstream"
+    )]
+    pub oauth_token_endpoint_auth: Vec<String>,
+
+    /// Bridge mode, outbound OAuth: the issuer of the authorization server of
+    /// the upstream NAME (or of every upstream without NAME=); its RFC 8414 /
+    /// OpenID Connect metadata is fetched and its `issuer` checked. Without
+    /// it the server is discovered: MCP from the upstream's 401
+    /// (`resource_metadata`, RFC 9728), A2A from the card's security scheme.
+    #[arg(
+        long = "upstream-oauth-issuer",
+        env = "TASKWIRE_UPSTREAM_OAUTH_ISSUER",
+        value_name = "[NAME=]URL",
+        requires = "upstream"
+    )]
+    pub oauth_issuer: Vec<String>,
+
+    /// Bridge mode, outbound OAuth: the `resource` (RFC 8707) sent on the
+    /// token requests of the upstream NAME (or of every upstream without
+    /// NAME=). Default: the upstream's own identifier (its protected resource
+    /// metadata's `resource`, else its URL).
+    #[arg(
+        long = "upstream-oauth-resource",
+        env = "TASKWIRE_UPSTREAM_OAUTH_RESOURCE",
+        value_name = "[NAME=]URI",
+        requires = "upstream"
+    )]
+    pub oauth_resource: Vec<String>,
+
+    /// Bridge mode, outbound OAuth: the most 403 `insufficient_scope`
+    /// step-ups (a new token with more scopes) one upstream request makes.
+    #[arg(
+        long = "upstream-oauth-max-step-ups",
+        env = "TASKWIRE_UPSTREAM_OAUTH_MAX_STEP_UPS",
+        value_name = "N",
+        default_value_t = 2,
+        value_parser = clap::value_parser!(u32).range(0..=10)
+    )]
+    pub oauth_max_step_ups: u32,
 }
 
 /// Inbound OAuth 2.0 / OpenID Connect: JWT access tokens from an issuer

@@ -143,6 +143,12 @@ pub async fn build_server(args: &ServeArgs) -> Result<Server, Error> {
     }
     // Check the upstreams (names, token files, schemes) before touching the store.
     let upstreams = upstreams_of(&args.upstream)?;
+    // The outbound OAuth flags (names, files, methods), likewise.
+    #[cfg(feature = "bridge")]
+    super::upstream::upstream_oauth(
+        &args.upstream,
+        &upstreams.iter().map(|e| e.name.clone()).collect::<Vec<_>>(),
+    )?;
     #[cfg(feature = "bridge")]
     for entry in &upstreams {
         let url = &entry.url;

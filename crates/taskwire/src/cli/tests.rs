@@ -314,3 +314,98 @@ fn the_sweeper_runs_often_enough_for_the_idle_lifespan() {
     assert_eq!(sweep_interval(Some(s(20)), Some(s(3600))), s(5));
     assert_eq!(sweep_interval(Some(s(7 * 86400)), None), s(60));
 }
+
+#[cfg(feature = "bridge")]
+#[test]
+fn upstream_oauth_flags_become_one_client_config_per_upstream() {
+    use super::upstream::upstream_oauth;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, "s3cret\n").expect("write");
+    let empty = dir.path().join("empty");
+    std::fs::write(&empty, "\n").expect("write");
+    let secret = secret.to_str().expect("path");
+    let names = vec![Some("a".to_string()), Some("b".to_string())];
+    let parse = |extra: &[&str]| {
+        let mut argv = vec![
+            "--upstream",
+            "a=mcp+http://127.0.0.1:1/mcp",
+            "--upstream",
+            "b=a2a+http://127.0.0.1:2",
+        ];
+        argv.extend_from_slice(extra);
+        let a = serve(&argv).expect("parse");
+        upstream_oauth(&a.upstream, &names)
+    };
+    // No flag: no OAuth client.
+    let none = parse(&[]).expect("ok");
+    assert!(none.iter().all(Option::is_none));
+    // One upstream named: only it gets one, with its scopes as the ceiling.
+    let sa = format!("a={secret}");
+    let one = parse(&[
+        "--upstream-oauth-client-id",
+        "a=bridge",
+        "--upstream-oauth-client-secret-file",
+        &sa,
+        "--upstream-oauth-scopes",
+        "a=read write",
+        "--upstream-oauth-max-step-ups",
+        "1",
+    ])
+    .expect("ok");
+    let c = one[0].as_ref().expect("a has OAuth");
+    assert!(one[1].is_none());
+    assert_eq!(c.client_id.as_deref(), Some("bridge"));
+    assert_eq!(c.scopes, ["read", "write"]);
+    assert_eq!(
+        c.allowed_scopes.as_deref(),
+        Some(&["read".to_string(), "write".to_string()][..])
+    );
+    assert_eq!(c.max_step_ups, 1);
+    // The secret never shows.
+    assert!(!format!("{c:?}").contains("s3cret"));
+    // Refusals: a name no upstream has, a secret without an id, an empty
+    // file, a method that does not fit, secret and key together.
+    let refused = |extra: &[&str], what: &str| {
+        let e = parse(extra).expect_err(what).to_string();
+        assert!(e.contains("upstream-oauth"), "{what}: {e}");
+    };
+    refused(&["--upstream-oauth-client-id", "c=x"], "unknown name");
+    refused(&["--upstream-oauth-client-secret-file", &sa], "no id");
+    let empty_a = format!("a={}", empty.to_str().expect("path"));
+    refused(
+        &[
+            "--upstream-oauth-client-id",
+            "a=x",
+            "--upstream-oauth-client-secret-file",
+            &empty_a,
+        ],
+        "empty",
+    );
+    refused(
+        &[
+            "--upstream-oauth-client-id",
+            "a=x",
+            "--upstream-oauth-client-secret-file",
+            &sa,
+            "--upstream-oauth-token-endpoint-auth",
+            "a=private_key_jwt",
+        ],
+        "method",
+    );
+    refused(
+        &[
+            "--upstream-oauth-client-id",
+            "a=x",
+            "--upstream-oauth-client-secret-file",
+            &sa,
+            "--upstream-oauth-private-key-file",
+            &sa,
+        ],
+        "both",
+    );
+    refused(
+        &["--upstream-oauth-scopes", "a=read"],
+        "scopes without a client",
+    );
+}
