@@ -89,7 +89,7 @@ pub const RETRY_AFTER_SECS: u64 = 1;
 
 impl A2aErrorKind {
     /// Every kind.
-    pub const ALL: [A2aErrorKind; 16] = [
+    pub const ALL: [A2aErrorKind; 17] = [
         A2aErrorKind::TaskNotFound,
         A2aErrorKind::TaskNotCancelable,
         A2aErrorKind::PushNotificationNotSupported,
