@@ -21,6 +21,7 @@
 //! task id and turn number, so a send that is repeated anyway is the same
 //! message to an upstream that deduplicates.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,8 +32,7 @@ use taskwire_client::grpc::A2aGrpcClient;
 use taskwire_client::{A2aBinding, BackoffPolicy, ClientError, Received};
 use taskwire_core::types::InputResponse;
 use taskwire_core::{
-    async_trait, AgentInfo, CoreError, Message, Skill, TaskState, TaskStore, TurnContext,
-    TurnOutcome,
+    AgentInfo, CoreError, Message, Skill, TaskState, TaskStore, TurnContext, TurnOutcome,
 };
 use taskwire_vocab::upstream::{
     self as vocab, upstream_state_of_a2a_number, UpstreamState, UPSTREAM_AUTH_PROVIDER,
@@ -505,7 +505,6 @@ impl Link for UpstreamLink {
     }
 }
 
-#[async_trait]
 impl Upstream for A2a {
     type Link = UpstreamLink;
     type Plan = Plan;
@@ -522,16 +521,16 @@ impl Upstream for A2a {
         plan(turn)
     }
 
-    async fn run(
-        &self,
-        turn: TurnStart<'_, UpstreamLink>,
+    fn run<'a>(
+        &'a self,
+        turn: TurnStart<'a, UpstreamLink>,
         plan: Plan,
-    ) -> Result<TurnOutcome, BridgeError> {
-        Turn::new(self, turn).run(plan).await
+    ) -> impl Future<Output = Result<TurnOutcome, BridgeError>> + Send + 'a {
+        Turn::new(self, turn).run(plan)
     }
 
-    async fn probe(&self) -> Result<(), String> {
-        self.client.probe().await
+    fn probe(&self) -> impl Future<Output = Result<(), String>> + Send + '_ {
+        self.client.probe()
     }
 }
 

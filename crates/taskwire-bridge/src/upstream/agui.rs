@@ -25,15 +25,14 @@
 //! and drops the stream.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::Arc;
 
 use futures::StreamExt;
 use serde_json::{json, Value};
 use taskwire_client::agui::{AguiClient, AguiEncoding, AguiEvent, AguiStream};
 use taskwire_client::{BackoffPolicy, ClientError};
-use taskwire_core::{
-    async_trait, AgentInfo, CoreError, Message, Skill, TaskStore, TurnContext, TurnOutcome,
-};
+use taskwire_core::{AgentInfo, CoreError, Message, Skill, TaskStore, TurnContext, TurnOutcome};
 use taskwire_vocab::upstream::agui as vocab;
 use taskwire_wire::agui::{event_type as ev, ResumeEntry, RunAgentInput};
 use tracing::{debug, info};
@@ -211,7 +210,6 @@ impl Link for AguiLink {
     }
 }
 
-#[async_trait]
 impl Upstream for Agui {
     type Link = AguiLink;
     type Plan = Plan;
@@ -233,12 +231,12 @@ impl Upstream for Agui {
         plan(turn)
     }
 
-    async fn run(
-        &self,
-        turn: TurnStart<'_, AguiLink>,
+    fn run<'a>(
+        &'a self,
+        turn: TurnStart<'a, AguiLink>,
         plan: Plan,
-    ) -> Result<TurnOutcome, BridgeError> {
-        Turn::new(self, turn).run(plan).await
+    ) -> impl Future<Output = Result<TurnOutcome, BridgeError>> + Send + 'a {
+        Turn::new(self, turn).run(plan)
     }
 
     async fn probe(&self) -> Result<(), String> {

@@ -37,7 +37,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 use taskwire_client::mcp::McpClient;
-use taskwire_core::{async_trait, AgentInfo, TaskStore, TurnOutcome};
+use taskwire_core::{AgentInfo, TaskStore, TurnOutcome};
 use taskwire_vocab::upstream::mcp as vocab;
 use tracing::debug;
 
@@ -248,7 +248,6 @@ impl Mcp {
     }
 }
 
-#[async_trait]
 impl Upstream for Mcp {
     type Link = McpLink;
     type Plan = Plan;
