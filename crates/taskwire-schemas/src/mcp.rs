@@ -47,6 +47,8 @@ pub(crate) fn generate() -> Result<(Vec<Kind>, Value), SchemaError> {
         kind::<DetailedTask>("DetailedTask", None),
         kind::<EmptyResult>("EmptyResult", None),
         kind::<TaskNotificationParams>("TaskNotificationParams", None),
+        kind::<StreamTaskRequestParams>("StreamTaskRequestParams", Some("Params of tasks/stream (SEP-2694, Resumable Task Event Streams).")),
+        kind::<TaskEvent>("TaskEvent", Some("Params of notifications/tasks/event (SEP-2694): one event of a task's stream.")),
         kind::<ListenRequestParams>("ListenRequestParams", None),
         kind::<ListenResult>("ListenResult", None),
         kind::<SubscriptionsAcknowledgedParams>("SubscriptionsAcknowledgedParams", None),
@@ -112,6 +114,14 @@ pub(crate) fn generate() -> Result<(Vec<Kind>, Value), SchemaError> {
     methods_2026_07_28.insert(
         method::NOTIFY_TASKS.into(),
         m(Some("TaskNotificationParams"), None),
+    );
+    methods_2026_07_28.insert(
+        method::TASKS_STREAM.into(),
+        m(Some("StreamTaskRequestParams"), None),
+    );
+    methods_2026_07_28.insert(
+        method::NOTIFY_TASKS_EVENT.into(),
+        m(Some("TaskEvent"), None),
     );
     methods_2026_07_28.insert(
         method::NOTIFY_SUBSCRIPTIONS_ACK.into(),

@@ -54,33 +54,36 @@ fn mcp(stem: &str) -> Option<Vec<Check>> {
     let p = "mcp";
     Some(match stem {
         s if s.starts_with("error_") => vec![("/body", p, "JsonRpcErrorResponse")],
-        "current_call_needs_tasks"
-        | "current_call_timeout"
+        "rev_2026_07_28_call_needs_tasks"
+        | "rev_2026_07_28_call_timeout"
         | "rev_2025_11_25_cancel_terminal"
         | "rev_2025_11_25_session_not_found"
         | "rev_2025_11_25_task_result_error" => vec![],
-        "current_call_tool_result" => vec![
+        "rev_2026_07_28_call_tool_result" => vec![
             ("/result", p, "CallToolResult"),
             ("/result", p, "ToolsCallResult"),
         ],
-        "current_call_input_required" => vec![
+        "rev_2026_07_28_call_input_required" => vec![
             ("/result", p, "InputRequiredResult"),
             ("/result", p, "ToolsCallResult"),
         ],
-        "current_create_task_result" => vec![
+        "rev_2026_07_28_create_task_result" => vec![
             ("/result", p, "CreateTaskResult"),
             ("/result", p, "ToolsCallResult"),
         ],
-        "current_cancel_result" | "current_update_result" => vec![("/result", p, "EmptyResult")],
-        "current_continue_completed" => vec![("/result", p, "DetailedTask")],
-        s if s.starts_with("current_get_") => vec![("/result", p, "DetailedTask")],
-        "current_discover" => vec![("/result", p, "DiscoverResult")],
-        "current_tools_list" => vec![("/result", p, "ListToolsResult")],
-        "current_notification_tasks" => vec![("/params", p, "TaskNotificationParams")],
-        "current_subscriptions_acknowledged" => {
+        "rev_2026_07_28_cancel_result" | "rev_2026_07_28_update_result" => {
+            vec![("/result", p, "EmptyResult")]
+        }
+        "rev_2026_07_28_continue_completed" => vec![("/result", p, "DetailedTask")],
+        s if s.starts_with("rev_2026_07_28_get_") => vec![("/result", p, "DetailedTask")],
+        "rev_2026_07_28_discover" => vec![("/result", p, "DiscoverResult")],
+        "rev_2026_07_28_tools_list" => vec![("/result", p, "ListToolsResult")],
+        "rev_2026_07_28_notification_tasks" => vec![("/params", p, "TaskNotificationParams")],
+        "task_stream_terminal_event" => vec![("", p, "TaskEvent")],
+        "rev_2026_07_28_subscriptions_acknowledged" => {
             vec![("/params", p, "SubscriptionsAcknowledgedParams")]
         }
-        "current_subscriptions_listen_result" => vec![("/result", p, "ListenResult")],
+        "rev_2026_07_28_subscriptions_listen_result" => vec![("/result", p, "ListenResult")],
         "rev_2025_11_25_blocking_elicitation_request" | "rev_2025_11_25_elicitation_request" => {
             vec![("/params", p, "ElicitRequestParams")]
         }
