@@ -35,11 +35,11 @@ async fn discover_and_tools_list() {
         json!({"eventStreams": {}}),
         "tasks/stream (SEP-2694) is offered as the tasks extension's eventStreams"
     );
-    golden("current_discover", &r);
+    golden("rev_2026_07_28_discover", &r);
     let (st, r) = s.call("tools/list", json!({}), false).await;
     assert_eq!(st, 200);
     assert_eq!(r["result"]["tools"][0]["name"], "run_script");
-    golden("current_tools_list", &r);
+    golden("rev_2026_07_28_tools_list", &r);
     s.shutdown().await;
 }
 
@@ -48,12 +48,12 @@ async fn tools_call_answers_with_a_task_then_polls_to_completion() {
     let s = Server::start().await;
     let (st, r) = s.call("tools/call", call_params("hello"), true).await;
     assert_eq!(st, 200);
-    golden("current_create_task_result", &r);
+    golden("rev_2026_07_28_create_task_result", &r);
     let id = r["result"]["taskId"].as_str().unwrap().to_string();
     let done = s.poll(&id, |t| t["status"] == "completed").await;
     assert_eq!(done["result"]["content"][0]["text"], "hello");
     assert_eq!(done["resultType"], "complete");
-    golden("current_get_completed", &json!({"result": done}));
+    golden("rev_2026_07_28_get_completed", &json!({"result": done}));
     s.shutdown().await;
 }
 
@@ -62,7 +62,7 @@ async fn ask_is_an_elicitation_answered_with_tasks_update() {
     let s = Server::start().await;
     let id = start_task(&s, "ask What is your name?").await;
     let t = s.poll(&id, |t| t["status"] == "input_required").await;
-    golden("current_get_input_required", &json!({"result": t}));
+    golden("rev_2026_07_28_get_input_required", &json!({"result": t}));
     let req = &t["inputRequests"]["ask-0"];
     assert_eq!(req["method"], "elicitation/create");
     assert_eq!(req["params"]["mode"], "form");
@@ -78,7 +78,7 @@ async fn ask_is_an_elicitation_answered_with_tasks_update() {
         )
         .await;
     assert_eq!(st, 200);
-    golden("current_update_result", &r);
+    golden("rev_2026_07_28_update_result", &r);
     let done = s.poll(&id, |t| t["status"] == "completed").await;
     assert_eq!(done["result"]["content"][0]["text"], "answer: Bob");
     // A second answer to the same key is ignored.
@@ -145,7 +145,7 @@ async fn tasks_continue_applies_responses_and_returns_the_detailed_task() {
         last["result"]["result"]["content"][0]["text"],
         "answer: red"
     );
-    golden("current_continue_completed", &last);
+    golden("rev_2026_07_28_continue_completed", &last);
     s.shutdown().await;
 }
 
@@ -155,9 +155,9 @@ async fn cancel_a_sleeping_task() {
     let id = start_task(&s, "sleep 20000").await;
     let (st, r) = s.call("tasks/cancel", json!({"taskId": id}), true).await;
     assert_eq!(st, 200);
-    golden("current_cancel_result", &r);
+    golden("rev_2026_07_28_cancel_result", &r);
     let t = s.poll(&id, |t| t["status"] == "cancelled").await;
-    golden("current_get_cancelled", &json!({"result": t}));
+    golden("rev_2026_07_28_get_cancelled", &json!({"result": t}));
     // Cancelling again is acknowledged.
     let (st, _) = s.call("tasks/cancel", json!({"taskId": id}), true).await;
     assert_eq!(st, 200);
@@ -170,7 +170,7 @@ async fn agent_failure_is_is_error_and_crash_is_failed() {
     let id = start_task(&s, "fail out of paper").await;
     let t = s.poll(&id, |t| t["status"] == "completed").await;
     assert_eq!(t["result"]["isError"], true);
-    golden("current_get_agent_failed", &json!({"result": t}));
+    golden("rev_2026_07_28_get_agent_failed", &json!({"result": t}));
     let id = start_task(&s, "crash").await;
     let t = s.poll(&id, |t| t["status"] == "failed").await;
     assert_eq!(t["error"]["code"], -32603);
@@ -178,7 +178,7 @@ async fn agent_failure_is_is_error_and_crash_is_failed() {
         .as_str()
         .unwrap()
         .contains("scripted crash"));
-    golden("current_get_failed", &json!({"result": t}));
+    golden("rev_2026_07_28_get_failed", &json!({"result": t}));
     s.shutdown().await;
 }
 
@@ -187,7 +187,7 @@ async fn auth_is_a_url_elicitation_and_review_a_confirmation() {
     let s = Server::start().await;
     let id = start_task(&s, "auth github\nhello").await;
     let t = s.poll(&id, |t| t["status"] == "input_required").await;
-    golden("current_get_auth_required", &json!({"result": t}));
+    golden("rev_2026_07_28_get_auth_required", &json!({"result": t}));
     s.call(
         "tasks/update",
         json!({"taskId": id, "inputResponses": {"taskwire.auth/github": {"action": "accept"}}}),
@@ -198,7 +198,7 @@ async fn auth_is_a_url_elicitation_and_review_a_confirmation() {
 
     let id = start_task(&s, "review\nhello").await;
     let t = s.poll(&id, |t| t["status"] == "input_required").await;
-    golden("current_get_review_required", &json!({"result": t}));
+    golden("rev_2026_07_28_get_review_required", &json!({"result": t}));
     s.call(
         "tasks/update",
         json!({"taskId": id, "inputResponses": {"taskwire.review/review-0": {"action": "accept", "content": {"approved": true}}}}),
@@ -216,7 +216,7 @@ async fn without_the_extension_tools_call_blocks() {
     let (st, r) = s.call("tools/call", call_params("hello"), false).await;
     assert_eq!(st, 200);
     assert_eq!(r["result"]["content"][0]["text"], "hello");
-    golden("current_call_tool_result", &r);
+    golden("rev_2026_07_28_call_tool_result", &r);
     // A tool that needs input, for a client that declared neither tasks nor
     // elicitation: -32021 naming the capability.
     let (st, r) = s.call("tools/call", call_params("ask why?"), false).await;
@@ -226,7 +226,7 @@ async fn without_the_extension_tools_call_blocks() {
         r["error"]["data"]["requiredCapabilities"],
         json!({"elicitation": {}})
     );
-    golden("current_call_needs_tasks", &r);
+    golden("rev_2026_07_28_call_needs_tasks", &r);
     s.shutdown().await;
 }
 
@@ -258,7 +258,7 @@ async fn input_required_results_continue_the_same_task() {
     assert_eq!(req["method"], "elicitation/create");
     assert_eq!(req["params"]["message"], "What is your name?");
     let state = res["requestState"].as_str().unwrap().to_string();
-    golden("current_call_input_required", &r);
+    golden("rev_2026_07_28_call_input_required", &r);
 
     let repeat = |responses: Value, state: &str| {
         let mut p = call_params("ask What is your name?");
@@ -324,7 +324,7 @@ async fn blocking_call_times_out_with_a_clear_error() {
     assert_eq!(st, 200);
     assert_eq!(r["error"]["code"], -32603);
     assert!(r["error"]["message"].as_str().unwrap().contains("200 ms"));
-    golden("current_call_timeout", &r);
+    golden("rev_2026_07_28_call_timeout", &r);
     s.shutdown().await;
 }
 
@@ -374,11 +374,11 @@ async fn subscriptions_listen_streams_task_notifications() {
     let ack = sse.next().await.unwrap();
     assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
     assert_eq!(ack["params"]["notifications"]["taskIds"], json!([id]));
-    golden("current_subscriptions_acknowledged", &ack);
+    golden("rev_2026_07_28_subscriptions_acknowledged", &ack);
     let first = sse.next().await.unwrap();
     assert_eq!(first["method"], "notifications/tasks");
     assert_eq!(first["params"]["status"], "input_required");
-    golden("current_notification_tasks", &first);
+    golden("rev_2026_07_28_notification_tasks", &first);
     s.call(
         "tasks/update",
         json!({"taskId": id, "inputResponses": {"ask-0": {"action": "accept", "content": {"answer": "Ann"}}}}),
@@ -395,7 +395,7 @@ async fn subscriptions_listen_streams_task_notifications() {
     }
     assert_eq!(statuses.last(), Some(&json!("completed")), "{statuses:?}");
     assert_eq!(last["id"], "sub-1");
-    golden("current_subscriptions_listen_result", &last);
+    golden("rev_2026_07_28_subscriptions_listen_result", &last);
     s.shutdown().await;
 }
 
@@ -406,7 +406,7 @@ async fn rejects_streams_and_replies_map_to_call_tool_results() {
     let t = s.poll(&id, |t| t["status"] == "completed").await;
     assert_eq!(t["result"]["isError"], true);
     assert_eq!(t["result"]["content"][0]["text"], "not today");
-    golden("current_get_rejected", &json!({"result": t}));
+    golden("rev_2026_07_28_get_rejected", &json!({"result": t}));
     let id = start_task(&s, "stream 3").await;
     let t = s.poll(&id, |t| t["status"] == "completed").await;
     let texts: Vec<&str> = t["result"]["content"]

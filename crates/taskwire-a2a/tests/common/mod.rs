@@ -254,6 +254,10 @@ pub fn check_fixture(name: &str, v: &Value) {
         .join(format!("{name}.json"));
     let got = normalize(v);
     let bless = std::env::var("TASKWIRE_BLESS").is_ok_and(|v| v == "1");
+    assert!(
+        path.exists() || std::env::var_os("CI").is_none(),
+        "golden fixture {} is missing; CI never writes one (run the test outside CI to write it, then commit it)", path.display()
+    );
     if bless || !path.exists() {
         std::fs::write(&path, serde_json::to_string_pretty(&got).unwrap() + "\n").unwrap();
         return;

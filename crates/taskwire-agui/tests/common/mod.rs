@@ -301,6 +301,10 @@ pub(crate) fn golden(name: &str, frames: &[(Option<String>, Value)]) {
         .join("tests/fixtures")
         .join(format!("{name}.json"));
     let text = serde_json::to_string_pretty(&got).unwrap() + "\n";
+    assert!(
+        path.exists() || std::env::var_os("CI").is_none(),
+        "golden fixture {} is missing; CI never writes one (run the test outside CI to write it, then commit it)", path.display()
+    );
     if std::env::var_os("UPDATE_FIXTURES").is_some() || !path.exists() {
         std::fs::write(&path, text).unwrap();
         eprintln!("wrote fixture {}", path.display());

@@ -321,6 +321,10 @@ pub fn golden(name: &str, v: &Value) {
     let got = normalize(v);
     let path = fixture_path(name);
     let pretty = serde_json::to_string_pretty(&got).unwrap() + "\n";
+    assert!(
+        path.exists() || std::env::var_os("CI").is_none(),
+        "golden fixture {} is missing; CI never writes one (run the test outside CI to write it, then commit it)", path.display()
+    );
     if std::env::var_os("TASKWIRE_UPDATE_FIXTURES").is_some() || !path.exists() {
         std::fs::write(&path, pretty).unwrap();
         return;
