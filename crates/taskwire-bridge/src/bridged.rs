@@ -47,11 +47,8 @@ pub struct TurnStart<'a, L> {
 
 /// One upstream protocol: what a bridged turn does that depends on it.
 ///
-/// `run` and `probe` return their futures unboxed (not `async_trait`): a
-/// turn's future is large (it holds the upstream stream being read), and
-/// boxing it a second time inside [`Bridged`]'s own boxed `run_turn` cost a
-/// copy of it per turn (about 8,400 instructions, +3% of a bridged request,
-/// `bench/callgrind-bridge.sh`).
+/// `run` and `probe` return their futures unboxed (not `async_trait`), so a
+/// turn has one boxed future, [`Bridged`]'s `run_turn`, not two.
 pub trait Upstream: Send + Sync + 'static {
     /// The link this protocol keeps in the task's agent state.
     type Link: Link;
