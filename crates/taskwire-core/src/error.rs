@@ -112,7 +112,7 @@ pub enum CoreError {
     #[error("the credential does not grant {needed} access")]
     Forbidden {
         /// What the operation needs.
-        needed: crate::types::Permission,
+        needed: crate::permission::Permission,
     },
 }
 

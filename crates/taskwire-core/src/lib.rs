@@ -42,6 +42,7 @@ pub mod guardrail;
 pub mod ids;
 pub mod limits;
 pub mod memory;
+pub mod permission;
 pub mod record;
 mod record_memory;
 pub mod record_workers;
