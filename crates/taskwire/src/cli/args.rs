@@ -653,7 +653,7 @@ pub struct OAuthArgs {
 
     /// An accepted `aud` of the tokens; repeatable (the environment variable
     /// takes a comma-separated list). Default: the public URL (--public-url,
-    /// else http://<listen address>) and its MCP endpoint `<public URL>/mcp`.
+    /// else `http://<listen address>`) and its MCP endpoint `<public URL>/mcp`.
     #[arg(
         long = "oauth-audience",
         env = "TASKWIRE_OAUTH_AUDIENCE",
